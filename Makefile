@@ -1,0 +1,32 @@
+# The one test command: `make test`. It installs what the tests need
+# (redis-server, beanstalkd) when they are missing and it runs as root, and
+# otherwise says how to get them.
+
+GO ?= go
+APT_PACKAGES := redis-server:redis-server beanstalkd:beanstalkd
+
+.PHONY: test deps vet build
+
+test: deps vet
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+vet:
+	$(GO) vet ./...
+
+build:
+	$(GO) build -o bin/hourglass ./cmd/hourglass
+
+deps:
+	@missing=""; \
+	for pair in $(APT_PACKAGES); do \
+		bin=$${pair%%:*}; pkg=$${pair##*:}; \
+		command -v $$bin >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing:$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+		else \
+			echo "missing:$$missing — install with: sudo apt-get install -y$$missing" >&2; exit 1; \
+		fi; \
+	fi

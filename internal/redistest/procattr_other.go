@@ -1,0 +1,7 @@
+//go:build !unix
+
+package redistest
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }

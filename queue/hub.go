@@ -1,0 +1,217 @@
+package queue
+
+import (
+	"container/list"
+	"context"
+	"sync"
+	"time"
+)
+
+// hub makes blocking reserves cheap: the reservers of one Queue that wait
+// share one store subscription per tube and one timer, and a wake-up for a
+// tube goes to the tube's oldest waiter that is not already awake. A waiter
+// that gets a job passes the wake-up on to the next one, so a burst of jobs
+// reaches every waiter without a thundering herd.
+type hub struct {
+	notifier Notifier // nil: rely on polling
+	poll     time.Duration
+	done     chan struct{}
+
+	listenMu sync.Mutex // serialises Listen calls; guards listening
+	// listening holds the stop functions of the store subscriptions, one per
+	// tube ever waited on; they end at close.
+	listening map[string]func()
+
+	mu      sync.Mutex
+	waiters list.List            // of *waiter, oldest first
+	due     map[string]time.Time // per tube: when the store said something may become ready
+	timer   *time.Timer          // fires at the earliest of due and the next poll
+	closed  bool
+}
+
+type waiter struct {
+	tubes []string
+	ch    chan struct{} // capacity 1: a pending wake-up
+	woken bool          // a wake-up is pending in ch
+	elem  *list.Element
+}
+
+func newHub(n Notifier, poll time.Duration) *hub {
+	h := &hub{notifier: n, poll: poll, done: make(chan struct{}), listening: map[string]func(){}, due: map[string]time.Time{}}
+	h.timer = time.AfterFunc(time.Hour, h.fire)
+	h.timer.Stop()
+	return h
+}
+
+// listen makes sure the store wakes this hub for each of tubes.
+func (h *hub) listen(ctx context.Context, tubes []string) error {
+	if h.notifier == nil {
+		return nil
+	}
+	h.listenMu.Lock()
+	defer h.listenMu.Unlock()
+	for _, t := range tubes {
+		if _, ok := h.listening[t]; ok {
+			continue
+		}
+		select {
+		case <-h.done:
+			return ErrClosed
+		default:
+		}
+		stop, err := h.notifier.Listen(ctx, t, h.wake)
+		if err != nil {
+			return err
+		}
+		h.listening[t] = stop
+	}
+	return nil
+}
+
+// enter registers a waiter; the caller must leave it.
+func (h *hub) enter(tubes []string) (*waiter, error) {
+	w := &waiter{tubes: tubes, ch: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	w.elem = h.waiters.PushBack(w)
+	h.armPollLocked()
+	return w, nil
+}
+
+// took is called by a waiter that received its wake-up and is about to ask the store.
+func (h *hub) took(w *waiter) {
+	h.mu.Lock()
+	w.woken = false
+	h.mu.Unlock()
+}
+
+// leave removes a waiter. A wake-up it received but did not use goes to the
+// next waiter of its tubes.
+func (h *hub) leave(w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.waiters.Remove(w.elem)
+	if w.woken {
+		for _, t := range w.tubes {
+			h.wakeLocked(t)
+		}
+	}
+}
+
+// wake hands a wake-up for tube to its oldest waiter that is not awake.
+func (h *hub) wake(tube string) {
+	h.mu.Lock()
+	h.wakeLocked(tube)
+	h.mu.Unlock()
+}
+
+func (h *hub) wakeLocked(tube string) {
+	for e := h.waiters.Front(); e != nil; e = e.Next() {
+		w := e.Value.(*waiter)
+		if w.woken || !w.watches(tube) {
+			continue
+		}
+		w.woken = true
+		w.ch <- struct{}{}
+		return
+	}
+}
+
+func (w *waiter) watches(tube string) bool {
+	for _, t := range w.tubes {
+		if t == tube {
+			return true
+		}
+	}
+	return false
+}
+
+// schedule asks for a wake-up of tube after d.
+func (h *hub) schedule(tube string, d time.Duration) {
+	at := time.Now().Add(d)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cur, ok := h.due[tube]; ok && !at.Before(cur) {
+		return
+	}
+	h.due[tube] = at
+	h.resetLocked()
+}
+
+var pollKey = "\x00poll" // not a valid tube name
+
+func (h *hub) armPollLocked() {
+	if _, ok := h.due[pollKey]; !ok {
+		h.due[pollKey] = time.Now().Add(h.poll)
+		h.resetLocked()
+	}
+}
+
+func (h *hub) resetLocked() {
+	if h.closed {
+		return
+	}
+	var first time.Time
+	for _, at := range h.due {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	if first.IsZero() {
+		h.timer.Stop()
+		return
+	}
+	h.timer.Reset(time.Until(first))
+}
+
+func (h *hub) fire() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	for tube, at := range h.due {
+		if at.After(now) {
+			continue
+		}
+		delete(h.due, tube)
+		if tube != pollKey {
+			h.wakeLocked(tube)
+			continue
+		}
+		// The poll: every tube with a waiter gets one wake-up.
+		seen := map[string]bool{}
+		for e := h.waiters.Front(); e != nil; e = e.Next() {
+			for _, t := range e.Value.(*waiter).tubes {
+				if !seen[t] {
+					seen[t] = true
+					h.wakeLocked(t)
+				}
+			}
+		}
+		if h.waiters.Len() > 0 {
+			h.due[pollKey] = now.Add(h.poll)
+		}
+	}
+	h.resetLocked()
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	h.timer.Stop()
+	close(h.done)
+	h.mu.Unlock()
+
+	h.listenMu.Lock()
+	defer h.listenMu.Unlock()
+	for t, stop := range h.listening {
+		stop()
+		delete(h.listening, t)
+	}
+}

@@ -1,0 +1,113 @@
+package queue
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// ID identifies a job. IDs are unique within a store and stay below 2^53,
+// so clients that parse them as IEEE doubles (JavaScript) read them exactly.
+type ID uint64
+
+// MaxID is the largest ID a store may issue (2^53 - 1).
+const MaxID ID = 1<<53 - 1
+
+// String returns the decimal form of the ID, as the wire protocol writes it.
+func (id ID) String() string { return strconv.FormatUint(uint64(id), 10) }
+
+// State is where a job is in its lifecycle.
+type State uint8
+
+// The states of a job. A job is in exactly one of them at any time.
+const (
+	Ready    State = iota + 1 // waiting to be reserved
+	Delayed                   // waiting for its delay to pass
+	Reserved                  // held by a reserver until it deletes, releases, buries or touches it, or its TTR runs out
+	Buried                    // set aside until it is kicked
+)
+
+var stateNames = [...]string{Ready: "ready", Delayed: "delayed", Reserved: "reserved", Buried: "buried"}
+
+// String returns the state's name as beanstalkd writes it ("ready", "delayed", "reserved", "buried").
+func (s State) String() string {
+	if s >= Ready && s <= Buried {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Job is a job as a reserve or a peek returns it.
+type Job struct {
+	ID       ID
+	Tube     string
+	Priority uint32        // 0 is the most urgent
+	TTR      time.Duration // time to run: how long a reservation lasts without a touch
+	Reserves uint32        // times the job has been reserved, this reservation included
+	Body     []byte
+}
+
+// NewJob describes a job to put.
+type NewJob struct {
+	Body     []byte
+	Priority uint32        // 0 is the most urgent; ties go by job ID
+	Delay    time.Duration // how long the job waits in the delayed state before it is ready; 0 for none
+	TTR      time.Duration // time to run; 0 means DefaultTTR; otherwise at least one second
+	// UniqueKey, when not empty, makes the put idempotent: while a job put
+	// with the same key exists in the tube, a second put stores nothing and
+	// returns the first job's ID.
+	UniqueKey string
+}
+
+// PutResult is the outcome of one job of a put.
+type PutResult struct {
+	ID        ID
+	Duplicate bool // a job with the same UniqueKey existed; ID is that job's
+}
+
+// JobStats describes one job, as beanstalkd's stats-job does.
+type JobStats struct {
+	ID       ID
+	Tube     string
+	State    State
+	Priority uint32
+	Age      time.Duration // since the job was put
+	Delay    time.Duration // the delay of the last put or release
+	TTR      time.Duration
+	TimeLeft time.Duration // until the reservation ends (reserved) or the delay ends (delayed); 0 otherwise
+	Reserves uint32        // times reserved
+	Timeouts uint32        // times its TTR ran out while reserved
+	Releases uint32
+	Buries   uint32
+	Kicks    uint32
+}
+
+// TubeStats describes one tube, as beanstalkd's stats-tube does.
+type TubeStats struct {
+	Name          string
+	Urgent        int64 // ready jobs with a priority below UrgentPriority
+	Ready         int64
+	Reserved      int64
+	Delayed       int64
+	Buried        int64
+	TotalJobs     int64         // jobs put into the tube since it was created
+	Deletes       int64         // deletes of the tube's jobs
+	Pauses        int64         // times the tube was paused
+	Pause         time.Duration // length of the current pause; 0 when not paused
+	PauseTimeLeft time.Duration
+}
+
+// Stats describes the whole store.
+type Stats struct {
+	Urgent    int64
+	Ready     int64
+	Reserved  int64
+	Delayed   int64
+	Buried    int64
+	TotalJobs int64 // jobs put since the store was created (the embedded engine: since it was opened)
+	Timeouts  int64 // reservations that ended because their TTR ran out
+	Tubes     int64
+}
+
+// UrgentPriority is the threshold below which a ready job counts as urgent.
+const UrgentPriority = 1024

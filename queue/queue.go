@@ -1,0 +1,469 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Queue is the job queue over a Store. It validates arguments, waits for jobs
+// without polling, and remembers which jobs each owner holds so that an owner
+// that goes away can return them all. A Queue is safe for concurrent use; the
+// values WithOwner returns share its waiting machinery.
+type Queue struct {
+	store Store
+	opts  Options
+	owner string
+	*shared
+}
+
+// shared is what a Queue and its WithOwner views have in common.
+type shared struct {
+	hub *hub
+
+	mu sync.Mutex
+	// held is, per owner, the IDs the owner reserved through this Queue and
+	// has not yet deleted, released or buried. A reservation that ended by
+	// its TTR stays until the owner touches the job or abandons its jobs.
+	held map[string]map[ID]struct{}
+}
+
+// New returns a Queue over store. It does not take ownership of the store:
+// Close the Queue, then the store.
+func New(store Store, opts *Options) (*Queue, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	q := &Queue{store: store}
+	if opts != nil {
+		q.opts = *opts
+	}
+	q.owner = q.opts.Owner
+	if q.owner == "" {
+		q.owner = randomOwner()
+	}
+	n, _ := store.(Notifier)
+	q.shared = &shared{hub: newHub(n, q.opts.pollInterval()), held: map[string]map[ID]struct{}{}}
+	return q, nil
+}
+
+func randomOwner() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// WithOwner returns a view of q whose reservations belong to owner. Views
+// share q's store, options and waiting machinery; closing q closes them.
+func (q *Queue) WithOwner(owner string) *Queue {
+	v := *q
+	v.owner = owner
+	return &v
+}
+
+// Owner returns the name that owns the reservations made through q.
+func (q *Queue) Owner() string { return q.owner }
+
+// Store returns the store q runs on.
+func (q *Queue) Store() Store { return q.store }
+
+// MaxJobSize returns the largest body q accepts.
+func (q *Queue) MaxJobSize() int { return q.opts.maxJobSize() }
+
+// Close wakes every waiting reserver with ErrClosed and ends the store
+// subscriptions of q and its views. It does not close the store.
+func (q *Queue) Close() error {
+	q.hub.close()
+	return nil
+}
+
+// Put stores a job in tube and returns its ID. A job with a UniqueKey that a
+// live job of the tube already holds is not stored: Put returns that job's ID.
+func (q *Queue) Put(ctx context.Context, tube string, job NewJob) (ID, error) {
+	r, err := q.PutMany(ctx, tube, []NewJob{job})
+	if err != nil {
+		return 0, err
+	}
+	return r[0].ID, nil
+}
+
+// PutMany stores jobs in tube in one call to the store, in order.
+func (q *Queue) PutMany(ctx context.Context, tube string, jobs []NewJob) ([]PutResult, error) {
+	if err := CheckTube(tube); err != nil {
+		return nil, err
+	}
+	if len(jobs) == 0 {
+		return nil, invalid("jobs", "is empty")
+	}
+	norm := make([]NewJob, len(jobs))
+	for i, j := range jobs {
+		if len(j.Body) > q.opts.maxJobSize() {
+			return nil, fmt.Errorf("%w: %d bytes (at most %d)", ErrJobTooBig, len(j.Body), q.opts.maxJobSize())
+		}
+		if err := checkDuration("Delay", j.Delay); err != nil {
+			return nil, err
+		}
+		if j.TTR == 0 {
+			j.TTR = q.opts.defaultTTR()
+		} else if err := checkTTR(j.TTR); err != nil {
+			return nil, err
+		}
+		if len(j.UniqueKey) > 1024 {
+			return nil, invalid("UniqueKey", "is %d bytes, want at most 1024", len(j.UniqueKey))
+		}
+		j.Delay, j.TTR = truncMS(j.Delay), truncMS(j.TTR)
+		if j.Body == nil {
+			j.Body = []byte{}
+		}
+		norm[i] = j
+	}
+	return q.store.Put(ctx, tube, norm)
+}
+
+// Reserve waits for a ready job in one of opts.Tubes (default "default"),
+// reserves it for q's owner and returns it. Among the ready jobs of the
+// tubes, the lowest priority number is taken first, ties by ID; across tubes
+// that a store keeps on different nodes (Redis Cluster) that order is best
+// effort. Paused tubes are skipped.
+//
+// Reserve returns ErrTimeout when opts.Timeout passes, ctx.Err() when ctx
+// ends first, and ErrClosed when q is closed.
+func (q *Queue) Reserve(ctx context.Context, opts ReserveOptions) (Job, error) {
+	jobs, _, err := q.reserve(ctx, opts, 1, nil)
+	if err != nil {
+		return Job{}, err
+	}
+	return jobs[0], nil
+}
+
+// ReserveN is Reserve for up to n jobs in one call to the store: it waits
+// for at least one and returns as many as were ready, at most n.
+func (q *Queue) ReserveN(ctx context.Context, n int, opts ReserveOptions) ([]Job, error) {
+	if n < 1 || n > 1000 {
+		return nil, invalid("n", "is %d, want 1 to 1000", n)
+	}
+	jobs, _, err := q.reserve(ctx, opts, n, nil)
+	return jobs, err
+}
+
+// reserve deletes del and reserves up to max jobs, waiting as opts say.
+// The outcomes of the deletes come back even when the reserve fails.
+func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del []ID) ([]Job, []error, error) {
+	tubes, err := checkTubes(opts.Tubes)
+	if err != nil {
+		return nil, nil, err
+	}
+	req := ReserveRequest{Owner: q.owner, Tubes: tubes, Max: max, Delete: del}
+	res, err := q.store.Reserve(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	deleted := res.Deleted
+	q.forget(del, deleted)
+	if len(res.Jobs) > 0 || opts.Timeout < 0 {
+		return q.got(res.Jobs), deleted, nil
+	}
+	req.Delete = nil
+
+	var timeout <-chan time.Time
+	if opts.Timeout > 0 {
+		t := time.NewTimer(opts.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	if err := q.hub.listen(ctx, tubes); err != nil {
+		return nil, deleted, err
+	}
+	w, err := q.hub.enter(tubes)
+	if err != nil {
+		return nil, deleted, err
+	}
+	defer q.hub.leave(w)
+	for {
+		// Registered first, then asked: a job that arrives in between wakes us.
+		res, err = q.store.Reserve(ctx, req)
+		if err != nil {
+			return nil, deleted, err
+		}
+		if len(res.Jobs) > 0 {
+			// Someone else may be waiting for what is left.
+			for _, t := range tubes {
+				q.hub.wake(t)
+			}
+			return q.got(res.Jobs), deleted, nil
+		}
+		if res.Next >= 0 {
+			q.hub.schedule(res.NextTube, res.Next)
+		}
+		select {
+		case <-w.ch:
+			q.hub.took(w)
+		case <-timeout:
+			return nil, deleted, ErrTimeout
+		case <-ctx.Done():
+			return nil, deleted, ctx.Err()
+		case <-q.hub.done:
+			return nil, deleted, ErrClosed
+		}
+	}
+}
+
+// got records reservations for q's owner.
+func (q *Queue) got(jobs []Job) []Job {
+	q.mu.Lock()
+	m := q.held[q.owner]
+	if m == nil {
+		m = map[ID]struct{}{}
+		q.held[q.owner] = m
+	}
+	for _, j := range jobs {
+		m[j.ID] = struct{}{}
+	}
+	q.mu.Unlock()
+	return jobs
+}
+
+// forget drops reservations of q's owner that ended. errs, when not nil,
+// says which of ids ended (nil) and which were not the owner's to end.
+func (q *Queue) forget(ids []ID, errs []error) {
+	if len(ids) == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	m := q.held[q.owner]
+	if m == nil {
+		return
+	}
+	for i, id := range ids {
+		if errs != nil && errors.Is(errs[i], ErrReserved) {
+			continue
+		}
+		delete(m, id)
+	}
+	if len(m) == 0 {
+		delete(q.held, q.owner)
+	}
+}
+
+// ReserveJob reserves the job with the given ID, if it is ready, delayed or
+// buried, whatever its tube and even if the tube is paused. It returns
+// ErrNotFound when there is no such job and ErrReserved when the job is
+// reserved (by anyone).
+func (q *Queue) ReserveJob(ctx context.Context, id ID) (Job, error) {
+	if err := checkID(id); err != nil {
+		return Job{}, err
+	}
+	j, err := q.store.ReserveJob(ctx, q.owner, id)
+	if err != nil {
+		return Job{}, err
+	}
+	q.got([]Job{j})
+	return j, nil
+}
+
+// Delete deletes a job that is ready, delayed, buried, or reserved by q's
+// owner. It returns ErrNotFound when there is no such job and ErrReserved when
+// another owner has reserved it.
+func (q *Queue) Delete(ctx context.Context, id ID) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	errs, err := q.DeleteMany(ctx, []ID{id})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// DeleteMany deletes jobs as Delete does, in one call to the store, and
+// returns one outcome per ID.
+func (q *Queue) DeleteMany(ctx context.Context, ids []ID) ([]error, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	errs, err := q.store.Delete(ctx, q.owner, ids)
+	if err != nil {
+		return nil, err
+	}
+	q.forget(ids, errs)
+	return errs, nil
+}
+
+// Release returns a job reserved by q's owner to ready with priority pri, or
+// to delayed when delay > 0. ErrNotFound when there is no such job,
+// ErrNotReserved when q's owner does not hold it.
+func (q *Queue) Release(ctx context.Context, id ID, pri uint32, delay time.Duration) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if err := checkDuration("delay", delay); err != nil {
+		return err
+	}
+	err := q.store.Release(ctx, q.owner, id, pri, truncMS(delay))
+	q.settle(id, err)
+	return err
+}
+
+// Bury moves a job reserved by q's owner to the end of its tube's buried
+// list with priority pri. Errors as for Release.
+func (q *Queue) Bury(ctx context.Context, id ID, pri uint32) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	err := q.store.Bury(ctx, q.owner, id, pri)
+	q.settle(id, err)
+	return err
+}
+
+// settle forgets a reservation after an operation that ends it, or that
+// found it ended.
+func (q *Queue) settle(id ID, err error) {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotReserved) {
+		q.forget([]ID{id}, nil)
+	}
+}
+
+// Touch gives a job reserved by q's owner a fresh TTR counted from now.
+// Errors as for Release.
+func (q *Queue) Touch(ctx context.Context, id ID) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	err := q.store.Touch(ctx, q.owner, id)
+	if err != nil {
+		q.settle(id, err)
+	}
+	return err
+}
+
+// Abandon returns every job that q's owner holds to ready at once, without
+// counting releases, and reports how many it returned. A connection that
+// closes, or a worker that stops, calls it.
+func (q *Queue) Abandon(ctx context.Context) (int, error) {
+	q.mu.Lock()
+	m := q.held[q.owner]
+	ids := make([]ID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	q.mu.Unlock()
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	n, err := q.store.Unreserve(ctx, q.owner, ids)
+	if err != nil {
+		return n, err
+	}
+	q.forget(ids, nil)
+	return n, nil
+}
+
+// Held returns the IDs that q's owner has reserved and not yet ended, as far
+// as q knows (a reservation whose TTR ran out stays until the next operation
+// on the job).
+func (q *Queue) Held() []ID {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	m := q.held[q.owner]
+	ids := make([]ID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Kick moves up to n jobs of tube to ready: its buried jobs, oldest first,
+// if it has any, else its delayed jobs, soonest first. It returns how many
+// it moved.
+func (q *Queue) Kick(ctx context.Context, tube string, n int) (int, error) {
+	if err := CheckTube(tube); err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, invalid("n", "is %d, want >= 0", n)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return q.store.Kick(ctx, tube, n)
+}
+
+// KickJob moves one buried or delayed job to ready. ErrNotFound when there
+// is no such job, ErrNotKickable when it is ready or reserved.
+func (q *Queue) KickJob(ctx context.Context, id ID) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	return q.store.KickJob(ctx, id)
+}
+
+// Peek returns the job with the given ID, in whatever state, or ErrNotFound.
+func (q *Queue) Peek(ctx context.Context, id ID) (Job, error) {
+	if err := checkID(id); err != nil {
+		return Job{}, err
+	}
+	return q.store.Peek(ctx, id)
+}
+
+// PeekReady returns the ready job of tube that a reserve would take next.
+func (q *Queue) PeekReady(ctx context.Context, tube string) (Job, error) {
+	return q.peekState(ctx, tube, Ready)
+}
+
+// PeekDelayed returns the delayed job of tube that is due soonest.
+func (q *Queue) PeekDelayed(ctx context.Context, tube string) (Job, error) {
+	return q.peekState(ctx, tube, Delayed)
+}
+
+// PeekBuried returns the job buried longest ago in tube.
+func (q *Queue) PeekBuried(ctx context.Context, tube string) (Job, error) {
+	return q.peekState(ctx, tube, Buried)
+}
+
+func (q *Queue) peekState(ctx context.Context, tube string, s State) (Job, error) {
+	if err := CheckTube(tube); err != nil {
+		return Job{}, err
+	}
+	return q.store.PeekState(ctx, tube, s)
+}
+
+// StatsJob describes the job with the given ID, or returns ErrNotFound.
+func (q *Queue) StatsJob(ctx context.Context, id ID) (JobStats, error) {
+	if err := checkID(id); err != nil {
+		return JobStats{}, err
+	}
+	return q.store.StatsJob(ctx, id)
+}
+
+// StatsTube describes tube, or returns ErrNotFound when the store holds no
+// job of it and no pause.
+func (q *Queue) StatsTube(ctx context.Context, tube string) (TubeStats, error) {
+	if err := CheckTube(tube); err != nil {
+		return TubeStats{}, err
+	}
+	return q.store.StatsTube(ctx, tube)
+}
+
+// Stats describes the whole store.
+func (q *Queue) Stats(ctx context.Context) (Stats, error) { return q.store.Stats(ctx) }
+
+// PauseTube keeps reserves from taking jobs of tube for d; d == 0 ends a pause.
+func (q *Queue) PauseTube(ctx context.Context, tube string, d time.Duration) error {
+	if err := CheckTube(tube); err != nil {
+		return err
+	}
+	if err := checkDuration("pause", d); err != nil {
+		return err
+	}
+	return q.store.PauseTube(ctx, tube, truncMS(d))
+}
+
+// Tubes lists the tubes that hold a job or a pause, oldest first.
+func (q *Queue) Tubes(ctx context.Context) ([]string, error) { return q.store.Tubes(ctx) }

@@ -1,0 +1,159 @@
+package queue
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps the jobs of a Queue. Each method is one atomic operation on the
+// store: it happens entirely or not at all, and what it reads it reads from
+// one moment of the store's clock. Queue validates every argument before it
+// calls a Store, so a Store may assume valid tube names, priorities and
+// durations (durations are whole milliseconds or more, never negative; TTRs
+// are at least one second), bodies within the size limit, and a non-empty
+// owner.
+//
+// Time belongs to the store: a Store computes every deadline from its own
+// clock (Redis: the server's TIME; the embedded engine: the process clock),
+// never from a time the caller passes, so processes with skewed clocks agree.
+//
+// Every method that moves a job applies due transitions first: delayed jobs
+// whose time has come are ready, reserved jobs whose TTR has run out are ready
+// again (counting a timeout), tubes whose pause has ended are not paused. A
+// store may do this lazily, but no method may observe a job in a state its
+// deadlines say it has left.
+//
+// Owners: a reservation belongs to the owner string passed to Reserve or
+// ReserveJob. Release, Bury and Touch succeed only for that owner; Delete
+// succeeds on a ready, delayed or buried job, or on a job reserved by the
+// caller.
+//
+// Errors: the sentinels of this package for outcomes (ErrNotFound,
+// ErrNotReserved, ErrReserved, ErrNotKickable, ErrFull), wrapped or not;
+// anything else is a failure of the store (network, disk) and must never be
+// reported as one of those sentinels.
+type Store interface {
+	// Put stores jobs in tube, in order, and returns one result per job.
+	// IDs increase within a tube (within a partition of a partitioned tube).
+	// A job with a UniqueKey whose key is held by a live job of the tube is
+	// not stored; its result carries the existing ID and Duplicate.
+	// A store that is full (a configured job cap) stores none of the jobs and
+	// returns ErrFull.
+	Put(ctx context.Context, tube string, jobs []NewJob) ([]PutResult, error)
+
+	// Reserve reserves up to req.Max ready jobs from the tubes in req.Tubes
+	// for req.Owner, skipping paused tubes, lowest (priority, ID) first, and
+	// returns them. Before it reserves, it deletes the jobs in req.Delete as
+	// Delete would (a worker's "done with this one, give me the next" in one
+	// call); their outcomes are in the result.
+	//
+	// When no job is ready it returns no jobs and, in Next, how long until
+	// one of the tubes may have one without further puts (a delay ending, a
+	// TTR running out, a pause ending) with NextTube naming that tube, or
+	// Next < 0 when nothing is scheduled. Reserve never blocks; Queue does
+	// the waiting.
+	Reserve(ctx context.Context, req ReserveRequest) (ReserveResult, error)
+
+	// ReserveJob reserves the job with the given ID for owner, whatever its
+	// tube and whether or not the tube is paused, if it is ready, delayed or
+	// buried. It returns ErrNotFound when there is no such job and
+	// ErrReserved when it is reserved (by anyone).
+	ReserveJob(ctx context.Context, owner string, id ID) (Job, error)
+
+	// Delete deletes the jobs with the given IDs and returns one outcome per
+	// ID: nil, ErrNotFound, or ErrReserved (reserved by another owner).
+	Delete(ctx context.Context, owner string, ids []ID) ([]error, error)
+
+	// Release returns a job reserved by owner to the ready state with
+	// priority pri, or to the delayed state when delay > 0, and counts a
+	// release. ErrNotFound when there is no such job, ErrNotReserved when it
+	// is not reserved by owner.
+	Release(ctx context.Context, owner string, id ID, pri uint32, delay time.Duration) error
+
+	// Bury moves a job reserved by owner to the end of its tube's buried
+	// list with priority pri and counts a bury. Errors as for Release.
+	Bury(ctx context.Context, owner string, id ID, pri uint32) error
+
+	// Touch gives a job reserved by owner a fresh TTR counted from now.
+	// Errors as for Release.
+	Touch(ctx context.Context, owner string, id ID) error
+
+	// Unreserve returns to ready, without counting a release or a timeout,
+	// those of ids that owner has reserved (an owner that went away), and
+	// reports how many it returned.
+	Unreserve(ctx context.Context, owner string, ids []ID) (int, error)
+
+	// Kick moves up to n jobs of tube to ready: buried jobs, oldest first,
+	// when the tube has any, else delayed jobs, soonest first. It counts a
+	// kick on each and returns how many it moved.
+	Kick(ctx context.Context, tube string, n int) (int, error)
+
+	// KickJob moves one buried or delayed job to ready and counts a kick.
+	// ErrNotFound when there is no such job, ErrNotKickable when it is
+	// ready or reserved.
+	KickJob(ctx context.Context, id ID) error
+
+	// Peek returns the job with the given ID in whatever state, or ErrNotFound.
+	Peek(ctx context.Context, id ID) (Job, error)
+
+	// PeekState returns the next job of tube in state s: Ready (lowest
+	// priority, then ID), Delayed (soonest due, then ID) or Buried (oldest
+	// buried). ErrNotFound when there is none.
+	PeekState(ctx context.Context, tube string, s State) (Job, error)
+
+	// StatsJob describes the job with the given ID, or returns ErrNotFound.
+	StatsJob(ctx context.Context, id ID) (JobStats, error)
+
+	// StatsTube describes tube, or returns ErrNotFound when the store does
+	// not know it (it holds no job and no pause).
+	StatsTube(ctx context.Context, tube string) (TubeStats, error)
+
+	// Stats describes the whole store. On a store spread over several nodes
+	// it is a sum of per-node views and not one atomic snapshot.
+	Stats(ctx context.Context) (Stats, error)
+
+	// PauseTube stops reserves from taking jobs of tube for d, counting a
+	// pause; d == 0 ends a pause. It creates the tube if needed.
+	PauseTube(ctx context.Context, tube string, d time.Duration) error
+
+	// Tubes lists the tubes the store knows: those that hold a job or a
+	// pause, in the order they were created.
+	Tubes(ctx context.Context) ([]string, error)
+
+	// Close releases what the store holds. Methods called after Close
+	// return ErrClosed.
+	Close() error
+}
+
+// ReserveRequest is the argument of Store.Reserve.
+type ReserveRequest struct {
+	Owner  string
+	Tubes  []string // distinct, at least one
+	Max    int      // at least one
+	Delete []ID     // jobs to delete before reserving; may be empty
+}
+
+// ReserveResult is the result of Store.Reserve.
+type ReserveResult struct {
+	Jobs     []Job
+	Deleted  []error // one per ReserveRequest.Delete: nil, ErrNotFound or ErrReserved
+	Next     time.Duration
+	NextTube string
+}
+
+// Notifier is implemented by stores that can wake reservers waiting on a
+// tube. Without it, a Queue rechecks waiting tubes every
+// Options.PollInterval.
+type Notifier interface {
+	// Listen arranges for wake(tube) to be called, from any goroutine, soon
+	// after a job of tube may have become ready: a put, a release, a kick, an
+	// unreserve, a pause ending early. It also calls wake after any put of a
+	// delayed job, so that waiters learn the new due time. Listen returns
+	// once the subscription is in effect: a change made after Listen returns
+	// is never missed. stop ends the subscription.
+	//
+	// Wake-ups are hints: a woken reserver may find nothing, and a store
+	// that may have lost wake-ups (a reconnect) calls wake for every tube
+	// it listens to.
+	Listen(ctx context.Context, tube string, wake func(tube string)) (stop func(), err error)
+}

@@ -1,0 +1,292 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Handler processes one job. Returning nil deletes the job; an error
+// releases it with a backoff delay, or buries it once it has been reserved
+// WorkerOptions.MaxAttempts times. The context ends when the worker gives
+// up on the job (shutdown deadline) or loses it (a touch failed).
+type Handler interface {
+	HandleJob(ctx context.Context, job Job) error
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(ctx context.Context, job Job) error
+
+// HandleJob calls f(ctx, job).
+func (f HandlerFunc) HandleJob(ctx context.Context, job Job) error { return f(ctx, job) }
+
+// WorkerOptions configure a Worker. The zero value (or nil) means the defaults.
+type WorkerOptions struct {
+	// Tubes to take jobs from; default "default".
+	Tubes []string
+	// Concurrency is how many jobs run at once; default 1.
+	Concurrency int
+	// MaxAttempts is how many reservations a job gets before a failure
+	// buries it instead of releasing it; default 10.
+	MaxAttempts int
+	// Backoff is the delay of the release after the n-th failed attempt
+	// (n from 1); default 1s·2^(n-1), at most one hour.
+	Backoff func(attempt int) time.Duration
+	// Logger receives failures of handlers and of the store; default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *WorkerOptions) concurrency() int {
+	if o == nil || o.Concurrency <= 0 {
+		return 1
+	}
+	return o.Concurrency
+}
+
+func (o *WorkerOptions) maxAttempts() int {
+	if o == nil || o.MaxAttempts <= 0 {
+		return 10
+	}
+	return o.MaxAttempts
+}
+
+func (o *WorkerOptions) backoff(n int) time.Duration {
+	if o != nil && o.Backoff != nil {
+		return o.Backoff(n)
+	}
+	if n > 13 {
+		return time.Hour
+	}
+	return min(time.Second<<(n-1), time.Hour)
+}
+
+func (o *WorkerOptions) logger() *slog.Logger {
+	if o == nil || o.Logger == nil {
+		return slog.Default()
+	}
+	return o.Logger
+}
+
+// Worker runs a Handler over the jobs of some tubes, Concurrency at a time.
+// While a handler runs past three quarters of its job's TTR, the worker
+// touches the job. A finished job is deleted and the next one reserved in
+// one call to the store.
+type Worker struct {
+	q    *Queue
+	h    Handler
+	opts WorkerOptions
+
+	mu       sync.Mutex
+	running  bool
+	stop     context.CancelFunc // stops reserving
+	abandon  context.CancelFunc // cancels running handlers
+	finished chan struct{}
+}
+
+// NewWorker returns a Worker that takes jobs from q for h. Its
+// reservations belong to q's owner.
+func NewWorker(q *Queue, h Handler, opts *WorkerOptions) (*Worker, error) {
+	w := &Worker{q: q, h: h}
+	if opts != nil {
+		w.opts = *opts
+	}
+	if _, err := checkTubes(w.opts.Tubes); err != nil {
+		return nil, err
+	}
+	if w.opts.Concurrency < 0 || w.opts.MaxAttempts < 0 {
+		return nil, invalid("WorkerOptions", "Concurrency and MaxAttempts must not be negative")
+	}
+	return w, nil
+}
+
+// Run processes jobs until ctx ends or Shutdown is called, and returns once
+// every handler has returned and every job still held has been released.
+// It returns nil after Shutdown, ctx.Err() when ctx ended, and otherwise
+// the error that stopped it.
+func (w *Worker) Run(ctx context.Context) error {
+	w.mu.Lock()
+	if w.running {
+		w.mu.Unlock()
+		return errors.New("queue: worker already running")
+	}
+	w.running = true
+	rctx, stop := context.WithCancel(ctx)
+	hctx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	w.stop, w.abandon = stop, abandon
+	w.finished = make(chan struct{})
+	w.mu.Unlock()
+	defer close(w.finished)
+	defer abandon()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, w.opts.concurrency())
+	for range w.opts.concurrency() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.loop(rctx, hctx); err != nil {
+				errs <- err
+				stop()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Shutdown stops reserving, waits for running handlers until ctx ends, then
+// cancels the handlers still running and releases their jobs. It returns
+// once Run has returned, or ctx.Err() if handlers were cut short.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.running {
+		w.mu.Unlock()
+		return nil
+	}
+	stop, abandon, finished := w.stop, w.abandon, w.finished
+	w.mu.Unlock()
+	stop()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		abandon()
+		<-finished
+		return ctx.Err()
+	}
+}
+
+// loop is one of the Concurrency slots: reserve, handle, repeat.
+func (w *Worker) loop(rctx, hctx context.Context) error {
+	log := w.opts.logger()
+	var done []ID // finished jobs to delete with the next reserve
+	ropts := ReserveOptions{Tubes: w.opts.Tubes}
+	for {
+		if rctx.Err() != nil {
+			break
+		}
+		jobs, delErrs, err := w.q.reserve(rctx, ropts, 1, done)
+		for i, e := range delErrs {
+			if e != nil {
+				log.Warn("queue: deleting a finished job", "id", done[i], "err", e)
+			}
+		}
+		done = nil
+		if err != nil {
+			if rctx.Err() != nil {
+				break
+			}
+			if errors.Is(err, ErrClosed) {
+				return err
+			}
+			log.Error("queue: reserve", "err", err)
+			select { // a failing store: do not spin
+			case <-rctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		job := jobs[0]
+		if w.handle(hctx, job) {
+			done = append(done, job.ID)
+		}
+	}
+	if len(done) > 0 {
+		// Stopping: delete the last finished job on its own.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(hctx), 5*time.Second)
+		defer cancel()
+		if err := w.q.Delete(ctx, done[0]); err != nil {
+			log.Warn("queue: deleting a finished job", "id", done[0], "err", err)
+		}
+	}
+	return nil
+}
+
+// handle runs the handler on job, touching it as its TTR nears its end. It
+// reports whether the job succeeded (to be deleted); a failed job has been
+// released or buried.
+func (w *Worker) handle(hctx context.Context, job Job) bool {
+	log := w.opts.logger()
+	ctx, cancel := context.WithCancel(hctx)
+	defer cancel()
+
+	// Touch at 3/4 of the TTR, again and again, until the handler returns.
+	var (
+		tmu     sync.Mutex
+		stopped bool
+		timer   *time.Timer
+	)
+	every := job.TTR * 3 / 4
+	var touch func()
+	touch = func() {
+		tmu.Lock()
+		defer tmu.Unlock()
+		if stopped {
+			return
+		}
+		tctx, tcancel := context.WithTimeout(ctx, job.TTR/4)
+		err := w.q.Touch(tctx, job.ID)
+		tcancel()
+		if err != nil {
+			log.Warn("queue: touch failed; the job may go to another worker", "id", job.ID, "err", err)
+			cancel()
+			return
+		}
+		timer.Reset(every)
+	}
+	tmu.Lock()
+	timer = time.AfterFunc(every, touch)
+	tmu.Unlock()
+	err := w.run(ctx, job)
+	tmu.Lock()
+	stopped = true
+	timer.Stop()
+	tmu.Unlock()
+
+	if err == nil {
+		return true
+	}
+	// The job failed or was abandoned: give it back.
+	bctx, bcancel := context.WithTimeout(context.WithoutCancel(hctx), 5*time.Second)
+	defer bcancel()
+	switch {
+	case hctx.Err() != nil:
+		// Shutdown cut the handler short: back to ready, no attempt counted.
+		if _, e := w.q.store.Unreserve(bctx, w.q.owner, []ID{job.ID}); e != nil {
+			log.Warn("queue: returning an abandoned job", "id", job.ID, "err", e)
+		}
+		w.q.forget([]ID{job.ID}, nil)
+	case int(job.Reserves) >= w.opts.maxAttempts():
+		log.Warn("queue: job failed for the last time; burying it", "id", job.ID, "attempts", job.Reserves, "err", err)
+		if e := w.q.Bury(bctx, job.ID, job.Priority); e != nil {
+			log.Warn("queue: burying a failed job", "id", job.ID, "err", e)
+		}
+	default:
+		delay := w.opts.backoff(int(job.Reserves))
+		log.Info("queue: job failed; releasing it", "id", job.ID, "attempt", job.Reserves, "delay", delay, "err", err)
+		if e := w.q.Release(bctx, job.ID, job.Priority, delay); e != nil {
+			log.Warn("queue: releasing a failed job", "id", job.ID, "err", e)
+		}
+	}
+	return false
+}
+
+// run calls the handler, turning a panic into an error.
+func (w *Worker) run(ctx context.Context, job Job) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("queue: handler panicked: %v", r)
+		}
+	}()
+	return w.h.HandleJob(ctx, job)
+}

@@ -1,0 +1,163 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// notifier shares sharded pub/sub subscriptions among the listeners of a
+// process: one subscription connection per tag listened to (a shard channel
+// lives in its tag's slot, and a cluster connection serves the slots of one
+// node), and any number of listeners per channel.
+type notifier struct {
+	s *Store
+
+	mu     sync.Mutex
+	subs   map[int]*tagSub // by tag
+	closed bool
+}
+
+type tagSub struct {
+	ps        *redis.PubSub
+	handlers  map[string]map[*func(string)]string // channel -> handler -> tube
+	confirmed map[string]bool
+	waiting   map[string][]chan struct{}
+	done      chan struct{}
+}
+
+func (n *notifier) init(s *Store) {
+	n.s = s
+	n.subs = map[int]*tagSub{}
+}
+
+// Listen implements queue.Notifier: wake(tube) is called after every
+// message on the channels of tube's partitions, and for every channel once
+// more after a reconnect (messages may have been lost while it was down).
+func (s *Store) Listen(ctx context.Context, tube string, wake func(tube string)) (stop func(), err error) {
+	k := s.partitions(tube)
+	h := &wake
+	var added []func()
+	for p := 0; p < k; p++ {
+		tag := tubeTag(tube, p, k)
+		undo, err := s.notify.add(ctx, tag, s.k.channel(tag, tube), tube, h)
+		if err != nil {
+			for _, u := range added {
+				u()
+			}
+			return nil, err
+		}
+		added = append(added, undo)
+	}
+	return func() {
+		for _, u := range added {
+			u()
+		}
+	}, nil
+}
+
+func (n *notifier) add(ctx context.Context, tag int, ch, tube string, h *func(string)) (func(), error) {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil, fmt.Errorf("redisstore: listen on closed store")
+	}
+	ts := n.subs[tag]
+	var confirm chan struct{}
+	if ts == nil {
+		ts = &tagSub{
+			handlers: map[string]map[*func(string)]string{}, confirmed: map[string]bool{},
+			waiting: map[string][]chan struct{}{}, done: make(chan struct{}),
+		}
+		n.subs[tag] = ts
+		ts.ps = n.s.c.SSubscribe(context.WithoutCancel(ctx), ch)
+		confirm = make(chan struct{})
+		ts.waiting[ch] = append(ts.waiting[ch], confirm)
+		go n.read(ts)
+	} else if _, ok := ts.handlers[ch]; !ok {
+		confirm = make(chan struct{})
+		ts.waiting[ch] = append(ts.waiting[ch], confirm)
+		if err := ts.ps.SSubscribe(ctx, ch); err != nil {
+			n.mu.Unlock()
+			return nil, fmt.Errorf("redisstore: subscribing to %s: %w", ch, err)
+		}
+	} else if !ts.confirmed[ch] {
+		confirm = make(chan struct{})
+		ts.waiting[ch] = append(ts.waiting[ch], confirm)
+	}
+	if ts.handlers[ch] == nil {
+		ts.handlers[ch] = map[*func(string)]string{}
+	}
+	ts.handlers[ch][h] = tube
+	n.mu.Unlock()
+
+	undo := func() {
+		n.mu.Lock()
+		delete(ts.handlers[ch], h)
+		n.mu.Unlock()
+	}
+	if confirm != nil {
+		select {
+		case <-confirm:
+		case <-ctx.Done():
+			undo()
+			return nil, ctx.Err()
+		}
+	}
+	return undo, nil
+}
+
+// read delivers the messages of one tag's subscription until it is closed.
+func (n *notifier) read(ts *tagSub) {
+	defer close(ts.done)
+	for m := range ts.ps.ChannelWithSubscriptions() {
+		var ch string
+		switch m := m.(type) {
+		case *redis.Subscription:
+			if m.Kind != "ssubscribe" {
+				continue
+			}
+			ch = m.Channel
+			n.mu.Lock()
+			again := ts.confirmed[ch]
+			ts.confirmed[ch] = true
+			for _, c := range ts.waiting[ch] {
+				close(c)
+			}
+			delete(ts.waiting, ch)
+			n.mu.Unlock()
+			if !again {
+				continue
+			}
+			// A resubscription after a reconnect: wake-ups may have been lost.
+		case *redis.Message:
+			ch = m.Channel
+		default:
+			continue
+		}
+		n.mu.Lock()
+		var calls []func()
+		for h, tube := range ts.handlers[ch] {
+			f, t := *h, tube
+			calls = append(calls, func() { f(t) })
+		}
+		n.mu.Unlock()
+		for _, c := range calls {
+			c()
+		}
+	}
+}
+
+func (n *notifier) close() {
+	n.mu.Lock()
+	n.closed = true
+	subs := n.subs
+	n.subs = map[int]*tagSub{}
+	n.mu.Unlock()
+	for _, ts := range subs {
+		_ = ts.ps.Close()
+		<-ts.done
+	}
+}

@@ -1,0 +1,687 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/redis/go-redis/v9"
+)
+
+const maxBatch = 1000 // jobs per script call, to bound the work of one call
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// Put implements queue.Store.
+func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
+	k := s.partitions(tube)
+	// Group the jobs by partition, keeping their order within each.
+	groups := make(map[int][]int)
+	var order []int
+	for i, j := range jobs {
+		p := 0
+		if k > 1 {
+			if j.UniqueKey != "" {
+				p = int(fnv32(j.UniqueKey) % uint32(k))
+			} else {
+				p = int(s.rr.Add(1) % uint64(k))
+			}
+		}
+		if _, ok := groups[p]; !ok {
+			order = append(order, p)
+		}
+		groups[p] = append(groups[p], i)
+	}
+	out := make([]queue.PutResult, len(jobs))
+	for _, p := range order {
+		idx := groups[p]
+		tag := tubeTag(tube, p, k)
+		for start := 0; start < len(idx); start += maxBatch {
+			end := min(start+maxBatch, len(idx))
+			args := make([]any, 0, 2+5*(end-start))
+			args = append(args, tube, tag)
+			for _, i := range idx[start:end] {
+				j := jobs[i]
+				args = append(args, j.Priority, ms(j.Delay), ms(j.TTR), j.UniqueKey, j.Body)
+			}
+			v, err := s.run(ctx, scripts.put, tag, tube, args...)
+			if err != nil {
+				return nil, err
+			}
+			a := v.([]any)
+			for n, i := range idx[start:end] {
+				id := queue.ID(a[2*n].(int64))
+				out[i] = queue.PutResult{ID: id, Duplicate: a[2*n+1].(int64) == 1}
+				s.tubes.add(id, tube)
+			}
+		}
+	}
+	return out, nil
+}
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// group is the tubes of one reserve that live on one tag.
+type group struct {
+	tag   int
+	tubes []string
+}
+
+func (s *Store) groups(tubes []string) []group {
+	at := map[int]int{}
+	var gs []group
+	for _, t := range tubes {
+		k := s.partitions(t)
+		for p := 0; p < k; p++ {
+			tag := tubeTag(t, p, k)
+			i, ok := at[tag]
+			if !ok {
+				i = len(gs)
+				at[tag] = i
+				gs = append(gs, group{tag: tag})
+			}
+			gs[i].tubes = append(gs[i].tubes, t)
+		}
+	}
+	return gs
+}
+
+// Reserve implements queue.Store. The tubes are grouped by tag; each group
+// is one script call, tried from a random group onwards, so (priority, ID)
+// order holds within a group and is best effort across groups.
+func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.ReserveResult, error) {
+	var res queue.ReserveResult
+	gs := s.groups(req.Tubes)
+
+	// Deletes of jobs in a tube of a group ride along with that group's
+	// reserve; the others go first on their own.
+	res.Deleted = make([]error, len(req.Delete))
+	type del struct {
+		i    int
+		tube string
+	}
+	withGroup := map[int][]del{}
+	if len(req.Delete) > 0 {
+		located, err := s.locate(ctx, req.Delete)
+		if err != nil {
+			return res, err
+		}
+		var alone []int
+		for i, id := range req.Delete {
+			tube := located[i]
+			if tube == "" {
+				res.Deleted[i] = queue.ErrNotFound
+				continue
+			}
+			g := -1
+			for gi, gr := range gs {
+				if gr.tag == tagOf(id) && contains(gr.tubes, tube) {
+					g = gi
+					break
+				}
+			}
+			if g < 0 {
+				alone = append(alone, i)
+				continue
+			}
+			withGroup[g] = append(withGroup[g], del{i, tube})
+		}
+		if len(alone) > 0 {
+			ids := make([]queue.ID, len(alone))
+			for n, i := range alone {
+				ids[n] = req.Delete[i]
+			}
+			errs, err := s.Delete(ctx, req.Owner, ids)
+			if err != nil {
+				return res, err
+			}
+			for n, i := range alone {
+				res.Deleted[i] = errs[n]
+			}
+		}
+	}
+
+	res.Next = -1
+	start := 0
+	if len(gs) > 1 {
+		start = randInt(len(gs))
+	}
+	for n := range gs {
+		gi := (start + n) % len(gs)
+		g := gs[gi]
+		want := req.Max - len(res.Jobs)
+		dels := withGroup[gi]
+		if want <= 0 && len(dels) == 0 {
+			continue
+		}
+		args := make([]any, 0, 3+len(g.tubes)+2*len(dels))
+		args = append(args, req.Owner, max(want, 0), len(g.tubes))
+		for _, t := range g.tubes {
+			args = append(args, t)
+		}
+		for _, d := range dels {
+			args = append(args, indexOf(g.tubes, d.tube)+1, idhex(req.Delete[d.i]))
+		}
+		ks := s.k.tagKeys(g.tag)
+		for _, t := range g.tubes {
+			ks = append(ks, s.k.tubeKeys(g.tag, t)...)
+		}
+		if s.closed.Load() {
+			return res, queue.ErrClosed
+		}
+		v, err := scripts.reserve.Run(ctx, s.c, ks, append([]any{s.now()}, args...)...).Result()
+		if err != nil {
+			return res, storeErr(err)
+		}
+		a := v.([]any)
+		for n, code := range a[0].([]any) {
+			res.Deleted[dels[n].i] = deleteOutcome(code.(int64))
+		}
+		for _, j := range parseJobs(a[1].([]any)) {
+			s.tubes.add(j.ID, j.Tube)
+			res.Jobs = append(res.Jobs, j)
+		}
+		if next := a[2].(int64); next >= 0 && len(res.Jobs) == 0 {
+			d := time.Duration(next) * time.Microsecond
+			if res.Next < 0 || d < res.Next {
+				res.Next, res.NextTube = d, g.tubes[a[3].(int64)-1]
+			}
+		}
+	}
+	if len(res.Jobs) > 0 {
+		res.Next, res.NextTube = -1, ""
+	}
+	return res, nil
+}
+
+func contains(xs []string, x string) bool { return indexOf(xs, x) >= 0 }
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+func deleteOutcome(code int64) error {
+	switch code {
+	case 1:
+		return nil
+	case -1:
+		return queue.ErrReserved
+	default:
+		return queue.ErrNotFound
+	}
+}
+
+// parseJobs reads the flat job replies of a script (6 values per job).
+func parseJobs(a []any) []queue.Job {
+	jobs := make([]queue.Job, 0, len(a)/6)
+	for i := 0; i+5 < len(a); i += 6 {
+		jobs = append(jobs, parseJob(a[i:i+6]))
+	}
+	return jobs
+}
+
+func parseJob(a []any) queue.Job {
+	return queue.Job{
+		ID:       queue.ID(a[0].(int64)),
+		Tube:     a[1].(string),
+		Priority: uint32(a[2].(int64)),
+		TTR:      time.Duration(a[3].(int64)) * time.Millisecond,
+		Reserves: uint32(a[4].(int64)),
+		Body:     []byte(a[5].(string)),
+	}
+}
+
+// locate returns the tube of each job ("" when there is no such job), from
+// the cache or, for the rest, one script call per tag.
+func (s *Store) locate(ctx context.Context, ids []queue.ID) ([]string, error) {
+	out := make([]string, len(ids))
+	missing := map[int][]int{}
+	for i, id := range ids {
+		if id == 0 || id > queue.MaxID {
+			continue
+		}
+		if t, ok := s.tubes.get(id); ok {
+			out[i] = t
+			continue
+		}
+		missing[tagOf(id)] = append(missing[tagOf(id)], i)
+	}
+	for tag, idx := range missing {
+		args := make([]any, len(idx))
+		for n, i := range idx {
+			args[n] = idhex(ids[i])
+		}
+		v, err := s.run(ctx, scripts.locate, tag, "", args...)
+		if err != nil {
+			return nil, err
+		}
+		for n, t := range v.([]any) {
+			if t, ok := t.(string); ok {
+				out[idx[n]] = t
+				s.tubes.add(ids[idx[n]], t)
+			}
+		}
+	}
+	return out, nil
+}
+
+// locateOne returns the tube of one job, or queue.ErrNotFound.
+func (s *Store) locateOne(ctx context.Context, id queue.ID) (string, error) {
+	t, err := s.locate(ctx, []queue.ID{id})
+	if err != nil {
+		return "", err
+	}
+	if t[0] == "" {
+		return "", fmt.Errorf("%w: %d", queue.ErrNotFound, id)
+	}
+	return t[0], nil
+}
+
+// Delete implements queue.Store.
+func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]error, error) {
+	out := make([]error, len(ids))
+	tubes, err := s.locate(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		tag  int
+		tube string
+	}
+	groups := map[key][]int{}
+	var order []key
+	for i, id := range ids {
+		if tubes[i] == "" {
+			out[i] = queue.ErrNotFound
+			continue
+		}
+		k := key{tagOf(id), tubes[i]}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	for _, k := range order {
+		idx := groups[k]
+		args := make([]any, 0, 2+len(idx))
+		args = append(args, owner, k.tube)
+		for _, i := range idx {
+			args = append(args, idhex(ids[i]))
+		}
+		v, err := s.run(ctx, scripts.delete, k.tag, k.tube, args...)
+		if err != nil {
+			return nil, err
+		}
+		for n, code := range v.([]any) {
+			out[idx[n]] = deleteOutcome(code.(int64))
+		}
+	}
+	return out, nil
+}
+
+// codeErr turns the status of a by-ID script into an error.
+func codeErr(code int64, id queue.ID) error {
+	switch code {
+	case 1:
+		return nil
+	case 0, -2:
+		return fmt.Errorf("%w: %d", queue.ErrNotFound, id)
+	case -1:
+		return fmt.Errorf("%w: %d", queue.ErrNotReserved, id)
+	case -3:
+		return fmt.Errorf("%w: %d", queue.ErrNotKickable, id)
+	}
+	return fmt.Errorf("redisstore: unexpected script status %d", code)
+}
+
+// owned runs release, bury or touch: scripts whose ARGV are now, owner, tube, id, extra...
+func (s *Store) owned(ctx context.Context, sc *redis.Script, owner string, id queue.ID, extra ...any) error {
+	tube, err := s.locateOne(ctx, id)
+	if err != nil {
+		return err
+	}
+	v, err := s.run(ctx, sc, tagOf(id), tube, append([]any{owner, tube, idhex(id)}, extra...)...)
+	if err != nil {
+		return err
+	}
+	return codeErr(v.(int64), id)
+}
+
+// Release implements queue.Store.
+func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint32, delay time.Duration) error {
+	return s.owned(ctx, scripts.release, owner, id, pri, ms(delay))
+}
+
+// Bury implements queue.Store.
+func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32) error {
+	return s.owned(ctx, scripts.bury, owner, id, pri)
+}
+
+// Touch implements queue.Store.
+func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) error {
+	return s.owned(ctx, scripts.touch, owner, id)
+}
+
+// Unreserve implements queue.Store.
+func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (int, error) {
+	tubes, err := s.locate(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	type key struct {
+		tag  int
+		tube string
+	}
+	groups := map[key][]any{}
+	for i, id := range ids {
+		if tubes[i] != "" {
+			k := key{tagOf(id), tubes[i]}
+			groups[k] = append(groups[k], idhex(id))
+		}
+	}
+	total := 0
+	for k, hs := range groups {
+		v, err := s.run(ctx, scripts.unreserve, k.tag, k.tube, append([]any{owner, k.tube}, hs...)...)
+		if err != nil {
+			return total, err
+		}
+		total += int(v.(int64))
+	}
+	return total, nil
+}
+
+// ReserveJob implements queue.Store.
+func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queue.Job, error) {
+	tube, err := s.locateOne(ctx, id)
+	if err != nil {
+		return queue.Job{}, err
+	}
+	v, err := s.run(ctx, scripts.reserveJob, tagOf(id), tube, owner, tube, idhex(id))
+	if err != nil {
+		return queue.Job{}, err
+	}
+	a := v.([]any)
+	switch a[0].(int64) {
+	case 1:
+		return parseJob(a[1].([]any)), nil
+	case -1:
+		return queue.Job{}, fmt.Errorf("%w: %d", queue.ErrReserved, id)
+	}
+	return queue.Job{}, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
+}
+
+// Kick implements queue.Store. A partitioned tube is kicked partition by
+// partition until n jobs have moved.
+func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
+	k := s.partitions(tube)
+	total := 0
+	for p := 0; p < k && total < n; p++ {
+		tag := tubeTag(tube, p, k)
+		for total < n {
+			want := min(n-total, maxBatch)
+			v, err := s.run(ctx, scripts.kick, tag, tube, tube, want)
+			if err != nil {
+				return total, err
+			}
+			got := int(v.(int64))
+			total += got
+			if got < want {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// KickJob implements queue.Store.
+func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
+	tube, err := s.locateOne(ctx, id)
+	if err != nil {
+		return err
+	}
+	v, err := s.run(ctx, scripts.kickJob, tagOf(id), tube, tube, idhex(id))
+	if err != nil {
+		return err
+	}
+	return codeErr(v.(int64), id)
+}
+
+// peek runs peek.lua: the job and its stats.
+func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []any, error) {
+	tube, err := s.locateOne(ctx, id)
+	if err != nil {
+		return queue.Job{}, nil, err
+	}
+	v, err := s.run(ctx, scripts.peek, tagOf(id), tube, tube, idhex(id))
+	if err != nil {
+		return queue.Job{}, nil, err
+	}
+	a := v.([]any)
+	if a[0].(int64) != 1 {
+		return queue.Job{}, nil, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
+	}
+	return parseJob(a[1].([]any)), a[2].([]any), nil
+}
+
+// Peek implements queue.Store.
+func (s *Store) Peek(ctx context.Context, id queue.ID) (queue.Job, error) {
+	j, _, err := s.peek(ctx, id)
+	return j, err
+}
+
+// StatsJob implements queue.Store.
+func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
+	j, st, err := s.peek(ctx, id)
+	if err != nil {
+		return queue.JobStats{}, err
+	}
+	n := func(i int) int64 { return st[i].(int64) }
+	d := func(i int) time.Duration { return time.Duration(n(i)) * time.Millisecond }
+	return queue.JobStats{
+		ID: j.ID, Tube: j.Tube, State: queue.State(n(0)), Priority: uint32(n(1)),
+		Age: d(2), Delay: d(3), TTR: d(4), TimeLeft: d(5),
+		Reserves: uint32(n(6)), Timeouts: uint32(n(7)), Releases: uint32(n(8)), Buries: uint32(n(9)), Kicks: uint32(n(10)),
+	}, nil
+}
+
+// PeekState implements queue.Store. For a partitioned tube it looks at every
+// partition and returns the best by the state's order.
+func (s *Store) PeekState(ctx context.Context, tube string, st queue.State) (queue.Job, error) {
+	k := s.partitions(tube)
+	var best queue.Job
+	var bestScore float64
+	found := false
+	for p := 0; p < k; p++ {
+		tag := tubeTag(tube, p, k)
+		v, err := s.run(ctx, scripts.peekState, tag, tube, tube, int(st))
+		if err != nil {
+			return queue.Job{}, err
+		}
+		a := v.([]any)
+		if len(a) == 0 {
+			continue
+		}
+		score := float64(a[0].(int64))
+		j := parseJob(a[1].([]any))
+		if !found || score < bestScore || (score == bestScore && j.ID < best.ID) {
+			best, bestScore, found = j, score, true
+		}
+	}
+	if !found {
+		return queue.Job{}, fmt.Errorf("%w: no %s job in tube %s", queue.ErrNotFound, st, tube)
+	}
+	return best, nil
+}
+
+// StatsTube implements queue.Store; a partitioned tube sums its partitions.
+func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, error) {
+	st, _, err := s.statsTube(ctx, tube)
+	return st, err
+}
+
+func (s *Store) statsTube(ctx context.Context, tube string) (queue.TubeStats, int64, error) {
+	k := s.partitions(tube)
+	st := queue.TubeStats{Name: tube}
+	known := false
+	var created int64
+	for p := 0; p < k; p++ {
+		tag := tubeTag(tube, p, k)
+		v, err := s.run(ctx, scripts.statsTube, tag, tube, tube)
+		if err != nil {
+			return st, 0, err
+		}
+		a := v.([]any)
+		if len(a) == 0 {
+			continue
+		}
+		n := func(i int) int64 { return a[i].(int64) }
+		st.Urgent += n(0)
+		st.Ready += n(1)
+		st.Reserved += n(2)
+		st.Delayed += n(3)
+		st.Buried += n(4)
+		st.TotalJobs += n(5)
+		st.Deletes += n(6)
+		st.Pauses = max(st.Pauses, n(7))
+		st.Pause = max(st.Pause, time.Duration(n(8))*time.Millisecond)
+		st.PauseTimeLeft = max(st.PauseTimeLeft, time.Duration(n(9))*time.Millisecond)
+		if !known || n(10) < created {
+			created = n(10)
+		}
+		known = true
+	}
+	if !known {
+		return st, 0, fmt.Errorf("%w: tube %s", queue.ErrNotFound, tube)
+	}
+	return st, created, nil
+}
+
+// PauseTube implements queue.Store; a partitioned tube pauses every partition.
+func (s *Store) PauseTube(ctx context.Context, tube string, d time.Duration) error {
+	k := s.partitions(tube)
+	for p := 0; p < k; p++ {
+		if _, err := s.run(ctx, scripts.pause, tubeTag(tube, p, k), tube, tube, ms(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tagTubes reads every tag's registry in one pipeline: per tag, tube -> creation ms.
+func (s *Store) tagTubes(ctx context.Context) ([]map[string]int64, error) {
+	if s.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	pipe := s.c.Pipeline()
+	zs := make([]*redis.ZSliceCmd, NumTags)
+	for tag := 0; tag < NumTags; tag++ {
+		zs[tag] = pipe.ZRangeWithScores(ctx, s.k.tagKeys(tag)[2], 0, -1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, storeErr(err)
+	}
+	out := make([]map[string]int64, NumTags)
+	for tag, c := range zs {
+		out[tag] = map[string]int64{}
+		for _, z := range c.Val() {
+			out[tag][z.Member.(string)] = int64(z.Score)
+		}
+	}
+	return out, nil
+}
+
+// Tubes implements queue.Store: the tubes of every tag, merged, oldest first.
+func (s *Store) Tubes(ctx context.Context) ([]string, error) {
+	per, err := s.tagTubes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	created := map[string]int64{}
+	for _, m := range per {
+		for t, c := range m {
+			if old, ok := created[t]; !ok || c < old {
+				created[t] = c
+			}
+		}
+	}
+	names := make([]string, 0, len(created))
+	for t := range created {
+		names = append(names, t)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if created[names[i]] != created[names[j]] {
+			return created[names[i]] < created[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	return names, nil
+}
+
+// Stats implements queue.Store. It sums the stats of every tube and the
+// counters of every tag: a sum of per-node views, not one atomic snapshot.
+func (s *Store) Stats(ctx context.Context) (queue.Stats, error) {
+	var st queue.Stats
+	names, err := s.Tubes(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, t := range names {
+		ts, err := s.StatsTube(ctx, t)
+		if err != nil {
+			if isNotFound(err) {
+				continue // gone since the listing
+			}
+			return st, err
+		}
+		st.Urgent += ts.Urgent
+		st.Ready += ts.Ready
+		st.Reserved += ts.Reserved
+		st.Delayed += ts.Delayed
+		st.Buried += ts.Buried
+		st.Tubes++
+	}
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.SliceCmd, NumTags)
+	for tag := 0; tag < NumTags; tag++ {
+		cmds[tag] = pipe.HMGet(ctx, s.k.tagKeys(tag)[0], "total", "timeouts")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		return st, storeErr(err)
+	}
+	for _, c := range cmds {
+		v := c.Val()
+		st.TotalJobs += atoi(v[0])
+		st.Timeouts += atoi(v[1])
+	}
+	return st, nil
+}
+
+func isNotFound(err error) bool { return errors.Is(err, queue.ErrNotFound) }
+
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }
+
+// atoi reads an optional integer field of an HMGET reply.
+func atoi(v any) int64 {
+	s, ok := v.(string)
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}

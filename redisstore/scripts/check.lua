@@ -1,0 +1,48 @@
+#!lua flags=no-writes
+-- check: verifies the invariants of one tag (tests and diagnostics only; it
+-- reads every job of the tag). Every job is in exactly the index its state
+-- names, every index entry has a job of that state and tube, and every tube
+-- with jobs is registered.
+-- KEYS: m j tubes, then the 6 keys of each tube the registry lists
+-- ARGV: now (unused), the tube names in the order of KEYS
+-- Returns: an array of problems (empty when all is well).
+local problems = {}
+local byname = {}
+for i = 2, #ARGV do
+  byname[ARGV[i]] = tubekeys(i - 1)
+end
+local idx = { 'r', 'd', 'x', 'b' }
+local flat = redis.call('HGETALL', KEYS[2])
+local count = {}
+for k = 1, #flat, 2 do
+  local idh = flat[k]
+  local rec = cmsgpack.unpack(flat[k + 1])
+  local T = byname[rec[F_TUBE]]
+  if not T then
+    problems[#problems + 1] = idh .. ': tube ' .. rec[F_TUBE] .. ' not registered'
+  else
+    count[rec[F_TUBE]] = (count[rec[F_TUBE]] or 0) + 1
+    local found = 0
+    for s, f in ipairs(idx) do
+      if redis.call('ZSCORE', T[f], idh) then
+        found = found + 1
+        if s ~= rec[F_STATE] then
+          problems[#problems + 1] = idh .. ': state ' .. rec[F_STATE] .. ' but in index ' .. f
+        end
+      end
+    end
+    if found ~= 1 then
+      problems[#problems + 1] = idh .. ': in ' .. found .. ' indexes'
+    end
+  end
+end
+for name, T in pairs(byname) do
+  local n = 0
+  for _, f in ipairs(idx) do
+    n = n + redis.call('ZCARD', T[f])
+  end
+  if n ~= (count[name] or 0) then
+    problems[#problems + 1] = 'tube ' .. name .. ': indexes hold ' .. n .. ' jobs, records ' .. (count[name] or 0)
+  end
+end
+return problems

@@ -1,0 +1,29 @@
+#!lua
+-- release: returns a job reserved by owner to ready (delay 0) or delayed.
+-- KEYS: m j tubes, then the 6 keys of the tube
+-- ARGV: now, owner, tube, id (hex), pri, delay ms
+-- Returns: 1 released, 0 no such job, -1 not reserved by owner, -2 in another tube
+local us = clock(true)
+local now = math.floor(us / 1000)
+local T = tubekeys(1)
+local owner, tube, idh, pri, delay = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+tick(T, tube, now)
+local rec, body = load(idh)
+if not rec then return 0 end
+if rec[F_TUBE] ~= tube then return -2 end
+if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return -1 end
+redis.call('ZREM', T.x, idh)
+rec[F_PRI] = pri
+rec[F_RELEASES] = rec[F_RELEASES] + 1
+rec[F_DELAY] = delay
+if delay > 0 then
+  rec[F_STATE] = DELAYED
+  rec[F_OWNER] = ''
+  rec[F_DEADLINE] = now + delay
+  redis.call('ZADD', T.d, rec[F_DEADLINE], idh)
+else
+  to_ready(T, idh, rec)
+end
+save(idh, rec, body)
+wake(T)
+return 1

@@ -1,0 +1,77 @@
+#!lua
+-- reserve: deletes some jobs, then reserves up to max ready jobs from the
+-- tubes of one tag, lowest (priority, id) first, skipping paused tubes.
+-- KEYS: m j tubes, then 6 keys per tube (see lib.lua)
+-- ARGV: now, owner, max, tube count N, N tube names, then pairs (tube index 1..N, job id hex) to delete
+-- Returns: { delete outcomes (1, 0, -1 per pair), jobs (flat, 6 per job as jobreply), next (µs from now, -1 if none), index of the tube next refers to }
+local us = clock(true)
+local now = math.floor(us / 1000)
+local owner, max, n = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local Ts, names = {}, {}
+for i = 1, n do
+  Ts[i] = tubekeys(i)
+  names[i] = ARGV[4 + i]
+end
+
+local deleted = {}
+local touched = {}
+for a = 5 + n, #ARGV, 2 do
+  local i = tonumber(ARGV[a])
+  deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[a + 1], owner)
+  touched[i] = true
+end
+
+local live = {}
+for i = 1, n do
+  tick(Ts[i], names[i], now)
+  if not paused_until(Ts[i], now) then
+    live[#live + 1] = i
+  end
+end
+
+local jobs = {}
+local got = 0
+while got < max do
+  -- The head of each live tube; take the smallest (pri, id).
+  local best, bestpri, bestid = nil, nil, nil
+  for _, i in ipairs(live) do
+    local h = redis.call('ZRANGE', Ts[i].r, 0, 0, 'WITHSCORES')
+    if #h > 0 then
+      local pri = tonumber(h[2])
+      if best == nil or pri < bestpri or (pri == bestpri and h[1] < bestid) then
+        best, bestpri, bestid = i, pri, h[1]
+      end
+    end
+  end
+  if best == nil then
+    break
+  end
+  local T = Ts[best]
+  redis.call('ZREM', T.r, bestid)
+  local rec, body = load(bestid)
+  reserve_rec(T, bestid, rec, body, owner, now)
+  local r = jobreply(bestid, rec, body)
+  for k = 1, #r do
+    jobs[#jobs + 1] = r[k]
+  end
+  got = got + 1
+end
+
+for i in pairs(touched) do
+  gc(Ts[i], names[i], now)
+end
+
+local next, nexttube = -1, 0
+if got == 0 then
+  for i = 1, n do
+    local due = next_due(Ts[i], now)
+    if due then
+      local d = due * 1000 - us
+      if d < 0 then d = 0 end
+      if next < 0 or d < next then
+        next, nexttube = d, i
+      end
+    end
+  end
+end
+return { deleted, jobs, next, nexttube }

@@ -1,0 +1,24 @@
+#!lua
+-- unreserve: returns to ready the jobs of one tube that owner has reserved,
+-- counting neither a release nor a timeout (the owner went away).
+-- KEYS: m j tubes, then the 6 keys of the tube
+-- ARGV: now, owner, tube, ids (hex)...
+-- Returns: how many jobs it returned.
+local us = clock(true)
+local now = math.floor(us / 1000)
+local T = tubekeys(1)
+local owner, tube = ARGV[2], ARGV[3]
+tick(T, tube, now)
+local n = 0
+for a = 4, #ARGV do
+  local idh = ARGV[a]
+  local rec, body = load(idh)
+  if rec and rec[F_TUBE] == tube and rec[F_STATE] == RESERVED and rec[F_OWNER] == owner then
+    redis.call('ZREM', T.x, idh)
+    to_ready(T, idh, rec)
+    save(idh, rec, body)
+    n = n + 1
+  end
+end
+if n > 0 then wake(T) end
+return n

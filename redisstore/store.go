@@ -1,0 +1,234 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/redis/go-redis/v9"
+)
+
+// LayoutVersion is the version of the key layout this package reads and
+// writes. New refuses a Redis whose layout key holds another version.
+const LayoutVersion = "1"
+
+// DefaultPrefix is the prefix of every key when Options.Prefix is empty.
+const DefaultPrefix = "hg:"
+
+// Options configure a Store. The zero value (or nil) means the defaults.
+type Options struct {
+	// Prefix starts every key, so that Redis ACLs can confine hourglass
+	// (default "hg:").
+	Prefix string
+	// Partitions says into how many partitions a tube is split, each on its
+	// own cluster slot (1 to 256; default 1). Every client of a Redis must
+	// agree on it. Priority order holds within a partition.
+	Partitions func(tube string) int
+	// Clock, when set, replaces Redis's TIME in every script (tests only:
+	// Redis's own clock is what makes instances with skewed clocks agree).
+	Clock func() time.Time
+	// Logger receives warnings (an eviction policy that can delete jobs).
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is the queue.Store on Redis 7.0 or later: standalone, Sentinel or
+// Cluster, through a go-redis UniversalClient. It is safe for concurrent use.
+type Store struct {
+	c      redis.UniversalClient
+	k      keys
+	parts  func(string) int
+	clock  func() time.Time
+	rr     atomic.Uint64 // spreads puts over partitions
+	tubes  tubeCache
+	notify notifier
+	closed atomic.Bool
+}
+
+var (
+	_ queue.Store    = (*Store)(nil)
+	_ queue.Notifier = (*Store)(nil)
+)
+
+// New returns a Store on c. It checks the layout version (writing it on a
+// new Redis), loads the scripts, and warns when Redis may evict keys.
+//
+// go-redis re-sends a command after a network error or a read timeout
+// unless its MaxRetries is -1; a put or a reserve that reached Redis would
+// then run twice. Give New a client with MaxRetries: -1 (Open does), or
+// accept that a network error can duplicate a put (UniqueKey prevents it)
+// or leave a reserved job to come back after its TTR.
+func New(ctx context.Context, c redis.UniversalClient, opts *Options) (*Store, error) {
+	s := &Store{c: c, k: keys{prefix: DefaultPrefix}, parts: func(string) int { return 1 }}
+	log := slog.Default()
+	if opts != nil {
+		if opts.Prefix != "" {
+			s.k.prefix = opts.Prefix
+		}
+		if opts.Partitions != nil {
+			s.parts = opts.Partitions
+		}
+		s.clock = opts.Clock
+		if opts.Logger != nil {
+			log = opts.Logger
+		}
+	}
+	if strings.ContainsAny(s.k.prefix, "{}") {
+		return nil, fmt.Errorf("redisstore: Options.Prefix %q must not contain braces (they would change the hash tag)", s.k.prefix)
+	}
+	s.tubes.init(1 << 16)
+	s.notify.init(s)
+	if err := s.checkLayout(ctx); err != nil {
+		return nil, err
+	}
+	if err := loadScripts(ctx, c); err != nil {
+		return nil, fmt.Errorf("redisstore: loading scripts: %w", err)
+	}
+	s.warnEviction(ctx, log)
+	return s, nil
+}
+
+func (s *Store) checkLayout(ctx context.Context) error {
+	key := s.k.layout()
+	if err := s.c.SetNX(ctx, key, LayoutVersion, 0).Err(); err != nil {
+		return fmt.Errorf("redisstore: checking layout version: %w", err)
+	}
+	v, err := s.c.Get(ctx, key).Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: checking layout version: %w", err)
+	}
+	if v != LayoutVersion {
+		return fmt.Errorf("redisstore: %s holds layout version %q, this build reads %q", key, v, LayoutVersion)
+	}
+	return nil
+}
+
+func (s *Store) warnEviction(ctx context.Context, log *slog.Logger) {
+	check := func(ctx context.Context, c redis.UniversalClient) error {
+		m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+		if err != nil {
+			return nil // CONFIG may be renamed or forbidden by ACL
+		}
+		if p := m["maxmemory-policy"]; p != "" && p != "noeviction" {
+			log.Warn("redis may evict keys, and with them jobs; set maxmemory-policy to noeviction", "maxmemory-policy", p)
+		}
+		return nil
+	}
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return check(ctx, c) })
+		return
+	}
+	_ = check(ctx, s.c)
+}
+
+// Close ends the store's subscriptions. It does not close the client.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.notify.close()
+	return nil
+}
+
+func (s *Store) now() string {
+	if s.clock == nil {
+		return ""
+	}
+	return strconv.FormatInt(s.clock().UnixMicro(), 10)
+}
+
+func (s *Store) partitions(tube string) int {
+	k := s.parts(tube)
+	if k < 1 {
+		return 1
+	}
+	if k > NumTags {
+		return NumTags
+	}
+	return k
+}
+
+// run runs a script on the slot of one tag, with the tag's keys and, when
+// tube is not empty, the tube's keys.
+func (s *Store) run(ctx context.Context, sc *redis.Script, tag int, tube string, args ...any) (any, error) {
+	if s.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	ks := s.k.tagKeys(tag)
+	if tube != "" {
+		ks = append(ks, s.k.tubeKeys(tag, tube)...)
+	}
+	v, err := sc.Run(ctx, s.c, ks, append([]any{s.now()}, args...)...).Result()
+	return v, storeErr(err)
+}
+
+// storeErr maps Redis's refusal for lack of memory to queue.ErrFull and
+// leaves every other failure as it is (never a queue outcome sentinel).
+func storeErr(err error) error {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return err
+	}
+	var re redis.Error
+	if errors.As(err, &re) && strings.HasPrefix(re.Error(), "OOM ") {
+		return fmt.Errorf("%w: %v", queue.ErrFull, err)
+	}
+	return fmt.Errorf("redisstore: %w", err)
+}
+
+func idhex(id queue.ID) string {
+	const digits = "0123456789abcdef"
+	var b [14]byte
+	for i := 13; i >= 0; i-- {
+		b[i] = digits[id&15]
+		id >>= 4
+	}
+	return string(b[:])
+}
+
+func tagOf(id queue.ID) int { return int(id & (NumTags - 1)) }
+
+func randInt(n int) int { return rand.IntN(n) }
+
+// tubeCache remembers the tube of job IDs this process has seen, so that a
+// command naming only an ID needs no lookup. A job never changes tube and
+// IDs are never reused, so an entry never goes stale; the oldest entries are
+// dropped when it is full.
+type tubeCache struct {
+	mu   sync.Mutex
+	m    map[queue.ID]string
+	ring []queue.ID
+	pos  int
+}
+
+func (c *tubeCache) init(n int) {
+	c.m = make(map[queue.ID]string, n)
+	c.ring = make([]queue.ID, n)
+}
+
+func (c *tubeCache) add(id queue.ID, tube string) {
+	c.mu.Lock()
+	if _, ok := c.m[id]; !ok {
+		if old := c.ring[c.pos]; old != 0 {
+			delete(c.m, old)
+		}
+		c.ring[c.pos] = id
+		c.pos = (c.pos + 1) % len(c.ring)
+		c.m[id] = tube
+	}
+	c.mu.Unlock()
+}
+
+func (c *tubeCache) get(id queue.ID) (string, bool) {
+	c.mu.Lock()
+	t, ok := c.m[id]
+	c.mu.Unlock()
+	return t, ok
+}

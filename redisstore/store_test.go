@@ -1,0 +1,101 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	redistest.StopShared()
+	os.Exit(code)
+}
+
+// topology is a Redis to run a test on.
+type topology struct {
+	name   string
+	client func(t testing.TB) redis.UniversalClient
+}
+
+var topologies = []topology{
+	{"standalone", standaloneClient},
+	{"cluster", clusterClient},
+}
+
+func standaloneClient(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	srv, err := redistest.SharedStandalone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func clusterClient(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	cl, err := redistest.SharedCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// newStore returns a store under a prefix of its own on c.
+func newStore(t testing.TB, c redis.UniversalClient, opts *redisstore.Options) *redisstore.Store {
+	t.Helper()
+	o := redisstore.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Prefix = redistest.Prefix(t)
+	s, err := redisstore.New(context.Background(), c, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestSmoke(t *testing.T) {
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := newStore(t, topo.client(t), nil)
+			q, err := queue.New(s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Close()
+			id, err := q.Put(ctx, "emails", queue.NewJob{Body: []byte("hello"), Priority: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"emails"}, Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.ID != id || string(j.Body) != "hello" {
+				t.Fatalf("got %+v, want id %d", j, id)
+			}
+			if err := q.Delete(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Peek(ctx, id); err == nil {
+				t.Fatal("peek after delete found the job")
+			}
+			fmt.Println(id)
+		})
+	}
+}
