@@ -166,8 +166,11 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 	}
 	deleted := res.Deleted
 	q.forget(del, deleted)
-	if len(res.Jobs) > 0 || opts.Timeout < 0 {
+	if len(res.Jobs) > 0 {
 		return q.got(res.Jobs), deleted, nil
+	}
+	if opts.Timeout < 0 {
+		return nil, deleted, ErrTimeout
 	}
 	req.Delete = nil
 

@@ -117,7 +117,9 @@ type Store interface {
 	PauseTube(ctx context.Context, tube string, d time.Duration) error
 
 	// Tubes lists the tubes the store knows: those that hold a job or a
-	// pause, in the order they were created.
+	// pause, in the order they were created by the store's clock. Tubes
+	// created at the same instant may come in any order, and a store spread
+	// over several nodes orders by each node's clock.
 	Tubes(ctx context.Context) ([]string, error)
 
 	// Close releases what the store holds. Methods called after Close

@@ -153,20 +153,10 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 	}
 
 	res.Next = -1
-	start := 0
-	if len(gs) > 1 {
-		start = randInt(len(gs))
-	}
-	for n := range gs {
-		gi := (start + n) % len(gs)
+	mkcall := func(gi, want int, dels []del) call {
 		g := gs[gi]
-		want := req.Max - len(res.Jobs)
-		dels := withGroup[gi]
-		if want <= 0 && len(dels) == 0 {
-			continue
-		}
-		args := make([]any, 0, 3+len(g.tubes)+2*len(dels))
-		args = append(args, req.Owner, max(want, 0), len(g.tubes))
+		args := make([]any, 0, 4+len(g.tubes)+2*len(dels))
+		args = append(args, s.now(), req.Owner, want, len(g.tubes))
 		for _, t := range g.tubes {
 			args = append(args, t)
 		}
@@ -177,13 +167,10 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		for _, t := range g.tubes {
 			ks = append(ks, s.k.tubeKeys(g.tag, t)...)
 		}
-		if s.closed.Load() {
-			return res, queue.ErrClosed
-		}
-		v, err := scripts.reserve.Run(ctx, s.c, ks, append([]any{s.now()}, args...)...).Result()
-		if err != nil {
-			return res, storeErr(err)
-		}
+		return call{sc: scripts.reserve, keys: ks, args: args}
+	}
+	// absorb takes in one group's reply.
+	absorb := func(gi int, v any, dels []del) []any {
 		a := v.([]any)
 		for n, code := range a[0].([]any) {
 			res.Deleted[dels[n].i] = deleteOutcome(code.(int64))
@@ -192,12 +179,66 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			s.tubes.add(j.ID, j.Tube)
 			res.Jobs = append(res.Jobs, j)
 		}
-		if next := a[2].(int64); next >= 0 && len(res.Jobs) == 0 {
+		if next := a[2].(int64); next >= 0 {
 			d := time.Duration(next) * time.Microsecond
 			if res.Next < 0 || d < res.Next {
-				res.Next, res.NextTube = d, g.tubes[a[3].(int64)-1]
+				res.Next, res.NextTube = d, gs[gi].tubes[a[3].(int64)-1]
 			}
 		}
+		return a
+	}
+
+	order := []int{0}
+	if len(gs) > 1 {
+		// Several tags: first look at every tag's best ready job (and do the
+		// deletes), in one pipeline; then reserve from the tags in the
+		// order of their best jobs. Exact unless another reserver takes a
+		// job in between.
+		calls := make([]call, len(gs))
+		for gi := range gs {
+			calls[gi] = mkcall(gi, 0, withGroup[gi])
+		}
+		replies, err := s.runMany(ctx, calls)
+		if err != nil {
+			return res, err
+		}
+		type head struct {
+			gi  int
+			pri int64
+			id  string
+		}
+		var heads []head
+		for gi, v := range replies {
+			a := absorb(gi, v, withGroup[gi])
+			if pri := a[4].(int64); pri >= 0 {
+				heads = append(heads, head{gi, pri, a[5].(string)})
+			}
+		}
+		if len(heads) == 0 {
+			return res, nil
+		}
+		sort.Slice(heads, func(i, j int) bool {
+			if heads[i].pri != heads[j].pri {
+				return heads[i].pri < heads[j].pri
+			}
+			return heads[i].id < heads[j].id
+		})
+		order = order[:0]
+		for _, h := range heads {
+			order = append(order, h.gi)
+		}
+		withGroup = nil // done
+	}
+	for _, gi := range order {
+		want := req.Max - len(res.Jobs)
+		if want <= 0 {
+			break
+		}
+		replies, err := s.runMany(ctx, []call{mkcall(gi, want, withGroup[gi])})
+		if err != nil {
+			return res, err
+		}
+		absorb(gi, replies[0], withGroup[gi])
 	}
 	if len(res.Jobs) > 0 {
 		res.Next, res.NextTube = -1, ""
@@ -550,19 +591,9 @@ func (s *Store) statsTube(ctx context.Context, tube string) (queue.TubeStats, in
 		if len(a) == 0 {
 			continue
 		}
-		n := func(i int) int64 { return a[i].(int64) }
-		st.Urgent += n(0)
-		st.Ready += n(1)
-		st.Reserved += n(2)
-		st.Delayed += n(3)
-		st.Buried += n(4)
-		st.TotalJobs += n(5)
-		st.Deletes += n(6)
-		st.Pauses = max(st.Pauses, n(7))
-		st.Pause = max(st.Pause, time.Duration(n(8))*time.Millisecond)
-		st.PauseTimeLeft = max(st.PauseTimeLeft, time.Duration(n(9))*time.Millisecond)
-		if !known || n(10) < created {
-			created = n(10)
+		addTubeStats(&st, a)
+		if c := a[10].(int64); !known || c < created {
+			created = c
 		}
 		known = true
 	}
@@ -606,30 +637,89 @@ func (s *Store) tagTubes(ctx context.Context) ([]map[string]int64, error) {
 	return out, nil
 }
 
-// Tubes implements queue.Store: the tubes of every tag, merged, oldest first.
-func (s *Store) Tubes(ctx context.Context) ([]string, error) {
+// allTubes brings every tube of every tag up to date and returns their
+// stats, merged over partitions, oldest first: one pipeline of registry
+// reads, then one pipeline of statstube calls.
+func (s *Store) allTubes(ctx context.Context) ([]queue.TubeStats, error) {
 	per, err := s.tagTubes(ctx)
 	if err != nil {
 		return nil, err
 	}
+	type part struct {
+		tag  int
+		tube string
+	}
+	var parts []part
+	var calls []call
+	for tag, m := range per {
+		for tube := range m {
+			parts = append(parts, part{tag, tube})
+			calls = append(calls, call{sc: scripts.statsTube, keys: append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...), args: []any{s.now(), tube}})
+		}
+	}
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	replies, err := s.runMany(ctx, calls)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*queue.TubeStats{}
 	created := map[string]int64{}
-	for _, m := range per {
-		for t, c := range m {
-			if old, ok := created[t]; !ok || c < old {
-				created[t] = c
-			}
+	for i, v := range replies {
+		a := v.([]any)
+		if len(a) == 0 {
+			continue // emptied since the registry was read, or its pause ended
 		}
-	}
-	names := make([]string, 0, len(created))
-	for t := range created {
-		names = append(names, t)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if created[names[i]] != created[names[j]] {
-			return created[names[i]] < created[names[j]]
+		name := parts[i].tube
+		st := byName[name]
+		if st == nil {
+			st = &queue.TubeStats{Name: name}
+			byName[name] = st
+			created[name] = a[10].(int64)
 		}
-		return names[i] < names[j]
+		addTubeStats(st, a)
+		created[name] = min(created[name], a[10].(int64))
+	}
+	out := make([]queue.TubeStats, 0, len(byName))
+	for _, st := range byName {
+		out = append(out, *st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		ci, cj := created[out[i].Name], created[out[j].Name]
+		if ci != cj {
+			return ci < cj
+		}
+		return out[i].Name < out[j].Name
 	})
+	return out, nil
+}
+
+// addTubeStats adds one partition's statstube reply to st.
+func addTubeStats(st *queue.TubeStats, a []any) {
+	n := func(i int) int64 { return a[i].(int64) }
+	st.Urgent += n(0)
+	st.Ready += n(1)
+	st.Reserved += n(2)
+	st.Delayed += n(3)
+	st.Buried += n(4)
+	st.TotalJobs += n(5)
+	st.Deletes += n(6)
+	st.Pauses = max(st.Pauses, n(7))
+	st.Pause = max(st.Pause, time.Duration(n(8))*time.Millisecond)
+	st.PauseTimeLeft = max(st.PauseTimeLeft, time.Duration(n(9))*time.Millisecond)
+}
+
+// Tubes implements queue.Store: the tubes of every tag, merged, oldest first.
+func (s *Store) Tubes(ctx context.Context) ([]string, error) {
+	all, err := s.allTubes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(all))
+	for i, st := range all {
+		names[i] = st.Name
+	}
 	return names, nil
 }
 
@@ -637,18 +727,11 @@ func (s *Store) Tubes(ctx context.Context) ([]string, error) {
 // counters of every tag: a sum of per-node views, not one atomic snapshot.
 func (s *Store) Stats(ctx context.Context) (queue.Stats, error) {
 	var st queue.Stats
-	names, err := s.Tubes(ctx)
+	all, err := s.allTubes(ctx)
 	if err != nil {
 		return st, err
 	}
-	for _, t := range names {
-		ts, err := s.StatsTube(ctx, t)
-		if err != nil {
-			if isNotFound(err) {
-				continue // gone since the listing
-			}
-			return st, err
-		}
+	for _, ts := range all {
 		st.Urgent += ts.Urgent
 		st.Ready += ts.Ready
 		st.Reserved += ts.Reserved

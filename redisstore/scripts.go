@@ -23,8 +23,13 @@ func script(name string) *redis.Script {
 	}
 	s := string(src)
 	nl := strings.IndexByte(s, '\n')
-	return redis.NewScript(s[:nl+1] + string(lib) + s[nl+1:])
+	full := s[:nl+1] + string(lib) + s[nl+1:]
+	sources[name] = full
+	return redis.NewScript(full)
 }
+
+// sources holds the assembled source of every script, by name.
+var sources = map[string]string{}
 
 var scripts = struct {
 	put, reserve, delete, locate, release, bury, touch, unreserve, reserveJob,

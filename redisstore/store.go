@@ -232,3 +232,58 @@ func (c *tubeCache) get(id queue.ID) (string, bool) {
 	c.mu.Unlock()
 	return t, ok
 }
+
+// call is one script call for runMany.
+type call struct {
+	sc   *redis.Script
+	keys []string
+	args []any // ARGV, the time first
+}
+
+// runMany runs script calls in one pipeline (EVALSHA), loading the scripts
+// and trying once more if a node has forgotten them (a restart, a failover).
+func (s *Store) runMany(ctx context.Context, calls []call) ([]any, error) {
+	if s.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	for attempt := 0; ; attempt++ {
+		var cmds []*redis.Cmd
+		if len(calls) == 1 {
+			c := calls[0]
+			cmds = []*redis.Cmd{c.sc.EvalSha(ctx, s.c, c.keys, c.args...)}
+		} else {
+			pipe := s.c.Pipeline()
+			for _, c := range calls {
+				cmds = append(cmds, c.sc.EvalSha(ctx, pipe, c.keys, c.args...))
+			}
+			_, _ = pipe.Exec(ctx)
+		}
+		out := make([]any, len(cmds))
+		noscript := false
+		var firstErr error
+		for i, c := range cmds {
+			v, err := c.Result()
+			if err != nil {
+				if redis.HasErrorPrefix(err, "NOSCRIPT") {
+					noscript = true
+				} else if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			out[i] = v
+		}
+		if firstErr != nil {
+			return nil, storeErr(firstErr)
+		}
+		if !noscript {
+			return out, nil
+		}
+		if attempt > 0 {
+			return nil, fmt.Errorf("redisstore: scripts missing after loading them")
+		}
+		if err := loadScripts(ctx, s.c); err != nil {
+			return nil, storeErr(err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -96,6 +97,17 @@ func TestSmoke(t *testing.T) {
 				t.Fatal("peek after delete found the job")
 			}
 			fmt.Println(id)
+		})
+	}
+}
+
+func TestConformance(t *testing.T) {
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			c := topo.client(t)
+			storetest.Queue(t, func(t *testing.T, now func() time.Time) queue.Store {
+				return newStore(t, c, &redisstore.Options{Clock: now})
+			})
 		})
 	}
 }

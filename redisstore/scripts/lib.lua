@@ -4,7 +4,7 @@
 -- Conventions of every script that includes it:
 --   KEYS[1] m      per-tag hash: seq (job counter), total, timeouts, hw (clock high-water mark)
 --   KEYS[2] j      per-tag hash: job id (14 hex digits) -> cmsgpack(record, body)
---   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (ms)
+--   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (µs)
 --   KEYS[4..]      per tube, 6 keys each: t (tube hash), r (ready zset, score pri),
 --                  d (delayed zset, score due ms), x (reserved zset, score TTR deadline ms),
 --                  b (buried zset, score bury sequence), u (unique key hash)
@@ -91,11 +91,10 @@ local function gc(T, tube, now)
   redis.call('ZREM', KEYS[3], tube)
 end
 
--- register records tube T in the tag's registry if it is new.
-local function register(T, tube, now)
-  if redis.call('ZADD', KEYS[3], 'NX', now, tube) == 1 then
-    redis.call('HSET', T.t, 'created', now)
-  end
+-- register records tube T in the tag's registry if it is new, with its
+-- creation time in µs (the order Tubes lists them in).
+local function register(T, tube, us)
+  redis.call('ZADD', KEYS[3], 'NX', us, tube)
 end
 
 -- to_ready moves a job to the ready set (its record must be saved by the caller).

@@ -8,7 +8,7 @@ local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local tube, d = ARGV[2], tonumber(ARGV[3])
 tick(T, tube, now)
-register(T, tube, now)
+register(T, tube, us)
 redis.call('HINCRBY', T.t, 'pauses', 1)
 if d > 0 then
   redis.call('HSET', T.t, 'pu', now + d, 'pl', d)

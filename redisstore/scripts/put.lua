@@ -11,7 +11,7 @@ local n = (#ARGV - 3) / 5
 local out = {}
 local stored = 0
 local seq = tonumber(redis.call('HINCRBY', KEYS[1], 'seq', n)) - n
-register(T, tube, now)
+register(T, tube, us)
 for i = 0, n - 1 do
   local a = 4 + i * 5
   local pri, delay, ttr, ukey, body = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4]

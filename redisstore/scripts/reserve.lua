@@ -3,7 +3,8 @@
 -- tubes of one tag, lowest (priority, id) first, skipping paused tubes.
 -- KEYS: m j tubes, then 6 keys per tube (see lib.lua)
 -- ARGV: now, owner, max, tube count N, N tube names, then pairs (tube index 1..N, job id hex) to delete
--- Returns: { delete outcomes (1, 0, -1 per pair), jobs (flat, 6 per job as jobreply), next (µs from now, -1 if none), index of the tube next refers to }
+-- Returns: { delete outcomes (1, 0, -1 per pair), jobs (flat, 6 per job as jobreply), next (µs from now, -1 if none), index of the tube next refers to,
+--            and when max is 0 (a look before choosing among tags): the priority and id of the job it would take, or -1 and '' }
 local us = clock(true)
 local now = math.floor(us / 1000)
 local owner, max, n = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -29,10 +30,8 @@ for i = 1, n do
   end
 end
 
-local jobs = {}
-local got = 0
-while got < max do
-  -- The head of each live tube; take the smallest (pri, id).
+-- head returns the live tube whose ready head has the smallest (pri, id).
+local function head()
   local best, bestpri, bestid = nil, nil, nil
   for _, i in ipairs(live) do
     local h = redis.call('ZRANGE', Ts[i].r, 0, 0, 'WITHSCORES')
@@ -43,6 +42,13 @@ while got < max do
       end
     end
   end
+  return best, bestpri, bestid
+end
+
+local jobs = {}
+local got = 0
+while got < max do
+  local best, bestpri, bestid = head()
   if best == nil then
     break
   end
@@ -73,5 +79,9 @@ if got == 0 then
       end
     end
   end
+end
+if max == 0 then
+  local _, pri, idh = head()
+  return { deleted, jobs, next, nexttube, pri or -1, idh or '' }
 end
 return { deleted, jobs, next, nexttube }

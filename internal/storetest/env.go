@@ -1,0 +1,374 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// epoch is where every store's clock starts: a whole second, so that stores
+// that keep milliseconds lose nothing.
+var epoch = time.Date(2030, time.January, 2, 3, 4, 5, 0, time.UTC)
+
+// otherOwner names the second owner of every environment.
+const otherOwner = "storetest-other-owner"
+
+// env is one fresh store with its clock and the queues over it.
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	clock *Clock
+	raw   queue.Store  // what newStore returned
+	rec   *recorder    // records the jobs and tubes the case makes
+	store queue.Store  // rec, with Listen when raw is a Notifier
+	q     *queue.Queue // queue.New(store, nil): a random owner
+	q2    *queue.Queue // q.WithOwner(otherOwner)
+
+	skipInvariants bool // the case closed the store
+}
+
+// env makes a fresh store and the queues over it, and arranges for the
+// invariant check to run when t ends.
+func (s *suite) env(t *testing.T) *env {
+	t.Helper()
+	clock := NewClock(epoch)
+	raw := s.newStore(t, clock.Now)
+	if raw == nil {
+		t.Fatal("NewQueueStore returned a nil store")
+	}
+	rec := &recorder{Store: raw, ids: map[queue.ID]bool{}, tubes: map[string]bool{}}
+	store := keepNotifier(rec, raw)
+	q, err := queue.New(store, nil)
+	if err != nil {
+		t.Fatalf("queue.New: %v", err)
+	}
+	e := &env{
+		t:     t,
+		ctx:   t.Context(),
+		clock: clock,
+		raw:   raw,
+		rec:   rec,
+		store: store,
+		q:     q,
+		q2:    q.WithOwner(otherOwner),
+	}
+	// Registered after newStore's cleanup, so it runs before the store closes.
+	t.Cleanup(func() {
+		q.Close()
+		if !e.skipInvariants {
+			e.checkInvariants()
+		}
+	})
+	return e
+}
+
+// recorder remembers the IDs of the jobs put through it and the tubes that
+// were named in a put or a pause, for the invariant check.
+type recorder struct {
+	queue.Store
+
+	mu        sync.Mutex
+	ids       map[queue.ID]bool
+	idOrder   []queue.ID
+	tubes     map[string]bool
+	tubeOrder []string
+}
+
+func (r *recorder) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
+	res, err := r.Store.Put(ctx, tube, jobs)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.noteTubeLocked(tube)
+	for _, p := range res {
+		if !r.ids[p.ID] {
+			r.ids[p.ID] = true
+			r.idOrder = append(r.idOrder, p.ID)
+		}
+	}
+	return res, err
+}
+
+func (r *recorder) PauseTube(ctx context.Context, tube string, d time.Duration) error {
+	r.mu.Lock()
+	r.noteTubeLocked(tube)
+	r.mu.Unlock()
+	return r.Store.PauseTube(ctx, tube, d)
+}
+
+func (r *recorder) noteTubeLocked(tube string) {
+	if !r.tubes[tube] {
+		r.tubes[tube] = true
+		r.tubeOrder = append(r.tubeOrder, tube)
+	}
+}
+
+// known returns the recorded IDs and tubes.
+func (r *recorder) known() ([]queue.ID, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.idOrder), slices.Clone(r.tubeOrder)
+}
+
+// notifying adds inner's Listen to a wrapping store, so that a Queue over
+// the wrapper still gets wake-ups from the store.
+type notifying struct {
+	queue.Store
+	n queue.Notifier
+}
+
+func (x notifying) Listen(ctx context.Context, tube string, wake func(tube string)) (func(), error) {
+	return x.n.Listen(ctx, tube, wake)
+}
+
+// keepNotifier returns w, with Listen when inner is a queue.Notifier.
+func keepNotifier(w, inner queue.Store) queue.Store {
+	if n, ok := inner.(queue.Notifier); ok {
+		return notifying{Store: w, n: n}
+	}
+	return w
+}
+
+// unknownID returns an ID that no job of e has.
+func (e *env) unknownID() queue.ID {
+	ids, _ := e.rec.known()
+	id := queue.MaxID
+	for slices.Contains(ids, id) {
+		id--
+	}
+	return id
+}
+
+func (e *env) advance(d time.Duration) { e.clock.Advance(d) }
+
+// put stores one job through e.q and returns its ID.
+func (e *env) put(tube string, j queue.NewJob) queue.ID {
+	e.t.Helper()
+	id, err := e.q.Put(e.ctx, tube, j)
+	if err != nil {
+		e.t.Fatalf("Put(%q): %v", tube, err)
+	}
+	return id
+}
+
+// putPri stores a job with priority pri and a body naming it.
+func (e *env) putPri(tube string, pri uint32, body string) queue.ID {
+	e.t.Helper()
+	return e.put(tube, queue.NewJob{Priority: pri, Body: []byte(body)})
+}
+
+// putMany stores jobs through e.q.
+func (e *env) putMany(tube string, jobs []queue.NewJob) []queue.PutResult {
+	e.t.Helper()
+	res, err := e.q.PutMany(e.ctx, tube, jobs)
+	if err != nil {
+		e.t.Fatalf("PutMany(%q, %d jobs): %v", tube, len(jobs), err)
+	}
+	if len(res) != len(jobs) {
+		e.t.Fatalf("PutMany(%q, %d jobs) returned %d results", tube, len(jobs), len(res))
+	}
+	return res
+}
+
+// reserve takes one ready job from tubes through q without waiting.
+func (e *env) reserve(q *queue.Queue, tubes ...string) queue.Job {
+	e.t.Helper()
+	j, err := q.Reserve(e.ctx, queue.ReserveOptions{Tubes: tubes, Timeout: -1})
+	if err != nil {
+		e.t.Fatalf("Reserve(%q) by %s: %v", tubes, q.Owner(), err)
+	}
+	return j
+}
+
+// reserveWant takes one ready job from tubes through q and checks its ID.
+func (e *env) reserveWant(q *queue.Queue, want queue.ID, tubes ...string) queue.Job {
+	e.t.Helper()
+	j := e.reserve(q, tubes...)
+	if j.ID != want {
+		e.t.Fatalf("Reserve(%q) = job %d, want job %d", tubes, j.ID, want)
+	}
+	return j
+}
+
+// noReserve checks that no job of tubes is ready for q.
+func (e *env) noReserve(q *queue.Queue, tubes ...string) {
+	e.t.Helper()
+	j, err := q.Reserve(e.ctx, queue.ReserveOptions{Tubes: tubes, Timeout: -1})
+	if err == nil {
+		e.t.Fatalf("Reserve(%q) = job %d, want ErrTimeout (nothing ready)", tubes, j.ID)
+	}
+	if !errors.Is(err, queue.ErrTimeout) {
+		e.t.Fatalf("Reserve(%q): %v, want ErrTimeout", tubes, err)
+	}
+}
+
+// reserveJob reserves id for q.
+func (e *env) reserveJob(q *queue.Queue, id queue.ID) queue.Job {
+	e.t.Helper()
+	j, err := q.ReserveJob(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("ReserveJob(%d) by %s: %v", id, q.Owner(), err)
+	}
+	return j
+}
+
+// buried puts a fresh job into tube, reserves it for q and buries it with
+// pri.
+func (e *env) buried(q *queue.Queue, tube string, pri uint32, body string) queue.ID {
+	e.t.Helper()
+	id := e.putPri(tube, pri, body)
+	e.reserveJob(q, id)
+	e.ok(fmt.Sprintf("Bury(%d)", id), q.Bury(e.ctx, id, pri))
+	return id
+}
+
+// reserved puts a fresh job into tube and reserves it for q.
+func (e *env) reserved(q *queue.Queue, tube string, j queue.NewJob) queue.ID {
+	e.t.Helper()
+	id := e.put(tube, j)
+	e.reserveJob(q, id)
+	return id
+}
+
+func (e *env) statsJob(id queue.ID) queue.JobStats {
+	e.t.Helper()
+	s, err := e.q.StatsJob(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("StatsJob(%d): %v", id, err)
+	}
+	return s
+}
+
+func (e *env) statsTube(name string) queue.TubeStats {
+	e.t.Helper()
+	s, err := e.q.StatsTube(e.ctx, name)
+	if err != nil {
+		e.t.Fatalf("StatsTube(%q): %v", name, err)
+	}
+	return s
+}
+
+func (e *env) stats() queue.Stats {
+	e.t.Helper()
+	s, err := e.q.Stats(e.ctx)
+	if err != nil {
+		e.t.Fatalf("Stats: %v", err)
+	}
+	return s
+}
+
+func (e *env) tubes() []string {
+	e.t.Helper()
+	ts, err := e.q.Tubes(e.ctx)
+	if err != nil {
+		e.t.Fatalf("Tubes: %v", err)
+	}
+	return ts
+}
+
+// wantState checks the state of job id.
+func (e *env) wantState(id queue.ID, want queue.State) {
+	e.t.Helper()
+	if got := e.statsJob(id).State; got != want {
+		e.t.Errorf("job %d is %v, want %v", id, got, want)
+	}
+}
+
+// wantStatsJob compares the whole of StatsJob(id) with want.
+func (e *env) wantStatsJob(step string, id queue.ID, want queue.JobStats) {
+	e.t.Helper()
+	want.ID = id
+	if diff := cmp.Diff(want, e.statsJob(id)); diff != "" {
+		e.t.Errorf("%s: StatsJob(%d) mismatch (-want +got):\n%s", step, id, diff)
+	}
+}
+
+// wantTubeStats compares the whole of StatsTube(want.Name) with want.
+func (e *env) wantTubeStats(step string, want queue.TubeStats) {
+	e.t.Helper()
+	if diff := cmp.Diff(want, e.statsTube(want.Name)); diff != "" {
+		e.t.Errorf("%s: StatsTube(%q) mismatch (-want +got):\n%s", step, want.Name, diff)
+	}
+}
+
+// wantGone checks that id is not found by Peek and StatsJob.
+func (e *env) wantGone(id queue.ID) {
+	e.t.Helper()
+	if j, err := e.q.Peek(e.ctx, id); !errors.Is(err, queue.ErrNotFound) {
+		e.t.Errorf("Peek(%d) of a deleted job = %+v, %v; want ErrNotFound", id, j, err)
+	}
+	if s, err := e.q.StatsJob(e.ctx, id); !errors.Is(err, queue.ErrNotFound) {
+		e.t.Errorf("StatsJob(%d) of a deleted job = %+v, %v; want ErrNotFound", id, s, err)
+	}
+}
+
+// wantPeek compares Peek(id) with want.
+func (e *env) wantPeek(id queue.ID, want queue.Job) {
+	e.t.Helper()
+	got, err := e.q.Peek(e.ctx, id)
+	if err != nil {
+		e.t.Errorf("Peek(%d): %v", id, err)
+		return
+	}
+	wantJob(e.t, fmt.Sprintf("Peek(%d)", id), got, want)
+}
+
+// ok fails the test when err is not nil.
+func (e *env) ok(what string, err error) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// jobOpts compares jobs with nil and empty bodies as equal.
+var jobOpts = cmp.Options{cmpopts.EquateEmpty()}
+
+// wantJob compares a job as returned by a reserve or a peek.
+func wantJob(t *testing.T, what string, got, want queue.Job) {
+	t.Helper()
+	if diff := cmp.Diff(want, got, jobOpts); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
+	}
+}
+
+// wantErr checks that err is target (errors.Is; nil for success).
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	switch {
+	case target == nil && err != nil:
+		t.Errorf("%s: %v, want success", what, err)
+	case target != nil && !errors.Is(err, target):
+		t.Errorf("%s: got error %v, want %v", what, err, target)
+	}
+}
+
+// ids returns the IDs of jobs.
+func ids(jobs []queue.Job) []queue.ID {
+	out := make([]queue.ID, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+// errsMatch reports whether errs has one outcome per want and each errs[i]
+// is want[i] (errors.Is; nil for success).
+func errsMatch(errs, want []error) bool {
+	if len(errs) != len(want) {
+		return false
+	}
+	for i := range errs {
+		if want[i] == nil && errs[i] != nil || want[i] != nil && !errors.Is(errs[i], want[i]) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,54 @@
+// Package queue implements a delayed-job queue with beanstalkd's job
+// lifecycle over a pluggable Store.
+//
+// # Model
+//
+// Jobs live in named tubes. A job is put with a priority (0 is the most
+// urgent), an optional delay and a time to run (TTR). It is delayed until its
+// delay passes, then ready. Reserve hands a ready job to one reserver — the
+// lowest priority number first, ties by ID — and the job is reserved by that
+// owner until the owner deletes, releases (back to ready, or delayed) or
+// buries it (set aside until kicked), or until its TTR runs out, when it goes
+// back to ready and its timeout count rises. Touch restarts the TTR. Kick
+// moves buried jobs (or, when a tube has none, delayed jobs) back to ready.
+// A tube can be paused: reserves skip it until the pause ends.
+//
+//	ready ──reserve──► reserved ──delete──► gone
+//	  ▲                  │ release / TTR runs out ──► ready
+//	  │ delay passes     │ release with delay ──► delayed
+//	delayed              │ bury ──► buried ──kick──► ready
+//
+// # Owners
+//
+// A reservation belongs to an owner: the Queue's own name, or the name given
+// to WithOwner (the beanstalkd server gives each connection its own). Only
+// the owner may release, bury or touch the job; a delete of a job another
+// owner holds fails with ErrReserved. Abandon returns all of an owner's jobs
+// to ready at once, as beanstalkd does when a connection closes.
+//
+// # Time
+//
+// Durations are time.Duration and kept to the millisecond. Deadlines are
+// computed by the store from its own clock — on Redis, the server's TIME —
+// never from the caller's, so processes whose clocks disagree still agree on
+// when a job is due. A job becomes reservable at its due time; a waiting
+// Reserve learns of it from one timer per Queue set to the next due time the
+// store reported, and of new jobs from the store's notifications
+// (Notifier), so waiting costs no store calls.
+//
+// # Errors
+//
+// Outcomes callers branch on are sentinels tested with errors.Is:
+// ErrNotFound, ErrNotReserved, ErrReserved, ErrNotKickable, ErrJobTooBig,
+// ErrBadTube, ErrInvalid (a bad argument, named in the message), ErrTimeout
+// (Reserve), ErrFull, ErrClosed. Bad input is refused before the store is
+// called, so it changes nothing. A failure of the store (network, disk) is
+// returned as it is and never as one of the outcome sentinels.
+//
+// # Concurrency
+//
+// A Queue and its WithOwner views are safe for concurrent use. Close a Queue
+// before its Store. A Worker runs a Handler over jobs with a concurrency
+// limit, touching long-running jobs, retrying failures with a backoff, and
+// burying a job after its last attempt.
+package queue

@@ -1,0 +1,55 @@
+// Package redisstore implements queue.Store on Redis 7.0 or later —
+// standalone, Sentinel or Cluster — through a go-redis v9 UniversalClient.
+//
+// # Atomicity
+//
+// Every Store method is one Lua script (scripts/*.lua, embedded), run with
+// EVALSHA and falling back to EVAL. Each script declares every key it
+// touches, and all of them share one hash tag, so each runs on one cluster
+// slot; each starts with a "#!lua" shebang, so Redis refuses a cross-slot
+// access or a write while out of memory instead of doing it (the latter is
+// reported as queue.ErrFull). Scripts validate before their first write and
+// do bounded work: at most 1000 due jobs are promoted per call.
+//
+// # Time
+//
+// Deadlines come from Redis's TIME inside the scripts, so instances with
+// skewed clocks agree; each tag keeps a high-water mark so a clock that steps
+// back cannot reorder deadlines. Options.Clock replaces TIME for tests.
+// Due transitions (a delay ending, a TTR running out, a pause ending) are
+// applied by whichever script next touches the tube; waiting reservers wake at
+// the next due time the store reported, so no scan runs on a timer.
+//
+// # Layout
+//
+// Keys start with Options.Prefix (default "hg:"). A tube partition lives
+// under one of 256 hash tags, chosen by a hash of the tube name; the tags are
+// spread evenly over the 16384 slots. A job ID is sequence·256 + tag, so a
+// command that names only an ID reaches the right slot without a scan; IDs
+// stay below 2^53. A tube can be split into Options.Partitions partitions on
+// different tags, so one busy tube can use several cluster nodes; priority
+// order then holds within a partition, and a reserve over several tags is
+// best effort across them. See docs/redis-data-model.md for every key.
+//
+// # Waiting
+//
+// Each write that may make a job ready publishes on the tube partition's
+// sharded pub/sub channel (SPUBLISH, in the tube's slot). A process shares
+// one subscription per tag among all its waiters (Store implements
+// queue.Notifier), so an idle reserver costs no commands.
+//
+// # Retries
+//
+// go-redis re-sends a command after a network error unless MaxRetries is -1;
+// a re-sent put or reserve would run twice. Use MaxRetries: -1 (hourglass.Open
+// does). A network error then leaves the outcome unknown: a put may or may
+// not have happened (UniqueKey makes a retry safe), a reserve may have
+// reserved a job that comes back after its TTR.
+//
+// # What a failover can lose
+//
+// Redis replication is asynchronous: a write acknowledged by a master that
+// fails before its replica has it is lost when the replica is promoted.
+// Nothing acknowledged is lost on one Redis node with appendonly yes and
+// appendfsync always; with appendfsync everysec, up to a second of writes.
+package redisstore

@@ -1,0 +1,255 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// Every script loads: a syntax error fails here, by name.
+func TestScriptsLoad(t *testing.T) {
+	c := standaloneClient(t)
+	for name, src := range redisstore.ScriptSources() {
+		if err := c.ScriptLoad(context.Background(), src).Err(); err != nil {
+			t.Errorf("script %s: %v", name, err)
+		}
+	}
+}
+
+// 32 reservers over 8 Queue values sharing one Redis take 20k jobs, and each
+// job is delivered exactly once.
+func TestExactlyOnce(t *testing.T) {
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			c := topo.client(t)
+			prefix := redistest.Prefix(t)
+			var queues []*queue.Queue
+			for range 8 {
+				s, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: prefix})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				q, err := queue.New(s, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer q.Close()
+				queues = append(queues, q)
+			}
+			jobs := make([]queue.NewJob, 100)
+			for i := 0; i < n; i += len(jobs) {
+				for k := range jobs {
+					jobs[k] = queue.NewJob{Body: fmt.Appendf(nil, "%d", i+k), TTR: time.Minute}
+				}
+				if _, err := queues[i/100%8].PutMany(ctx, "work", jobs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var mu sync.Mutex
+			seen := make(map[queue.ID]int, n)
+			var wg sync.WaitGroup
+			errc := make(chan error, 32)
+			for r := range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					q := queues[r%8].WithOwner(fmt.Sprintf("reserver-%d", r))
+					for {
+						j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"work"}, Timeout: -1})
+						if errors.Is(err, queue.ErrTimeout) {
+							return
+						}
+						if err != nil {
+							errc <- err
+							return
+						}
+						mu.Lock()
+						seen[j.ID]++
+						mu.Unlock()
+						if err := q.Delete(ctx, j.ID); err != nil {
+							errc <- fmt.Errorf("delete %d: %w", j.ID, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errc)
+			for err := range errc {
+				t.Fatal(err)
+			}
+			if len(seen) != n {
+				t.Fatalf("delivered %d distinct jobs, want %d", len(seen), n)
+			}
+			for id, k := range seen {
+				if k != 1 {
+					t.Fatalf("job %d delivered %d times", id, k)
+				}
+			}
+		})
+	}
+}
+
+// A reserver that stops mid-job sees its job handed to another after the TTR.
+func TestTTRHandsJobToAnother(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := newStore(t, standaloneClient(t), nil)
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	id, err := q.Put(ctx, "ttr", queue.NewJob{Body: []byte("x"), TTR: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := q.WithOwner("a"), q.WithOwner("b")
+	if _, err := a.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"ttr"}}); err != nil {
+		t.Fatal(err)
+	}
+	// a stops here; b waits, without polling, for the TTR to run out.
+	j, err := b.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"ttr"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.ID != id || j.Reserves != 2 {
+		t.Fatalf("b got %+v, want job %d on its second reservation", j, id)
+	}
+	st, err := b.StatsJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Timeouts != 1 {
+		t.Fatalf("timeouts = %d, want 1", st.Timeouts)
+	}
+	if err := a.Delete(ctx, id); !errors.Is(err, queue.ErrReserved) {
+		t.Fatalf("a's delete after losing the job: %v, want ErrReserved", err)
+	}
+}
+
+// A delayed job reaches a waiting reserver at its due time in Redis's clock,
+// not before.
+func TestDelayedDeliveryInRedisTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := standaloneClient(t)
+	s := newStore(t, c, nil)
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	before, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Put(ctx, "later", queue.NewJob{Body: []byte("x"), Delay: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"later"}}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.Sub(before); got < 300*time.Millisecond {
+		t.Fatalf("delivered %v after the put in Redis time, before the 300ms delay", got)
+	}
+}
+
+// A Redis that is down gives errors, never "not found".
+func TestRedisDownIsAnError(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Standalone(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	s, err := redisstore.New(ctx, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	id, err := q.Put(ctx, "t", queue.NewJob{Body: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	checks := map[string]error{}
+	_, checks["put"] = q.Put(ctx, "t", queue.NewJob{Body: []byte("x")})
+	_, checks["reserve"] = q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"t"}, Timeout: -1})
+	checks["delete"] = q.Delete(ctx, id)
+	_, checks["peek"] = q.Peek(ctx, id)
+	_, checks["stats-tube"] = q.StatsTube(ctx, "t")
+	checks["kick-job"] = q.KickJob(ctx, id)
+	for op, err := range checks {
+		if err == nil {
+			t.Errorf("%s with Redis down: no error", op)
+			continue
+		}
+		for _, sentinel := range []error{queue.ErrNotFound, queue.ErrReserved, queue.ErrNotReserved, queue.ErrTimeout, queue.ErrNotKickable} {
+			if errors.Is(err, sentinel) {
+				t.Errorf("%s with Redis down: %v, reported as an outcome", op, err)
+			}
+		}
+	}
+}
+
+// A basic round trip through Sentinel.
+func TestSentinel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sen := redistest.NewSentinel(t)
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sen.MasterName, SentinelAddrs: sen.SentinelAddrs(), MaxRetries: -1})
+	defer c.Close()
+	s := newStore(t, c, nil)
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	id, err := q.Put(ctx, "s", queue.NewJob{Body: []byte("via sentinel")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"s"}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.ID != id || string(j.Body) != "via sentinel" {
+		t.Fatalf("got %+v", j)
+	}
+}
+
+// A store refuses a Redis whose layout version it does not read.
+func TestLayoutVersion(t *testing.T) {
+	ctx := context.Background()
+	c := standaloneClient(t)
+	prefix := redistest.Prefix(t)
+	if err := c.Set(ctx, prefix+"layout", "999", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: prefix}); err == nil {
+		t.Fatal("New accepted layout version 999")
+	}
+}
