@@ -123,7 +123,20 @@ func (q *Queue) PutMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 		}
 		norm[i] = j
 	}
-	return q.store.Put(ctx, tube, norm)
+	res, err := q.store.Put(ctx, tube, norm)
+	if err == nil {
+		q.selfWake(tube)
+	}
+	return res, err
+}
+
+// selfWake wakes this Queue's own waiters on tube after a change made
+// through it, when the store cannot notify (the poll covers other
+// processes' changes).
+func (q *Queue) selfWake(tube string) {
+	if q.hub.notifier == nil {
+		q.hub.wake(tube)
+	}
 }
 
 // Reserve waits for a ready job in one of opts.Tubes (default "default"),
@@ -288,15 +301,31 @@ func (q *Queue) Delete(ctx context.Context, id ID) error {
 // DeleteMany deletes jobs as Delete does, in one call to the store, and
 // returns one outcome per ID.
 func (q *Queue) DeleteMany(ctx context.Context, ids []ID) ([]error, error) {
-	if len(ids) == 0 {
-		return nil, nil
+	out := make([]error, len(ids))
+	valid := make([]ID, 0, len(ids))
+	for i, id := range ids {
+		if err := checkID(id); err != nil {
+			out[i] = err
+		} else {
+			valid = append(valid, id)
+		}
 	}
-	errs, err := q.store.Delete(ctx, q.owner, ids)
+	if len(valid) == 0 {
+		return out, nil
+	}
+	errs, err := q.store.Delete(ctx, q.owner, valid)
 	if err != nil {
 		return nil, err
 	}
-	q.forget(ids, errs)
-	return errs, nil
+	q.forget(valid, errs)
+	k := 0
+	for i := range out {
+		if out[i] == nil {
+			out[i] = errs[k]
+			k++
+		}
+	}
+	return out, nil
 }
 
 // Release returns a job reserved by q's owner to ready with priority pri, or

@@ -113,7 +113,7 @@ type Store interface {
 	Stats(ctx context.Context) (Stats, error)
 
 	// PauseTube stops reserves from taking jobs of tube for d, counting a
-	// pause; d == 0 ends a pause. It creates the tube if needed.
+	// pause; d == 0 ends a pause (and a tube with no job is then gone).
 	PauseTube(ctx context.Context, tube string, d time.Duration) error
 
 	// Tubes lists the tubes the store knows: those that hold a job or a
@@ -123,7 +123,7 @@ type Store interface {
 	Tubes(ctx context.Context) ([]string, error)
 
 	// Close releases what the store holds. Methods called after Close
-	// return ErrClosed.
+	// return ErrClosed. Close may be called more than once.
 	Close() error
 }
 

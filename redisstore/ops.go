@@ -598,7 +598,7 @@ func (s *Store) statsTube(ctx context.Context, tube string) (queue.TubeStats, in
 		known = true
 	}
 	if !known {
-		return st, 0, fmt.Errorf("%w: tube %s", queue.ErrNotFound, tube)
+		return queue.TubeStats{}, 0, fmt.Errorf("%w: tube %s", queue.ErrNotFound, tube)
 	}
 	return st, created, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -108,6 +109,25 @@ func TestConformance(t *testing.T) {
 			storetest.Queue(t, func(t *testing.T, now func() time.Time) queue.Store {
 				return newStore(t, c, &redisstore.Options{Clock: now})
 			})
+		})
+	}
+}
+
+// TestDifferential drives the embedded engine and Redis with the same random
+// operations and compares every result.
+func TestDifferential(t *testing.T) {
+	c := standaloneClient(t)
+	for seed := uint64(1); seed <= 8; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			storetest.Differential(t, seed, 1500,
+				func(t *testing.T, now func() time.Time) queue.Store {
+					s := memstore.New(&memstore.Options{Clock: now})
+					t.Cleanup(func() { s.Close() })
+					return s
+				},
+				func(t *testing.T, now func() time.Time) queue.Store {
+					return newStore(t, c, &redisstore.Options{Clock: now})
+				})
 		})
 	}
 }

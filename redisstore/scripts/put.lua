@@ -10,6 +10,7 @@ local tube, tag = ARGV[2], tonumber(ARGV[3])
 local n = (#ARGV - 3) / 5
 local out = {}
 local stored = 0
+tick(T, tube, now) -- a pause that ended may have ended the tube
 local seq = tonumber(redis.call('HINCRBY', KEYS[1], 'seq', n)) - n
 register(T, tube, us)
 for i = 0, n - 1 do

@@ -1,0 +1,211 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// Differential drives two stores with the same seeded random operations,
+// each with its own manual clock moved in step, and fails at the first
+// result on which they differ. Job IDs differ between back ends, so each
+// store's IDs are mapped to the order the jobs were put in.
+//
+// Reserves take one tube at a time: across tubes, (priority, ID) order
+// depends on how a back end numbers jobs, which the contract leaves open.
+func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore) {
+	t.Helper()
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	ca, cb := NewClock(start), NewClock(start)
+	a, b := newA(t, ca.Now), newB(t, cb.Now)
+	da, db := newDiffSide(a), newDiffSide(b)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	tubes := []string{"t0", "t1", "t2"}
+	owners := []string{"o0", "o1", "o2"}
+	ctx := context.Background()
+
+	for step := 0; step < steps; step++ {
+		tube := tubes[rng.IntN(len(tubes))]
+		owner := owners[rng.IntN(len(owners))]
+		pick := rng.IntN(1 << 30) // picks a known job by position, the same on both sides
+		pri := uint32(rng.IntN(4))
+		delay := []time.Duration{0, 0, time.Second, 5 * time.Second}[rng.IntN(4)]
+		op := rng.IntN(20)
+		var name string
+		var ra, rb any
+		switch op {
+		case 0, 1, 2:
+			name = "Put"
+			j := queue.NewJob{Body: fmt.Appendf(nil, "job %d", step), Priority: pri, Delay: delay,
+				TTR: []time.Duration{time.Second, 3 * time.Second}[rng.IntN(2)]}
+			if rng.IntN(4) == 0 {
+				j.UniqueKey = fmt.Sprintf("k%d", rng.IntN(3))
+			}
+			ra, rb = da.put(ctx, tube, j), db.put(ctx, tube, j)
+		case 3, 4, 5:
+			name = "Reserve"
+			n := 1 + rng.IntN(2)
+			ra, rb = da.reserve(ctx, owner, tube, n), db.reserve(ctx, owner, tube, n)
+		case 6, 7:
+			name = "Delete"
+			ra, rb = da.errOf(a.Delete(ctx, owner, []queue.ID{da.id(pick)})), db.errOf(b.Delete(ctx, owner, []queue.ID{db.id(pick)}))
+		case 8:
+			name = "Release"
+			ra, rb = class(a.Release(ctx, owner, da.id(pick), pri, delay)), class(b.Release(ctx, owner, db.id(pick), pri, delay))
+		case 9:
+			name = "Bury"
+			ra, rb = class(a.Bury(ctx, owner, da.id(pick), pri)), class(b.Bury(ctx, owner, db.id(pick), pri))
+		case 10:
+			name = "Touch"
+			ra, rb = class(a.Touch(ctx, owner, da.id(pick))), class(b.Touch(ctx, owner, db.id(pick)))
+		case 11:
+			name = "Kick"
+			n := rng.IntN(3)
+			ka, ea := a.Kick(ctx, tube, n+1)
+			kb, eb := b.Kick(ctx, tube, n+1)
+			ra, rb = []any{ka, class(ea)}, []any{kb, class(eb)}
+		case 12:
+			name = "KickJob"
+			ra, rb = class(a.KickJob(ctx, da.id(pick))), class(b.KickJob(ctx, db.id(pick)))
+		case 13:
+			name = "ReserveJob"
+			ja, ea := a.ReserveJob(ctx, owner, da.id(pick))
+			jb, eb := b.ReserveJob(ctx, owner, db.id(pick))
+			ra, rb = []any{da.job(ja, ea), class(ea)}, []any{db.job(jb, eb), class(eb)}
+		case 14:
+			name = "StatsJob"
+			sa, ea := a.StatsJob(ctx, da.id(pick))
+			sb, eb := b.StatsJob(ctx, db.id(pick))
+			ra, rb = []any{da.stats(sa, ea), class(ea)}, []any{db.stats(sb, eb), class(eb)}
+		case 15:
+			name = "PeekState"
+			st := []queue.State{queue.Ready, queue.Delayed, queue.Buried}[rng.IntN(3)]
+			ja, ea := a.PeekState(ctx, tube, st)
+			jb, eb := b.PeekState(ctx, tube, st)
+			ra, rb = []any{da.job(ja, ea), class(ea)}, []any{db.job(jb, eb), class(eb)}
+		case 16:
+			name = "StatsTube"
+			sa, ea := a.StatsTube(ctx, tube)
+			sb, eb := b.StatsTube(ctx, tube)
+			ra, rb = []any{sa, class(ea)}, []any{sb, class(eb)}
+		case 17:
+			name = "PauseTube"
+			d := []time.Duration{0, 2 * time.Second}[rng.IntN(2)]
+			ra, rb = class(a.PauseTube(ctx, tube, d)), class(b.PauseTube(ctx, tube, d))
+		case 18:
+			name = "Stats+Tubes"
+			sa, ea := a.Stats(ctx)
+			sb, eb := b.Stats(ctx)
+			ta, _ := a.Tubes(ctx)
+			tb, _ := b.Tubes(ctx)
+			slices.Sort(ta) // tubes created at one instant may be listed in any order
+			slices.Sort(tb)
+			ra, rb = []any{sa, class(ea), ta}, []any{sb, class(eb), tb}
+		case 19:
+			name = "Unreserve"
+			na, ea := a.Unreserve(ctx, owner, da.all())
+			nb, eb := b.Unreserve(ctx, owner, db.all())
+			ra, rb = []any{na, class(ea)}, []any{nb, class(eb)}
+		}
+		if diff := gocmp.Diff(ra, rb); diff != "" {
+			t.Fatalf("seed %d, step %d: %s (tube %s, owner %s) differs (-A +B):\n%s", seed, step, name, tube, owner, diff)
+		}
+		if rng.IntN(3) == 0 {
+			d := time.Duration(rng.IntN(2000)) * time.Millisecond
+			ca.Advance(d)
+			cb.Advance(d)
+		}
+	}
+}
+
+// diffSide keeps one store's job IDs in the order they were put.
+type diffSide struct {
+	s     queue.Store
+	ids   []queue.ID
+	index map[queue.ID]int
+}
+
+func newDiffSide(s queue.Store) *diffSide { return &diffSide{s: s, index: map[queue.ID]int{}} }
+
+// id returns a known job's ID by position, or an ID no job has.
+func (d *diffSide) id(pick int) queue.ID {
+	if len(d.ids) == 0 || pick%8 == 0 {
+		return queue.MaxID - 1
+	}
+	return d.ids[pick%len(d.ids)]
+}
+
+func (d *diffSide) all() []queue.ID { return slices.Clone(d.ids) }
+
+// n maps an ID to its position, the same on both sides.
+func (d *diffSide) n(id queue.ID) int {
+	if i, ok := d.index[id]; ok {
+		return i
+	}
+	return -1
+}
+
+func (d *diffSide) put(ctx context.Context, tube string, j queue.NewJob) []any {
+	r, err := d.s.Put(ctx, tube, []queue.NewJob{j})
+	if err != nil {
+		return []any{class(err)}
+	}
+	if !r[0].Duplicate {
+		d.index[r[0].ID] = len(d.ids)
+		d.ids = append(d.ids, r[0].ID)
+	}
+	return []any{d.n(r[0].ID), r[0].Duplicate}
+}
+
+func (d *diffSide) reserve(ctx context.Context, owner, tube string, n int) []any {
+	r, err := d.s.Reserve(ctx, queue.ReserveRequest{Owner: owner, Tubes: []string{tube}, Max: n})
+	out := []any{class(err), r.Next, r.NextTube}
+	for _, j := range r.Jobs {
+		out = append(out, d.job(j, nil))
+	}
+	return out
+}
+
+func (d *diffSide) errOf(errs []error, err error) []any {
+	out := []any{class(err)}
+	for _, e := range errs {
+		out = append(out, class(e))
+	}
+	return out
+}
+
+func (d *diffSide) job(j queue.Job, err error) any {
+	if err != nil {
+		return nil
+	}
+	return []any{d.n(j.ID), j.Tube, j.Priority, j.TTR, j.Reserves, string(j.Body)}
+}
+
+func (d *diffSide) stats(s queue.JobStats, err error) any {
+	if err != nil {
+		return nil
+	}
+	n := d.n(s.ID)
+	s.ID = 0
+	return []any{n, s}
+}
+
+// class reduces an error to the outcome sentinel it carries.
+func class(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	for _, s := range []error{queue.ErrNotFound, queue.ErrNotReserved, queue.ErrReserved, queue.ErrNotKickable, queue.ErrFull, queue.ErrClosed} {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	return "other: " + err.Error()
+}

@@ -1,0 +1,224 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/memstore"
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+func newQueue(t *testing.T) *queue.Queue {
+	t.Helper()
+	s := memstore.New(nil)
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close(); s.Close() })
+	return q
+}
+
+// runWorker runs w until the test ends, and reports Run's error.
+func runWorker(t *testing.T, w *queue.Worker) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.Shutdown(ctx)
+	})
+	return done
+}
+
+func TestWorkerProcessesEveryJobOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := newQueue(t)
+	const n = 500
+	var mu sync.Mutex
+	seen := map[string]int{}
+	all := make(chan struct{})
+	w, err := queue.NewWorker(q, queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[string(j.Body)]++
+		if len(seen) == n {
+			close(all)
+		}
+		return nil
+	}), &queue.WorkerOptions{Tubes: []string{"a", "b"}, Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	for i := range n {
+		tube := []string{"a", "b"}[i%2]
+		if _, err := q.Put(ctx, tube, queue.NewJob{Body: fmt.Appendf(nil, "%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		t.Fatalf("only %d of %d jobs handled", len(seen), n)
+	}
+	if err := w.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for body, k := range seen {
+		if k != 1 {
+			t.Errorf("job %s handled %d times", body, k)
+		}
+	}
+	st, err := q.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ready+st.Reserved+st.Delayed+st.Buried != 0 {
+		t.Errorf("jobs left after every handler succeeded: %+v", st)
+	}
+}
+
+func TestWorkerRetriesThenBuries(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := newQueue(t)
+	var attempts atomic.Int32
+	buried := make(chan struct{})
+	w, err := queue.NewWorker(q, queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
+		if attempts.Add(1) == 3 {
+			close(buried) // the third failure is the last; the worker buries after it
+		}
+		return errors.New("downstream refused")
+	}), &queue.WorkerOptions{MaxAttempts: 3, Backoff: func(int) time.Duration { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	id, err := q.Put(ctx, "default", queue.NewJob{Body: []byte("x"), Priority: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-buried
+	if err := w.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := q.StatsJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != queue.Buried || st.Reserves != 3 || st.Releases != 2 || st.Buries != 1 || st.Priority != 7 {
+		t.Fatalf("after 3 failed attempts: %+v, want buried after 3 reserves and 2 releases", st)
+	}
+}
+
+func TestWorkerBackoffDelaysTheRetry(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := newQueue(t)
+	failed := make(chan struct{})
+	var once sync.Once
+	w, err := queue.NewWorker(q, queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
+		once.Do(func() { close(failed) })
+		return errors.New("later")
+	}), &queue.WorkerOptions{Backoff: func(n int) time.Duration { return time.Duration(n) * time.Hour }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	id, err := q.Put(ctx, "default", queue.NewJob{Body: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-failed
+	if err := w.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := q.StatsJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != queue.Delayed || st.Delay != time.Hour {
+		t.Fatalf("after the first failure: %+v, want delayed by the backoff (1h)", st)
+	}
+}
+
+func TestWorkerTouchesLongJobs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := newQueue(t)
+	release := make(chan struct{})
+	started := make(chan queue.Job, 1)
+	w, err := queue.NewWorker(q, queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
+		started <- j
+		<-release
+		return nil
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	id, err := q.Put(ctx, "default", queue.NewJob{Body: []byte("slow"), TTR: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	// Another reserver waits for the job; it must not get it while the
+	// handler runs, for 2.5 TTRs.
+	other := q.WithOwner("other")
+	octx, ocancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+	defer ocancel()
+	if j, err := other.Reserve(octx, queue.ReserveOptions{}); err == nil {
+		t.Fatalf("job %d reserved by another while its handler ran", j.ID)
+	}
+	close(release)
+	if err := w.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Peek(ctx, id); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("job still there after its handler succeeded: %v", err)
+	}
+}
+
+func TestWorkerShutdownReturnsUnfinishedJobs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := newQueue(t)
+	started := make(chan struct{})
+	w, err := queue.NewWorker(q, queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
+		close(started)
+		<-ctx.Done() // runs until the worker gives up on it
+		return ctx.Err()
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := runWorker(t, w)
+	id, err := q.Put(ctx, "default", queue.NewJob{Body: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	sctx, scancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer scancel()
+	if err := w.Shutdown(sctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want the deadline's error", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want nil after Shutdown", err)
+	}
+	st, err := q.StatsJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != queue.Ready || st.Releases != 0 {
+		t.Fatalf("job after shutdown: %+v, want ready with no release counted", st)
+	}
+}
