@@ -189,7 +189,16 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 	}
 
 	order := []int{0}
-	if len(gs) > 1 {
+	if len(gs) > 1 && len(req.Tubes) == 1 {
+		// The partitions of one tube: priority order holds within a
+		// partition only, so take them from a random one onwards, one call
+		// each until enough jobs are found.
+		start := randInt(len(gs))
+		order = order[:0]
+		for n := range gs {
+			order = append(order, (start+n)%len(gs))
+		}
+	} else if len(gs) > 1 {
 		// Several tags: first look at every tag's best ready job (and do the
 		// deletes), in one pipeline; then reserve from the tags in the
 		// order of their best jobs. Exact unless another reserver takes a
@@ -230,9 +239,9 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		withGroup = nil // done
 	}
 	for _, gi := range order {
-		want := req.Max - len(res.Jobs)
-		if want <= 0 {
-			break
+		want := max(req.Max-len(res.Jobs), 0)
+		if want == 0 && len(withGroup[gi]) == 0 {
+			continue
 		}
 		replies, err := s.runMany(ctx, []call{mkcall(gi, want, withGroup[gi])})
 		if err != nil {
@@ -742,7 +751,7 @@ func (s *Store) Stats(ctx context.Context) (queue.Stats, error) {
 	pipe := s.c.Pipeline()
 	cmds := make([]*redis.SliceCmd, NumTags)
 	for tag := 0; tag < NumTags; tag++ {
-		cmds[tag] = pipe.HMGet(ctx, s.k.tagKeys(tag)[0], "total", "timeouts")
+		cmds[tag] = pipe.HMGet(ctx, s.k.tagKeys(tag)[0], "seq", "timeouts")
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		return st, storeErr(err)

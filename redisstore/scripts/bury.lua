@@ -3,21 +3,21 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, id (hex), pri
 -- Returns: 1 buried, 0 no such job, -1 not reserved by owner, -2 in another tube
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local owner, tube, idh, pri = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = load(idh)
-if not rec then return 0 end
-if rec[F_TUBE] ~= tube then return -2 end
-if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return -1 end
+if not rec then return done(T, 0) end
+if rec[F_TUBE] ~= tube then return done(T, -2) end
+if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return done(T, -1) end
 redis.call('ZREM', T.x, idh)
 rec[F_PRI] = pri
 rec[F_BURIES] = rec[F_BURIES] + 1
 rec[F_STATE] = BURIED
 rec[F_OWNER] = ''
 rec[F_DEADLINE] = 0
+flush(T)
 redis.call('ZADD', T.b, redis.call('HINCRBY', T.t, 'bseq', 1), idh)
 save(idh, rec, body)
 return 1

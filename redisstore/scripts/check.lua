@@ -44,5 +44,19 @@ for name, T in pairs(byname) do
   if n ~= (count[name] or 0) then
     problems[#problems + 1] = 'tube ' .. name .. ': indexes hold ' .. n .. ' jobs, records ' .. (count[name] or 0)
   end
+  local h = redis.call('HMGET', T.t, 'live', 'nd', 'pu')
+  if tonumber(h[1] or '0') ~= n then
+    problems[#problems + 1] = 'tube ' .. name .. ': live is ' .. tostring(h[1]) .. ', indexes hold ' .. n
+  end
+  -- nd must not be later than anything that falls due.
+  local first = nil
+  for _, f in ipairs({ 'd', 'x' }) do
+    local z = redis.call('ZRANGE', T[f], 0, 0, 'WITHSCORES')
+    if #z > 0 and (first == nil or tonumber(z[2]) < first) then first = tonumber(z[2]) end
+  end
+  if h[3] and (first == nil or tonumber(h[3]) < first) then first = tonumber(h[3]) end
+  if first and (not h[2] or tonumber(h[2]) > first) then
+    problems[#problems + 1] = 'tube ' .. name .. ': nd ' .. tostring(h[2]) .. ' is later than the next due time ' .. first
+  end
 end
 return problems

@@ -3,14 +3,13 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, job ids (hex)...
 -- Returns: one outcome per id: 1 deleted, 0 no such job, -1 reserved by another owner, -2 in another tube
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local owner, tube = ARGV[2], ARGV[3]
+local us, now = open({ T })
 tick(T, tube, now)
 local out = {}
 for a = 4, #ARGV do
   out[#out + 1] = delete_one(T, tube, ARGV[a], owner)
 end
 gc(T, tube, now)
-return out
+return done(T, out)

@@ -4,10 +4,9 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, tube, n (at most 1000 per call)
 -- Returns: how many jobs it moved.
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local tube, n = ARGV[2], tonumber(ARGV[3])
+local us, now = open({ T })
 tick(T, tube, now)
 local from = T.b
 if redis.call('ZCARD', T.b) == 0 then
@@ -24,4 +23,4 @@ if #ids > 0 then
   redis.call('ZREM', from, unpack(ids))
   wake(T)
 end
-return #ids
+return done(T, #ids)

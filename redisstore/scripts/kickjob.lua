@@ -3,18 +3,17 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, tube, id (hex)
 -- Returns: 1 kicked, 0 no such job, -2 in another tube, -3 neither buried nor delayed
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local tube, idh = ARGV[2], ARGV[3]
+local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = load(idh)
-if not rec then return 0 end
-if rec[F_TUBE] ~= tube then return -2 end
-if rec[F_STATE] ~= BURIED and rec[F_STATE] ~= DELAYED then return -3 end
+if not rec then return done(T, 0) end
+if rec[F_TUBE] ~= tube then return done(T, -2) end
+if rec[F_STATE] ~= BURIED and rec[F_STATE] ~= DELAYED then return done(T, -3) end
 unindex(T, idh, rec)
 rec[F_KICKS] = rec[F_KICKS] + 1
 to_ready(T, idh, rec)
 save(idh, rec, body)
 wake(T)
-return 1
+return done(T, 1)

@@ -2,46 +2,103 @@
 -- after each script's shebang line, so every script starts with these locals.
 --
 -- Conventions of every script that includes it:
---   KEYS[1] m      per-tag hash: seq (job counter), total, timeouts, hw (clock high-water mark)
+--   KEYS[1] m      per-tag hash: seq (job IDs issued: jobs ever put), timeouts (TTR expiries)
 --   KEYS[2] j      per-tag hash: job id (14 hex digits) -> cmsgpack(record, body)
 --   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (µs)
---   KEYS[4..]      per tube, 6 keys each: t (tube hash), r (ready zset, score pri),
---                  d (delayed zset, score due ms), x (reserved zset, score TTR deadline ms),
---                  b (buried zset, score bury sequence), u (unique key hash)
+--   KEYS[4..]      per tube, 6 keys each:
+--                  t  tube hash: live (jobs held), total (jobs put), deletes, pauses,
+--                     nd (a time, ms, no later than the tube's next due transition),
+--                     pu/pl (pause end and length, ms), bseq (bury sequence),
+--                     hw (the highest Redis time seen, µs)
+--                  r  ready sorted set, score priority
+--                  d  delayed sorted set, score due time (ms)
+--                  x  reserved sorted set, score TTR deadline (ms)
+--                  b  buried sorted set, score bury sequence
+--                  u  unique key hash: key -> job id
 --   ARGV[1]        "" to use Redis's TIME, or an injected time in microseconds (tests)
 --
 -- A record is a msgpack array, indexed by the F_* constants below. States:
 -- 1 ready, 2 delayed, 3 reserved, 4 buried. Times are milliseconds since the
 -- Unix epoch; durations are milliseconds.
+--
+-- A script opens its tubes (one HMGET each), applies what is due (tick),
+-- does its work, and flushes the tube fields it changed in one HSET.
 
 local F_TUBE, F_PRI, F_STATE, F_DELAY, F_TTR, F_CREATED, F_DEADLINE = 1, 2, 3, 4, 5, 6, 7
 local F_RESERVES, F_TIMEOUTS, F_RELEASES, F_BURIES, F_KICKS, F_OWNER, F_UKEY = 8, 9, 10, 11, 12, 13, 14
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
 local PROMOTE_LIMIT = 1000
 
--- clock returns the time in microseconds, never less than the tag's
--- high-water mark, so a clock that steps back (failover, NTP) cannot reorder
--- deadlines. write=true records the new mark.
-local function clock(write)
-  local us
+local function num(v)
+  if v then
+    return tonumber(v)
+  end
+  return nil
+end
+
+-- redis_us is Redis's clock in microseconds, or the injected time.
+local function redis_us()
   if ARGV[1] ~= '' then
-    us = tonumber(ARGV[1])
-  else
-    local t = redis.call('TIME')
-    us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    return tonumber(ARGV[1])
   end
-  local hw = tonumber(redis.call('HGET', KEYS[1], 'hw') or '0')
-  if us < hw then
-    us = hw
-  elseif write then
-    redis.call('HSET', KEYS[1], 'hw', us)
-  end
-  return us
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
 local function tubekeys(i)
   local o = 3 + (i - 1) * 6
-  return { t = KEYS[o + 1], r = KEYS[o + 2], d = KEYS[o + 3], x = KEYS[o + 4], b = KEYS[o + 5], u = KEYS[o + 6] }
+  return { t = KEYS[o + 1], r = KEYS[o + 2], d = KEYS[o + 3], x = KEYS[o + 4], b = KEYS[o + 5], u = KEYS[o + 6], dirty = {} }
+end
+
+-- set changes a field of T's hash, written by flush; false deletes it.
+local function set(T, field, value)
+  if value == false then
+    T[field] = nil
+  else
+    T[field] = value
+  end
+  T.dirty[field] = value
+end
+
+-- flush writes the fields of T's hash that changed (false deletes one).
+local function flush(T)
+  local hset, hdel = {}, {}
+  for f, v in pairs(T.dirty) do
+    if v == false then
+      hdel[#hdel + 1] = f
+    else
+      hset[#hset + 1] = f
+      hset[#hset + 1] = v
+    end
+  end
+  if #hset > 0 then
+    redis.call('HSET', T.t, unpack(hset))
+  end
+  if #hdel > 0 then
+    redis.call('HDEL', T.t, unpack(hdel))
+  end
+  T.dirty = {}
+end
+
+-- open loads the state of tubes Ts and returns the time (µs, ms): Redis's
+-- clock, never less than the tubes' high-water marks, so a clock that steps
+-- back (a failover, NTP) cannot reorder deadlines by more than the marks'
+-- 10 ms granularity.
+local function open(Ts)
+  local us = redis_us()
+  for _, T in ipairs(Ts) do
+    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw')
+    T.nd, T.pu, T.live, T.total, T.deletes, T.hw = num(h[1]), num(h[2]), num(h[3]) or 0, num(h[4]) or 0, num(h[5]) or 0, num(h[6]) or 0
+    if T.hw > us then
+      us = T.hw
+    end
+  end
+  for _, T in ipairs(Ts) do
+    if us >= T.hw + 10000 then
+      set(T, 'hw', us)
+    end
+  end
+  return us, math.floor(us / 1000)
 end
 
 local function load(idh)
@@ -72,29 +129,37 @@ end
 
 -- paused_until returns the end of T's pause (ms), or nil when not paused at now.
 local function paused_until(T, now)
-  local pu = redis.call('HGET', T.t, 'pu')
-  if pu and tonumber(pu) > now then
-    return tonumber(pu)
+  if T.pu and T.pu > now then
+    return T.pu
   end
   return nil
 end
 
--- gc forgets tube T when it holds no job and no pause.
+-- gc forgets tube T when it holds no job and no pause; its counters start
+-- again from zero if it is used again.
 local function gc(T, tube, now)
-  if redis.call('ZCARD', T.r) + redis.call('ZCARD', T.d) + redis.call('ZCARD', T.x) + redis.call('ZCARD', T.b) > 0 then
-    return
-  end
-  if paused_until(T, now) then
+  if T.live > 0 or paused_until(T, now) then
     return
   end
   redis.call('DEL', T.t, T.u)
   redis.call('ZREM', KEYS[3], tube)
+  T.nd, T.pu, T.total, T.deletes, T.dirty = nil, nil, 0, 0, {}
 end
 
 -- register records tube T in the tag's registry if it is new, with its
 -- creation time in µs (the order Tubes lists them in).
 local function register(T, tube, us)
-  redis.call('ZADD', KEYS[3], 'NX', us, tube)
+  if T.live == 0 then
+    redis.call('ZADD', KEYS[3], 'NX', us, tube)
+  end
+end
+
+-- schedule notes that something in T falls due at (ms), keeping nd a lower
+-- bound of the tube's next due transition.
+local function schedule(T, at)
+  if T.nd == nil or at < T.nd then
+    set(T, 'nd', at)
+  end
 end
 
 -- to_ready moves a job to the ready set (its record must be saved by the caller).
@@ -105,12 +170,36 @@ local function to_ready(T, idh, rec)
   redis.call('ZADD', T.r, rec[F_PRI], idh)
 end
 
+-- head_score returns the score of the first member of a sorted set, or nil.
+local function head_score(key)
+  local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if #h > 0 then
+    return tonumber(h[2])
+  end
+  return nil
+end
+
+-- next_due is the exact time (ms) of T's next due transition, or nil.
+local function next_due(T, now)
+  local nd = paused_until(T, now)
+  for _, k in ipairs({ T.d, T.x }) do
+    local v = head_score(k)
+    if v and (nd == nil or v < nd) then
+      nd = v
+    end
+  end
+  return nd
+end
+
 -- tick applies the transitions that are due in tube T at now (ms): delayed
 -- jobs whose time has come become ready, reservations whose TTR ran out end
 -- (counting a timeout), a pause that ended is cleared. At most PROMOTE_LIMIT
--- jobs of each kind per call. Returns true if a job became ready.
+-- jobs of each kind per call. While now is before nd nothing can be due, and
+-- tick costs nothing beyond open's HMGET.
 local function tick(T, tube, now)
-  local moved = false
+  if T.nd == nil or T.nd > now then
+    return
+  end
   local due = redis.call('ZRANGE', T.d, '-inf', now, 'BYSCORE', 'LIMIT', 0, PROMOTE_LIMIT)
   for _, idh in ipairs(due) do
     local rec, body = load(idh)
@@ -119,7 +208,6 @@ local function tick(T, tube, now)
   end
   if #due > 0 then
     redis.call('ZREM', T.d, unpack(due))
-    moved = true
   end
   local exp = redis.call('ZRANGE', T.x, '-inf', now, 'BYSCORE', 'LIMIT', 0, PROMOTE_LIMIT)
   for _, idh in ipairs(exp) do
@@ -131,17 +219,20 @@ local function tick(T, tube, now)
   if #exp > 0 then
     redis.call('ZREM', T.x, unpack(exp))
     redis.call('HINCRBY', KEYS[1], 'timeouts', #exp)
-    moved = true
   end
-  local pu = redis.call('HGET', T.t, 'pu')
-  if pu and tonumber(pu) <= now then
-    redis.call('HDEL', T.t, 'pu', 'pl')
+  if T.pu and T.pu <= now then
+    set(T, 'pu', false)
+    set(T, 'pl', false)
+  end
+  -- nd becomes exact again.
+  local nd = next_due(T, now)
+  set(T, 'nd', nd or false)
+  if not nd then
     gc(T, tube, now)
   end
-  return moved
 end
 
--- remove takes a job out of whichever index holds it.
+-- unindex takes a job out of whichever index holds it.
 local function unindex(T, idh, rec)
   local s = rec[F_STATE]
   if s == READY then
@@ -162,6 +253,7 @@ local function reserve_rec(T, idh, rec, body, owner, now)
   rec[F_RESERVES] = rec[F_RESERVES] + 1
   rec[F_DEADLINE] = now + rec[F_TTR]
   redis.call('ZADD', T.x, rec[F_DEADLINE], idh)
+  schedule(T, rec[F_DEADLINE])
   save(idh, rec, body)
 end
 
@@ -188,23 +280,13 @@ local function delete_one(T, tube, idh, owner)
   if rec[F_UKEY] ~= '' then
     redis.call('HDEL', T.u, rec[F_UKEY])
   end
-  redis.call('HINCRBY', T.t, 'deletes', 1)
+  set(T, 'deletes', T.deletes + 1)
+  set(T, 'live', T.live - 1)
   return 1
 end
 
--- next_due returns the earliest time (ms) at which tube T may have a ready
--- job without another write, or nil.
-local function next_due(T, now)
-  local best = nil
-  local function consider(v)
-    if v and (best == nil or v < best) then
-      best = v
-    end
-  end
-  local d = redis.call('ZRANGE', T.d, 0, 0, 'WITHSCORES')
-  if #d > 0 then consider(tonumber(d[2])) end
-  local x = redis.call('ZRANGE', T.x, 0, 0, 'WITHSCORES')
-  if #x > 0 then consider(tonumber(x[2])) end
-  consider(paused_until(T, now))
-  return best
+-- done flushes T and returns v: every script that opened T ends through it.
+local function done(T, v)
+  flush(T)
+  return v
 end

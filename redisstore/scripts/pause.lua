@@ -3,18 +3,22 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, tube, d ms
 -- Returns: 1
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local tube, d = ARGV[2], tonumber(ARGV[3])
+local us, now = open({ T })
 tick(T, tube, now)
 register(T, tube, us)
-redis.call('HINCRBY', T.t, 'pauses', 1)
 if d > 0 then
-  redis.call('HSET', T.t, 'pu', now + d, 'pl', d)
+  set(T, 'pu', now + d)
+  set(T, 'pl', d)
+  schedule(T, now + d)
 else
-  redis.call('HDEL', T.t, 'pu', 'pl')
-  gc(T, tube, now)
+  set(T, 'pu', false)
+  set(T, 'pl', false)
+  T.pu = nil
 end
+flush(T)
+redis.call('HINCRBY', T.t, 'pauses', 1)
+gc(T, tube, now)
 wake(T)
 return 1

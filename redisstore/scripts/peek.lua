@@ -4,19 +4,18 @@
 -- ARGV: now, tube, id (hex)
 -- Returns: { 1, job (as jobreply), stats } or { 0 } no such job, { -2 } in another tube.
 -- stats: state, pri, age ms, delay ms, ttr ms, time left ms, reserves, timeouts, releases, buries, kicks
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local tube, idh = ARGV[2], ARGV[3]
+local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = load(idh)
-if not rec then return { 0 } end
-if rec[F_TUBE] ~= tube then return { -2 } end
+if not rec then return done(T, { 0 }) end
+if rec[F_TUBE] ~= tube then return done(T, { -2 }) end
 local left = 0
 if rec[F_STATE] == RESERVED or rec[F_STATE] == DELAYED then
   left = rec[F_DEADLINE] - now
   if left < 0 then left = 0 end
 end
-return { 1, jobreply(idh, rec, body), {
+return done(T, { 1, jobreply(idh, rec, body), {
   rec[F_STATE], rec[F_PRI], now - rec[F_CREATED], rec[F_DELAY], rec[F_TTR], left,
-  rec[F_RESERVES], rec[F_TIMEOUTS], rec[F_RELEASES], rec[F_BURIES], rec[F_KICKS] } }
+  rec[F_RESERVES], rec[F_TIMEOUTS], rec[F_RELEASES], rec[F_BURIES], rec[F_KICKS] } })

@@ -3,30 +3,53 @@
 -- KEYS: m j tubes, then the 6 keys of the tube (see lib.lua)
 -- ARGV: now, tube, tag index (0-255), then 5 per job: pri, delay ms, ttr ms, unique key, body
 -- Returns: a flat array, 2 per job: id, 1 if a live job held the unique key (its id is returned) else 0.
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local tube, tag = ARGV[2], tonumber(ARGV[3])
-local n = (#ARGV - 3) / 5
-local out = {}
-local stored = 0
+local us, now = open({ T })
 tick(T, tube, now) -- a pause that ended may have ended the tube
-local seq = tonumber(redis.call('HINCRBY', KEYS[1], 'seq', n)) - n
-register(T, tube, us)
+local n = (#ARGV - 3) / 5
+
+-- First pass: which jobs are duplicates of a live job (or of an earlier job of this call).
+local dup, fresh = {}, {}
+local stored = 0
+for i = 0, n - 1 do
+  local ukey = ARGV[4 + i * 5 + 3]
+  if ukey ~= '' then
+    dup[i] = fresh[ukey] or redis.call('HGET', T.u, ukey)
+  end
+  if not dup[i] then
+    stored = stored + 1
+    if ukey ~= '' then
+      fresh[ukey] = i
+    end
+  end
+end
+
+local out = {}
+if stored > 0 then
+  register(T, tube, us)
+end
+local seq = tonumber(redis.call('HINCRBY', KEYS[1], 'seq', stored)) - stored
+local ids = {}
 for i = 0, n - 1 do
   local a = 4 + i * 5
-  local pri, delay, ttr, ukey, body = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4]
-  local dup = ukey ~= '' and redis.call('HGET', T.u, ukey)
-  if dup then
-    out[#out + 1] = idnum(dup)
+  local d = dup[i]
+  if d then
+    if type(d) == 'number' then
+      d = ids[d] -- an earlier job of this call
+    end
+    out[#out + 1] = idnum(d)
     out[#out + 1] = 1
   else
+    local pri, delay, ttr, ukey, body = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4]
     seq = seq + 1
     local idh = idhex(seq * 256 + tag)
+    ids[i] = idh
     local state, deadline = READY, 0
     if delay > 0 then
       state, deadline = DELAYED, now + delay
       redis.call('ZADD', T.d, deadline, idh)
+      schedule(T, deadline)
     else
       redis.call('ZADD', T.r, pri, idh)
     end
@@ -34,14 +57,13 @@ for i = 0, n - 1 do
     if ukey ~= '' then
       redis.call('HSET', T.u, ukey, idh)
     end
-    stored = stored + 1
     out[#out + 1] = idnum(idh)
     out[#out + 1] = 0
   end
 end
 if stored > 0 then
-  redis.call('HINCRBY', T.t, 'total', stored)
-  redis.call('HINCRBY', KEYS[1], 'total', stored)
+  set(T, 'total', T.total + stored)
+  set(T, 'live', T.live + stored)
   wake(T)
 end
-return out
+return done(T, out)

@@ -3,15 +3,14 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, id (hex), pri, delay ms
 -- Returns: 1 released, 0 no such job, -1 not reserved by owner, -2 in another tube
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local owner, tube, idh, pri, delay = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = load(idh)
-if not rec then return 0 end
-if rec[F_TUBE] ~= tube then return -2 end
-if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return -1 end
+if not rec then return done(T, 0) end
+if rec[F_TUBE] ~= tube then return done(T, -2) end
+if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return done(T, -1) end
 redis.call('ZREM', T.x, idh)
 rec[F_PRI] = pri
 rec[F_RELEASES] = rec[F_RELEASES] + 1
@@ -21,9 +20,10 @@ if delay > 0 then
   rec[F_OWNER] = ''
   rec[F_DEADLINE] = now + delay
   redis.call('ZADD', T.d, rec[F_DEADLINE], idh)
+  schedule(T, rec[F_DEADLINE])
 else
   to_ready(T, idh, rec)
 end
 save(idh, rec, body)
 wake(T)
-return 1
+return done(T, 1)

@@ -3,28 +3,29 @@
 -- tubes of one tag, lowest (priority, id) first, skipping paused tubes.
 -- KEYS: m j tubes, then 6 keys per tube (see lib.lua)
 -- ARGV: now, owner, max, tube count N, N tube names, then pairs (tube index 1..N, job id hex) to delete
--- Returns: { delete outcomes (1, 0, -1 per pair), jobs (flat, 6 per job as jobreply), next (µs from now, -1 if none), index of the tube next refers to,
+-- Returns: { delete outcomes (1, 0, -1 per pair), jobs (flat, 6 per job as jobreply),
+--            next (µs until a job may be ready, -1 if nothing is scheduled; only when no job was reserved),
+--            index of the tube next refers to,
 --            and when max is 0 (a look before choosing among tags): the priority and id of the job it would take, or -1 and '' }
-local us = clock(true)
-local now = math.floor(us / 1000)
 local owner, max, n = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local Ts, names = {}, {}
 for i = 1, n do
   Ts[i] = tubekeys(i)
   names[i] = ARGV[4 + i]
 end
+local us, now = open(Ts)
+for i = 1, n do
+  tick(Ts[i], names[i], now)
+end
 
 local deleted = {}
-local touched = {}
 for a = 5 + n, #ARGV, 2 do
   local i = tonumber(ARGV[a])
   deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[a + 1], owner)
-  touched[i] = true
 end
 
 local live = {}
 for i = 1, n do
-  tick(Ts[i], names[i], now)
   if not paused_until(Ts[i], now) then
     live[#live + 1] = i
   end
@@ -48,29 +49,35 @@ end
 local jobs = {}
 local got = 0
 while got < max do
-  local best, bestpri, bestid = head()
-  if best == nil then
+  local best, idh
+  if #live == 1 then
+    best = live[1]
+    local h = redis.call('ZPOPMIN', Ts[best].r)
+    idh = h[1]
+  else
+    local _
+    best, _, idh = head()
+    if best then
+      redis.call('ZREM', Ts[best].r, idh)
+    end
+  end
+  if idh == nil then
     break
   end
   local T = Ts[best]
-  redis.call('ZREM', T.r, bestid)
-  local rec, body = load(bestid)
-  reserve_rec(T, bestid, rec, body, owner, now)
-  local r = jobreply(bestid, rec, body)
+  local rec, body = load(idh)
+  reserve_rec(T, idh, rec, body, owner, now)
+  local r = jobreply(idh, rec, body)
   for k = 1, #r do
     jobs[#jobs + 1] = r[k]
   end
   got = got + 1
 end
 
-for i in pairs(touched) do
-  gc(Ts[i], names[i], now)
-end
-
 local next, nexttube = -1, 0
 if got == 0 then
   for i = 1, n do
-    local due = next_due(Ts[i], now)
+    local due = next_due(Ts[i], now) -- exact, not the lower bound nd: a waiter sleeps until then
     if due then
       local d = due * 1000 - us
       if d < 0 then d = 0 end
@@ -79,6 +86,11 @@ if got == 0 then
       end
     end
   end
+end
+
+for i = 1, n do
+  gc(Ts[i], names[i], now)
+  flush(Ts[i])
 end
 if max == 0 then
   local _, pri, idh = head()

@@ -4,15 +4,14 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, id (hex)
 -- Returns: { 1, job (as jobreply) }, or { 0 } no such job, { -1 } reserved, { -2 } in another tube
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local owner, tube, idh = ARGV[2], ARGV[3], ARGV[4]
+local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = load(idh)
-if not rec then return { 0 } end
-if rec[F_TUBE] ~= tube then return { -2 } end
-if rec[F_STATE] == RESERVED then return { -1 } end
+if not rec then return done(T, { 0 }) end
+if rec[F_TUBE] ~= tube then return done(T, { -2 }) end
+if rec[F_STATE] == RESERVED then return done(T, { -1 }) end
 unindex(T, idh, rec)
 reserve_rec(T, idh, rec, body, owner, now)
-return { 1, jobreply(idh, rec, body) }
+return done(T, { 1, jobreply(idh, rec, body) })

@@ -3,16 +3,15 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, id (hex)
 -- Returns: 1 touched, 0 no such job, -1 not reserved by owner, -2 in another tube
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local owner, tube, idh = ARGV[2], ARGV[3], ARGV[4]
+local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = load(idh)
-if not rec then return 0 end
-if rec[F_TUBE] ~= tube then return -2 end
-if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return -1 end
+if not rec then return done(T, 0) end
+if rec[F_TUBE] ~= tube then return done(T, -2) end
+if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return done(T, -1) end
 rec[F_DEADLINE] = now + rec[F_TTR]
 redis.call('ZADD', T.x, rec[F_DEADLINE], idh)
 save(idh, rec, body)
-return 1
+return done(T, 1)

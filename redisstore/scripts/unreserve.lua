@@ -4,10 +4,9 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, ids (hex)...
 -- Returns: how many jobs it returned.
-local us = clock(true)
-local now = math.floor(us / 1000)
 local T = tubekeys(1)
 local owner, tube = ARGV[2], ARGV[3]
+local us, now = open({ T })
 tick(T, tube, now)
 local n = 0
 for a = 4, #ARGV do
@@ -21,4 +20,4 @@ for a = 4, #ARGV do
   end
 end
 if n > 0 then wake(T) end
-return n
+return done(T, n)
