@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,5 +141,70 @@ func usedMemory(b *testing.B, c *redis.Client) int64 {
 		}
 	}
 	b.Fatal("no used_memory in INFO")
+	return 0
+}
+
+// BenchmarkRedisCPU reports the Redis CPU time (INFO commandstats) each put
+// and each delete-and-reserve of a Worker costs, on a server of its own.
+func BenchmarkRedisCPU(b *testing.B) {
+	ctx := context.Background()
+	srv := redistest.Standalone(b)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	defer c.Close()
+	s, err := redisstore.New(ctx, c, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	q, err := queue.New(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	const n = 20000
+	c.ConfigResetStat(ctx)
+	for range n {
+		if _, err := q.Put(ctx, "cpu", queue.NewJob{Body: body100}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(evalshaMicros(b, c), "redis-µs/put")
+	c.ConfigResetStat(ctx)
+	done := make(chan struct{})
+	var handled atomic.Int64
+	w, err := queue.NewWorker(q, queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
+		if handled.Add(1) == n {
+			close(done)
+		}
+		return nil
+	}), &queue.WorkerOptions{Tubes: []string{"cpu"}, Concurrency: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go w.Run(ctx)
+	<-done
+	if err := w.Shutdown(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(evalshaMicros(b, c), "redis-µs/consume")
+}
+
+// evalshaMicros is the mean Redis CPU time of a script call since the last reset.
+func evalshaMicros(b *testing.B, c *redis.Client) float64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
+			for _, f := range strings.Split(v, ",") {
+				if x, ok := strings.CutPrefix(f, "usec_per_call="); ok {
+					us, _ := strconv.ParseFloat(x, 64)
+					return us
+				}
+			}
+		}
+	}
+	b.Fatal("no evalsha in INFO commandstats")
 	return 0
 }
