@@ -159,3 +159,32 @@ type Notifier interface {
 	// it listens to.
 	Listen(ctx context.Context, tube string, wake func(tube string)) (stop func(), err error)
 }
+
+// Sessions is implemented by stores that several processes share (Redis). An
+// owner named "<session>/<name>" belongs to session <session>: a process (a
+// beanstalkd server) keeps its session alive while it runs, and when it dies
+// its reservations return to ready once the session's lease lapses — in
+// seconds, rather than after each job's TTR, which may be hours.
+type Sessions interface {
+	// KeepAlive starts or renews session for lease, on the store's clock.
+	KeepAlive(ctx context.Context, session string, lease time.Duration) error
+	// EndSession forgets session at once: its owners have returned their
+	// jobs (a clean shutdown).
+	EndSession(ctx context.Context, session string) error
+	// Reap returns to ready, without counting a release or a timeout, every
+	// job reserved by an owner of a session whose lease has lapsed, forgets
+	// those sessions, and reports how many jobs it returned. Any number of
+	// processes may call it at once.
+	Reap(ctx context.Context) (int, error)
+}
+
+// SessionOf returns the session an owner belongs to ("" for none): the part
+// of its name before the first '/'.
+func SessionOf(owner string) string {
+	for i := 0; i < len(owner); i++ {
+		if owner[i] == '/' {
+			return owner[:i]
+		}
+	}
+	return ""
+}

@@ -76,3 +76,10 @@ func (k keys) tubeKeys(tag int, tube string) []string {
 func (k keys) channel(tag int, tube string) string { return k.base(tag) + "t:" + tube + ":w" }
 
 func (k keys) layout() string { return k.prefix + "layout" }
+
+// sessions is the sorted set of live sessions: session -> lease end (ms).
+func (k keys) sessions() string { return k.prefix + "sessions" }
+
+// sessionIndex is the set of jobs of one tag that a session's owners reserved.
+func (k keys) sessionIndex(tag int, session string) string { return k.base(tag) + "s:" + session }
+

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
@@ -166,6 +167,9 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		ks := s.k.tagKeys(g.tag)
 		for _, t := range g.tubes {
 			ks = append(ks, s.k.tubeKeys(g.tag, t)...)
+		}
+		if sess := queue.SessionOf(req.Owner); sess != "" {
+			ks = append(ks, s.k.sessionIndex(g.tag, sess))
 		}
 		return call{sc: scripts.reserve, keys: ks, args: args}
 	}
@@ -374,7 +378,7 @@ func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]err
 		for _, i := range idx {
 			args = append(args, idhex(ids[i]))
 		}
-		v, err := s.run(ctx, scripts.delete, k.tag, k.tube, args...)
+		v, err := s.runAs(ctx, scripts.delete, k.tag, k.tube, owner, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -406,7 +410,7 @@ func (s *Store) owned(ctx context.Context, sc *redis.Script, owner string, id qu
 	if err != nil {
 		return err
 	}
-	v, err := s.run(ctx, sc, tagOf(id), tube, append([]any{owner, tube, idhex(id)}, extra...)...)
+	v, err := s.runAs(ctx, sc, tagOf(id), tube, owner, append([]any{owner, tube, idhex(id)}, extra...)...)
 	if err != nil {
 		return err
 	}
@@ -447,7 +451,7 @@ func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (in
 	}
 	total := 0
 	for k, hs := range groups {
-		v, err := s.run(ctx, scripts.unreserve, k.tag, k.tube, append([]any{owner, k.tube}, hs...)...)
+		v, err := s.runAs(ctx, scripts.unreserve, k.tag, k.tube, owner, append([]any{owner, k.tube}, hs...)...)
 		if err != nil {
 			return total, err
 		}
@@ -462,7 +466,7 @@ func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queu
 	if err != nil {
 		return queue.Job{}, err
 	}
-	v, err := s.run(ctx, scripts.reserveJob, tagOf(id), tube, owner, tube, idhex(id))
+	v, err := s.runAs(ctx, scripts.reserveJob, tagOf(id), tube, owner, owner, tube, idhex(id))
 	if err != nil {
 		return queue.Job{}, err
 	}
@@ -776,4 +780,46 @@ func atoi(v any) int64 {
 	}
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
+}
+
+// CheckInvariants verifies every tag (tests and diagnostics: it reads every
+// job): each job is in exactly the index its state names, every index entry
+// has its job, each tube's job count and next-due mark are right, and every
+// tube with jobs is registered.
+func (s *Store) CheckInvariants(ctx context.Context) error {
+	per, err := s.tagTubes(ctx)
+	if err != nil {
+		return err
+	}
+	pipe := s.c.Pipeline()
+	lens := make([]*redis.IntCmd, NumTags)
+	for tag := range NumTags {
+		lens[tag] = pipe.HLen(ctx, s.k.tagKeys(tag)[1])
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return storeErr(err)
+	}
+	var problems []string
+	for tag := range NumTags {
+		if len(per[tag]) == 0 && lens[tag].Val() == 0 {
+			continue
+		}
+		ks := s.k.tagKeys(tag)
+		args := []any{s.now()}
+		for tube := range per[tag] {
+			ks = append(ks, s.k.tubeKeys(tag, tube)...)
+			args = append(args, tube)
+		}
+		v, err := scripts.check.Run(ctx, s.c, ks, args...).StringSlice()
+		if err != nil {
+			return storeErr(err)
+		}
+		for _, p := range v {
+			problems = append(problems, fmt.Sprintf("tag %d: %s", tag, p))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("redisstore: %d invariant violations: %s", len(problems), strings.Join(problems, "; "))
+	}
+	return nil
 }

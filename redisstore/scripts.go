@@ -33,12 +33,13 @@ var sources = map[string]string{}
 
 var scripts = struct {
 	put, reserve, delete, locate, release, bury, touch, unreserve, reserveJob,
-	kickJob, kick, peek, peekState, statsTube, pause, check *redis.Script
+	kickJob, kick, peek, peekState, statsTube, pause, check, keepAlive, lapsed, reap *redis.Script
 }{
 	put: script("put"), reserve: script("reserve"), delete: script("delete"), locate: script("locate"),
 	release: script("release"), bury: script("bury"), touch: script("touch"), unreserve: script("unreserve"),
 	reserveJob: script("reservejob"), kickJob: script("kickjob"), kick: script("kick"), peek: script("peek"),
 	peekState: script("peekstate"), statsTube: script("statstube"), pause: script("pause"), check: script("check"),
+	keepAlive: script("keepalive"), lapsed: script("lapsed"), reap: script("reap"),
 }
 
 // allScripts lists every script, for loading them at start and for the test
@@ -49,6 +50,7 @@ func allScripts() map[string]*redis.Script {
 		"release": scripts.release, "bury": scripts.bury, "touch": scripts.touch, "unreserve": scripts.unreserve,
 		"reservejob": scripts.reserveJob, "kickjob": scripts.kickJob, "kick": scripts.kick, "peek": scripts.peek,
 		"peekstate": scripts.peekState, "statstube": scripts.statsTube, "pause": scripts.pause, "check": scripts.check,
+		"keepalive": scripts.keepAlive, "lapsed": scripts.lapsed, "reap": scripts.reap,
 	}
 }
 

@@ -159,12 +159,21 @@ func (s *Store) partitions(tube string) int {
 // run runs a script on the slot of one tag, with the tag's keys and, when
 // tube is not empty, the tube's keys.
 func (s *Store) run(ctx context.Context, sc *redis.Script, tag int, tube string, args ...any) (any, error) {
+	return s.runAs(ctx, sc, tag, tube, "", args...)
+}
+
+// runAs is run for a call made by owner: when owner belongs to a session,
+// the session's index of the tag is the last key.
+func (s *Store) runAs(ctx context.Context, sc *redis.Script, tag int, tube, owner string, args ...any) (any, error) {
 	if s.closed.Load() {
 		return nil, queue.ErrClosed
 	}
 	ks := s.k.tagKeys(tag)
 	if tube != "" {
 		ks = append(ks, s.k.tubeKeys(tag, tube)...)
+	}
+	if sess := queue.SessionOf(owner); sess != "" {
+		ks = append(ks, s.k.sessionIndex(tag, sess))
 	}
 	v, err := sc.Run(ctx, s.c, ks, append([]any{s.now()}, args...)...).Result()
 	return v, storeErr(err)

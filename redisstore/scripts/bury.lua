@@ -12,6 +12,8 @@ if not rec then return done(T, 0) end
 if rec[F_TUBE] ~= tube then return done(T, -2) end
 if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return done(T, -1) end
 redis.call('ZREM', T.x, idh)
+local sk = session_key(9)
+if sk then redis.call('SREM', sk, idh) end
 rec[F_PRI] = pri
 rec[F_BURIES] = rec[F_BURIES] + 1
 rec[F_STATE] = BURIED

@@ -9,7 +9,7 @@ local us, now = open({ T })
 tick(T, tube, now)
 local out = {}
 for a = 4, #ARGV do
-  out[#out + 1] = delete_one(T, tube, ARGV[a], owner)
+  out[#out + 1] = delete_one(T, tube, ARGV[a], owner, session_key(9))
 end
 gc(T, tube, now)
 return done(T, out)

@@ -15,6 +15,11 @@
 --                  x  reserved sorted set, score TTR deadline (ms)
 --                  b  buried sorted set, score bury sequence
 --                  u  unique key hash: key -> job id
+--   KEYS[last]     when the owner of the call belongs to a session (an owner
+--                  named "<session>/..."): the tag's set of the jobs that session's
+--                  owners have reserved, so that they can be returned if the
+--                  session dies. It may hold stale ids (a TTR ran out); they are
+--                  checked when used.
 --   ARGV[1]        "" to use Redis's TIME, or an injected time in microseconds (tests)
 --
 -- A record is a msgpack array, indexed by the F_* constants below. States:
@@ -246,8 +251,21 @@ local function unindex(T, idh, rec)
   end
 end
 
--- reserve_rec marks a job reserved by owner until now+TTR.
-local function reserve_rec(T, idh, rec, body, owner, now)
+-- session_key returns the session index of the call, when KEYS holds one
+-- beyond the expected count.
+local function session_key(expected)
+  if #KEYS > expected then
+    return KEYS[#KEYS]
+  end
+  return nil
+end
+
+-- reserve_rec marks a job reserved by owner until now+TTR, noting it in the
+-- owner's session index sk (if any).
+local function reserve_rec(T, idh, rec, body, owner, now, sk)
+  if sk then
+    redis.call('SADD', sk, idh)
+  end
   rec[F_STATE] = RESERVED
   rec[F_OWNER] = owner
   rec[F_RESERVES] = rec[F_RESERVES] + 1
@@ -264,7 +282,7 @@ end
 
 -- delete_one deletes a job of tube T for owner: 1 deleted, 0 no such job,
 -- -1 reserved by another owner, -2 the job is in another tube.
-local function delete_one(T, tube, idh, owner)
+local function delete_one(T, tube, idh, owner, sk)
   local rec = load(idh)
   if not rec then
     return 0
@@ -274,6 +292,9 @@ local function delete_one(T, tube, idh, owner)
   end
   if rec[F_STATE] == RESERVED and rec[F_OWNER] ~= owner then
     return -1
+  end
+  if sk and rec[F_STATE] == RESERVED then
+    redis.call('SREM', sk, idh)
   end
   unindex(T, idh, rec)
   redis.call('HDEL', KEYS[2], idh)

@@ -13,6 +13,7 @@ for i = 1, n do
   Ts[i] = tubekeys(i)
   names[i] = ARGV[4 + i]
 end
+local sk = session_key(3 + 6 * n)
 local us, now = open(Ts)
 for i = 1, n do
   tick(Ts[i], names[i], now)
@@ -21,7 +22,7 @@ end
 local deleted = {}
 for a = 5 + n, #ARGV, 2 do
   local i = tonumber(ARGV[a])
-  deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[a + 1], owner)
+  deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[a + 1], owner, sk)
 end
 
 local live = {}
@@ -66,7 +67,7 @@ while got < max do
   end
   local T = Ts[best]
   local rec, body = load(idh)
-  reserve_rec(T, idh, rec, body, owner, now)
+  reserve_rec(T, idh, rec, body, owner, now, sk)
   local r = jobreply(idh, rec, body)
   for k = 1, #r do
     jobs[#jobs + 1] = r[k]

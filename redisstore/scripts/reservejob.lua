@@ -13,5 +13,5 @@ if not rec then return done(T, { 0 }) end
 if rec[F_TUBE] ~= tube then return done(T, { -2 }) end
 if rec[F_STATE] == RESERVED then return done(T, { -1 }) end
 unindex(T, idh, rec)
-reserve_rec(T, idh, rec, body, owner, now)
+reserve_rec(T, idh, rec, body, owner, now, session_key(9))
 return done(T, { 1, jobreply(idh, rec, body) })

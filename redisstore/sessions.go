@@ -1,0 +1,101 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/redis/go-redis/v9"
+)
+
+var _ queue.Sessions = (*Store)(nil)
+
+// KeepAlive implements queue.Sessions: the session's lease ends lease from
+// now on Redis's clock.
+func (s *Store) KeepAlive(ctx context.Context, session string, lease time.Duration) error {
+	if err := checkSession(session); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return queue.ErrClosed
+	}
+	err := scripts.keepAlive.Run(ctx, s.c, []string{s.k.sessions()}, s.now(), session, ms(lease)).Err()
+	return storeErr(err)
+}
+
+// EndSession implements queue.Sessions.
+func (s *Store) EndSession(ctx context.Context, session string) error {
+	if err := checkSession(session); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return queue.ErrClosed
+	}
+	pipe := s.c.Pipeline()
+	for tag := range NumTags {
+		pipe.Del(ctx, s.k.sessionIndex(tag, session))
+	}
+	pipe.ZRem(ctx, s.k.sessions(), session)
+	_, err := pipe.Exec(ctx)
+	return storeErr(err)
+}
+
+// Reap implements queue.Sessions. For each lapsed session it reads the
+// session's index on every tag (one pipeline), returns the jobs still
+// reserved by the session's owners with unreserve, and forgets the session.
+func (s *Store) Reap(ctx context.Context) (int, error) {
+	if s.closed.Load() {
+		return 0, queue.ErrClosed
+	}
+	v, err := scripts.lapsed.Run(ctx, s.c, []string{s.k.sessions()}, s.now()).StringSlice()
+	if err != nil && err != redis.Nil {
+		return 0, storeErr(err)
+	}
+	total := 0
+	for _, session := range v {
+		calls := make([]call, NumTags)
+		for tag := range NumTags {
+			calls[tag] = call{sc: scripts.reap, keys: append(s.k.tagKeys(tag), s.k.sessionIndex(tag, session)), args: []any{s.now(), session}}
+		}
+		replies, err := s.runMany(ctx, calls)
+		if err != nil {
+			return total, err
+		}
+		type key struct {
+			tag  int
+			tube string
+		}
+		groups := map[key][]any{}
+		for tag, r := range replies {
+			a := r.([]any)
+			for i := 0; i+1 < len(a); i += 2 {
+				k := key{tag, a[i].(string)}
+				groups[k] = append(groups[k], a[i+1])
+			}
+		}
+		for k, ids := range groups {
+			n, err := s.run(ctx, scripts.unreserve, k.tag, k.tube, append([]any{session + "/", k.tube}, ids...)...)
+			if err != nil {
+				return total, err
+			}
+			total += int(n.(int64))
+		}
+		if err := s.c.ZRem(ctx, s.k.sessions(), session).Err(); err != nil {
+			return total, storeErr(err)
+		}
+	}
+	return total, nil
+}
+
+func checkSession(session string) error {
+	if session == "" || len(session) > 200 {
+		return fmt.Errorf("%w: session name %q", queue.ErrInvalid, session)
+	}
+	for i := 0; i < len(session); i++ {
+		if c := session[i]; c == '/' || c == '{' || c == '}' {
+			return fmt.Errorf("%w: session name %q has %q", queue.ErrInvalid, session, c)
+		}
+	}
+	return nil
+}
