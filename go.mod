@@ -3,9 +3,13 @@ module github.com/hourglass-io/hourglass
 go 1.26.8
 
 require (
+	github.com/beanstalkd/go-beanstalk v0.2.0
+	github.com/google/go-cmp v0.7.0
+	github.com/redis/go-redis/v9 v9.23.0
+	golang.org/x/sys v0.48.0
+)
+
+require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 )

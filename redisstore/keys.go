@@ -82,4 +82,3 @@ func (k keys) sessions() string { return k.prefix + "sessions" }
 
 // sessionIndex is the set of jobs of one tag that a session's owners reserved.
 func (k keys) sessionIndex(tag int, session string) string { return k.base(tag) + "s:" + session }
-
