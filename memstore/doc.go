@@ -1,0 +1,112 @@
+// Package memstore implements the embedded engine: every operation of
+// queue.Store in process, with its state in memory and, for a Store made by
+// Open, durable in a log on local disk. It is the default back end of
+// hourglass: nothing but a data directory is needed.
+//
+// # Model
+//
+// A Store keeps, per tube, four heaps: ready jobs by (priority, ID),
+// delayed jobs by (due time, ID), reserved jobs by (end of TTR, ID) and
+// buried jobs by the order they were buried (FIFO, removable from the
+// middle in O(log n)). Job IDs come from one counter per store, start at 1,
+// are never reused (not even across restarts) and stay below 2^53. A tube
+// exists while it holds a job or an active pause; Tubes lists them in the
+// order they were created. UniqueKey is per tube and held while its job
+// exists. With Options.MaxJobs set, a Put that would pass the cap returns
+// queue.ErrFull and stores nothing.
+//
+// # Time
+//
+// Every deadline comes from Options.Clock (default time.Now) and is kept in
+// nanoseconds. Due transitions (a delay ending, a TTR running out, a pause
+// ending) are applied lazily at the start of every operation, through a
+// heap of tubes ordered by their next deadline, so no operation ever sees
+// a job in a state its deadlines say it has left. One time.Timer, reset to
+// the earliest deadline of all tubes, applies them in the background too,
+// so that the listeners of package queue's blocking reserves (see Listen)
+// learn of a job the moment it becomes ready. There is no timer or
+// goroutine per job. With a clock that does not follow real time (a test's
+// manual clock), the timer finds nothing due and backs off; the next
+// operation applies what the clock says is due.
+//
+// # Durability
+//
+// Open keeps a log in its directory: every change is a checksummed record
+// (CRC-32C), appended in the order the changes happen and written by group
+// commit, so concurrent callers share one write and one fsync. What is
+// logged: puts (the whole job), deletes, releases (with the new priority,
+// delay and absolute due time), buries, kicks, reserves by ID of delayed or
+// buried jobs (as "ready"), and pauses. Reserves from the ready state,
+// touches, unreserves and TTR expiries are not logged, as in beanstalkd.
+// When the log passes max(Options.CompactBytes, twice the live data), the
+// Store writes a snapshot of its state beside it and deletes the log
+// behind it, so the directory stays proportional to the live data however
+// long the Store runs (a job released with a delay again and again does not
+// make it grow). The state is encoded under the Store's lock (bodies are
+// not copied) and written by a goroutine the Store owns.
+//
+// The Options.Fsync policies, and what a crash can lose:
+//
+//   - FsyncAlways (the default): every method that changes something
+//     returns after its records are fsynced. A crash, of the process or of
+//     the machine, loses nothing acknowledged. Group commit keeps this
+//     affordable under concurrency; see docs/embedded-engine.md for figures.
+//   - FsyncEverySec: methods return once their records are written to the
+//     operating system, and a goroutine of the Store fsyncs once a second.
+//     A crash of the process loses nothing; a crash of the machine (power,
+//     kernel) can lose the acknowledged changes of the last second or so.
+//   - FsyncNo: as FsyncEverySec, but the operating system alone decides
+//     when to write back (Linux: within about 30 s), which is what a crash
+//     of the machine can lose.
+//
+// The default is FsyncAlways because hourglass promises that an
+// acknowledged job is never lost, and because group commit makes the cost
+// of an fsync per write shared by all writers that arrive during it.
+//
+// A change is visible to other callers as soon as it is made in memory,
+// which is before its records are on disk: a reserver may get a job whose
+// Put has not returned yet. So a crash can undo a change that another
+// caller saw, but never one that was acknowledged to the caller that made
+// it.
+//
+// # What survives a restart
+//
+// After Open, the state is what the log says: every job with its body,
+// priority, TTR, unique key and tube; delayed jobs keep their absolute due
+// time (one that passed while the Store was down is ready at once); buried
+// jobs keep their order; pauses keep their absolute end. Reserved jobs come
+// back ready, as in beanstalkd, since reserves are not logged. Per-job
+// counters come back as of the last record written for the job (its put,
+// release, bury, kick or reserve by ID, or a snapshot): reserves and
+// timeouts since then are not counted. Per-tube counters (total jobs,
+// deletes, pauses) come back as they were; Stats.TotalJobs and
+// Stats.Timeouts count from Open. The ID counter never goes back.
+//
+// A torn tail left by a crash (a partial record, a bad checksum at the end
+// of the log) is cut at Open, never replayed. Damage elsewhere (a bad
+// checksum with intact records after it, a damaged snapshot) fails Open with
+// ErrCorrupt, naming the file and the offset. If a write or an fsync of the
+// log fails, the Store stops accepting operations (they return the error)
+// until it is closed and opened again, since it no longer knows what is on
+// disk.
+//
+// The log layer lives in internal/wal and knows nothing of jobs: a record is
+// a kind byte and a payload, and the queue owns kinds 1–31 (see record.go),
+// so the primitives to come (rate limits, expiring hash fields, locks) add
+// their own kinds and snapshot records to the same log.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. One mutex guards the whole state;
+// every operation holds it for its in-memory work only. Lock order: the
+// Store's mutex, then the log's. No I/O happens under the Store's mutex:
+// records are appended to an in-memory buffer under it (which fixes their
+// order), and the write and fsync happen after it is released. Listener
+// callbacks are called with no lock held. Open takes an exclusive flock(2)
+// on dir/LOCK, so a second Open of the same directory, in this process or
+// another, fails with ErrLocked until Close.
+//
+// Close stops the timer and the background goroutines (the snapshot writer
+// and, under FsyncEverySec, the fsync loop), writes and fsyncs what is
+// pending and releases the directory.
+package memstore

@@ -1,0 +1,151 @@
+package memstore
+
+import (
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// job is one job. It is in exactly one of its tube's four state heaps, the
+// one its state names, at index hidx.
+type job struct {
+	id    queue.ID
+	tube  *tube
+	state queue.State
+	pri   uint32
+	hidx  int32 // index in the heap of state
+	// at orders the job in its state heap after pri (ready) or before id:
+	// delayed, the due time; reserved, the end of the TTR; buried, the bury
+	// sequence number (FIFO). Times are Unix nanoseconds of the store clock.
+	at      int64
+	ttr     int64 // nanoseconds
+	delay   int64 // of the last put or release, nanoseconds
+	created int64 // Unix nanoseconds
+
+	reserves, timeouts, releases, buries, kicks uint32
+
+	owner string // who holds the reservation; "" unless reserved
+	key   string // the UniqueKey; "" for none
+	body  []byte // never modified once stored
+}
+
+// export returns the job as Reserve and Peek return it, with its own copy of
+// the body.
+func (j *job) export() queue.Job {
+	return queue.Job{
+		ID:       j.id,
+		Tube:     j.tube.name,
+		Priority: j.pri,
+		TTR:      durationOf(j.ttr),
+		Reserves: j.reserves,
+		Body:     append(make([]byte, 0, len(j.body)), j.body...),
+	}
+}
+
+// The orders of the state heaps. Ties go by ID, so every order is total.
+func readyLess(a, b *job) bool {
+	if a.pri != b.pri {
+		return a.pri < b.pri
+	}
+	return a.id < b.id
+}
+
+func atLess(a, b *job) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.id < b.id
+}
+
+// jobHeap is a binary min-heap of jobs that keeps each job's index in it,
+// so that any job can be removed in O(log n).
+type jobHeap struct {
+	s    []*job
+	less func(a, b *job) bool
+}
+
+func (h *jobHeap) len() int { return len(h.s) }
+
+// top returns the least job, or nil.
+func (h *jobHeap) top() *job {
+	if len(h.s) == 0 {
+		return nil
+	}
+	return h.s[0]
+}
+
+func (h *jobHeap) push(j *job) {
+	j.hidx = int32(len(h.s))
+	h.s = append(h.s, j)
+	h.up(len(h.s) - 1)
+}
+
+// remove takes j out of the heap.
+func (h *jobHeap) remove(j *job) {
+	i := int(j.hidx)
+	n := len(h.s) - 1
+	if i != n {
+		h.swap(i, n)
+	}
+	h.s[n] = nil
+	h.s = h.s[:n]
+	if i != n {
+		if !h.down(i) {
+			h.up(i)
+		}
+	}
+	j.hidx = -1
+	// Give memory back after a burst.
+	if c := cap(h.s); c > 1024 && len(h.s) < c/4 {
+		h.s = append(make([]*job, 0, c/2), h.s...)
+	}
+}
+
+func (h *jobHeap) swap(i, k int) {
+	h.s[i], h.s[k] = h.s[k], h.s[i]
+	h.s[i].hidx = int32(i)
+	h.s[k].hidx = int32(k)
+}
+
+func (h *jobHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(h.s[i], h.s[p]) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+// down sifts i down and reports whether it moved.
+func (h *jobHeap) down(i0 int) bool {
+	i, n := i0, len(h.s)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h.less(h.s[r], h.s[l]) {
+			m = r
+		}
+		if !h.less(h.s[m], h.s[i]) {
+			break
+		}
+		h.swap(i, m)
+		i = m
+	}
+	return i > i0
+}
+
+// check verifies the heap property and the indexes.
+func (h *jobHeap) check() (bad *job, ok bool) {
+	for i, j := range h.s {
+		if int(j.hidx) != i {
+			return j, false
+		}
+		if i > 0 && h.less(j, h.s[(i-1)/2]) {
+			return j, false
+		}
+	}
+	return nil, true
+}

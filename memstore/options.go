@@ -1,0 +1,138 @@
+package memstore
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wal"
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// FsyncPolicy says when a change written to the log reaches the disk, and so
+// what a crash of the machine can lose. A crash of the process alone (kill
+// -9, a panic) loses nothing acknowledged under any policy: every method
+// returns only after its records are written to the operating system.
+type FsyncPolicy int
+
+// The fsync policies. The zero value, FsyncAlways, is the default.
+const (
+	// FsyncAlways: a method returns after its records are fsynced. Nothing
+	// acknowledged is ever lost. Concurrent callers share one write and one
+	// fsync (group commit).
+	FsyncAlways FsyncPolicy = iota
+	// FsyncEverySec: a method returns after its records are written; a
+	// goroutine of the Store fsyncs once a second. A crash of the machine
+	// can lose about the last second of acknowledged changes.
+	FsyncEverySec
+	// FsyncNo: a method returns after its records are written; the
+	// operating system decides when they reach the disk (on Linux, within
+	// about 30 seconds). A crash of the machine can lose that much.
+	FsyncNo
+)
+
+var fsyncNames = [...]string{FsyncAlways: "always", FsyncEverySec: "everysec", FsyncNo: "no"}
+
+// String returns the policy's name as ParseFsync reads it.
+func (p FsyncPolicy) String() string {
+	if p >= FsyncAlways && p <= FsyncNo {
+		return fsyncNames[p]
+	}
+	return fmt.Sprintf("FsyncPolicy(%d)", int(p))
+}
+
+// ParseFsync reads a policy name: "always", "everysec" or "no".
+func ParseFsync(s string) (FsyncPolicy, error) {
+	for p, name := range fsyncNames {
+		if s == name {
+			return FsyncPolicy(p), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: fsync policy %q, want always, everysec or no", queue.ErrInvalid, s)
+}
+
+func (p FsyncPolicy) sync() wal.SyncPolicy {
+	switch p {
+	case FsyncEverySec:
+		return wal.SyncEverySec
+	case FsyncNo:
+		return wal.SyncNever
+	}
+	return wal.SyncAlways
+}
+
+// DefaultCompactBytes is the default Options.CompactBytes.
+const DefaultCompactBytes = 4 << 20
+
+// Options configure a Store. Nil or the zero value means the defaults.
+type Options struct {
+	// Clock is where every deadline comes from. Default time.Now. Tests
+	// inject a manual clock; a Store keeps nanoseconds.
+	Clock func() time.Time
+	// Fsync is the durability of the log (Open only; New ignores it).
+	// Default FsyncAlways.
+	Fsync FsyncPolicy
+	// MaxJobs caps the number of jobs: a Put that would store more returns
+	// queue.ErrFull and stores nothing. 0 means no cap.
+	MaxJobs int
+	// CompactBytes is the size the log may reach before the Store writes a
+	// snapshot and deletes the log behind it; the threshold is the larger of
+	// CompactBytes and twice the size of the live data, so the directory
+	// stays within about three times the live data, or CompactBytes plus the
+	// live data when that is small. Default 4 MiB (DefaultCompactBytes).
+	CompactBytes int64
+	// Logger receives what recovery and compaction have to say (a torn tail
+	// cut, a snapshot written, a failed write). Default: nothing is logged.
+	Logger *slog.Logger
+}
+
+func (o *Options) clock() func() time.Time {
+	if o == nil || o.Clock == nil {
+		return time.Now
+	}
+	return o.Clock
+}
+
+func (o *Options) fsync() FsyncPolicy {
+	if o == nil {
+		return FsyncAlways
+	}
+	return o.Fsync
+}
+
+func (o *Options) maxJobs() int {
+	if o == nil {
+		return 0
+	}
+	return o.MaxJobs
+}
+
+func (o *Options) compactBytes() int64 {
+	if o == nil || o.CompactBytes == 0 {
+		return DefaultCompactBytes
+	}
+	return o.CompactBytes
+}
+
+func (o *Options) logger() *slog.Logger {
+	if o == nil || o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
+
+func (o *Options) validate() error {
+	if o == nil {
+		return nil
+	}
+	if o.Fsync < FsyncAlways || o.Fsync > FsyncNo {
+		return fmt.Errorf("%w: Options.Fsync is %d, want FsyncAlways, FsyncEverySec or FsyncNo", queue.ErrInvalid, int(o.Fsync))
+	}
+	if o.MaxJobs < 0 {
+		return fmt.Errorf("%w: Options.MaxJobs is %d, want 0 (no cap) or more", queue.ErrInvalid, o.MaxJobs)
+	}
+	if o.CompactBytes < 0 {
+		return fmt.Errorf("%w: Options.CompactBytes is %d, want 0 (default) or more", queue.ErrInvalid, o.CompactBytes)
+	}
+	return nil
+}

@@ -1,0 +1,639 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wal"
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// durationOf converts nanoseconds to a Duration.
+func durationOf(ns int64) time.Duration { return time.Duration(ns) }
+
+// Put implements queue.Store.
+func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t := s.tubes[tube]
+	// How many jobs are new, for the cap and the ID space.
+	n := 0
+	var batch map[string]bool // unique keys earlier in this batch
+	for _, nj := range jobs {
+		if k := nj.UniqueKey; k != "" {
+			if t != nil && t.keys[k] != nil || batch[k] {
+				continue
+			}
+			if batch == nil {
+				batch = map[string]bool{}
+			}
+			batch[k] = true
+		}
+		n++
+	}
+	if s.maxJobs > 0 && len(s.jobs)+n > s.maxJobs {
+		err := fmt.Errorf("%w: %d jobs stored, %d more would pass the cap of %d", queue.ErrFull, len(s.jobs), n, s.maxJobs)
+		s.end(now, 0)
+		return nil, err
+	}
+	if uint64(s.lastID)+uint64(n) > uint64(queue.MaxID) {
+		s.end(now, 0)
+		return nil, fmt.Errorf("memstore: job IDs exhausted (the last issued is %d)", s.lastID)
+	}
+	res := make([]queue.PutResult, len(jobs))
+	var tk wal.Ticket
+	for i, nj := range jobs {
+		if t == nil {
+			t = s.tubeFor(tube)
+		}
+		if k := nj.UniqueKey; k != "" {
+			if old := t.keys[k]; old != nil {
+				res[i] = queue.PutResult{ID: old.id, Duplicate: true}
+				continue
+			}
+		}
+		s.lastID++
+		j := &job{
+			id:      s.lastID,
+			tube:    t,
+			pri:     nj.Priority,
+			hidx:    -1,
+			ttr:     int64(nj.TTR),
+			delay:   int64(nj.Delay),
+			created: now,
+			key:     nj.UniqueKey,
+			body:    append(make([]byte, 0, len(nj.Body)), nj.Body...),
+		}
+		if j.ttr <= 0 {
+			j.ttr = int64(queue.DefaultTTR)
+		}
+		st := queue.Ready
+		if j.delay > 0 {
+			st, j.at = queue.Delayed, now+j.delay
+		}
+		s.addJob(j, st)
+		t.totalJobs++
+		s.totalJobs++
+		tk = s.append(kindPut, s.encodeJob(j, false), j.body)
+		res[i] = queue.PutResult{ID: j.id}
+	}
+	if n > 0 {
+		s.wakeLocked(tube)
+	}
+	if err := s.end(now, tk); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Reserve implements queue.Store. When no job is ready, Next is the time
+// until the earliest deadline of the asked tubes (a delay, a TTR or a pause
+// running out), or -1; when jobs are returned, Next is -1.
+func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.ReserveResult, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return queue.ReserveResult{}, err
+	}
+	res := queue.ReserveResult{Next: -1}
+	var tk wal.Ticket
+	if len(req.Delete) > 0 {
+		res.Deleted = make([]error, len(req.Delete))
+		for i, id := range req.Delete {
+			var t wal.Ticket
+			t, res.Deleted[i] = s.deleteLocked(req.Owner, id)
+			tk = max(tk, t)
+		}
+	}
+	for len(res.Jobs) < req.Max {
+		var best *job
+		for _, name := range req.Tubes {
+			t := s.tubes[name]
+			if t == nil || t.paused {
+				continue
+			}
+			if j := t.ready.top(); j != nil && (best == nil || readyLess(j, best)) {
+				best = j
+			}
+		}
+		if best == nil {
+			break
+		}
+		s.reserveLocked(best, req.Owner, now)
+		res.Jobs = append(res.Jobs, best.export())
+	}
+	if len(res.Jobs) == 0 {
+		for _, name := range req.Tubes {
+			t := s.tubes[name]
+			if t == nil || t.next == never {
+				continue
+			}
+			if d := durationOf(t.next - now); res.Next < 0 || d < res.Next {
+				res.Next, res.NextTube = d, name
+			}
+		}
+	}
+	if err := s.end(now, tk); err != nil {
+		return queue.ReserveResult{}, err
+	}
+	return res, nil
+}
+
+// reserveLocked reserves j for owner.
+func (s *Store) reserveLocked(j *job, owner string, now int64) {
+	s.unlink(j)
+	j.owner = owner
+	j.reserves++
+	j.at = now + j.ttr
+	s.link(j, queue.Reserved)
+}
+
+// ReserveJob implements queue.Store. A job reserved from the delayed or
+// buried state is logged as ready, so that after a restart it is ready like
+// every other job that was reserved.
+func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queue.Job, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return queue.Job{}, err
+	}
+	j := s.jobs[id]
+	var tk wal.Ticket
+	switch {
+	case j == nil:
+		err = queue.ErrNotFound
+	case j.state == queue.Reserved:
+		err = queue.ErrReserved
+	default:
+		was := j.state
+		s.reserveLocked(j, owner, now)
+		if was != queue.Ready {
+			tk = s.append(kindUpdate, s.encodeUpdate(j), nil)
+		}
+	}
+	var out queue.Job
+	if err == nil {
+		out = j.export()
+	}
+	if err := s.end(now, tk); err != nil {
+		return queue.Job{}, err
+	}
+	return out, err
+}
+
+// Delete implements queue.Store.
+func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]error, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(ids))
+	var tk wal.Ticket
+	for i, id := range ids {
+		var t wal.Ticket
+		t, errs[i] = s.deleteLocked(owner, id)
+		tk = max(tk, t)
+	}
+	if err := s.end(now, tk); err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// deleteLocked deletes job id for owner; the ticket is that of its record.
+func (s *Store) deleteLocked(owner string, id queue.ID) (wal.Ticket, error) {
+	j := s.jobs[id]
+	switch {
+	case j == nil:
+		return 0, queue.ErrNotFound
+	case j.state == queue.Reserved && j.owner != owner:
+		return 0, queue.ErrReserved
+	}
+	s.removeJob(j)
+	return s.append(kindDelete, s.encodeDelete(id), nil), nil
+}
+
+// heldBy returns the job id if owner has it reserved, or the error for
+// Release, Bury and Touch.
+func (s *Store) heldBy(owner string, id queue.ID) (*job, error) {
+	j := s.jobs[id]
+	switch {
+	case j == nil:
+		return nil, queue.ErrNotFound
+	case j.state != queue.Reserved || j.owner != owner:
+		return nil, queue.ErrNotReserved
+	}
+	return j, nil
+}
+
+// Release implements queue.Store.
+func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint32, delay time.Duration) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	j, err := s.heldBy(owner, id)
+	var tk wal.Ticket
+	if err == nil {
+		s.unlink(j)
+		j.pri = pri
+		j.releases++
+		j.delay = int64(delay)
+		st := queue.Ready
+		j.at = 0
+		if delay > 0 {
+			st, j.at = queue.Delayed, now+int64(delay)
+		}
+		s.link(j, st)
+		tk = s.append(kindUpdate, s.encodeUpdate(j), nil)
+		s.wakeLocked(j.tube.name)
+	}
+	if err := s.end(now, tk); err != nil {
+		return err
+	}
+	return err
+}
+
+// Bury implements queue.Store.
+func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	j, err := s.heldBy(owner, id)
+	var tk wal.Ticket
+	if err == nil {
+		s.unlink(j)
+		j.pri = pri
+		j.buries++
+		s.burySeq++
+		j.at = s.burySeq
+		s.link(j, queue.Buried)
+		tk = s.append(kindUpdate, s.encodeUpdate(j), nil)
+	}
+	if err := s.end(now, tk); err != nil {
+		return err
+	}
+	return err
+}
+
+// Touch implements queue.Store. Touches are not logged.
+func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	j, err := s.heldBy(owner, id)
+	if err == nil {
+		s.unlink(j)
+		j.owner = owner
+		j.at = now + j.ttr
+		s.link(j, queue.Reserved)
+	}
+	if err := s.end(now, 0); err != nil {
+		return err
+	}
+	return err
+}
+
+// Unreserve implements queue.Store. Nothing is logged: a reserved job is
+// ready in the log already.
+func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (int, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		j := s.jobs[id]
+		if j == nil || j.state != queue.Reserved || j.owner != owner {
+			continue
+		}
+		s.unlink(j)
+		j.at = 0
+		s.link(j, queue.Ready)
+		s.wakeLocked(j.tube.name)
+		n++
+	}
+	if err := s.end(now, 0); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// kickLocked moves a buried or delayed job to ready.
+func (s *Store) kickLocked(j *job) wal.Ticket {
+	s.unlink(j)
+	j.kicks++
+	j.at = 0
+	s.link(j, queue.Ready)
+	return s.append(kindUpdate, s.encodeUpdate(j), nil)
+}
+
+// Kick implements queue.Store.
+func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	k := 0
+	var tk wal.Ticket
+	if t := s.tubes[tube]; t != nil {
+		h := &t.buried
+		if h.len() == 0 {
+			h = &t.delayed
+		}
+		for ; k < n && h.len() > 0; k++ {
+			tk = s.kickLocked(h.top())
+		}
+		if k > 0 {
+			s.wakeLocked(tube)
+		}
+	}
+	if err := s.end(now, tk); err != nil {
+		return 0, err
+	}
+	return k, nil
+}
+
+// KickJob implements queue.Store.
+func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	j := s.jobs[id]
+	var tk wal.Ticket
+	switch {
+	case j == nil:
+		err = queue.ErrNotFound
+	case j.state != queue.Buried && j.state != queue.Delayed:
+		err = queue.ErrNotKickable
+	default:
+		tk = s.kickLocked(j)
+		s.wakeLocked(j.tube.name)
+	}
+	if err := s.end(now, tk); err != nil {
+		return err
+	}
+	return err
+}
+
+// Peek implements queue.Store.
+func (s *Store) Peek(ctx context.Context, id queue.ID) (queue.Job, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return queue.Job{}, err
+	}
+	var out queue.Job
+	if j := s.jobs[id]; j != nil {
+		out = j.export()
+	} else {
+		err = queue.ErrNotFound
+	}
+	s.end(now, 0)
+	return out, err
+}
+
+// PeekState implements queue.Store.
+func (s *Store) PeekState(ctx context.Context, tube string, st queue.State) (queue.Job, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return queue.Job{}, err
+	}
+	var out queue.Job
+	switch t := s.tubes[tube]; {
+	case st != queue.Ready && st != queue.Delayed && st != queue.Buried:
+		err = fmt.Errorf("%w: PeekState of state %v", queue.ErrInvalid, st)
+	case t == nil || t.heap(st).len() == 0:
+		err = queue.ErrNotFound
+	default:
+		out = t.heap(st).top().export()
+	}
+	s.end(now, 0)
+	return out, err
+}
+
+// StatsJob implements queue.Store.
+func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return queue.JobStats{}, err
+	}
+	var out queue.JobStats
+	if j := s.jobs[id]; j != nil {
+		out = queue.JobStats{
+			ID:       j.id,
+			Tube:     j.tube.name,
+			State:    j.state,
+			Priority: j.pri,
+			Age:      durationOf(now - j.created),
+			Delay:    durationOf(j.delay),
+			TTR:      durationOf(j.ttr),
+			Reserves: j.reserves,
+			Timeouts: j.timeouts,
+			Releases: j.releases,
+			Buries:   j.buries,
+			Kicks:    j.kicks,
+		}
+		if j.state == queue.Delayed || j.state == queue.Reserved {
+			out.TimeLeft = durationOf(max(j.at-now, 0))
+		}
+	} else {
+		err = queue.ErrNotFound
+	}
+	s.end(now, 0)
+	return out, err
+}
+
+// StatsTube implements queue.Store.
+func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return queue.TubeStats{}, err
+	}
+	var out queue.TubeStats
+	if t := s.tubes[tube]; t != nil {
+		out = queue.TubeStats{
+			Name:      t.name,
+			Urgent:    t.urgent,
+			Ready:     int64(t.ready.len()),
+			Reserved:  int64(t.reserved.len()),
+			Delayed:   int64(t.delayed.len()),
+			Buried:    int64(t.buried.len()),
+			TotalJobs: t.totalJobs,
+			Deletes:   t.deletes,
+			Pauses:    t.pauses,
+		}
+		if t.paused {
+			out.Pause = durationOf(t.pauseLen)
+			out.PauseTimeLeft = durationOf(max(t.pauseUntil-now, 0))
+		}
+	} else {
+		err = queue.ErrNotFound
+	}
+	s.end(now, 0)
+	return out, err
+}
+
+// Stats implements queue.Store. TotalJobs and Timeouts count since the
+// Store was made (New) or opened (Open).
+func (s *Store) Stats(ctx context.Context) (queue.Stats, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return queue.Stats{}, err
+	}
+	out := queue.Stats{
+		Urgent:    s.urgent,
+		Ready:     s.ready,
+		Reserved:  s.reserved,
+		Delayed:   s.delayed,
+		Buried:    s.buried,
+		TotalJobs: s.totalJobs,
+		Timeouts:  s.timeouts,
+		Tubes:     int64(len(s.tubes)),
+	}
+	s.end(now, 0)
+	return out, nil
+}
+
+// PauseTube implements queue.Store.
+func (s *Store) PauseTube(ctx context.Context, tube string, d time.Duration) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	t := s.tubeFor(tube)
+	var until int64
+	if d > 0 {
+		until = now + int64(d)
+	}
+	s.setPause(t, int64(d), until)
+	tk := s.append(kindPause, s.encodePause(t), nil)
+	s.wakeLocked(tube)
+	return s.end(now, tk)
+}
+
+// Tubes implements queue.Store.
+func (s *Store) Tubes(ctx context.Context) ([]string, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ts := s.tubesInOrder()
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.name
+	}
+	s.end(now, 0)
+	return names, nil
+}
+
+// CheckInvariants verifies the Store's structures: every job is in exactly
+// the heap of its state, at the index it records; every heap is ordered;
+// the counts match the heaps; unique keys point at their jobs; the schedule
+// of tubes matches their deadlines; no tube is empty and unpaused; and no
+// ID is beyond the last one issued. It is meant for tests.
+func (s *Store) CheckInvariants(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checkLocked()
+}
+
+func (s *Store) checkLocked() error {
+	var counts [queue.Buried + 1]int64
+	var urgent, live int64
+	seen := 0
+	for name, t := range s.tubes {
+		if t.name != name {
+			return fmt.Errorf("tube %q is filed under %q", t.name, name)
+		}
+		if t.jobs() == 0 && !t.paused {
+			return fmt.Errorf("tube %q has no job and no pause but exists", name)
+		}
+		if t.seq == 0 || t.seq > s.tubeSeq {
+			return fmt.Errorf("tube %q has sequence number %d, last issued %d", name, t.seq, s.tubeSeq)
+		}
+		var tu int64
+		for st := queue.Ready; st <= queue.Buried; st++ {
+			h := t.heap(st)
+			if j, ok := h.check(); !ok {
+				return fmt.Errorf("tube %q: %v heap out of order or misindexed at job %d", name, st, j.id)
+			}
+			for _, j := range h.s {
+				seen++
+				switch {
+				case j.state != st:
+					return fmt.Errorf("job %d is %v but in the %v heap of %q", j.id, j.state, st, name)
+				case j.tube != t:
+					return fmt.Errorf("job %d of tube %q is in tube %q", j.id, j.tube.name, name)
+				case s.jobs[j.id] != j:
+					return fmt.Errorf("job %d is in tube %q but not in the job table", j.id, name)
+				case j.id == 0 || j.id > s.lastID:
+					return fmt.Errorf("job %d has an ID beyond the last issued (%d)", j.id, s.lastID)
+				case (st == queue.Reserved) != (j.owner != ""):
+					return fmt.Errorf("job %d is %v with owner %q", j.id, st, j.owner)
+				case j.key != "" && t.keys[j.key] != j:
+					return fmt.Errorf("job %d's unique key %q is not filed to it", j.id, j.key)
+				}
+				if st == queue.Ready && j.pri < queue.UrgentPriority {
+					tu++
+				}
+				if st == queue.Buried && j.at > s.burySeq {
+					return fmt.Errorf("buried job %d has bury sequence %d beyond the last issued %d", j.id, j.at, s.burySeq)
+				}
+				live += jobSize(j)
+			}
+			counts[st] += int64(h.len())
+		}
+		if tu != t.urgent {
+			return fmt.Errorf("tube %q counts %d urgent jobs, has %d", name, t.urgent, tu)
+		}
+		urgent += tu
+		for k, j := range t.keys {
+			if s.jobs[j.id] != j || j.key != k || j.tube != t {
+				return fmt.Errorf("tube %q files unique key %q to job %d, which does not hold it", name, k, j.id)
+			}
+		}
+		if want := t.deadline(); t.next != want {
+			return fmt.Errorf("tube %q is scheduled at %d, its deadline is %d", name, t.next, want)
+		}
+		if (t.next == never) != (t.sidx < 0) || t.sidx >= 0 && (t.sidx >= len(s.sched) || s.sched[t.sidx] != t) {
+			return fmt.Errorf("tube %q is misplaced in the schedule (index %d)", name, t.sidx)
+		}
+	}
+	if seen != len(s.jobs) {
+		return fmt.Errorf("%d jobs in the job table, %d in the tubes' heaps", len(s.jobs), seen)
+	}
+	for i, t := range s.sched {
+		if t.sidx != i || s.tubes[t.name] != t {
+			return fmt.Errorf("schedule entry %d (tube %q) is stale", i, t.name)
+		}
+		if i > 0 && t.next < s.sched[(i-1)/2].next {
+			return fmt.Errorf("schedule out of order at tube %q", t.name)
+		}
+	}
+	got := [...]int64{queue.Ready: s.ready, queue.Delayed: s.delayed, queue.Reserved: s.reserved, queue.Buried: s.buried}
+	for st := queue.Ready; st <= queue.Buried; st++ {
+		if got[st] != counts[st] {
+			return fmt.Errorf("%d jobs counted %v, %d are", got[st], st, counts[st])
+		}
+	}
+	if urgent != s.urgent {
+		return fmt.Errorf("%d jobs counted urgent, %d are", s.urgent, urgent)
+	}
+	if live != s.live {
+		return fmt.Errorf("live size counted %d, is %d", s.live, live)
+	}
+	for tube, ls := range s.listeners {
+		if len(ls) == 0 || slices.ContainsFunc(ls, func(l *listener) bool { return l.tube != tube }) {
+			return fmt.Errorf("listeners of tube %q misfiled", tube)
+		}
+	}
+	return nil
+}

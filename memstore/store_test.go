@@ -1,0 +1,46 @@
+package memstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// TestConformance runs the queue.Store suite on a Store made by New and on
+// one made by Open, whose log is then replayed into a second Store at the
+// end of every subtest and checked.
+func TestConformance(t *testing.T) {
+	t.Run("Memory", func(t *testing.T) {
+		storetest.Queue(t, func(t *testing.T, now func() time.Time) queue.Store {
+			s := New(&Options{Clock: now})
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+	t.Run("Disk", func(t *testing.T) {
+		storetest.Queue(t, func(t *testing.T, now func() time.Time) queue.Store {
+			dir := t.TempDir()
+			s, err := Open(dir, &Options{Clock: now, Fsync: FsyncNo})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			t.Cleanup(func() {
+				s.Close()
+				// What the subtest left must replay into a consistent store.
+				r, err := Open(dir, &Options{Clock: now})
+				if err != nil {
+					t.Errorf("reopen: %v", err)
+					return
+				}
+				if err := r.CheckInvariants(context.Background()); err != nil {
+					t.Errorf("after reopening: %v", err)
+				}
+				r.Close()
+			})
+			return s
+		})
+	})
+}

@@ -1,0 +1,160 @@
+package memstore
+
+import (
+	"math"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// never is the deadline of a tube with nothing scheduled.
+const never = math.MaxInt64
+
+// tube holds the jobs of one tube, one heap per state.
+type tube struct {
+	name     string
+	seq      uint64 // creation order
+	ready    jobHeap
+	delayed  jobHeap
+	reserved jobHeap
+	buried   jobHeap
+	urgent   int64 // ready jobs with a priority below queue.UrgentPriority
+	keys     map[string]*job
+
+	totalJobs, deletes, pauses int64
+
+	paused     bool
+	pauseLen   int64 // nanoseconds
+	pauseUntil int64 // Unix nanoseconds
+
+	// next is the earliest of the due time of the first delayed job, the
+	// end of the first reservation and the end of the pause; never when
+	// there is none. sidx is the tube's index in Store.sched, -1 when it
+	// is not there (next == never).
+	next int64
+	sidx int
+}
+
+func newTube(name string, seq uint64) *tube {
+	return &tube{
+		name:     name,
+		seq:      seq,
+		ready:    jobHeap{less: readyLess},
+		delayed:  jobHeap{less: atLess},
+		reserved: jobHeap{less: atLess},
+		buried:   jobHeap{less: atLess},
+		next:     never,
+		sidx:     -1,
+	}
+}
+
+func (t *tube) heap(s queue.State) *jobHeap {
+	switch s {
+	case queue.Ready:
+		return &t.ready
+	case queue.Delayed:
+		return &t.delayed
+	case queue.Reserved:
+		return &t.reserved
+	case queue.Buried:
+		return &t.buried
+	}
+	panic("memstore: no heap for state " + s.String())
+}
+
+func (t *tube) jobs() int {
+	return t.ready.len() + t.delayed.len() + t.reserved.len() + t.buried.len()
+}
+
+// deadline computes next.
+func (t *tube) deadline() int64 {
+	d := int64(never)
+	if j := t.delayed.top(); j != nil {
+		d = j.at
+	}
+	if j := t.reserved.top(); j != nil && j.at < d {
+		d = j.at
+	}
+	if t.paused && t.pauseUntil < d {
+		d = t.pauseUntil
+	}
+	return d
+}
+
+// tubeHeap orders the tubes that have a deadline by it, so that the store
+// finds what is due, and when to wake, in O(log tubes).
+type tubeHeap []*tube
+
+func (h *tubeHeap) less(i, k int) bool { return (*h)[i].next < (*h)[k].next }
+
+func (h *tubeHeap) swap(i, k int) {
+	s := *h
+	s[i], s[k] = s[k], s[i]
+	s[i].sidx = i
+	s[k].sidx = k
+}
+
+func (h *tubeHeap) top() *tube {
+	if len(*h) == 0 {
+		return nil
+	}
+	return (*h)[0]
+}
+
+// set moves t to its place for deadline next, adding or removing it.
+func (h *tubeHeap) set(t *tube, next int64) {
+	old := t.next
+	t.next = next
+	switch {
+	case t.sidx < 0 && next == never:
+	case t.sidx < 0:
+		t.sidx = len(*h)
+		*h = append(*h, t)
+		h.up(t.sidx)
+	case next == never:
+		i, n := t.sidx, len(*h)-1
+		if i != n {
+			h.swap(i, n)
+		}
+		(*h)[n] = nil
+		*h = (*h)[:n]
+		t.sidx = -1
+		if i != n {
+			h.down(i)
+			h.up(i)
+		}
+	case next < old:
+		h.up(t.sidx)
+	case next > old:
+		h.down(t.sidx)
+	}
+}
+
+func (h *tubeHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *tubeHeap) down(i int) {
+	n := len(*h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
