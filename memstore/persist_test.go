@@ -387,16 +387,20 @@ func TestReleaseLoop(t *testing.T) {
 	clock := storetest.NewClock(epoch)
 	s := openT(t, dir, &Options{Clock: clock.Now, Fsync: FsyncNo, CompactBytes: 64 << 10})
 	id := put(t, s, "loop", queue.NewJob{Body: []byte("again")})
-	n := 100_000
+	n := 100_000 // about 4 MB of release records without compaction
 	if testing.Short() {
-		n = 10_000
+		n = 30_000
 	}
 	for range n {
 		must(s.ReserveJob(ctx, "w", id))
 		ok(t, s.Release(ctx, "w", id, 0, time.Second))
 	}
 	closeT(t, s)
-	if size := dirSize(t, dir); size > 3*(64<<10) {
+	// Compaction runs in the background while releases go on, so the log
+	// behind the last snapshot can pass the threshold by what a busy machine
+	// writes during one snapshot; the bound is what matters: it does not
+	// grow with n.
+	if size := dirSize(t, dir); size > 6*(64<<10) {
 		t.Errorf("after %d releases the directory holds %d bytes", n, size)
 	}
 	s = openT(t, dir, &Options{Clock: clock.Now})
