@@ -172,8 +172,16 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	// The store calls run to the end even if ctx ends meanwhile: a reserve
+	// cut short could have reserved a job this Queue never hears of, which
+	// would then wait out its TTR. Store calls are bounded by the store's
+	// own timeouts.
+	sctx := context.WithoutCancel(ctx)
 	req := ReserveRequest{Owner: q.owner, Tubes: tubes, Max: max, Delete: del}
-	res, err := q.store.Reserve(ctx, req)
+	res, err := q.store.Reserve(sctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,7 +211,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 	defer q.hub.leave(w)
 	for {
 		// Registered first, then asked: a job that arrives in between wakes us.
-		res, err = q.store.Reserve(ctx, req)
+		res, err = q.store.Reserve(sctx, req)
 		if err != nil {
 			return nil, deleted, err
 		}

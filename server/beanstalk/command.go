@@ -1,0 +1,571 @@
+package beanstalk
+
+import (
+	"context"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// commands are matched against a command line by prefix, in this order,
+// as beanstalkd's which_cmd does. Prefixes without a trailing space match
+// longer words too: "reservex" is "reserve" with trailing garbage
+// (BAD_FORMAT), "pause-tubefoo 5" pauses "foo", and anything that starts
+// with "quit" quits.
+var commands = [...]struct {
+	prefix string
+	run    func(c *conn, args string) error
+}{
+	{"put ", (*conn).cmdPut},
+	{"peek ", (*conn).cmdPeek},
+	{"peek-ready", (*conn).cmdPeekReady},
+	{"peek-delayed", (*conn).cmdPeekDelayed},
+	{"peek-buried", (*conn).cmdPeekBuried},
+	{"reserve-with-timeout ", (*conn).cmdReserveWithTimeout},
+	{"reserve-job ", (*conn).cmdReserveJob},
+	{"reserve", (*conn).cmdReserve},
+	{"delete ", (*conn).cmdDelete},
+	{"release ", (*conn).cmdRelease},
+	{"bury ", (*conn).cmdBury},
+	{"kick ", (*conn).cmdKick},
+	{"kick-job ", (*conn).cmdKickJob},
+	{"touch ", (*conn).cmdTouch},
+	{"stats-job ", (*conn).cmdStatsJob},
+	{"stats-tube ", (*conn).cmdStatsTube},
+	{"stats", (*conn).cmdStats},
+	{"use ", (*conn).cmdUse},
+	{"watch ", (*conn).cmdWatch},
+	{"ignore ", (*conn).cmdIgnore},
+	{"list-tubes-watched", (*conn).cmdListTubesWatched},
+	{"list-tube-used", (*conn).cmdListTubeUsed},
+	{"list-tubes", (*conn).cmdListTubes},
+	{"quit", (*conn).cmdQuit},
+	{"pause-tube", (*conn).cmdPauseTube},
+}
+
+// do runs one command line. It returns nil when the command has written its
+// reply, errQuit or an error wrapping errHangUp when the connection must
+// close, and otherwise the error that replyErr answers.
+func (c *conn) do(line string) error {
+	if strings.IndexByte(line, 0) >= 0 {
+		return errBadFormat
+	}
+	for _, cmd := range commands {
+		if strings.HasPrefix(line, cmd.prefix) {
+			return cmd.run(c, line[len(cmd.prefix):])
+		}
+	}
+	return errUnknownCommand
+}
+
+// commandName is the first word of a command line, for logs.
+func commandName(line string) string {
+	if i := strings.IndexByte(line, ' '); i >= 0 {
+		return line[:i]
+	}
+	return line
+}
+
+// secs converts a protocol duration (whole seconds) to a Duration.
+func secs(n uint32) time.Duration { return time.Duration(n) * time.Second }
+
+func (c *conn) cmdPut(rest string) error {
+	a := args{s: rest, ok: true}
+	pri, delay, ttr, size := a.u32(), a.u32(), a.u32(), a.u32()
+	if !a.ok {
+		return errBadFormat // the body is not read: it is taken for commands
+	}
+	c.srv.count(opPut)
+	if int64(size) > int64(c.q.MaxJobSize()) {
+		c.refreshDeadline()
+		if _, err := io.CopyN(io.Discard, c.br, int64(size)+2); err != nil {
+			return hangUp(err)
+		}
+		return errJobTooBig
+	}
+	if a.s != "" {
+		return errBadFormat
+	}
+	c.setProducer()
+	ttr = max(ttr, 1)
+	body := make([]byte, int(size)+2)
+	c.refreshDeadline()
+	if _, err := io.ReadFull(c.br, body); err != nil {
+		return hangUp(err)
+	}
+	if body[size] != '\r' || body[size+1] != '\n' {
+		return errExpectedCRLF
+	}
+	if c.srv.draining.Load() {
+		return errDraining
+	}
+	id, err := c.q.Put(c.ctx, c.used, queue.NewJob{
+		Body:     body[:size],
+		Priority: pri,
+		Delay:    secs(delay),
+		TTR:      secs(ttr),
+	})
+	if err != nil {
+		return err
+	}
+	c.replyID("INSERTED", id)
+	return nil
+}
+
+func (c *conn) cmdPeek(rest string) error {
+	a := args{s: rest, ok: true}
+	id := a.u64()
+	if !a.end() {
+		return errBadFormat
+	}
+	c.srv.count(opPeek)
+	j, err := c.q.Peek(c.ctx, queue.ID(id))
+	if err != nil {
+		return err
+	}
+	c.replyJob("FOUND", j)
+	return nil
+}
+
+func (c *conn) cmdPeekReady(rest string) error {
+	return c.peekState(rest, opPeekReady, c.q.PeekReady)
+}
+
+func (c *conn) cmdPeekDelayed(rest string) error {
+	return c.peekState(rest, opPeekDelayed, c.q.PeekDelayed)
+}
+
+func (c *conn) cmdPeekBuried(rest string) error {
+	return c.peekState(rest, opPeekBuried, c.q.PeekBuried)
+}
+
+func (c *conn) peekState(rest string, o op, peek func(ctx context.Context, tube string) (queue.Job, error)) error {
+	if rest != "" {
+		return errBadFormat
+	}
+	c.srv.count(o)
+	j, err := peek(c.ctx, c.used)
+	if err != nil {
+		return err
+	}
+	c.replyJob("FOUND", j)
+	return nil
+}
+
+func (c *conn) cmdReserveWithTimeout(rest string) error {
+	n, ok := strtol(rest)
+	if !ok {
+		return errBadFormat
+	}
+	c.srv.count(opReserveWithTimeout)
+	// beanstalkd 1.12 keeps the value in an int: it wraps, and a negative
+	// timeout waits for ever.
+	t := int32(n)
+	if t < 0 {
+		return c.reserve(-1)
+	}
+	return c.reserve(secs(uint32(t)))
+}
+
+func (c *conn) cmdReserve(rest string) error {
+	if rest != "" {
+		return errBadFormat
+	}
+	c.srv.count(opReserve)
+	return c.reserve(-1)
+}
+
+func (c *conn) cmdReserveJob(rest string) error {
+	a := args{s: rest, ok: true}
+	id := a.u64()
+	if !a.end() {
+		return errBadFormat
+	}
+	c.srv.count(opReserveJob)
+	j, err := c.q.ReserveJob(c.ctx, queue.ID(id))
+	if err != nil {
+		return err
+	}
+	c.setWorker()
+	c.reserved(j)
+	return nil
+}
+
+func (c *conn) cmdDelete(rest string) error {
+	a := args{s: rest, ok: true}
+	id := a.u64()
+	if !a.end() {
+		return errBadFormat
+	}
+	c.srv.count(opDelete)
+	err := c.q.Delete(c.ctx, queue.ID(id))
+	c.settle(queue.ID(id), err)
+	if err != nil {
+		return err
+	}
+	c.reply("DELETED\r\n")
+	return nil
+}
+
+// settle forgets a reservation once the store has answered for it.
+func (c *conn) settle(id queue.ID, err error) {
+	if _, known := replyFor(err); err == nil || known {
+		delete(c.held, id)
+	}
+}
+
+func (c *conn) cmdRelease(rest string) error {
+	a := args{s: rest, ok: true}
+	id, pri, delay := a.u64(), a.u32(), a.u32()
+	if !a.end() {
+		return errBadFormat
+	}
+	c.srv.count(opRelease)
+	err := c.q.Release(c.ctx, queue.ID(id), pri, secs(delay))
+	c.settle(queue.ID(id), err)
+	if err != nil {
+		return err
+	}
+	c.reply("RELEASED\r\n")
+	return nil
+}
+
+func (c *conn) cmdBury(rest string) error {
+	a := args{s: rest, ok: true}
+	id, pri := a.u64(), a.u32()
+	if !a.end() {
+		return errBadFormat
+	}
+	c.srv.count(opBury)
+	err := c.q.Bury(c.ctx, queue.ID(id), pri)
+	c.settle(queue.ID(id), err)
+	if err != nil {
+		return err
+	}
+	c.reply("BURIED\r\n")
+	return nil
+}
+
+func (c *conn) cmdKick(rest string) error {
+	n, ok := strtoul(rest)
+	if !ok {
+		return errBadFormat
+	}
+	c.srv.count(opKick)
+	// beanstalkd 1.12 keeps the bound in an unsigned int: it wraps.
+	kicked, err := c.q.Kick(c.ctx, c.used, int(uint32(n)))
+	if err != nil {
+		return err
+	}
+	c.replyCount("KICKED", kicked)
+	return nil
+}
+
+func (c *conn) cmdKickJob(rest string) error {
+	a := args{s: rest, ok: true}
+	id := a.u64()
+	if !a.end() {
+		return errBadFormat
+	}
+	c.srv.count(opKickJob)
+	if err := c.q.KickJob(c.ctx, queue.ID(id)); err != nil {
+		return err
+	}
+	c.reply("KICKED\r\n")
+	return nil
+}
+
+func (c *conn) cmdTouch(rest string) error {
+	a := args{s: rest, ok: true}
+	id := a.u64()
+	if !a.end() {
+		return errBadFormat
+	}
+	c.srv.count(opTouch)
+	if err := c.q.Touch(c.ctx, queue.ID(id)); err != nil {
+		c.settle(queue.ID(id), err)
+		return err
+	}
+	now := time.Now()
+	h, ok := c.held[queue.ID(id)]
+	if !ok {
+		// Forgotten when its deadline passed on our clock, yet the store
+		// still had it reserved for us: learn its TTR again.
+		if st, err := c.q.StatsJob(c.ctx, queue.ID(id)); err == nil {
+			h, ok = hold{ttr: st.TTR}, true
+		}
+	}
+	if ok {
+		h.deadline = now.Add(h.ttr)
+		c.held[queue.ID(id)] = h
+	}
+	c.reply("TOUCHED\r\n")
+	return nil
+}
+
+func (c *conn) cmdStatsJob(rest string) error {
+	a := args{s: rest, ok: true}
+	id := a.u64()
+	if !a.end() {
+		return errBadFormat
+	}
+	c.srv.count(opStatsJob)
+	st, err := c.q.StatsJob(c.ctx, queue.ID(id))
+	if err != nil {
+		return err
+	}
+	c.replyOK(jobYAML(st))
+	return nil
+}
+
+func (c *conn) cmdStatsTube(rest string) error {
+	if !queue.ValidTube(rest) {
+		return errBadFormat
+	}
+	c.srv.count(opStatsTube)
+	y, err := c.srv.tubeYAML(c.ctx, rest)
+	if err != nil {
+		return err
+	}
+	c.replyOK(y)
+	return nil
+}
+
+func (c *conn) cmdStats(rest string) error {
+	if rest != "" {
+		return errBadFormat
+	}
+	c.srv.count(opStats)
+	y, err := c.srv.statsYAML(c.ctx)
+	if err != nil {
+		return err
+	}
+	c.replyOK(y)
+	return nil
+}
+
+func (c *conn) cmdUse(rest string) error {
+	if !queue.ValidTube(rest) {
+		return errBadFormat
+	}
+	c.srv.count(opUse)
+	if rest != c.used {
+		c.srv.tubes.use(rest, 1)
+		c.srv.tubes.use(c.used, -1)
+		c.used = rest
+	}
+	c.reply("USING " + c.used + "\r\n")
+	return nil
+}
+
+func (c *conn) cmdWatch(rest string) error {
+	if !queue.ValidTube(rest) {
+		return errBadFormat
+	}
+	c.srv.count(opWatch)
+	if c.watching(rest) < 0 {
+		c.watched = append(c.watched, rest)
+		c.srv.tubes.watch(rest, 1)
+	}
+	c.replyCount("WATCHING", len(c.watched))
+	return nil
+}
+
+func (c *conn) cmdIgnore(rest string) error {
+	if !queue.ValidTube(rest) {
+		return errBadFormat
+	}
+	c.srv.count(opIgnore)
+	if i := c.watching(rest); i >= 0 {
+		if len(c.watched) < 2 {
+			return errNotIgnored
+		}
+		last := len(c.watched) - 1
+		c.watched[i] = c.watched[last]
+		c.watched = c.watched[:last]
+		c.srv.tubes.watch(rest, -1)
+	}
+	c.replyCount("WATCHING", len(c.watched))
+	return nil
+}
+
+// watching returns the index of tube in the watch list, or -1.
+func (c *conn) watching(tube string) int {
+	for i, t := range c.watched {
+		if t == tube {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *conn) cmdListTubesWatched(rest string) error {
+	if rest != "" {
+		return errBadFormat
+	}
+	c.srv.count(opListTubesWatched)
+	c.replyOK(listYAML(c.watched))
+	return nil
+}
+
+func (c *conn) cmdListTubeUsed(rest string) error {
+	if rest != "" {
+		return errBadFormat
+	}
+	c.srv.count(opListTubeUsed)
+	c.reply("USING " + c.used + "\r\n")
+	return nil
+}
+
+func (c *conn) cmdListTubes(rest string) error {
+	if rest != "" {
+		return errBadFormat
+	}
+	c.srv.count(opListTubes)
+	tubes, err := c.srv.liveTubes(c.ctx)
+	if err != nil {
+		return err
+	}
+	c.replyOK(listYAML(tubes))
+	return nil
+}
+
+func (c *conn) cmdQuit(string) error { return errQuit }
+
+func (c *conn) cmdPauseTube(rest string) error {
+	// The name starts after any spaces and runs as far as name characters
+	// go; the delay must follow. beanstalkd counts the command before it
+	// checks the name.
+	rest = strings.TrimLeft(rest, " ")
+	n := 0
+	for n < len(rest) && nameChar(rest[n]) {
+		n++
+	}
+	if n == 0 {
+		return errBadFormat
+	}
+	tube := rest[:n]
+	a := args{s: rest[n:], ok: true}
+	delay := a.u32()
+	if !a.end() {
+		return errBadFormat
+	}
+	c.srv.count(opPauseTube)
+	if !queue.ValidTube(tube) {
+		return errBadFormat
+	}
+	if err := c.srv.tubeExists(c.ctx, tube); err != nil {
+		return err
+	}
+	if err := c.q.PauseTube(c.ctx, tube, secs(delay)); err != nil {
+		return err
+	}
+	c.reply("PAUSED\r\n")
+	return nil
+}
+
+// nameChar reports whether b may appear in a tube name.
+func nameChar(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		return true
+	}
+	return strings.IndexByte("-+/;.$_()", b) >= 0
+}
+
+// args reads numeric arguments as beanstalkd's read_u32 and read_u64 do:
+// spaces, then at least one digit, then as many digits as follow; a value
+// beyond the type's range fails. After the first failure every read fails.
+type args struct {
+	s  string
+	ok bool
+}
+
+func (a *args) uint(limit uint64) uint64 {
+	if !a.ok {
+		return 0
+	}
+	s := strings.TrimLeft(a.s, " ")
+	i := 0
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	v, err := strconv.ParseUint(s[:i], 10, 64)
+	if i == 0 || err != nil || v > limit {
+		a.ok = false
+		return 0
+	}
+	a.s = s[i:]
+	return v
+}
+
+func (a *args) u32() uint32 { return uint32(a.uint(math.MaxUint32)) }
+func (a *args) u64() uint64 { return a.uint(math.MaxUint64) }
+
+// end reports whether every read succeeded and nothing follows.
+func (a *args) end() bool { return a.ok && a.s == "" }
+
+// cSpace reports whether C's isspace is true of b.
+func cSpace(b byte) bool {
+	return b == ' ' || ('\t' <= b && b <= '\r')
+}
+
+// cNumber splits s as C's strtol and strtoul read it in base 10: white
+// space, an optional sign, digits. digits is empty when there is none.
+func cNumber(s string) (neg bool, digits string) {
+	i := 0
+	for i < len(s) && cSpace(s[i]) {
+		i++
+	}
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	j := i
+	for j < len(s) && '0' <= s[j] && s[j] <= '9' {
+		j++
+	}
+	return neg, s[i:j]
+}
+
+// strtol parses s as beanstalkd 1.12 parses a reserve timeout: C's strtol,
+// where no number at all reads as 0 and only an out-of-range value (ERANGE)
+// is an error.
+func strtol(s string) (int64, bool) {
+	neg, digits := cNumber(s)
+	if digits == "" {
+		return 0, true
+	}
+	v, err := strconv.ParseUint(digits, 10, 64)
+	switch {
+	case err != nil:
+		return 0, false
+	case neg && v <= 1<<63:
+		return int64(-v), true // two's complement, as in C
+	case !neg && v <= math.MaxInt64:
+		return int64(v), true
+	}
+	return 0, false
+}
+
+// strtoul parses s as beanstalkd parses a kick bound: C's strtoul, which
+// fails when there is no number or it is out of range (ERANGE), and
+// negates a value after '-'.
+func strtoul(s string) (uint64, bool) {
+	neg, digits := cNumber(s)
+	if digits == "" {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}

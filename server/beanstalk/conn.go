@@ -1,0 +1,391 @@
+package beanstalk
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+const (
+	// maxLine is beanstalkd's command buffer (LINE_BUF_SIZE): the longest
+	// command line, CRLF included.
+	maxLine = 224
+	// safetyMargin is how long before the end of a reservation reserve
+	// answers DEADLINE_SOON.
+	safetyMargin = time.Second
+	// abandonTimeout bounds the store call that returns a closed
+	// connection's jobs.
+	abandonTimeout = 10 * time.Second
+	defaultTube    = "default"
+)
+
+var (
+	errLineTooLong = errors.New("beanstalk: command line too long")
+	errHalfClosed  = errors.New("beanstalk: client closed its side while waiting")
+	aLongTimeAgo   = time.Unix(1, 0)
+)
+
+// connState says what a connection's goroutine is doing, for Shutdown.
+type connState int
+
+const (
+	stateIdle    connState = iota // reading the next command
+	stateBusy                     // running a command
+	stateWaiting                  // blocked in reserve
+)
+
+// hold is a reservation of the connection, as far as it knows.
+type hold struct {
+	ttr      time.Duration
+	deadline time.Time // local clock: reserve or touch time + TTR
+}
+
+// conn is one client connection. Its protocol state belongs to its own
+// goroutine; mu guards what Shutdown touches.
+type conn struct {
+	srv     *Server
+	nc      net.Conn
+	br      *bufio.Reader
+	bw      *bufio.Writer
+	q       *queue.Queue // the connection's owner view
+	ctx     context.Context
+	log     *slog.Logger
+	scratch [64]byte // reply lines are built here
+
+	used     string
+	watched  []string // in beanstalkd's order: appended, and the last one fills a hole
+	held     map[queue.ID]hold
+	producer bool // has put
+	worker   bool // has reserved
+
+	mu         sync.Mutex
+	state      connState
+	closing    bool
+	cancelWait context.CancelCauseFunc // ends a blocked reserve
+}
+
+func newConn(s *Server, base context.Context, nc net.Conn, owner string) *conn {
+	c := &conn{
+		srv:     s,
+		nc:      nc,
+		br:      bufio.NewReaderSize(nc, 4096),
+		bw:      bufio.NewWriterSize(nc, 4096),
+		q:       s.Queue.WithOwner(owner),
+		ctx:     base,
+		log:     s.logger().With("conn", owner, "remote", nc.RemoteAddr().String()),
+		used:    defaultTube,
+		watched: []string{defaultTube},
+		held:    map[queue.ID]hold{},
+	}
+	s.tubes.use(defaultTube, 1)
+	s.tubes.watch(defaultTube, 1)
+	s.current.Add(1)
+	return c
+}
+
+// serve runs the connection's commands until it closes.
+func (c *conn) serve() {
+	defer c.close()
+	for c.idle() {
+		line, err := c.readLine()
+		switch {
+		case errors.Is(err, errLineTooLong):
+			c.replyErr("", errBadFormat)
+		case err != nil:
+			return
+		default:
+			c.busy()
+			if err := c.do(line); err != nil {
+				if errors.Is(err, errQuit) || errors.Is(err, errHangUp) {
+					return
+				}
+				c.replyErr(commandName(line), err)
+			}
+		}
+		if c.br.Buffered() == 0 {
+			if err := c.bw.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// idle marks the connection reading its next command and arms the idle
+// timeout. It reports false once Shutdown has begun.
+func (c *conn) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	var d time.Time
+	if c.srv.IdleTimeout > 0 {
+		d = time.Now().Add(c.srv.IdleTimeout)
+	}
+	c.nc.SetReadDeadline(d)
+	c.state = stateIdle
+	return true
+}
+
+// busy marks the connection running a command.
+func (c *conn) busy() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		// stop interrupted the read after the line came in: let the
+		// command read its body and finish.
+		c.nc.SetReadDeadline(time.Time{})
+	}
+	c.state = stateBusy
+}
+
+// stop makes the connection close after the command it is running: an
+// idle connection at once, a blocked reserve without a reply.
+func (c *conn) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing = true
+	switch c.state {
+	case stateIdle:
+		c.nc.SetReadDeadline(aLongTimeAgo)
+	case stateWaiting:
+		c.cancelWait(ErrServerClosed)
+	}
+}
+
+// close returns the connection's jobs and lets go of its tubes, then closes
+// the socket: a client that sees the connection end sees its jobs ready.
+func (c *conn) close() {
+	c.bw.Flush()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), abandonTimeout)
+	if _, err := c.q.Abandon(ctx); err != nil {
+		c.log.Error("beanstalk: returning the jobs of a closed connection", "err", err)
+	}
+	cancel()
+	c.srv.tubes.use(c.used, -1)
+	for _, t := range c.watched {
+		c.srv.tubes.watch(t, -1)
+	}
+	if c.producer {
+		c.srv.producers.Add(-1)
+	}
+	if c.worker {
+		c.srv.workers.Add(-1)
+	}
+	c.srv.current.Add(-1)
+	c.srv.forget(c)
+	c.nc.Close()
+}
+
+// readLine reads the next command line and returns it without its CRLF.
+// It frames lines exactly as beanstalkd does: a line ends at the first
+// '\r' of a 224-byte window when a '\n' follows it; a window without such
+// an end is thrown away, and so is every following window up to and
+// including the next one that has an end, which gives errLineTooLong.
+func (c *conn) readLine() (string, error) {
+	var buf [maxLine]byte
+	n := 0           // bytes in the current window
+	cr := false      // the last byte was the window's first '\r'
+	dead := false    // the window's first '\r' was not followed by '\n'
+	tooLong := false // past the first window
+	for {
+		b, err := c.br.ReadByte()
+		if err != nil {
+			return "", err
+		}
+		buf[n] = b
+		n++
+		switch {
+		case cr:
+			cr = false
+			if b == '\n' {
+				if tooLong {
+					return "", errLineTooLong
+				}
+				return string(buf[:n-2]), nil
+			}
+			dead = true
+		case b == '\r' && !dead:
+			cr = true
+		}
+		if n == maxLine {
+			n, cr, dead, tooLong = 0, false, false, true
+		}
+	}
+}
+
+// refreshDeadline restarts the idle timeout, for a body that follows its
+// command line.
+func (c *conn) refreshDeadline() {
+	if c.srv.IdleTimeout > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(c.srv.IdleTimeout))
+	}
+}
+
+// hangUp wraps an I/O error that ends the connection.
+func hangUp(err error) error { return fmt.Errorf("%w: %w", errHangUp, err) }
+
+func (c *conn) setProducer() {
+	if !c.producer {
+		c.producer = true
+		c.srv.producers.Add(1)
+	}
+}
+
+func (c *conn) setWorker() {
+	if !c.worker {
+		c.worker = true
+		c.srv.workers.Add(1)
+	}
+}
+
+// reserved records a job the connection reserved and answers with it.
+func (c *conn) reserved(j queue.Job) {
+	c.held[j.ID] = hold{ttr: j.TTR, deadline: time.Now().Add(j.TTR)}
+	c.replyJob("RESERVED", j)
+}
+
+// deadlineSoon reports whether a job the connection holds is within the
+// safety margin of the end of its reservation, and when the next one will
+// be (zero if none). Reservations that have ended are forgotten.
+func (c *conn) deadlineSoon(now time.Time) (soon bool, next time.Time) {
+	for id, h := range c.held {
+		if !now.Before(h.deadline) {
+			delete(c.held, id) // the TTR ran out: the job is no longer ours
+			continue
+		}
+		at := h.deadline.Add(-safetyMargin)
+		if !now.Before(at) {
+			soon = true
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return soon, next
+}
+
+// reserve answers reserve and reserve-with-timeout. A negative timeout
+// waits for ever.
+func (c *conn) reserve(timeout time.Duration) error {
+	c.setWorker()
+	now := time.Now()
+	soon, soonAt := c.deadlineSoon(now)
+	if soon || timeout == 0 {
+		j, err := c.q.Reserve(c.ctx, queue.ReserveOptions{Tubes: c.watched, Timeout: -1})
+		if err != nil {
+			if soon && errors.Is(err, queue.ErrTimeout) {
+				return errDeadlineSoon
+			}
+			return err
+		}
+		c.reserved(j)
+		return nil
+	}
+
+	// Wait for a job, for the timeout, or until a reservation enters the
+	// safety margin, whichever comes first.
+	wait := timeout
+	if !soonAt.IsZero() {
+		if d := soonAt.Sub(now); wait < 0 || d < wait {
+			wait = d
+		}
+	}
+	if wait < 0 {
+		wait = 0 // the queue's "until ctx ends"
+	}
+	if err := c.bw.Flush(); err != nil {
+		return hangUp(err)
+	}
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	defer cancel(nil)
+	if !c.enterWait(cancel) {
+		return hangUp(ErrServerClosed)
+	}
+	c.srv.waiting.Add(1)
+	c.srv.tubes.wait(c.watched, 1)
+	watching := c.watchHangUp(cancel)
+	j, err := c.q.Reserve(ctx, queue.ReserveOptions{Tubes: c.watched, Timeout: wait})
+	watching()
+	c.srv.tubes.wait(c.watched, -1)
+	c.srv.waiting.Add(-1)
+	c.busy()
+
+	switch {
+	case err == nil:
+		c.reserved(j)
+		return nil
+	case errors.Is(err, queue.ErrTimeout):
+		if !soonAt.IsZero() && !time.Now().Before(soonAt) {
+			return errDeadlineSoon
+		}
+		return err
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errHalfClosed):
+		return queue.ErrTimeout
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrServerClosed):
+		return hangUp(ErrServerClosed)
+	}
+	return err
+}
+
+// enterWait marks the connection blocked in reserve, cancellable by stop.
+func (c *conn) enterWait(cancel context.CancelCauseFunc) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.state = stateWaiting
+	c.cancelWait = cancel
+	return true
+}
+
+// watchHangUp watches the connection while it waits in reserve, so that a
+// client that closes its side (or goes away) ends the wait with
+// errHalfClosed. Commands that arrive meanwhile are left for later. The
+// returned function stops the watch and must be called before the
+// connection reads again.
+func (c *conn) watchHangUp(cancel context.CancelCauseFunc) (stop func()) {
+	c.nc.SetReadDeadline(time.Time{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if c.awaitHangUp() {
+			cancel(errHalfClosed)
+		}
+	}()
+	return func() {
+		c.nc.SetReadDeadline(aLongTimeAgo)
+		<-done
+		c.nc.SetReadDeadline(time.Time{})
+	}
+}
+
+// peekHangUp waits for the end of the client's stream by reading ahead
+// into the buffer, where the commands that arrive meanwhile stay. Once the
+// buffer is full it can watch no further. It reports whether the stream
+// ended (false: the watch was stopped).
+func (c *conn) peekHangUp() bool {
+	for {
+		n := c.br.Buffered()
+		if n >= c.br.Size() {
+			return false
+		}
+		if _, err := c.br.Peek(n + 1); err != nil {
+			return !isTimeout(err)
+		}
+	}
+}
+
+// isTimeout reports whether err is a deadline passing.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

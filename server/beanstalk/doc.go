@@ -1,0 +1,52 @@
+// Package beanstalk serves the beanstalkd protocol over a queue.Queue, so
+// that existing beanstalkd clients work unchanged against hourglass.
+//
+// The protocol is reproduced as beanstalkd 1.12 speaks it, byte for byte:
+// the same commands and replies, the same limits (224-byte command lines,
+// 200-byte tube names, the queue's MaxJobSize for bodies), the same stats
+// documents with their field order, and the quirks clients may depend on:
+// commands matched by prefix, the body of a badly formatted put read as
+// commands, reserve-with-timeout and kick parsed as C's strtol and strtoul
+// parse them, DEADLINE_SOON a second before a reservation ends unless a job
+// is ready.
+//
+// # Model
+//
+// Each connection is an owner of the queue (Queue.WithOwner), named after
+// the server and the connection's number, with its own used tube (at first
+// "default") and watch list (at first [default]). When the connection
+// closes, or quits, the jobs it has reserved go back to ready at once.
+// Jobs, their IDs and their counts come from the queue's store and are
+// shared by every server on that store; connection counts, command counts
+// and the tubes that only connections refer to belong to one Server. A tube
+// lives while the store holds a job of it or a connection uses or watches
+// it; "default" always lives.
+//
+// Durations on the wire are whole seconds; a TTR of 0 is taken as 1 second.
+//
+// # Lifecycle
+//
+// Server follows net/http's Server: Serve accepts connections until
+// Shutdown, which lets commands in flight finish, closes the connections
+// (ending waiting reserves without a reply) and returns their jobs. Drain
+// refuses every later put with DRAINING. A Server is safe for concurrent
+// use.
+//
+// Store failures are answered with INTERNAL_ERROR and logged; a store that
+// is full (queue.ErrFull) is answered with OUT_OF_MEMORY.
+//
+// # Differences from beanstalkd 1.12
+//
+// Job IDs are the store's: they do not start at 1, a put that fails
+// (EXPECTED_CRLF, DRAINING) uses none up, and on the Redis store they rise
+// in put order within a tube only, so jobs of equal priority in different
+// tubes are not taken in put order. A tube's total-jobs, cmd-delete and
+// cmd-pause-tube start again from 0 once the store holds no job of it,
+// even while connections use it ("default" included); a tube paused while
+// no job holds it lives until its pause ends. The stats fields total-jobs
+// and job-timeouts count since the store was created (or opened), the
+// binlog fields are those of a beanstalkd without a binlog, and id is
+// random per Server. Several connections waiting on one tube are served
+// oldest first, where beanstalkd 1.12 takes turns. DEADLINE_SOON is timed
+// by this process's clock, the end of a reservation by the store's.
+package beanstalk

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package beanstalk_test
+
+import "syscall"
+
+func refProcAttr() *syscall.SysProcAttr { return nil }

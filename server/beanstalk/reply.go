@@ -1,0 +1,122 @@
+package beanstalk
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// Outcomes of a command that are answered with a fixed reply. Handlers
+// return them (or the queue's errors); replyErr turns them into replies.
+var (
+	errBadFormat      = errors.New("beanstalk: bad format")
+	errUnknownCommand = errors.New("beanstalk: unknown command")
+	errExpectedCRLF   = errors.New("beanstalk: expected CRLF after job body")
+	errJobTooBig      = errors.New("beanstalk: job too big")
+	errDraining       = errors.New("beanstalk: draining")
+	errDeadlineSoon   = errors.New("beanstalk: deadline soon")
+	errNotIgnored     = errors.New("beanstalk: cannot ignore the only watched tube")
+)
+
+// Outcomes that end the connection without a reply.
+var (
+	errQuit   = errors.New("beanstalk: quit")
+	errHangUp = errors.New("beanstalk: connection lost")
+)
+
+// errorReplies maps every error a command can end with to its reply, first
+// match wins. An error not listed is a failure of the store (or a bug): the
+// client gets INTERNAL_ERROR and the error is logged.
+var errorReplies = []struct {
+	err   error
+	reply string
+}{
+	{errBadFormat, "BAD_FORMAT\r\n"},
+	{errUnknownCommand, "UNKNOWN_COMMAND\r\n"},
+	{errExpectedCRLF, "EXPECTED_CRLF\r\n"},
+	{errJobTooBig, "JOB_TOO_BIG\r\n"},
+	{errDraining, "DRAINING\r\n"},
+	{errDeadlineSoon, "DEADLINE_SOON\r\n"},
+	{errNotIgnored, "NOT_IGNORED\r\n"},
+	{queue.ErrTimeout, "TIMED_OUT\r\n"},
+	{queue.ErrNotFound, "NOT_FOUND\r\n"},
+	{queue.ErrNotReserved, "NOT_FOUND\r\n"},
+	{queue.ErrReserved, "NOT_FOUND\r\n"},
+	{queue.ErrNotKickable, "NOT_FOUND\r\n"},
+	{queue.ErrJobTooBig, "JOB_TOO_BIG\r\n"},
+	{queue.ErrBadTube, "BAD_FORMAT\r\n"},
+	{queue.ErrFull, "OUT_OF_MEMORY\r\n"},
+}
+
+const internalError = "INTERNAL_ERROR\r\n"
+
+// replyFor returns the reply to err, and false when err is not an outcome
+// the protocol has a reply for.
+func replyFor(err error) (string, bool) {
+	for _, e := range errorReplies {
+		if errors.Is(err, e.err) {
+			return e.reply, true
+		}
+	}
+	return internalError, false
+}
+
+// reply writes a whole reply line (with its CRLF).
+func (c *conn) reply(s string) {
+	c.bw.WriteString(s)
+}
+
+// replyID writes "<word> <id>\r\n".
+func (c *conn) replyID(word string, id queue.ID) {
+	b := c.scratch[:0]
+	b = append(b, word...)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, uint64(id), 10)
+	b = append(b, "\r\n"...)
+	c.bw.Write(b)
+}
+
+// replyCount writes "<word> <n>\r\n".
+func (c *conn) replyCount(word string, n int) {
+	b := c.scratch[:0]
+	b = append(b, word...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, "\r\n"...)
+	c.bw.Write(b)
+}
+
+// replyJob writes "<word> <id> <bytes>\r\n<body>\r\n".
+func (c *conn) replyJob(word string, j queue.Job) {
+	b := c.scratch[:0]
+	b = append(b, word...)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, uint64(j.ID), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(len(j.Body)), 10)
+	b = append(b, "\r\n"...)
+	c.bw.Write(b)
+	c.bw.Write(j.Body)
+	c.bw.WriteString("\r\n")
+}
+
+// replyOK writes "OK <bytes>\r\n<data>\r\n".
+func (c *conn) replyOK(data []byte) {
+	b := c.scratch[:0]
+	b = append(b, "OK "...)
+	b = strconv.AppendInt(b, int64(len(data)), 10)
+	b = append(b, "\r\n"...)
+	c.bw.Write(b)
+	c.bw.Write(data)
+	c.bw.WriteString("\r\n")
+}
+
+// replyErr answers a command that ended with err, logging failures.
+func (c *conn) replyErr(cmd string, err error) {
+	r, ok := replyFor(err)
+	if !ok {
+		c.log.Error("beanstalk: command failed", "cmd", cmd, "err", err)
+	}
+	c.reply(r)
+}

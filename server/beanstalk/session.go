@@ -1,0 +1,96 @@
+package beanstalk
+
+import (
+	"context"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// DefaultSessionLease is how long the reservations of a server that died
+// outlive it on a shared store, when Server.SessionLease is zero.
+const DefaultSessionLease = 5 * time.Second
+
+// keepSession runs while the server serves, on a store that several
+// servers share (queue.Sessions): it renews this server's session three
+// times per lease, so that its connections' reservations are returned if it
+// dies, and returns the reservations of servers whose lease has lapsed. It
+// ends when stop is closed, and then ends the session (the connections have
+// returned their jobs by then).
+func (s *Server) keepSession(ss queue.Sessions, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	lease := s.sessionLease()
+	log := s.logger()
+	renew := time.NewTicker(lease / 3)
+	defer renew.Stop()
+	reap := time.NewTicker(lease)
+	defer reap.Stop()
+	for {
+		select {
+		case <-stop:
+			ctx, cancel := context.WithTimeout(context.Background(), lease)
+			if err := ss.EndSession(ctx, s.id); err != nil {
+				log.Warn("beanstalk: ending the session", "session", s.id, "err", err)
+			}
+			cancel()
+			return
+		case <-renew.C:
+			ctx, cancel := context.WithTimeout(context.Background(), lease/3)
+			if err := ss.KeepAlive(ctx, s.id, lease); err != nil {
+				log.Warn("beanstalk: renewing the session; if it lapses, other servers return this server's reservations", "session", s.id, "err", err)
+			}
+			cancel()
+		case <-reap.C:
+			ctx, cancel := context.WithTimeout(context.Background(), lease)
+			n, err := ss.Reap(ctx)
+			cancel()
+			if err != nil {
+				log.Warn("beanstalk: returning the jobs of lapsed sessions", "err", err)
+			} else if n > 0 {
+				log.Info("beanstalk: returned the jobs of servers that stopped renewing their session", "jobs", n)
+			}
+		}
+	}
+}
+
+func (s *Server) sessionLease() time.Duration {
+	if s.SessionLease <= 0 {
+		return DefaultSessionLease
+	}
+	return s.SessionLease
+}
+
+// startSession starts the session keeper once, before the first
+// connection is accepted, when the store is shared.
+func (s *Server) startSession() error {
+	ss, ok := s.Queue.Store().(queue.Sessions)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessionStop != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.sessionLease())
+	defer cancel()
+	if err := ss.KeepAlive(ctx, s.id, s.sessionLease()); err != nil {
+		return err
+	}
+	s.sessionStop = make(chan struct{})
+	s.sessionDone = make(chan struct{})
+	go s.keepSession(ss, s.sessionStop, s.sessionDone)
+	return nil
+}
+
+// endSession stops the session keeper, which ends the session.
+func (s *Server) endSession() {
+	s.mu.Lock()
+	stop, done := s.sessionStop, s.sessionDone
+	s.sessionStop = nil
+	s.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
