@@ -124,7 +124,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 }
 
 func openFile(dir string, o Options) (*Backend, error) {
-	mo := &memstore.Options{MaxJobs: o.MaxJobs}
+	mo := &memstore.Options{MaxJobs: o.MaxJobs, Logger: o.Logger}
 	if o.Fsync != "" {
 		p, err := memstore.ParseFsync(o.Fsync)
 		if err != nil {

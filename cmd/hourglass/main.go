@@ -1,0 +1,260 @@
+// Command hourglass runs the hourglass server and talks to it.
+//
+//	hourglass serve    [flags]              run the server: the beanstalkd protocol and /healthz
+//	hourglass put      [flags] [BODY | -]   put a job
+//	hourglass reserve  [flags]              reserve a job and print it (--delete: and delete it)
+//	hourglass delete   [flags] ID...        delete jobs
+//	hourglass kick     [flags] N            kick up to N buried (else delayed) jobs of a tube
+//	hourglass kick     [flags] --job ID     kick one job
+//	hourglass peek     [flags] ID           show a job
+//	hourglass peek     [flags] --ready | --delayed | --buried
+//	hourglass stats    [flags]              server, tube (--tube) or job (--job) statistics
+//	hourglass tubes    [flags]              list the tubes with their job counts
+//	hourglass bench    [flags]              measure a beanstalkd-protocol server
+//	hourglass help     [COMMAND]            show a command's flags and examples
+//
+// serve keeps jobs in the store its --store URL names: a directory for the
+// embedded engine (the default, ./hourglass-data), mem:// for memory only,
+// or redis://, rediss://, redis+sentinel:// or redis+cluster:// for Redis.
+// Every serve flag can also be set by an environment variable named
+// HOURGLASS_ and the flag's name in capitals with dashes as underscores
+// (--max-job-size: HOURGLASS_MAX_JOB_SIZE); the flag wins.
+//
+// The other commands are clients of any beanstalkd-protocol server, found
+// with --addr (default 127.0.0.1:11300, or HOURGLASS_ADDR). They print
+// readable text, or one JSON object with --json. In JSON, a job's body is
+// always in "body_base64", and also in "body" as a string when it is valid
+// UTF-8; statistics are numbers, booleans or strings as their values read.
+//
+// Exit status: 0 on success, 1 when the command fails (the message is on
+// standard error: "job 42 not found"), 2 for a usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// cli is what a command runs with: its standard streams and environment.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	lookupEnv      func(string) (string, bool)
+	// stopSignals ends the interception of SIGINT and SIGTERM, so that a
+	// second one stops the process at once (serve calls it when it begins
+	// to shut down). It may be nil.
+	stopSignals func()
+}
+
+// command is a subcommand.
+type command struct {
+	name    string
+	args    string // the synopsis after the name
+	summary string // one line, for "hourglass help"
+	help    string // description and examples, after the flags
+	// envAll: every flag also reads HOURGLASS_<NAME>. Otherwise only
+	// --addr does (HOURGLASS_ADDR).
+	envAll bool
+	// flags defines the command's flags on fs and returns the function
+	// that runs it with the arguments left after the flags.
+	flags func(fs *flag.FlagSet) func(ctx context.Context, c *cli, args []string) error
+}
+
+// commands in the order "hourglass help" lists them.
+var commands = []*command{
+	serveCommand,
+	putCommand,
+	reserveCommand,
+	deleteCommand,
+	kickCommand,
+	peekCommand,
+	statsCommand,
+	tubesCommand,
+	benchCommand,
+}
+
+// usageError is an error in how the command was called: exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, lookupEnv: os.LookupEnv, stopSignals: stop}
+	code := c.main(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// main runs the command args name and returns the exit status.
+func (c *cli) main(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		c.usage(c.stderr)
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			cmd := lookup(args[1])
+			if cmd == nil {
+				fmt.Fprintf(c.stderr, "hourglass: unknown command %q; run 'hourglass help'\n", args[1])
+				return 2
+			}
+			fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+			cmd.flags(fs)
+			cmd.printUsage(c.stdout, fs)
+			return 0
+		}
+		c.usage(c.stdout)
+		return 0
+	}
+	cmd := lookup(args[0])
+	if cmd == nil {
+		fmt.Fprintf(c.stderr, "hourglass: unknown command %q; run 'hourglass help'\n", args[0])
+		return 2
+	}
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	run := cmd.flags(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			cmd.printUsage(c.stdout, fs)
+			return 0
+		}
+		return c.usageFailed(cmd, err)
+	}
+	fromEnv, err := cmd.applyEnv(fs, c.lookupEnv)
+	if err != nil {
+		return c.usageFailed(cmd, err)
+	}
+	if err := run(ctx, c, fs.Args()); err != nil {
+		var u usageError
+		if errors.As(err, &u) {
+			if len(fromEnv) > 0 {
+				err = fmt.Errorf("%w\n(flags set from the environment: %s)", err, strings.Join(fromEnv, ", "))
+			}
+			return c.usageFailed(cmd, err)
+		}
+		fmt.Fprintf(c.stderr, "hourglass %s: %v\n", cmd.name, err)
+		return 1
+	}
+	return 0
+}
+
+func (c *cli) usageFailed(cmd *command, err error) int {
+	fmt.Fprintf(c.stderr, "hourglass %s: %v\nrun 'hourglass %s -h' for usage\n", cmd.name, err, cmd.name)
+	return 2
+}
+
+func lookup(name string) *command {
+	i := slices.IndexFunc(commands, func(cmd *command) bool { return cmd.name == name })
+	if i < 0 {
+		return nil
+	}
+	return commands[i]
+}
+
+// usage prints the list of commands.
+func (c *cli) usage(w io.Writer) {
+	fmt.Fprint(w, `hourglass runs the hourglass server and talks to any beanstalkd-protocol server.
+
+Usage:
+
+  hourglass COMMAND [flags] [arguments]
+
+Commands:
+
+`)
+	for _, cmd := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", cmd.name, cmd.summary)
+	}
+	fmt.Fprint(w, `
+Run 'hourglass help COMMAND' or 'hourglass COMMAND -h' for a command's flags
+and examples. Client commands find the server with --addr (default
+127.0.0.1:11300, or $HOURGLASS_ADDR) and print JSON with --json.
+
+Examples:
+
+  hourglass serve --store ./data
+  echo '{"to":"ada@example.com"}' | hourglass put --tube emails --delay 10s -
+  hourglass reserve --tube emails --timeout 30s --delete
+  hourglass tubes
+
+Exit status: 0 on success, 1 when the command fails, 2 for a usage error.
+`)
+}
+
+// printUsage prints a command's synopsis, flags and help.
+func (cmd *command) printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: hourglass %s %s\n\n%s%s.\n\nFlags:\n\n", cmd.name, cmd.args, strings.ToUpper(cmd.summary[:1]), cmd.summary[1:])
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		head := "  --" + f.Name
+		if name != "" {
+			head += " " + name
+		}
+		fmt.Fprintf(w, "%s\n    \t%s", head, strings.ReplaceAll(usage, "\n", "\n    \t"))
+		var notes []string
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, isString := g.Get().(string); isString && f.DefValue != "" {
+				notes = append(notes, fmt.Sprintf("default %q", f.DefValue))
+			} else if !isString && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+				notes = append(notes, "default "+f.DefValue)
+			}
+		}
+		if cmd.readsEnv(f.Name) {
+			notes = append(notes, "env "+envName(f.Name))
+		}
+		if len(notes) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(notes, "; "))
+		}
+		fmt.Fprintln(w)
+	})
+	if cmd.help != "" {
+		fmt.Fprintf(w, "\n%s", cmd.help)
+	}
+}
+
+// readsEnv reports whether flag name also reads an environment variable.
+func (cmd *command) readsEnv(name string) bool { return cmd.envAll || name == "addr" }
+
+// envName is the environment variable of a flag: HOURGLASS_MAX_JOB_SIZE
+// for max-job-size.
+func envName(flagName string) string {
+	return "HOURGLASS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets, from the environment, the flags the command line did not
+// set, and returns the names of the variables it used.
+func (cmd *command) applyEnv(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) ([]string, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var used []string
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || set[f.Name] || !cmd.readsEnv(f.Name) {
+			return
+		}
+		v, ok := lookupEnv(envName(f.Name))
+		if !ok {
+			return
+		}
+		if e := fs.Set(f.Name, v); e != nil {
+			err = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), e)
+			return
+		}
+		used = append(used, envName(f.Name))
+	})
+	return used, err
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/beanstalkc"
+)
+
+var putCommand = &command{
+	name:    "put",
+	args:    "[flags] [BODY | -]",
+	summary: "put a job into a tube",
+	help: `The body is BODY, or standard input when BODY is - or missing. It is sent
+as it is, without a trailing newline added or removed. --delay and --ttr
+are whole seconds, as the protocol counts.
+
+Prints the new job's ID and tube.
+
+Examples:
+
+  hourglass put 'hello'
+  hourglass put --tube emails --pri 10 --delay 30s --ttr 2m '{"to":"ada@example.com"}'
+  gzip -c report.csv | hourglass put --tube reports -
+  id=$(hourglass put --json hello | jq .id)
+`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+		var cf clientFlags
+		cf.define(fs)
+		tube := fs.String("tube", "default", "`tube` to put the job into")
+		pri := fs.Uint64("pri", 1024, "`priority`, 0 (most urgent) to 4294967295; below 1024 counts as urgent")
+		delay := fs.Duration("delay", 0, "how long the job waits before it is ready (a `duration`)")
+		ttr := fs.Duration("ttr", time.Minute, "time to run: how long a reservation lasts (a `duration`)")
+		return func(ctx context.Context, c *cli, args []string) error {
+			if err := checkTube(*tube); err != nil {
+				return err
+			}
+			if *pri > math.MaxUint32 {
+				return usagef("--pri %d: want 0 to %d", *pri, uint64(math.MaxUint32))
+			}
+			if err := wholeSeconds("delay", *delay, 0); err != nil {
+				return err
+			}
+			if err := wholeSeconds("ttr", *ttr, time.Second); err != nil {
+				return err
+			}
+			body, err := c.body(args)
+			if err != nil {
+				return err
+			}
+			return c.put(ctx, cf, *tube, uint32(*pri), *delay, *ttr, body)
+		}
+	},
+}
+
+// body returns the job body from the arguments or standard input.
+func (c *cli) body(args []string) ([]byte, error) {
+	switch {
+	case len(args) > 1:
+		return nil, usagef("put takes one BODY, got %d arguments (quote the body)", len(args))
+	case len(args) == 1 && args[0] != "-":
+		return []byte(args[0]), nil
+	case len(args) == 0 && isTerminal(c.stdin):
+		fmt.Fprintln(c.stderr, "hourglass put: reading the body from standard input (end it with Ctrl-D)")
+	}
+	b, err := io.ReadAll(io.LimitReader(c.stdin, beanstalkc.MaxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the body from standard input: %w", err)
+	}
+	if len(b) > beanstalkc.MaxBody {
+		return nil, fmt.Errorf("the body on standard input is over %d bytes", beanstalkc.MaxBody)
+	}
+	return b, nil
+}
+
+func (c *cli) put(ctx context.Context, cf clientFlags, tube string, pri uint32, delay, ttr time.Duration, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	conn, err := dial(ctx, cf.addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if tube != "default" {
+		if err := conn.Use(ctx, tube); err != nil {
+			return describe(err)
+		}
+	}
+	id, err := conn.Put(ctx, body, pri, delay, ttr)
+	switch {
+	case errors.Is(err, beanstalkc.ErrJobTooBig):
+		limit := "its max-job-size"
+		if st, err := conn.Stats(ctx); err == nil {
+			if v, ok := st.Get("max-job-size"); ok {
+				limit = v + " bytes"
+			}
+		}
+		return fmt.Errorf("job too big: %d bytes, the server takes at most %s", len(body), limit)
+	case errors.Is(err, beanstalkc.ErrBuried):
+		return fmt.Errorf("job %d was buried: the server ran out of memory", id)
+	case err != nil:
+		return describe(err)
+	}
+	o := object{{"id", id}, {"tube", tube}}
+	if cf.json {
+		return writeJSON(c.stdout, o)
+	}
+	return writeKV(c.stdout, o)
+}
+
+// isTerminal reports whether r is a terminal (a character device).
+func isTerminal(r any) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/beanstalkc"
+)
+
+var reserveCommand = &command{
+	name:    "reserve",
+	args:    "[flags]",
+	summary: "reserve a job and print it; --delete deletes it once printed",
+	help: `Waits for a ready job in the --tube tubes (default: "default") and prints it.
+Without --timeout it waits as long as it takes; --timeout 0 does not wait.
+
+Without --delete the job goes back to ready when the command ends (the
+connection closes), with one more reserve counted: use it to look at the
+next job. With --delete the job is deleted once it has been printed, so a
+failure to print leaves it in the queue.
+
+Examples:
+
+  hourglass reserve --timeout 5s
+  hourglass reserve --tube emails --tube sms --delete --json
+  hourglass reserve --tube reports --raw --delete | gunzip > report.csv
+`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+		var cf clientFlags
+		cf.define(fs)
+		var tubes tubeList
+		fs.Var(&tubes, "tube", "`tube` to take a job from; repeat for several (default default)")
+		timeout := fs.Duration("timeout", 0, "wait at most this `duration` for a job, in whole seconds (0: do not wait; default: wait for ever)")
+		del := fs.Bool("delete", false, "delete the job once it is printed")
+		raw := fs.Bool("raw", false, "print the body alone, as it is")
+		return func(ctx context.Context, c *cli, args []string) error {
+			if len(args) > 0 {
+				return usagef("reserve takes no arguments, got %q", args)
+			}
+			wait := time.Duration(-1) // for ever
+			var err error
+			fs.Visit(func(f *flag.Flag) {
+				if f.Name == "timeout" {
+					wait = *timeout
+					err = wholeSeconds("timeout", wait, 0)
+				}
+			})
+			if err != nil {
+				return err
+			}
+			if *raw && cf.json {
+				return usagef("--raw and --json exclude each other")
+			}
+			return c.reserve(ctx, cf, tubes, wait, *del, *raw)
+		}
+	},
+}
+
+// reserve reserves a job from tubes, waiting up to wait (for ever when
+// negative), prints it, and deletes it when del is set.
+func (c *cli) reserve(ctx context.Context, cf clientFlags, tubes []string, wait time.Duration, del, raw bool) error {
+	setup, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	conn, err := dial(setup, cf.addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if len(tubes) > 0 {
+		for _, t := range tubes {
+			if _, err := conn.Watch(setup, t); err != nil {
+				return describe(err)
+			}
+		}
+		if !slices.Contains(tubes, "default") {
+			if _, err := conn.Ignore(setup, "default"); err != nil {
+				return describe(err)
+			}
+		}
+	} else {
+		tubes = []string{"default"}
+	}
+
+	var j beanstalkc.Job
+	if wait < 0 {
+		j, err = conn.Reserve(ctx)
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, wait+commandTimeout)
+		j, err = conn.ReserveWithTimeout(rctx, wait)
+		cancel()
+	}
+	switch {
+	case errors.Is(err, beanstalkc.ErrTimedOut):
+		return fmt.Errorf("no job in %s within %v", tubeNames(tubes), wait)
+	case err != nil:
+		return describe(err)
+	}
+
+	out, cancel2 := context.WithTimeout(ctx, commandTimeout)
+	defer cancel2()
+	if err := c.showJob(out, conn, j, raw, cf.json); err != nil {
+		return err
+	}
+	if del {
+		if err := conn.Delete(out, j.ID); err != nil {
+			if errors.Is(err, beanstalkc.ErrNotFound) {
+				return fmt.Errorf("job %d not found: its TTR ran out before the delete, and it is no longer ours", j.ID)
+			}
+			return fmt.Errorf("deleting job %d: %w", j.ID, describe(err))
+		}
+	}
+	return nil
+}
+
+func tubeNames(tubes []string) string {
+	if len(tubes) == 1 {
+		return "tube " + tubes[0]
+	}
+	return "tubes " + strings.Join(tubes, ", ")
+}

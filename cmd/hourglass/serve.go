@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hourglass-io/hourglass"
+	"github.com/hourglass-io/hourglass/memstore"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/server/beanstalk"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// openTimeout bounds opening the store (connecting to Redis).
+	openTimeout = 30 * time.Second
+	// healthTimeout bounds the store call of a health check.
+	healthTimeout = 2 * time.Second
+)
+
+var serveCommand = &command{
+	name:    "serve",
+	args:    "[flags]",
+	summary: "run the server: the beanstalkd protocol, and /healthz over HTTP",
+	envAll:  true,
+	help: `The store is one of:
+
+  ./hourglass-data, /var/lib/hourglass, file:///abs/dir
+                       the embedded engine, durable in that directory
+  mem://               the embedded engine in memory: jobs die with the process
+  redis://[user:pass@]host:port[/db]    one Redis (rediss:// for TLS)
+  redis+sentinel://[user:pass@]h1:26379,h2:26379/master[/db]
+  redis+cluster://[user:pass@]h1:6379,h2:6379
+
+--fsync and --max-jobs apply to the embedded engine only: with Redis, its
+own persistence settings and maxmemory decide.
+
+GET /healthz on --http-addr answers 200 "ok" when the store answers, 503
+otherwise. SIGTERM or SIGINT stops the server: it stops accepting, lets the
+commands in flight finish (a waiting reserve ends without a reply), returns
+reserved jobs to ready and closes the store, all within --shutdown-timeout;
+a second signal stops it at once. SIGUSR1 puts it in drain mode: every later
+put is answered DRAINING, everything else keeps working.
+
+Examples:
+
+  hourglass serve
+  hourglass serve --store mem:// --log-level debug
+  hourglass serve --store redis://:secret@10.0.0.5:6379/0 --beanstalk-addr 0.0.0.0:11300
+  HOURGLASS_STORE=/var/lib/hourglass HOURGLASS_FSYNC=everysec hourglass serve
+`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+		var o serveOptions
+		fs.StringVar(&o.store, "store", "./hourglass-data", "`URL` of the store: a directory, file:///dir, mem://, or a redis:// URL (see below)")
+		fs.StringVar(&o.fsync, "fsync", memstore.FsyncAlways.String(), "`policy` for when the embedded engine's log reaches the disk: always, everysec or no")
+		fs.StringVar(&o.beanstalkAddr, "beanstalk-addr", "127.0.0.1:11300", "`host:port` to serve the beanstalkd protocol on")
+		fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7480", "`host:port` to serve HTTP (/healthz) on; empty: none")
+		fs.IntVar(&o.maxJobSize, "max-job-size", queue.DefaultMaxJobSize, "largest job body, in `bytes`")
+		fs.IntVar(&o.maxJobs, "max-jobs", 0, "most `jobs` the embedded engine holds; a put beyond is answered OUT_OF_MEMORY (0: no cap)")
+		fs.IntVar(&o.maxConns, "max-conns", 10000, "most open protocol `connections`; more are closed at once (0: no cap)")
+		fs.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection that sends no command for this `duration` (0: never)")
+		fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a shutdown waits for commands in flight before it closes connections (a `duration`)")
+		fs.StringVar(&o.logLevel, "log-level", "info", "least `level` logged: debug, info, warn or error")
+		return func(ctx context.Context, c *cli, args []string) error {
+			if len(args) > 0 {
+				return usagef("serve takes no arguments, got %q", args)
+			}
+			fs.Visit(func(f *flag.Flag) {
+				switch f.Name {
+				case "fsync":
+					o.fsyncSet = true
+				case "max-jobs":
+					o.maxJobsSet = true
+				}
+			})
+			return c.serve(ctx, o)
+		}
+	},
+}
+
+type serveOptions struct {
+	store                   string
+	fsync                   string
+	fsyncSet, maxJobsSet    bool // given on the command line or in the environment
+	beanstalkAddr, httpAddr string
+	maxJobSize, maxJobs     int
+	maxConns                int
+	idleTimeout             time.Duration
+	shutdownTimeout         time.Duration
+	logLevel                string
+	level                   slog.Level // parsed from logLevel
+}
+
+func (o *serveOptions) validate() error {
+	if _, err := memstore.ParseFsync(o.fsync); err != nil {
+		return usagef("--fsync %q: want always, everysec or no", o.fsync)
+	}
+	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return usagef("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	switch {
+	case o.store == "":
+		return usagef("--store is empty")
+	case o.beanstalkAddr == "":
+		return usagef("--beanstalk-addr is empty")
+	case o.maxJobSize < 1 || o.maxJobSize > queue.MaxJobSizeLimit:
+		return usagef("--max-job-size %d: want 1 to %d", o.maxJobSize, queue.MaxJobSizeLimit)
+	case o.maxJobs < 0:
+		return usagef("--max-jobs %d: want 0 (no cap) or more", o.maxJobs)
+	case o.maxConns < 0:
+		return usagef("--max-conns %d: want 0 (no cap) or more", o.maxConns)
+	case o.idleTimeout < 0:
+		return usagef("--idle-timeout %v: want 0 (never) or more", o.idleTimeout)
+	case o.shutdownTimeout <= 0:
+		return usagef("--shutdown-timeout %v: want more than 0", o.shutdownTimeout)
+	}
+	return nil
+}
+
+// serve runs the server until ctx ends (SIGINT, SIGTERM), then shuts it down.
+func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: o.level}))
+	redis.SetLogger(redisLogger{log})
+	// Before anything is logged, so that a SIGUSR1 sent once the server
+	// says it serves is never taken for a signal to terminate.
+	drain := make(chan os.Signal, 1)
+	if len(drainSignals) > 0 {
+		signal.Notify(drain, drainSignals...)
+		defer signal.Stop(drain)
+	}
+
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+	b, err := hourglass.Open(openCtx, o.store, &hourglass.Options{Fsync: o.fsync, MaxJobs: o.maxJobs, Logger: log})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("opening store %s: %w", redact(o.store), err)
+	}
+	q, err := queue.New(b.Queue, &queue.Options{MaxJobSize: o.maxJobSize})
+	if err != nil {
+		b.Close()
+		return err
+	}
+	defer func() {
+		q.Close()
+		if cerr := b.Close(); cerr != nil {
+			log.Error("closing the store", "err", cerr)
+			err = errors.Join(err, fmt.Errorf("closing the store: %w", cerr))
+		}
+	}()
+
+	bl, err := net.Listen("tcp", o.beanstalkAddr)
+	if err != nil {
+		return fmt.Errorf("--beanstalk-addr: %w", err)
+	}
+	var hl net.Listener
+	if o.httpAddr != "" {
+		if hl, err = net.Listen("tcp", o.httpAddr); err != nil {
+			bl.Close()
+			return fmt.Errorf("--http-addr: %w", err)
+		}
+	}
+
+	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout}
+	hs := &http.Server{
+		Handler:           healthHandler(b, log),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	attrs := []any{"store", b.Kind, "url", redact(o.store), "beanstalk_addr", bl.Addr().String()}
+	if hl != nil {
+		attrs = append(attrs, "http_addr", hl.Addr().String())
+	}
+	if b.Kind == "file" {
+		attrs = append(attrs, "fsync", o.fsync)
+	}
+	attrs = append(attrs, "max_job_size", o.maxJobSize, "max_jobs", o.maxJobs, "max_conns", o.maxConns, "pid", os.Getpid())
+	log.Info("hourglass serving", attrs...)
+	if o.fsyncSet && b.Kind != "file" {
+		log.Warn("--fsync is ignored: it applies to the embedded engine on disk", "store", b.Kind)
+	}
+	if o.maxJobsSet && o.maxJobs > 0 && b.Kind == "redis" {
+		log.Warn("--max-jobs is ignored on Redis: its maxmemory is the cap")
+	}
+	warnExposed(log, "beanstalk_addr", bl.Addr(), "the beanstalkd protocol has no authentication: anyone who can reach it can put, reserve and delete jobs")
+	if hl != nil {
+		warnExposed(log, "http_addr", hl.Addr(), "anyone who can reach it can query it")
+	}
+
+	var wg sync.WaitGroup
+	failed := make(chan error, 2)
+	wg.Go(func() {
+		if err := srv.Serve(bl); !errors.Is(err, beanstalk.ErrServerClosed) {
+			failed <- fmt.Errorf("serving the beanstalkd protocol: %w", err)
+		}
+	})
+	if hl != nil {
+		wg.Go(func() {
+			if err := hs.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+				failed <- fmt.Errorf("serving HTTP: %w", err)
+			}
+		})
+	}
+
+	var serveErr error
+wait:
+	for {
+		select {
+		case sig := <-drain:
+			srv.Drain()
+			log.Info("drain mode: refusing new jobs", "signal", sig.String())
+		case <-ctx.Done():
+			log.Info("shutting down", "cause", context.Cause(ctx).Error(), "timeout", o.shutdownTimeout)
+			break wait
+		case serveErr = <-failed:
+			log.Error("shutting down", "err", serveErr)
+			break wait
+		}
+	}
+	if c.stopSignals != nil {
+		c.stopSignals() // a second signal stops the process at once
+	}
+
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	var sdErr [2]error
+	var sd sync.WaitGroup
+	sd.Go(func() { sdErr[0] = srv.Shutdown(sctx) })
+	if hl != nil {
+		sd.Go(func() { sdErr[1] = hs.Shutdown(sctx) })
+	}
+	sd.Wait()
+	if errors.Is(sdErr[0], context.DeadlineExceeded) || errors.Is(sdErr[1], context.DeadlineExceeded) {
+		log.Warn("shutdown timeout passed: closed the connections still open", "timeout", o.shutdownTimeout)
+	}
+	if hl != nil && sdErr[1] != nil {
+		hs.Close()
+	}
+	wg.Wait()
+	log.Info("stopped")
+	return serveErr
+}
+
+// healthHandler serves GET /healthz: 200 "ok" when the store answers a
+// cheap call within healthTimeout, 503 otherwise.
+func healthHandler(b *hourglass.Backend, log *slog.Logger) http.Handler {
+	check := func(ctx context.Context) error {
+		if b.Redis != nil {
+			return b.Redis.Ping(ctx).Err()
+		}
+		_, err := b.Queue.Stats(ctx)
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+		defer cancel()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := check(ctx); err != nil {
+			log.Warn("health check failed", "err", err)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "store unavailable\n")
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+	return mux
+}
+
+// redisLogger sends go-redis's messages (failed dials and the like) to the
+// server's log.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, args ...any) {
+	l.log.WarnContext(ctx, fmt.Sprintf(format, args...))
+}
+
+// warnExposed logs a warning when a listener is not on a loopback address.
+func warnExposed(log *slog.Logger, key string, a net.Addr, why string) {
+	if ta, ok := a.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		return
+	}
+	log.Warn("listening on a non-loopback address; "+why, key, a.String())
+}
+
+// redact hides the password of a store URL: redis://user:secret@host
+// becomes redis://user:xxxxx@host.
+func redact(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndexByte(authority, '@')
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPass := strings.Cut(authority[:at], ":")
+	if !hasPass {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}

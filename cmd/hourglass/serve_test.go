@@ -1,0 +1,156 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/redistest"
+)
+
+// waitUntil runs the stats command until check accepts its output, for at
+// most 10 s: for what the server does after a client has gone.
+func waitUntil(t *testing.T, env []string, what string, check func(stats map[string]string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !check(kv(t, ok(t, env, "stats"))) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+	}
+}
+
+// A job put before SIGTERM is there after a restart on the same directory;
+// the shutdown ends a waiting reserve and exits 0.
+func TestShutdownAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := startServe(t, nil, "--store", dir)
+	if line := p.log.waitFor(t, "hourglass serving", time.Second); logValue(line, "store") != "file" || logValue(line, "fsync") != "always" {
+		t.Errorf("start line %q: want store=file fsync=always", line)
+	}
+	id := kv(t, ok(t, p.env, "put", "--tube", "durable", "--delay", "1h", "kept"))["id"]
+
+	// A reserve in flight when the signal comes.
+	var out bytes.Buffer
+	waiting := exec.Command(binary, "reserve", "--tube", "idle")
+	waiting.Env = append(baseEnv(), p.env...)
+	waiting.Stderr = &out
+	if err := waiting.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Process.Signal(syscall.SIGKILL)
+	waitUntil(t, p.env, "a reserve waiting", func(st map[string]string) bool { return st["current-waiting"] == "1" })
+
+	start := time.Now()
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM", code)
+	}
+	t.Logf("SIGTERM to exit: %v", time.Since(start))
+	p.log.waitFor(t, `msg="shutting down"`, 0)
+	p.log.waitFor(t, "msg=stopped", 0)
+
+	werr := make(chan error, 1)
+	go func() { werr <- waiting.Wait() }()
+	select {
+	case err := <-werr:
+		if ee, isExit := err.(*exec.ExitError); !isExit || ee.ExitCode() != 1 || !strings.Contains(out.String(), "closed the connection") {
+			t.Errorf("the waiting reserve ended with %v: %s", err, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting reserve did not end within 10 s of the server")
+	}
+
+	p = startServe(t, nil, "--store", "file://"+dir)
+	if body := ok(t, p.env, "peek", "--raw", id); body != "kept" {
+		t.Errorf("after restart, job %s has body %q, want kept", id, body)
+	}
+	if got := kv(t, ok(t, p.env, "stats", "--job", id)); got["state"] != "delayed" || got["tube"] != "durable" {
+		t.Errorf("after restart: %v", got)
+	}
+	p.signal(t, syscall.SIGINT)
+	if code := p.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("serve exited %d after SIGINT", code)
+	}
+}
+
+func TestStoreErrors(t *testing.T) {
+	expect(t, nil, 1, []string{"serve", "--store", "foo://bar"}, `hourglass serve: opening store foo://bar: hourglass: unsupported store URL: "foo://bar"`)
+	expect(t, []string{"HOURGLASS_STORE=foo://env"}, 1, []string{"serve"}, `unsupported store URL: "foo://env"`)
+
+	// A flag wins over its environment variable; --fsync does not apply to mem://.
+	p := startServe(t, []string{"HOURGLASS_STORE=foo://env", "HOURGLASS_FSYNC=no"}, "--store", "mem://")
+	p.log.waitFor(t, "--fsync is ignored", time.Second)
+
+	// An address in use.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	expect(t, nil, 1, []string{"serve", "--store", "mem://", "--beanstalk-addr", l.Addr().String()}, "--beanstalk-addr", "address already in use")
+}
+
+// SIGUSR1 puts the server in drain mode: puts are refused, the rest works.
+func TestDrain(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://")
+	ok(t, p.env, "put", "before")
+	p.signal(t, syscall.SIGUSR1)
+	p.log.waitFor(t, "drain mode", 10*time.Second)
+	expect(t, p.env, 1, []string{"put", "after"}, "hourglass put: the server is draining: it takes no new jobs (DRAINING)")
+	if got := kv(t, ok(t, p.env, "reserve", "--delete", "--timeout", "0"))["body"]; got != "before" {
+		t.Errorf("reserve while draining: body %q", got)
+	}
+	if got := decode(t, ok(t, p.env, "stats", "--json"))["draining"]; got != true {
+		t.Errorf("stats draining = %v", got)
+	}
+}
+
+func TestMaxJobsAndSize(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://", "--max-jobs", "1", "--max-job-size", "10")
+	ok(t, p.env, "put", "one")
+	expect(t, p.env, 1, []string{"put", "two"}, "full (OUT_OF_MEMORY)")
+	expect(t, p.env, 1, []string{"put", "0123456789x"}, "job too big: 11 bytes, the server takes at most 10 bytes")
+}
+
+// Two servers on one Redis share the jobs; the password stays out of the
+// log; /healthz fails once Redis is gone, and the server still stops cleanly.
+func TestRedis(t *testing.T) {
+	// Redis's default user has no password and so takes any: the URL's is
+	// there to be redacted.
+	rs := redistest.Standalone(t)
+	url := "redis://default:s3cret@" + rs.Addr + "/0"
+	a := startServe(t, nil, "--store", url)
+	b := startServe(t, nil, "--store", url)
+	if strings.Contains(a.log.String(), "s3cret") {
+		t.Errorf("the password is in the log:\n%s", a.log)
+	}
+	if line := a.log.waitFor(t, "hourglass serving", 0); logValue(line, "url") != "redis://default:xxxxx@"+rs.Addr+"/0" {
+		t.Errorf("start line %q: want the URL with its password redacted", line)
+	}
+
+	id := kv(t, ok(t, a.env, "put", "--tube", "shared", "hi"))["id"]
+	if got := kv(t, ok(t, b.env, "reserve", "--tube", "shared", "--timeout", "5s", "--delete")); got["id"] != id || got["body"] != "hi" {
+		t.Errorf("reserve through the second server: %v", got)
+	}
+	out := ok(t, nil, "bench", "--addr", a.addr+","+b.addr, "--conns", "4", "--jobs", "200", "--lateness-jobs", "10")
+	if !strings.Contains(out, a.addr+","+b.addr) || !strings.Contains(out, "lateness") {
+		t.Errorf("bench over two servers:\n%s", out)
+	}
+
+	rs.Stop()
+	if code, body := a.health(t); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz with Redis gone: %d %q, want 503", code, body)
+	}
+	a.signal(t, syscall.SIGTERM)
+	if code := a.wait(t, 30*time.Second); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM with Redis gone", code)
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/hourglass-io/hourglass/internal/beanstalkc"
+)
+
+var statsCommand = &command{
+	name:    "stats",
+	args:    "[flags]",
+	summary: "print the statistics of the server, of a tube (--tube) or of a job (--job)",
+	help: `Prints the server's stats document as it sends it, one "key: value" per
+line in its order, or as one JSON object (numbers and booleans as such).
+
+Examples:
+
+  hourglass stats
+  hourglass stats --tube emails
+  hourglass stats --job 42 --json
+  hourglass stats --json | jq '."current-jobs-ready"'
+`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+		var cf clientFlags
+		cf.define(fs)
+		tube := fs.String("tube", "", "show this `tube`'s statistics")
+		job := fs.String("job", "", "show the statistics of the job with this `ID`")
+		return func(ctx context.Context, c *cli, args []string) error {
+			if len(args) > 0 {
+				return usagef("stats takes no arguments, got %q", args)
+			}
+			if *tube != "" && *job != "" {
+				return usagef("give --tube or --job, not both")
+			}
+			var id uint64
+			if *job != "" {
+				var err error
+				if id, err = parseID(*job); err != nil {
+					return err
+				}
+			}
+			if *tube != "" {
+				if err := checkTube(*tube); err != nil {
+					return err
+				}
+			}
+			return c.stats(ctx, cf, *tube, id)
+		}
+	},
+}
+
+func (c *cli) stats(ctx context.Context, cf clientFlags, tube string, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	conn, err := dial(ctx, cf.addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var st beanstalkc.Stats
+	switch {
+	case id != 0:
+		st, err = conn.StatsJob(ctx, id)
+		if errors.Is(err, beanstalkc.ErrNotFound) {
+			return fmt.Errorf("job %d not found", id)
+		}
+	case tube != "":
+		st, err = conn.StatsTube(ctx, tube)
+		if errors.Is(err, beanstalkc.ErrNotFound) {
+			return fmt.Errorf("tube %s not found", tube)
+		}
+	default:
+		st, err = conn.Stats(ctx)
+	}
+	if err != nil {
+		return describe(err)
+	}
+	if cf.json {
+		return writeJSON(c.stdout, statsObject(st))
+	}
+	return writeKV(c.stdout, statsKV(st))
+}
