@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"net/http"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/beanstalkc"
 	"github.com/hourglass-io/hourglass/internal/redistest"
 )
 
@@ -152,5 +154,45 @@ func TestRedis(t *testing.T) {
 	a.signal(t, syscall.SIGTERM)
 	if code := a.wait(t, 30*time.Second); code != 0 {
 		t.Errorf("serve exited %d after SIGTERM with Redis gone", code)
+	}
+}
+
+// When a server sharing a Redis dies (SIGKILL: no chance to return its
+// jobs), the jobs reserved through it go back to ready once its session
+// lease lapses — seconds, not the jobs' hour-long TTR — and another server
+// hands them out.
+func TestKilledServersJobsReturn(t *testing.T) {
+	rs := redistest.Standalone(t)
+	url := "redis://" + rs.Addr + "/0"
+	a := startServe(t, nil, "--store", url)
+	b := startServe(t, nil, "--store", url)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	ca, err := beanstalkc.Dial(ctx, a.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ca.Close()
+	id, err := ca.Put(ctx, []byte("orphan"), 0, 0, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := ca.Reserve(ctx); err != nil || j.ID != id {
+		t.Fatalf("reserve through a: %v, %v", j, err)
+	}
+	a.kill()
+
+	cb, err := beanstalkc.Dial(ctx, b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	j, err := cb.ReserveWithTimeout(ctx, 30*time.Second)
+	if err != nil || j.ID != id {
+		t.Fatalf("reserve through b after a was killed: %v, %v; want job %d", j, err, id)
+	}
+	if !strings.Contains(b.log.String(), "returned the jobs of servers that stopped renewing their session") {
+		t.Errorf("b did not log returning a's jobs:\n%s", b.log)
 	}
 }
