@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/queue"
-	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -100,19 +98,7 @@ func BenchmarkReserveDelete(b *testing.B) {
 // 100 bytes costs (INFO memory used_memory delta, on a server of its own).
 func BenchmarkMemoryPerDelayedJob(b *testing.B) {
 	ctx := context.Background()
-	srv := redistest.Standalone(b)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
-	defer c.Close()
-	s, err := redisstore.New(ctx, c, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	q, err := queue.New(s, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Close()
+	_, c, q := ownServer(b, nil)
 	const n = 20000
 	before := usedMemory(b, c)
 	jobs := make([]queue.NewJob, 100)
@@ -148,19 +134,7 @@ func usedMemory(b *testing.B, c *redis.Client) int64 {
 // and each delete-and-reserve of a Worker costs, on a server of its own.
 func BenchmarkRedisCPU(b *testing.B) {
 	ctx := context.Background()
-	srv := redistest.Standalone(b)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
-	defer c.Close()
-	s, err := redisstore.New(ctx, c, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	q, err := queue.New(s, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Close()
+	_, c, q := ownServer(b, nil)
 	const n = 20000
 	c.ConfigResetStat(ctx)
 	for range n {

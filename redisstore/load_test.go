@@ -177,19 +177,7 @@ func TestDelayedDeliveryInRedisTime(t *testing.T) {
 // A Redis that is down gives errors, never "not found".
 func TestRedisDownIsAnError(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Standalone(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	defer c.Close()
-	s, err := redisstore.New(ctx, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	q, err := queue.New(s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	srv, _, q := ownServer(t, &redis.Options{MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	id, err := q.Put(ctx, "t", queue.NewJob{Body: []byte("x")})
 	if err != nil {
 		t.Fatal(err)

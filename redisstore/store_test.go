@@ -54,6 +54,31 @@ func clusterClient(t testing.TB) redis.UniversalClient {
 	return c
 }
 
+// ownServer starts a redis-server for this test alone and returns a client
+// of it and a Queue on it.
+func ownServer(t testing.TB, opts *redis.Options) (*redistest.Server, *redis.Client, *queue.Queue) {
+	t.Helper()
+	srv := redistest.Standalone(t)
+	o := redis.Options{MaxRetries: -1}
+	if opts != nil {
+		o = *opts
+	}
+	o.Addr = srv.Addr
+	c := redis.NewClient(&o)
+	t.Cleanup(func() { c.Close() })
+	s, err := redisstore.New(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return srv, c, q
+}
+
 // newStore returns a store under a prefix of its own on c.
 func newStore(t testing.TB, c redis.UniversalClient, opts *redisstore.Options) *redisstore.Store {
 	t.Helper()
