@@ -12,6 +12,7 @@ test: deps vet
 
 vet:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 build:
 	$(GO) build -o bin/hourglass ./cmd/hourglass

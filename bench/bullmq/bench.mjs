@@ -1,0 +1,247 @@
+// BullMQ side of the queue benchmark. `go run ./cmd/queuebench` runs it once
+// per workload and round against its own redis-server:
+//
+//   node bullmq/bench.mjs --host 127.0.0.1 --port N --workload put|putbulk|consume|lateness|memory [sizes]
+//
+// It prints one JSON object on stdout (the last line) and logs to stderr.
+import { Queue, Worker } from 'bullmq';
+import IORedis from 'ioredis';
+import { performance } from 'node:perf_hooks';
+
+const args = parseArgs(process.argv.slice(2), {
+  host: '127.0.0.1',
+  port: '',
+  workload: '',
+  jobs: '50000',
+  'delay-jobs': '20000',
+  'mem-jobs': '20000',
+  producers: '8',
+  concurrency: '8',
+  batch: '100',
+  body: '100',
+  'min-delay-ms': '500',
+  'max-delay-ms': '10000',
+  'timeout-ms': '120000',
+});
+const int = (k) => {
+  const v = Number.parseInt(args[k], 10);
+  if (!Number.isFinite(v)) throw new Error(`--${k}: not a number: ${args[k]}`);
+  return v;
+};
+
+const connection = { host: args.host, port: int('port'), maxRetriesPerRequest: null };
+const QUEUE = 'bench';
+const JOB = 'j';
+// Every job is removed when it completes (or fails): nothing is retained.
+const jobOpts = { removeOnComplete: true, removeOnFail: true };
+
+function parseArgs(argv, defaults) {
+  const out = { ...defaults };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
+    const k = a.slice(2);
+    if (!(k in defaults)) throw new Error(`unknown flag ${a}`);
+    out[k] = argv[++i];
+  }
+  return out;
+}
+
+// Wall-clock time in ms with sub-ms precision.
+const clockOffset = Date.now() - (performance.timeOrigin + performance.now());
+const nowMs = () => performance.timeOrigin + performance.now() + clockOffset;
+const nowNs = () => BigInt(Math.round(nowMs() * 1e6));
+
+const pad = (s, n) => (s.length >= n ? s : s + 'x'.repeat(n - s.length));
+const body = () => pad('', int('body'));
+
+// checkWaiting fails unless the queue holds exactly n waiting jobs.
+async function checkWaiting(queue, n) {
+  const c = await queue.getJobCounts('wait');
+  if (c.wait !== n) throw new Error(`queue holds ${c.wait} waiting jobs, want ${n}`);
+}
+
+// parallel runs fn(i) for i in [0, n) on `workers` async loops.
+async function parallel(workers, n, fn) {
+  let next = 0;
+  const loop = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= n) return;
+      await fn(i);
+    }
+  };
+  await Promise.all(Array.from({ length: workers }, loop));
+}
+
+// Same delays as the Go side: uniform over [lo, hi], shuffled with the same LCG.
+function delays(n, lo, hi) {
+  const d = new Array(n);
+  for (let i = 0; i < n; i++) d[i] = n === 1 ? lo : lo + Math.trunc(((hi - lo) * i) / (n - 1));
+  const M = (1n << 64n) - 1n;
+  let s = 12345n;
+  for (let i = n - 1; i > 0; i--) {
+    s = (s * 6364136223846793005n + 1442695040888963407n) & M;
+    const j = Number((s >> 33n) % BigInt(i + 1));
+    [d[i], d[j]] = [d[j], d[i]];
+  }
+  return d;
+}
+
+function counter(n) {
+  let got = 0;
+  let resolve;
+  const done = new Promise((r) => (resolve = r));
+  return { inc: () => { if (++got === n) resolve(); }, done, got: () => got };
+}
+
+async function waitEmpty(queue) {
+  for (;;) {
+    const c = await queue.getJobCounts('wait', 'active', 'prioritized', 'delayed', 'paused');
+    if (c.wait + c.active + c.prioritized + c.delayed + c.paused === 0) return;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+async function usedMemory(redis) {
+  const info = await redis.info('memory');
+  const m = /^used_memory:(\d+)/m.exec(info);
+  return Number(m[1]);
+}
+
+function percentile(sorted, p) {
+  const k = Math.min(Math.max(Math.ceil((p / 100) * sorted.length) - 1, 0), sorted.length - 1);
+  return sorted[k];
+}
+
+function newWorker(processor) {
+  const w = new Worker(QUEUE, processor, {
+    connection,
+    concurrency: int('concurrency'),
+    autorun: false,
+    removeOnComplete: { count: 0 },
+    removeOnFail: { count: 0 },
+  });
+  w.on('error', (err) => console.error('worker error:', err));
+  return w;
+}
+
+async function putOnePerCall(queue, n) {
+  const data = body();
+  await queue.add(JOB, data, jobOpts); // warm-up: scripts loaded
+  const t0 = performance.now();
+  await parallel(int('producers'), n, () => queue.add(JOB, data, jobOpts));
+  return (performance.now() - t0) / 1000;
+}
+
+async function putBulk(queue, n, batch, opts = jobOpts, workers = int('producers')) {
+  const data = body();
+  const calls = Math.ceil(n / batch);
+  const t0 = performance.now();
+  await parallel(workers, calls, (c) => {
+    const m = Math.min(batch, n - c * batch);
+    return queue.addBulk(Array.from({ length: m }, () => ({ name: JOB, data, opts })));
+  });
+  return (performance.now() - t0) / 1000;
+}
+
+const workloads = {
+  async put(queue) {
+    const n = int('jobs');
+    const s = await putOnePerCall(queue, n);
+    await checkWaiting(queue, n + 1);
+    return { jobs: n, seconds: s, per_sec: n / s };
+  },
+
+  async putbulk(queue) {
+    const n = int('jobs');
+    await queue.add(JOB, body(), jobOpts); // warm-up
+    const s = await putBulk(queue, n, int('batch'));
+    await checkWaiting(queue, n + 1);
+    return { jobs: n, seconds: s, per_sec: n / s };
+  },
+
+  async consume(queue) {
+    const n = int('jobs');
+    await putBulk(queue, n, 1000, jobOpts, 4); // pre-fill, not timed
+    const cnt = counter(n);
+    const worker = newWorker(async () => { cnt.inc(); });
+    await worker.waitUntilReady();
+    const t0 = performance.now();
+    const running = worker.run();
+    await cnt.done;
+    await waitEmpty(queue);
+    const s = (performance.now() - t0) / 1000;
+    await worker.close();
+    await running;
+    return { jobs: n, seconds: s, per_sec: n / s };
+  },
+
+  async lateness(queue) {
+    const n = int('delay-jobs');
+    const late = new Float64Array(n);
+    const cnt = counter(n);
+    let k = 0;
+    const worker = newWorker(async (job) => {
+      const at = nowNs();
+      const due = BigInt(job.data.slice(0, job.data.indexOf(':')));
+      late[k++] = Number(at - due) / 1e6;
+      cnt.inc();
+    });
+    await worker.waitUntilReady();
+    const running = worker.run();
+    const ds = delays(n, int('min-delay-ms'), int('max-delay-ms'));
+    await parallel(int('producers'), n, (i) => {
+      const due = nowNs() + BigInt(ds[i]) * 1000000n;
+      return queue.add(JOB, pad(due.toString() + ':', int('body')), { ...jobOpts, delay: ds[i] });
+    });
+    await cnt.done;
+    await worker.close();
+    await running;
+    const s = Array.from(late).sort((a, b) => a - b);
+    return { jobs: n, p50_ms: percentile(s, 50), p99_ms: percentile(s, 99), max_ms: s[s.length - 1] };
+  },
+
+  async memory(queue) {
+    const n = int('mem-jobs');
+    const opts = { ...jobOpts, delay: 3600 * 1000 };
+    const admin = new IORedis(connection);
+    try {
+      await queue.add(JOB, body(), opts); // warm-up: queue meta, scripts loaded
+      const before = await usedMemory(admin);
+      await putBulk(queue, n, int('batch'), opts);
+      const after = await usedMemory(admin);
+      return { jobs: n, before, after, bytes_per_job: (after - before) / n };
+    } finally {
+      admin.disconnect();
+    }
+  },
+};
+
+async function main() {
+  const run = workloads[args.workload];
+  if (!run) throw new Error(`unknown --workload ${args.workload}`);
+  const queue = new Queue(QUEUE, { connection });
+  queue.on('error', (err) => console.error('queue error:', err));
+  await queue.waitUntilReady();
+  const timer = setTimeout(() => {
+    console.log(JSON.stringify({ workload: args.workload, error: `timed out after ${args['timeout-ms']} ms` }));
+    process.exit(2);
+  }, int('timeout-ms'));
+  try {
+    const r = await run(queue);
+    console.log(JSON.stringify({ workload: args.workload, ...r }));
+  } finally {
+    clearTimeout(timer);
+    await queue.close();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    console.log(JSON.stringify({ workload: args.workload, error: String(err && err.stack ? err.message : err) }));
+    process.exit(1);
+  },
+);

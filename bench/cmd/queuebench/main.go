@@ -1,0 +1,845 @@
+// Command queuebench compares hourglass (redisstore), asynq and BullMQ on
+// one fresh redis-server that it starts itself, alternating the systems over
+// several rounds, and prints the medians and the raw figures.
+//
+//	cd bench && go run ./cmd/queuebench [-quick] [-rounds 3] [-json out.json]
+//
+// See bench/README.md for what each workload measures.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+type config struct {
+	jobs, delayJobs, memJobs int
+	producers, concurrency   int
+	batch, body              int
+	minDelay, maxDelay       time.Duration
+	rounds                   int
+	timeout                  time.Duration
+	systems                  []string
+	workloads                []string
+	partitions               []int
+	clusterMasters           int
+	asynqPoll                time.Duration
+	node, bullScript         string
+	redisServer, redisCLI    string
+	maxOtherLoad             float64
+	waitIdle                 time.Duration
+	retries                  int
+	jsonOut                  string
+	cpuProfile               string
+	verbose                  bool
+}
+
+// env is what a workload runs against.
+type env struct {
+	cfg     *config
+	addr    string        // standalone server
+	admin   *redis.Client // FLUSHALL and INFO on addr
+	cluster []string      // when set, hourglass runs on this cluster instead
+	flush   func(context.Context) error
+}
+
+// system is one queue implementation. A method returns errUnsupported
+// when the system has no API for the workload.
+type system interface {
+	Name() string
+	Put(ctx context.Context, e *env) (float64, error)
+	PutBatch(ctx context.Context, e *env) (float64, error)
+	Consume(ctx context.Context, e *env) (float64, error)
+	Lateness(ctx context.Context, e *env) (latencyStats, error)
+	Memory(ctx context.Context, e *env) (float64, error)
+}
+
+var allSystems = map[string]system{"hourglass": hourglass{}, "asynq": asynqSys{}, "bullmq": bullmq{}}
+
+var systemOrder = []string{"hourglass", "asynq", "bullmq"}
+
+var workloadOrder = []string{"put", "consume", "lateness", "memory", "cluster"}
+
+func main() { os.Exit(realMain()) }
+
+func realMain() int {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "queuebench:", err)
+		return 2
+	}
+	defsCache = metricDefs(cfg)
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "queuebench:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep := &report{
+		Date:    time.Now().UTC().Format(time.RFC3339),
+		Command: "go run ./cmd/queuebench " + strings.Join(os.Args[1:], " "),
+		Machine: machine(),
+		Config:  cfg.summary(),
+
+		maxOtherLoad: cfg.maxOtherLoad,
+	}
+	rep.Machine["loadavg_start"] = loadavg()
+	if l1, _, _ := strings.Cut(rep.Machine["loadavg_start"], " "); parseFloat(l1) >= 1 {
+		logf("warning: load average %s: other work on this machine will skew the figures", rep.Machine["loadavg_start"])
+	}
+	err = run(ctx, cfg, rep)
+	rep.Machine["loadavg_end"] = loadavg()
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	rep.computeTargets()
+	rep.print(os.Stdout)
+	if cfg.jsonOut != "" {
+		if werr := rep.writeJSON(cfg.jsonOut); werr != nil {
+			fmt.Fprintln(os.Stderr, "queuebench:", werr)
+			return 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "queuebench: aborted:", err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("queuebench", flag.ContinueOnError)
+	c := &config{}
+	var systems, workloads, parts string
+	quick := fs.Bool("quick", false, "scaled-down run: 5000 jobs, 2000 delayed jobs over 0.5-3 s, 5000 jobs for memory, 1 round (explicit flags win)")
+	fs.IntVar(&c.jobs, "jobs", 50000, "jobs of the put and consume workloads")
+	fs.IntVar(&c.delayJobs, "delay-jobs", 20000, "jobs of the lateness workload")
+	fs.IntVar(&c.memJobs, "mem-jobs", 20000, "delayed jobs of the memory workload")
+	fs.IntVar(&c.producers, "producers", 8, "concurrent producers")
+	fs.IntVar(&c.concurrency, "concurrency", 8, "concurrent consumers")
+	fs.IntVar(&c.batch, "batch", 100, "jobs per call of the batch puts (PutMany, addBulk)")
+	fs.IntVar(&c.body, "body", 100, "body size in bytes")
+	fs.DurationVar(&c.minDelay, "min-delay", 500*time.Millisecond, "shortest delay of the lateness workload")
+	fs.DurationVar(&c.maxDelay, "max-delay", 10*time.Second, "longest delay of the lateness workload")
+	fs.IntVar(&c.rounds, "rounds", 3, "rounds; each runs every workload on every system, in a rotating order")
+	fs.DurationVar(&c.timeout, "timeout", 120*time.Second, "a single workload run that takes longer aborts the benchmark")
+	fs.StringVar(&systems, "systems", strings.Join(systemOrder, ","), "systems to run")
+	fs.StringVar(&workloads, "workloads", strings.Join(workloadOrder, ","), "workloads to run (cluster is hourglass only)")
+	fs.StringVar(&parts, "partitions", "1,3", "partition counts K of the cluster workload")
+	fs.IntVar(&c.clusterMasters, "cluster-masters", 3, "masters of the cluster workload")
+	fs.DurationVar(&c.asynqPoll, "asynq-poll", 0, "asynq TaskCheckInterval and DelayedTaskCheckInterval (0: asynq's defaults, 1 s and 5 s)")
+	fs.Float64Var(&c.maxOtherLoad, "max-other-load", 0.2, "CPU, in cores, that other programs may use during a run before it counts as disturbed")
+	fs.DurationVar(&c.waitIdle, "wait-idle", 30*time.Second, "before each run, wait up to this long for other programs to go quiet (0: do not wait)")
+	fs.IntVar(&c.retries, "retries", 2, "run a disturbed run again up to this many times, keeping the least disturbed one")
+	fs.StringVar(&c.node, "node", "node", "node binary")
+	fs.StringVar(&c.bullScript, "bullmq", "bullmq/bench.mjs", "the BullMQ script (run npm install in its directory first)")
+	fs.StringVar(&c.redisServer, "redis-server", "redis-server", "redis-server binary")
+	fs.StringVar(&c.redisCLI, "redis-cli", "redis-cli", "redis-cli binary (for the cluster)")
+	fs.StringVar(&c.jsonOut, "json", "", "write the results as JSON to this file")
+	fs.BoolVar(&c.verbose, "v", false, "pass on the stderr of node")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the Go clients: hourglass, asynq) to this file")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		def := func(name string, apply func()) {
+			if !set[name] {
+				apply()
+			}
+		}
+		def("jobs", func() { c.jobs = 5000 })
+		def("delay-jobs", func() { c.delayJobs = 2000 })
+		def("mem-jobs", func() { c.memJobs = 5000 })
+		def("max-delay", func() { c.maxDelay = 3 * time.Second })
+		def("rounds", func() { c.rounds = 1 })
+	}
+	for _, s := range splitList(systems) {
+		if allSystems[s] == nil {
+			return nil, fmt.Errorf("-systems: unknown system %q", s)
+		}
+		c.systems = append(c.systems, s)
+	}
+	for _, w := range splitList(workloads) {
+		if !slices.Contains(workloadOrder, w) {
+			return nil, fmt.Errorf("-workloads: unknown workload %q (have %s)", w, strings.Join(workloadOrder, ","))
+		}
+		c.workloads = append(c.workloads, w)
+	}
+	for _, p := range splitList(parts) {
+		var k int
+		if _, err := fmt.Sscan(p, &k); err != nil || k < 1 || k > 256 {
+			return nil, fmt.Errorf("-partitions: bad count %q", p)
+		}
+		c.partitions = append(c.partitions, k)
+	}
+	switch {
+	case c.jobs < 1 || c.delayJobs < 1 || c.memJobs < 1 || c.producers < 1 || c.concurrency < 1 || c.rounds < 1:
+		return nil, errors.New("-jobs, -delay-jobs, -mem-jobs, -producers, -concurrency and -rounds must be at least 1")
+	case c.batch < 1 || c.batch > 1000:
+		return nil, errors.New("-batch must be 1 to 1000")
+	case c.body < 8:
+		return nil, errors.New("-body must be at least 8 (the lateness workload stores the due time in it)")
+	case c.minDelay < time.Millisecond || c.maxDelay < c.minDelay:
+		return nil, errors.New("want 1ms <= -min-delay <= -max-delay")
+	case c.retries < 0 || c.maxOtherLoad < 0:
+		return nil, errors.New("-retries and -max-other-load must not be negative")
+	case c.clusterMasters < 3:
+		return nil, errors.New("-cluster-masters must be at least 3")
+	}
+	return c, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (c *config) has(workload string) bool { return slices.Contains(c.workloads, workload) }
+
+func (c *config) summary() map[string]any {
+	return map[string]any{
+		"jobs": c.jobs, "delay_jobs": c.delayJobs, "mem_jobs": c.memJobs,
+		"producers": c.producers, "concurrency": c.concurrency, "batch": c.batch, "body": c.body,
+		"min_delay_ms": c.minDelay.Milliseconds(), "max_delay_ms": c.maxDelay.Milliseconds(),
+		"rounds": c.rounds, "timeout_s": c.timeout.Seconds(), "systems": c.systems, "workloads": c.workloads,
+		"partitions": c.partitions, "cluster_masters": c.clusterMasters, "asynq_poll_ms": c.asynqPoll.Milliseconds(),
+		"max_other_load": c.maxOtherLoad, "wait_idle_s": c.waitIdle.Seconds(), "retries": c.retries,
+	}
+}
+
+// preflight checks the tools the selected runs need.
+func preflight(cfg *config, rep *report) error {
+	if _, err := exec.LookPath(cfg.redisServer); err != nil {
+		return fmt.Errorf("%s not found (apt-get install redis-server): %w", cfg.redisServer, err)
+	}
+	if out, err := exec.Command(cfg.redisServer, "--version").Output(); err == nil {
+		rep.Machine["redis_server"] = strings.TrimSpace(string(out))
+	}
+	if cfg.has("cluster") {
+		if _, err := exec.LookPath(cfg.redisCLI); err != nil {
+			return fmt.Errorf("%s not found (apt-get install redis-tools): %w", cfg.redisCLI, err)
+		}
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/hibiken/asynq" || d.Path == "github.com/redis/go-redis/v9" {
+				rep.Machine[d.Path] = d.Version
+			}
+		}
+	}
+	if slices.Contains(cfg.systems, "bullmq") && hasStandalone(cfg) {
+		v, err := nodeVersion(cfg.node)
+		if err != nil {
+			return fmt.Errorf("%s --version: %w (install Node.js 20 or later, or leave bullmq out of -systems)", cfg.node, err)
+		}
+		rep.Machine["node"] = v
+		pkg := filepath.Join(filepath.Dir(cfg.bullScript), "node_modules", "bullmq", "package.json")
+		data, err := os.ReadFile(pkg)
+		if err != nil {
+			return fmt.Errorf("BullMQ is not installed next to %s: run `npm install` in %s (%w)", cfg.bullScript, filepath.Dir(cfg.bullScript), err)
+		}
+		var p struct{ Version string }
+		if json.Unmarshal(data, &p) == nil {
+			rep.Machine["bullmq"] = p.Version
+		}
+	}
+	return nil
+}
+
+func hasStandalone(cfg *config) bool {
+	for _, w := range cfg.workloads {
+		if w != "cluster" {
+			return true
+		}
+	}
+	return false
+}
+
+func run(ctx context.Context, cfg *config, rep *report) error {
+	if err := preflight(cfg, rep); err != nil {
+		return err
+	}
+	if hasStandalone(cfg) {
+		if err := runStandalone(ctx, cfg, rep); err != nil {
+			return err
+		}
+	}
+	if cfg.has("cluster") {
+		return runCluster(ctx, cfg, rep)
+	}
+	return nil
+}
+
+func runStandalone(ctx context.Context, cfg *config, rep *report) error {
+	srv, err := startRedis(cfg.redisServer, false)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	defer admin.Close()
+	e := &env{cfg: cfg, addr: srv.Addr, admin: admin, flush: func(ctx context.Context) error { return admin.FlushAll(ctx).Err() }}
+	logf("redis-server pid %d on %s", srv.cmd.Process.Pid, srv.Addr)
+
+	for r := 0; r < cfg.rounds; r++ {
+		order := rotate(cfg.systems, r)
+		for _, w := range cfg.workloads {
+			for _, name := range order {
+				s := allSystems[name]
+				var err error
+				switch w {
+				case "put":
+					err = measure(ctx, e, rep, r, "put", name, s.Put)
+					if err == nil {
+						err = measure(ctx, e, rep, r, "put_batch", name, s.PutBatch)
+					}
+				case "consume":
+					err = measure(ctx, e, rep, r, "consume", name, s.Consume)
+				case "lateness":
+					err = measureLateness(ctx, e, rep, r, name, s.Lateness)
+				case "memory":
+					err = measure(ctx, e, rep, r, "bytes_per_delayed_job", name, s.Memory)
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// rotate returns xs rotated left by r: round r starts with a different system.
+func rotate(xs []string, r int) []string {
+	out := make([]string, len(xs))
+	for i := range xs {
+		out[i] = xs[(i+r)%len(xs)]
+	}
+	return out
+}
+
+// measure runs one workload on one system and records its figure.
+func measure(ctx context.Context, e *env, rep *report, round int, metric, sys string, fn func(context.Context, *env) (float64, error)) error {
+	return runWith(ctx, e, rep, round, metric, sys, func(ctx context.Context) (string, []measurement, error) {
+		v, err := fn(ctx, e)
+		if err != nil {
+			return "", nil, err
+		}
+		return fmt.Sprintf("%.0f %s", v, metricByID(metric).unit), []measurement{{metric, v}}, nil
+	})
+}
+
+func measureLateness(ctx context.Context, e *env, rep *report, round int, sys string, fn func(context.Context, *env) (latencyStats, error)) error {
+	return runWith(ctx, e, rep, round, "lateness", sys, func(ctx context.Context) (string, []measurement, error) {
+		l, err := fn(ctx, e)
+		if err != nil {
+			return "", nil, err
+		}
+		return fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, max %.1f ms", l.P50, l.P99, l.Max),
+			[]measurement{{"lateness_p50", l.P50}, {"lateness_p99", l.P99}, {"lateness_max", l.Max}}, nil
+	})
+}
+
+// measurement is one figure of one run.
+type measurement struct {
+	metric string
+	value  float64
+}
+
+// runWith runs fn (one workload on one system) and records its figures.
+// Other programs on the machine skew them, so it first waits (up to
+// -wait-idle) for them to go quiet, and runs again (up to -retries times)
+// when they used more than -max-other-load cores during the run, keeping the
+// run they disturbed least.
+func runWith(ctx context.Context, e *env, rep *report, round int, what, sys string, fn func(context.Context) (string, []measurement, error)) error {
+	cfg := e.cfg
+	var best *attempt
+	for try := 0; ; try++ {
+		waitIdle(ctx, cfg)
+		a, err := runOnce(ctx, e, round, what, sys, fn)
+		if errors.Is(err, errUnsupported) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if best == nil || a.load < best.load {
+			best = &a
+		}
+		if !(a.load > cfg.maxOtherLoad) || try >= cfg.retries {
+			break
+		}
+		logf("round %d/%d  %-22s %-10s %s  (other programs used %.2f cores: running it again)", round+1, cfg.rounds, what, sys, a.msg, a.load)
+	}
+	for _, m := range best.ms {
+		rep.add(m.metric, sys, round, m.value, best.load)
+	}
+	rep.Runs++
+	if best.load > cfg.maxOtherLoad {
+		rep.Disturbed++
+	}
+	logf("round %d/%d  %-22s %-10s %s  (%.1f s, other programs %.2f cores)", round+1, cfg.rounds, what, sys, best.msg, best.secs, best.load)
+	return nil
+}
+
+// attempt is the outcome of one run.
+type attempt struct {
+	msg  string
+	ms   []measurement
+	secs float64
+	load float64 // cores used by other programs meanwhile
+}
+
+// runOnce flushes the server and runs fn under cfg.timeout.
+func runOnce(ctx context.Context, e *env, round int, what, sys string, fn func(context.Context) (string, []measurement, error)) (attempt, error) {
+	cfg := e.cfg
+	if err := e.flush(ctx); err != nil {
+		return attempt{}, fmt.Errorf("FLUSHALL: %w", err)
+	}
+	rctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, fmt.Errorf("%s on %s took longer than %v", what, sys, cfg.timeout))
+	defer cancel()
+	// A run that ignores its context past the timeout ends the program.
+	watchdog := time.AfterFunc(cfg.timeout+30*time.Second, func() {
+		logf("round %d, %s, %s: still running %v after its timeout; exiting", round+1, what, sys, 30*time.Second)
+		stopAllServers()
+		os.Exit(1)
+	})
+	defer watchdog.Stop()
+	before := sampleCPU()
+	msg, ms, err := fn(rctx)
+	after := sampleCPU()
+	if err != nil {
+		if cause := context.Cause(rctx); cause != nil && !strings.Contains(err.Error(), cause.Error()) {
+			err = fmt.Errorf("%w (%v)", cause, err)
+		}
+		if errors.Is(err, errUnsupported) {
+			return attempt{}, err
+		}
+		return attempt{}, fmt.Errorf("round %d, %s, %s: %w", round+1, what, sys, err)
+	}
+	return attempt{msg: msg, ms: ms, secs: after.at.Sub(before.at).Seconds(), load: otherLoad(before, after)}, nil
+}
+
+// waitIdle waits, up to cfg.waitIdle, for a half second in which other
+// programs use at most cfg.maxOtherLoad cores.
+func waitIdle(ctx context.Context, cfg *config) {
+	if cfg.waitIdle <= 0 {
+		return
+	}
+	deadline := time.Now().Add(cfg.waitIdle)
+	for ctx.Err() == nil {
+		a := sampleCPU()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		load := otherLoad(a, sampleCPU())
+		if !(load > cfg.maxOtherLoad) {
+			return
+		}
+		if time.Now().After(deadline) {
+			logf("other programs still use %.2f cores after waiting %v; going on", load, cfg.waitIdle)
+			return
+		}
+	}
+}
+
+func runCluster(ctx context.Context, cfg *config, rep *report) error {
+	logf("starting a %d-master cluster", cfg.clusterMasters)
+	cl, err := startCluster(cfg.redisServer, cfg.redisCLI, cfg.clusterMasters)
+	if err != nil {
+		return err
+	}
+	defer cl.stop()
+	var admins []*redis.Client
+	for _, a := range cl.addrs() {
+		c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+		defer c.Close()
+		admins = append(admins, c)
+	}
+	e := &env{cfg: cfg, cluster: cl.addrs(), admin: admins[0], flush: func(ctx context.Context) error {
+		for _, c := range admins {
+			if err := c.FlushAll(ctx).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	hg := hourglass{}
+	for r := 0; r < cfg.rounds; r++ {
+		for i := range cfg.partitions {
+			k := cfg.partitions[(i+r)%len(cfg.partitions)]
+			put := func(ctx context.Context, e *env) (float64, error) { return hg.ClusterPut(ctx, e, k) }
+			con := func(ctx context.Context, e *env) (float64, error) { return hg.ClusterConsume(ctx, e, k) }
+			if err := measure(ctx, e, rep, r, fmt.Sprintf("cluster_put_k%d", k), "hourglass", put); err != nil {
+				return err
+			}
+			if err := measure(ctx, e, rep, r, fmt.Sprintf("cluster_consume_k%d", k), "hourglass", con); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// machine describes where the benchmark ran.
+func machine() map[string]string {
+	m := map[string]string{
+		"cpus": fmt.Sprint(runtime.NumCPU()), "goos": runtime.GOOS, "goarch": runtime.GOARCH, "go": runtime.Version(),
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m["cpu"] = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		line, _, _ := strings.Cut(string(data), "\n")
+		m["memory"] = strings.Join(strings.Fields(strings.TrimPrefix(line, "MemTotal:")), " ")
+	}
+	return m
+}
+
+// loadavg returns the 1, 5 and 15 minute load averages: other work on the
+// machine skews every figure, so the report keeps them.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func parseFloat(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+// metricDef describes a row of the table.
+type metricDef struct {
+	id, title, unit string
+	higherBetter    bool
+	api             map[string]string
+}
+
+func metricDefs(cfg *config) []metricDef {
+	defs := []metricDef{
+		{"put", "put/s, 1 job per call", "jobs/s", true, map[string]string{"hourglass": "Queue.Put", "asynq": "Client.Enqueue", "bullmq": "Queue.add"}},
+		{"put_batch", fmt.Sprintf("put/s, batches of %d", cfg.batch), "jobs/s", true, map[string]string{"hourglass": "Queue.PutMany", "bullmq": "Queue.addBulk"}},
+		{"consume", "consume/s", "jobs/s", true, map[string]string{"hourglass": "queue.Worker", "asynq": "asynq.Server", "bullmq": "Worker"}},
+		{"lateness_p50", "delay lateness p50", "ms", false, nil},
+		{"lateness_p99", "delay lateness p99", "ms", false, nil},
+		{"lateness_max", "delay lateness max", "ms", false, nil},
+		{"bytes_per_delayed_job", "bytes per delayed job", "B", false, nil},
+	}
+	for _, what := range []string{"put", "consume"} {
+		for _, k := range cfg.partitions {
+			title := fmt.Sprintf("cluster %s/s, K=%d", what, k)
+			if what == "put" {
+				title = fmt.Sprintf("cluster put/s (Put), K=%d", k)
+			}
+			defs = append(defs, metricDef{fmt.Sprintf("cluster_%s_k%d", what, k), title, "jobs/s", true, nil})
+		}
+	}
+	return defs
+}
+
+var defsCache []metricDef
+
+func metricByID(id string) metricDef {
+	for _, d := range defsCache {
+		if d.id == id {
+			return d
+		}
+	}
+	return metricDef{id: id, title: id}
+}
+
+// series is the figures of one metric and system over the rounds.
+type series struct {
+	Metric string    `json:"metric"`
+	Title  string    `json:"title"`
+	Unit   string    `json:"unit"`
+	System string    `json:"system"`
+	API    string    `json:"api,omitempty"`
+	Rounds []float64 `json:"rounds"`
+	Median float64   `json:"median"`
+	// OtherLoad is, per round, the CPU (in cores) that programs other
+	// than queuebench, its redis-servers and node used during the run.
+	OtherLoad []float64 `json:"other_load_cores"`
+	// MedianOf is how many rounds the median is taken over: the
+	// undisturbed ones, or all when every round was disturbed.
+	MedianOf int `json:"median_of_rounds"`
+}
+
+type target struct {
+	Check string  `json:"check"`
+	Value float64 `json:"value"`
+	Want  string  `json:"want"`
+	Met   bool    `json:"met"`
+}
+
+type report struct {
+	Date    string            `json:"date"`
+	Command string            `json:"command"`
+	Machine map[string]string `json:"machine"`
+	Config  map[string]any    `json:"config"`
+	Results []*series         `json:"results"`
+	Targets []target          `json:"targets"`
+	// Runs counts the workload runs recorded; Disturbed those during
+	// which other programs used more than -max-other-load cores.
+	Runs      int `json:"runs"`
+	Disturbed int `json:"disturbed_runs"`
+
+	maxOtherLoad float64
+	Error        string `json:"error,omitempty"`
+}
+
+func (r *report) get(metric, sys string) *series {
+	for _, s := range r.Results {
+		if s.Metric == metric && s.System == sys {
+			return s
+		}
+	}
+	return nil
+}
+
+func (r *report) add(metric, sys string, round int, v, load float64) {
+	s := r.get(metric, sys)
+	if s == nil {
+		d := metricByID(metric)
+		s = &series{Metric: metric, Title: d.title, Unit: d.unit, System: sys, API: d.api[sys]}
+		r.Results = append(r.Results, s)
+	}
+	for len(s.Rounds) <= round {
+		s.Rounds = append(s.Rounds, math.NaN())
+		s.OtherLoad = append(s.OtherLoad, math.NaN())
+	}
+	s.Rounds[round], s.OtherLoad[round] = v, load
+	// The median of the undisturbed rounds, or of all when every round
+	// was disturbed.
+	var all, quiet []float64
+	for i, x := range s.Rounds {
+		if math.IsNaN(x) {
+			continue
+		}
+		all = append(all, x)
+		if !(s.OtherLoad[i] > r.maxOtherLoad) {
+			quiet = append(quiet, x)
+		}
+	}
+	if len(quiet) > 0 {
+		s.Median, s.MedianOf = median(quiet), len(quiet)
+	} else {
+		s.Median, s.MedianOf = median(all), len(all)
+	}
+}
+
+func (r *report) med(metric, sys string) (float64, bool) {
+	s := r.get(metric, sys)
+	if s == nil || math.IsNaN(s.Median) {
+		return 0, false
+	}
+	return s.Median, true
+}
+
+// computeTargets checks hourglass's goals against the medians.
+func (r *report) computeTargets() {
+	ratio := func(check, a, sa, b, sb string, want float64) {
+		x, ok1 := r.med(a, sa)
+		y, ok2 := r.med(b, sb)
+		if ok1 && ok2 && y > 0 {
+			v := x / y
+			r.Targets = append(r.Targets, target{check, v, fmt.Sprintf(">= %.1fx", want), v >= want})
+		}
+	}
+	ratio("consume/s hourglass / asynq", "consume", "hourglass", "consume", "asynq", 3)
+	ratio("consume/s hourglass / bullmq", "consume", "hourglass", "consume", "bullmq", 2)
+	ratio("put/s hourglass Put / asynq Enqueue", "put", "hourglass", "put", "asynq", 1.2)
+	ratio("put/s hourglass PutMany / asynq Enqueue", "put_batch", "hourglass", "put", "asynq", 3)
+	if v, ok := r.med("lateness_p99", "hourglass"); ok {
+		r.Targets = append(r.Targets, target{"lateness p99 hourglass (ms)", v, "<= 5 ms", v <= 5})
+	}
+	if x, ok := r.med("bytes_per_delayed_job", "hourglass"); ok {
+		if y, ok := r.med("bytes_per_delayed_job", "asynq"); ok && y > 0 {
+			r.Targets = append(r.Targets, target{"bytes/delayed job hourglass / asynq", x / y, "<= 0.5x", x/y <= 0.5})
+		}
+	}
+}
+
+func fmtVal(v float64, unit string) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case unit == "ms":
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
+}
+
+func (r *report) print(out io.Writer) {
+	var systems []string
+	for _, s := range systemOrder {
+		for _, x := range r.Results {
+			if x.System == s {
+				systems = append(systems, s)
+				break
+			}
+		}
+	}
+	fmt.Fprintf(out, "\nqueuebench %s\n%s\n", r.Date, r.Command)
+	keys := make([]string, 0, len(r.Machine))
+	for k := range r.Machine {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(out, "  %s: %s\n", k, r.Machine[k])
+	}
+	fmt.Fprintf(out, "\nMedians over %v rounds (over the undisturbed rounds only, where there are any; see the raw figures)\n\n", r.Config["rounds"])
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "metric\tunit\t")
+	for _, s := range systems {
+		fmt.Fprintf(tw, "%s\t", s)
+	}
+	fmt.Fprintln(tw)
+	for _, d := range defsCache {
+		found := false
+		row := fmt.Sprintf("%s\t%s\t", d.title, d.unit)
+		for _, s := range systems {
+			v, ok := r.med(d.id, s)
+			if !ok {
+				row += "-\t"
+				continue
+			}
+			found = true
+			row += fmtVal(v, d.unit) + "\t"
+		}
+		if found {
+			fmt.Fprintln(tw, row)
+		}
+	}
+	_ = tw.Flush()
+
+	if len(r.Targets) > 0 {
+		fmt.Fprintf(out, "\nTargets (medians)\n\n")
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "check\tvalue\twant\tmet")
+		for _, t := range r.Targets {
+			met := "MISSED"
+			if t.Met {
+				met = "met"
+			}
+			fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\n", t.Check, t.Value, t.Want, met)
+		}
+		_ = tw.Flush()
+	}
+
+	fmt.Fprintf(out, "\nRaw figures per round\n\n")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "metric\tsystem\tapi\tunit\trounds\tother programs, cores\tmedian of")
+	for _, d := range defsCache {
+		for _, s := range systems {
+			x := r.get(d.id, s)
+			if x == nil {
+				continue
+			}
+			var vs, ls []string
+			for i, v := range x.Rounds {
+				vs = append(vs, fmtVal(v, d.unit))
+				ls = append(ls, fmt.Sprintf("%.2f", x.OtherLoad[i]))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", d.title, s, x.API, d.unit, strings.Join(vs, "  "), strings.Join(ls, "  "), x.MedianOf)
+		}
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(out, "\n%d of %d runs were disturbed: other programs used more than %v cores during them.\n", r.Disturbed, r.Runs, r.Config["max_other_load"])
+	if r.Error != "" {
+		fmt.Fprintf(out, "\nABORTED: %s\n", r.Error)
+	}
+}
+
+func (r *report) writeJSON(path string) error {
+	// NaN is not JSON: a missing round becomes null.
+	type jseries struct {
+		*series
+		Rounds    []*float64 `json:"rounds"`
+		Median    *float64   `json:"median"`
+		OtherLoad []*float64 `json:"other_load_cores"`
+	}
+	num := func(v float64) *float64 {
+		if math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	out := struct {
+		*report
+		Results []jseries `json:"results"`
+	}{report: r}
+	for _, s := range r.Results {
+		j := jseries{series: s, Median: num(s.Median)}
+		for i, v := range s.Rounds {
+			j.Rounds = append(j.Rounds, num(v))
+			j.OtherLoad = append(j.OtherLoad, num(s.OtherLoad[i]))
+		}
+		out.Results = append(out.Results, j)
+	}
+	data, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
