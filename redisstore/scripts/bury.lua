@@ -7,10 +7,8 @@ local T = tubekeys(1)
 local owner, tube, idh, pri = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local us, now = open({ T })
 tick(T, tube, now)
-local rec, body = load(idh)
-if not rec then return done(T, 0) end
-if rec[F_TUBE] ~= tube then return done(T, -2) end
-if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return done(T, -1) end
+local rec, body = held(T, idh, owner)
+if not rec then return done(T, body) end
 redis.call('ZREM', T.x, idh)
 local sk = session_key(9)
 if sk then redis.call('SREM', sk, idh) end
@@ -18,7 +16,6 @@ rec[F_PRI] = pri
 rec[F_BURIES] = rec[F_BURIES] + 1
 rec[F_STATE] = BURIED
 rec[F_OWNER] = ''
-rec[F_DEADLINE] = 0
 flush(T)
 redis.call('ZADD', T.b, redis.call('HINCRBY', T.t, 'bseq', 1), idh)
 save(idh, rec, body)

@@ -16,12 +16,16 @@ local flat = redis.call('HGETALL', KEYS[2])
 local count = {}
 for k = 1, #flat, 2 do
   local idh = flat[k]
-  local rec = cmsgpack.unpack(flat[k + 1])
-  local T = byname[rec[F_TUBE]]
+  local rec = unpack_job(flat[k + 1])
+  local name = tube_name(rec[F_TUBE])
+  local T = name and byname[name]
   if not T then
-    problems[#problems + 1] = idh .. ': tube ' .. rec[F_TUBE] .. ' not registered'
+    problems[#problems + 1] = idh .. ': tube number ' .. rec[F_TUBE] .. ' (' .. tostring(name) .. ') not registered'
   else
-    count[rec[F_TUBE]] = (count[rec[F_TUBE]] or 0) + 1
+    if tonumber(redis.call('HGET', T.t, 'ix')) ~= rec[F_TUBE] then
+      problems[#problems + 1] = idh .. ': tube number ' .. rec[F_TUBE] .. ' but tube ' .. name .. ' has number ' .. tostring(redis.call('HGET', T.t, 'ix'))
+    end
+    count[name] = (count[name] or 0) + 1
     local found = 0
     for s, f in ipairs(idx) do
       if redis.call('ZSCORE', T[f], idh) then

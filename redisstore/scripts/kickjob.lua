@@ -7,9 +7,8 @@ local T = tubekeys(1)
 local tube, idh = ARGV[2], ARGV[3]
 local us, now = open({ T })
 tick(T, tube, now)
-local rec, body = load(idh)
-if not rec then return done(T, 0) end
-if rec[F_TUBE] ~= tube then return done(T, -2) end
+local rec, body = find(T, idh)
+if not rec then return done(T, body) end
 if rec[F_STATE] ~= BURIED and rec[F_STATE] ~= DELAYED then return done(T, -3) end
 unindex(T, idh, rec)
 rec[F_KICKS] = rec[F_KICKS] + 1

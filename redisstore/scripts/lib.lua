@@ -2,14 +2,15 @@
 -- after each script's shebang line, so every script starts with these locals.
 --
 -- Conventions of every script that includes it:
---   KEYS[1] m      per-tag hash: seq (job IDs issued: jobs ever put), timeouts (TTR expiries)
+--   KEYS[1] m      per-tag hash: seq (job IDs issued: jobs ever put), timeouts (TTR expiries),
+--                  tix (tube numbers issued), t:<n> (the name of tube number n)
 --   KEYS[2] j      per-tag hash: job id (14 hex digits) -> cmsgpack(record, body)
 --   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (µs)
 --   KEYS[4..]      per tube, 6 keys each:
 --                  t  tube hash: live (jobs held), total (jobs put), deletes, pauses,
 --                     nd (a time, ms, no later than the tube's next due transition),
 --                     pu/pl (pause end and length, ms), bseq (bury sequence),
---                     hw (the highest Redis time seen, µs)
+--                     hw (the highest Redis time seen, µs), ix (the tube's number in its records)
 --                  r  ready sorted set, score priority
 --                  d  delayed sorted set, score due time (ms)
 --                  x  reserved sorted set, score TTR deadline (ms)
@@ -22,15 +23,21 @@
 --                  checked when used.
 --   ARGV[1]        "" to use Redis's TIME, or an injected time in microseconds (tests)
 --
--- A record is a msgpack array, indexed by the F_* constants below. States:
--- 1 ready, 2 delayed, 3 reserved, 4 buried. Times are milliseconds since the
--- Unix epoch; durations are milliseconds.
+-- A record is a msgpack array, indexed by the F_* constants below, whose
+-- trailing fields are left out while they hold their defaults (zero
+-- counters, no owner, no unique key): a delayed job's record is 21 bytes.
+-- The tube is its number in the tag (m's t:<n>), not its name. The due time
+-- or TTR deadline is the job's score in d or x. States: 1 ready, 2 delayed,
+-- 3 reserved, 4 buried. Times are milliseconds since the Unix epoch;
+-- durations are milliseconds.
 --
 -- A script opens its tubes (one HMGET each), applies what is due (tick),
 -- does its work, and flushes the tube fields it changed in one HSET.
 
-local F_TUBE, F_PRI, F_STATE, F_DELAY, F_TTR, F_CREATED, F_DEADLINE = 1, 2, 3, 4, 5, 6, 7
-local F_RESERVES, F_TIMEOUTS, F_RELEASES, F_BURIES, F_KICKS, F_OWNER, F_UKEY = 8, 9, 10, 11, 12, 13, 14
+local F_TUBE, F_PRI, F_STATE, F_DELAY, F_TTR, F_CREATED = 1, 2, 3, 4, 5, 6
+local F_RESERVES, F_TIMEOUTS, F_RELEASES, F_BURIES, F_KICKS, F_OWNER, F_UKEY = 7, 8, 9, 10, 11, 12, 13
+local DEFAULTS = { [7] = 0, [8] = 0, [9] = 0, [10] = 0, [11] = 0, [12] = '', [13] = '' }
+local NFIELDS = 13
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
 local PROMOTE_LIMIT = 1000
 
@@ -92,8 +99,9 @@ end
 local function open(Ts)
   local us = redis_us()
   for _, T in ipairs(Ts) do
-    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw')
+    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix')
     T.nd, T.pu, T.live, T.total, T.deletes, T.hw = num(h[1]), num(h[2]), num(h[3]) or 0, num(h[4]) or 0, num(h[5]) or 0, num(h[6]) or 0
+    T.ix = num(h[7])
     if T.hw > us then
       us = T.hw
     end
@@ -106,17 +114,43 @@ local function open(Ts)
   return us, math.floor(us / 1000)
 end
 
+-- unpack_job reads a stored value: the record, with left-out fields filled
+-- in, and the body.
+local function unpack_job(v)
+  local rec, body = cmsgpack.unpack(v)
+  for i = #rec + 1, NFIELDS do
+    rec[i] = DEFAULTS[i]
+  end
+  return rec, body
+end
+
 local function load(idh)
   local v = redis.call('HGET', KEYS[2], idh)
   if not v then
     return nil
   end
-  local rec, body = cmsgpack.unpack(v)
-  return rec, body
+  return unpack_job(v)
 end
 
 local function save(idh, rec, body)
-  redis.call('HSET', KEYS[2], idh, cmsgpack.pack(rec, body))
+  local n = NFIELDS
+  while n > F_CREATED and rec[n] == DEFAULTS[n] do
+    n = n - 1
+  end
+  redis.call('HSET', KEYS[2], idh, cmsgpack.pack({ unpack(rec, 1, n) }, body))
+end
+
+-- tube_name is the name of tube number ix of this tag.
+local function tube_name(ix)
+  return redis.call('HGET', KEYS[1], 't:' .. ix)
+end
+
+-- number gives tube T a number in its tag, if it has none.
+local function number(T, tube)
+  if not T.ix then
+    set(T, 'ix', redis.call('HINCRBY', KEYS[1], 'tix', 1))
+    redis.call('HSET', KEYS[1], 't:' .. T.ix, tube)
+  end
 end
 
 local function idnum(idh)
@@ -148,7 +182,10 @@ local function gc(T, tube, now)
   end
   redis.call('DEL', T.t, T.u)
   redis.call('ZREM', KEYS[3], tube)
-  T.nd, T.pu, T.total, T.deletes, T.dirty = nil, nil, 0, 0, {}
+  if T.ix then
+    redis.call('HDEL', KEYS[1], 't:' .. T.ix)
+  end
+  T.nd, T.pu, T.total, T.deletes, T.ix, T.dirty = nil, nil, 0, 0, nil, {}
 end
 
 -- register records tube T in the tag's registry if it is new, with its
@@ -170,7 +207,6 @@ end
 -- to_ready moves a job to the ready set (its record must be saved by the caller).
 local function to_ready(T, idh, rec)
   rec[F_STATE] = READY
-  rec[F_DEADLINE] = 0
   rec[F_OWNER] = ''
   redis.call('ZADD', T.r, rec[F_PRI], idh)
 end
@@ -269,15 +305,15 @@ local function reserve_rec(T, idh, rec, body, owner, now, sk)
   rec[F_STATE] = RESERVED
   rec[F_OWNER] = owner
   rec[F_RESERVES] = rec[F_RESERVES] + 1
-  rec[F_DEADLINE] = now + rec[F_TTR]
-  redis.call('ZADD', T.x, rec[F_DEADLINE], idh)
-  schedule(T, rec[F_DEADLINE])
+  local deadline = now + rec[F_TTR]
+  redis.call('ZADD', T.x, deadline, idh)
+  schedule(T, deadline)
   save(idh, rec, body)
 end
 
 -- jobreply is how a job travels back to Go: id, tube, pri, ttr ms, reserves, body.
-local function jobreply(idh, rec, body)
-  return { idnum(idh), rec[F_TUBE], rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body }
+local function jobreply(idh, rec, body, tube)
+  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body }
 end
 
 -- delete_one deletes a job of tube T for owner: 1 deleted, 0 no such job,
@@ -287,7 +323,7 @@ local function delete_one(T, tube, idh, owner, sk)
   if not rec then
     return 0
   end
-  if rec[F_TUBE] ~= tube then
+  if rec[F_TUBE] ~= T.ix then
     return -2
   end
   if rec[F_STATE] == RESERVED and rec[F_OWNER] ~= owner then
@@ -304,6 +340,23 @@ local function delete_one(T, tube, idh, owner, sk)
   set(T, 'deletes', T.deletes + 1)
   set(T, 'live', T.live - 1)
   return 1
+end
+
+-- find loads a job of tube T: the record and body, or nil and the status
+-- to return (0 no such job, -2 in another tube).
+local function find(T, idh)
+  local rec, body = load(idh)
+  if not rec then return nil, 0 end
+  if rec[F_TUBE] ~= T.ix then return nil, -2 end
+  return rec, body
+end
+
+-- held loads a job that owner must hold in tube T: the record and body, or
+-- nil and the status to return (0, -2 as find, -1 not reserved by owner).
+local function held(T, idh, owner)
+  local rec, body = find(T, idh)
+  if rec and (rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner) then return nil, -1 end
+  return rec, body
 end
 
 -- done flushes T and returns v: every script that opened T ends through it.

@@ -7,7 +7,7 @@ local out = {}
 for a = 2, #ARGV do
   local rec = load(ARGV[a])
   if rec then
-    out[#out + 1] = rec[F_TUBE]
+    out[#out + 1] = tube_name(rec[F_TUBE])
   else
     out[#out + 1] = false
   end

@@ -8,14 +8,15 @@ local T = tubekeys(1)
 local tube, idh = ARGV[2], ARGV[3]
 local us, now = open({ T })
 tick(T, tube, now)
-local rec, body = load(idh)
-if not rec then return done(T, { 0 }) end
-if rec[F_TUBE] ~= tube then return done(T, { -2 }) end
+local rec, body = find(T, idh)
+if not rec then return done(T, { body }) end
 local left = 0
 if rec[F_STATE] == RESERVED or rec[F_STATE] == DELAYED then
-  left = rec[F_DEADLINE] - now
+  local from = T.x
+  if rec[F_STATE] == DELAYED then from = T.d end
+  left = tonumber(redis.call('ZSCORE', from, idh)) - now
   if left < 0 then left = 0 end
 end
-return done(T, { 1, jobreply(idh, rec, body), {
+return done(T, { 1, jobreply(idh, rec, body, tube), {
   rec[F_STATE], rec[F_PRI], now - rec[F_CREATED], rec[F_DELAY], rec[F_TTR], left,
   rec[F_RESERVES], rec[F_TIMEOUTS], rec[F_RELEASES], rec[F_BURIES], rec[F_KICKS] } })

@@ -17,4 +17,4 @@ end
 local h = redis.call('ZRANGE', from, 0, 0, 'WITHSCORES')
 if #h == 0 then return done(T, {}) end
 local rec, body = load(h[1])
-return done(T, { tonumber(h[2]), jobreply(h[1], rec, body) })
+return done(T, { tonumber(h[2]), jobreply(h[1], rec, body, tube) })

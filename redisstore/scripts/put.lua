@@ -28,6 +28,7 @@ end
 local out = {}
 if stored > 0 then
   register(T, tube, us)
+  number(T, tube)
 end
 local seq = tonumber(redis.call('HINCRBY', KEYS[1], 'seq', stored)) - stored
 local ids = {}
@@ -45,15 +46,15 @@ for i = 0, n - 1 do
     seq = seq + 1
     local idh = idhex(seq * 256 + tag)
     ids[i] = idh
-    local state, deadline = READY, 0
+    local state = READY
     if delay > 0 then
-      state, deadline = DELAYED, now + delay
-      redis.call('ZADD', T.d, deadline, idh)
-      schedule(T, deadline)
+      state = DELAYED
+      redis.call('ZADD', T.d, now + delay, idh)
+      schedule(T, now + delay)
     else
       redis.call('ZADD', T.r, pri, idh)
     end
-    save(idh, { tube, pri, state, delay, ttr, now, deadline, 0, 0, 0, 0, 0, '', ukey }, body)
+    save(idh, { T.ix, pri, state, delay, ttr, now, 0, 0, 0, 0, 0, '', ukey }, body)
     if ukey ~= '' then
       redis.call('HSET', T.u, ukey, idh)
     end

@@ -9,7 +9,7 @@ local out = {}
 for _, idh in ipairs(redis.call('SMEMBERS', KEYS[4])) do
   local rec = load(idh)
   if rec and rec[F_STATE] == RESERVED and string.sub(rec[F_OWNER], 1, #prefix) == prefix then
-    out[#out + 1] = rec[F_TUBE]
+    out[#out + 1] = tube_name(rec[F_TUBE])
     out[#out + 1] = idh
   end
 end

@@ -7,10 +7,8 @@ local T = tubekeys(1)
 local owner, tube, idh, pri, delay = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local us, now = open({ T })
 tick(T, tube, now)
-local rec, body = load(idh)
-if not rec then return done(T, 0) end
-if rec[F_TUBE] ~= tube then return done(T, -2) end
-if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return done(T, -1) end
+local rec, body = held(T, idh, owner)
+if not rec then return done(T, body) end
 redis.call('ZREM', T.x, idh)
 local sk = session_key(9)
 if sk then redis.call('SREM', sk, idh) end
@@ -20,9 +18,8 @@ rec[F_DELAY] = delay
 if delay > 0 then
   rec[F_STATE] = DELAYED
   rec[F_OWNER] = ''
-  rec[F_DEADLINE] = now + delay
-  redis.call('ZADD', T.d, rec[F_DEADLINE], idh)
-  schedule(T, rec[F_DEADLINE])
+  redis.call('ZADD', T.d, now + delay, idh)
+  schedule(T, now + delay)
 else
   to_ready(T, idh, rec)
 end

@@ -68,7 +68,7 @@ while got < max do
   local T = Ts[best]
   local rec, body = load(idh)
   reserve_rec(T, idh, rec, body, owner, now, sk)
-  local r = jobreply(idh, rec, body)
+  local r = jobreply(idh, rec, body, names[best])
   for k = 1, #r do
     jobs[#jobs + 1] = r[k]
   end

@@ -8,10 +8,9 @@ local T = tubekeys(1)
 local owner, tube, idh = ARGV[2], ARGV[3], ARGV[4]
 local us, now = open({ T })
 tick(T, tube, now)
-local rec, body = load(idh)
-if not rec then return done(T, { 0 }) end
-if rec[F_TUBE] ~= tube then return done(T, { -2 }) end
+local rec, body = find(T, idh)
+if not rec then return done(T, { body }) end
 if rec[F_STATE] == RESERVED then return done(T, { -1 }) end
 unindex(T, idh, rec)
 reserve_rec(T, idh, rec, body, owner, now, session_key(9))
-return done(T, { 1, jobreply(idh, rec, body) })
+return done(T, { 1, jobreply(idh, rec, body, tube) })

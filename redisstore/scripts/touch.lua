@@ -7,11 +7,7 @@ local T = tubekeys(1)
 local owner, tube, idh = ARGV[2], ARGV[3], ARGV[4]
 local us, now = open({ T })
 tick(T, tube, now)
-local rec, body = load(idh)
-if not rec then return done(T, 0) end
-if rec[F_TUBE] ~= tube then return done(T, -2) end
-if rec[F_STATE] ~= RESERVED or rec[F_OWNER] ~= owner then return done(T, -1) end
-rec[F_DEADLINE] = now + rec[F_TTR]
-redis.call('ZADD', T.x, rec[F_DEADLINE], idh)
-save(idh, rec, body)
+local rec, body = held(T, idh, owner)
+if not rec then return done(T, body) end
+redis.call('ZADD', T.x, now + rec[F_TTR], idh)
 return done(T, 1)

@@ -21,7 +21,7 @@ local n = 0
 for a = 4, #ARGV do
   local idh = ARGV[a]
   local rec, body = load(idh)
-  if rec and rec[F_TUBE] == tube and rec[F_STATE] == RESERVED and owned(rec[F_OWNER]) then
+  if rec and rec[F_TUBE] == T.ix and rec[F_STATE] == RESERVED and owned(rec[F_OWNER]) then
     if sk then redis.call('SREM', sk, idh) end
     redis.call('ZREM', T.x, idh)
     to_ready(T, idh, rec)
