@@ -198,6 +198,12 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		// partition only, so take them from a random one onwards, one call
 		// each until enough jobs are found.
 		start := randInt(len(gs))
+		for gi := range gs {
+			if len(withGroup[gi]) > 0 {
+				start = gi // the partition of the job just finished: one call does both
+				break
+			}
+		}
 		order = order[:0]
 		for n := range gs {
 			order = append(order, (start+n)%len(gs))
