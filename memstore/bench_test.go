@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -178,4 +179,57 @@ func BenchmarkRecover(b *testing.B) {
 			b.ReportMetric(float64(dirSizeOf(dir))/(1<<20), "disk-MiB")
 		})
 	}
+}
+
+// BenchmarkLateness puts jobs with delays spread over 100 ms–1 s while 8
+// blocking reservers (a queue.Worker) take them, and reports how late each
+// was delivered after its due time: p50, p99 and max, in milliseconds. The
+// due time is taken just before the put, so the figure includes the put.
+func BenchmarkLateness(b *testing.B) {
+	const n = 5000
+	ctx := context.Background()
+	s := New(nil)
+	defer s.Close()
+	q, err := queue.New(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	var (
+		mu   sync.Mutex
+		late = make([]time.Duration, 0, n)
+		all  = make(chan struct{})
+	)
+	w, err := queue.NewWorker(q, queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
+		var due int64
+		fmt.Sscan(string(j.Body), &due)
+		d := time.Since(time.Unix(0, due))
+		mu.Lock()
+		late = append(late, d)
+		if len(late) == n {
+			close(all)
+		}
+		mu.Unlock()
+		return nil
+	}), &queue.WorkerOptions{Tubes: []string{"late"}, Concurrency: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go w.Run(ctx)
+	defer w.Shutdown(ctx)
+	b.ResetTimer()
+	for i := range n {
+		delay := 100*time.Millisecond + time.Duration(i*900/n)*time.Millisecond
+		due := time.Now().Add(delay)
+		if _, err := q.Put(ctx, "late", queue.NewJob{Body: fmt.Appendf(nil, "%d", due.UnixNano()), Delay: delay}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-all
+	b.StopTimer()
+	slices.Sort(late)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(late[n/2]), "p50-ms")
+	b.ReportMetric(ms(late[n*99/100]), "p99-ms")
+	b.ReportMetric(ms(late[n-1]), "max-ms")
 }
