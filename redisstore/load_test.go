@@ -195,11 +195,7 @@ func TestRedisDownIsAnError(t *testing.T) {
 			t.Errorf("%s with Redis down: no error", op)
 			continue
 		}
-		for _, sentinel := range []error{queue.ErrNotFound, queue.ErrReserved, queue.ErrNotReserved, queue.ErrTimeout, queue.ErrNotKickable} {
-			if errors.Is(err, sentinel) {
-				t.Errorf("%s with Redis down: %v, reported as an outcome", op, err)
-			}
-		}
+		checkNotOutcome(t, err)
 	}
 }
 
@@ -239,5 +235,96 @@ func TestLayoutVersion(t *testing.T) {
 	}
 	if _, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: prefix}); err == nil {
 		t.Fatal("New accepted layout version 999")
+	}
+}
+
+// When the master fails and Sentinel promotes its replica, calls fail with
+// errors (never an outcome such as "not found") until the client finds the
+// new master, and then every job that had reached the replica is there, in
+// exactly one state.
+func TestSentinelFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	sen := redistest.NewSentinel(t)
+	c := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: sen.MasterName, SentinelAddrs: sen.SentinelAddrs(), MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
+	})
+	defer c.Close()
+	s := newStore(t, c, nil)
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	const n = 50
+	for i := range n {
+		delay := time.Duration(0)
+		if i%2 == 1 {
+			delay = time.Hour
+		}
+		if _, err := q.Put(ctx, "fo", queue.NewJob{Body: fmt.Appendf(nil, "%d", i), Delay: delay}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Make sure the replica has every write before the master dies:
+	// replication is asynchronous, and this test is about what survives.
+	if err := c.Do(ctx, "WAIT", 1, 5000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Sentinel announces the promotion on +switch-master: wait for that.
+	sc := redis.NewClient(&redis.Options{Addr: sen.SentinelAddrs()[0]})
+	defer sc.Close()
+	sub := sc.Subscribe(ctx, "+switch-master")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sen.Master.Stop()
+	if _, err := q.StatsTube(ctx, "fo"); err == nil {
+		t.Fatal("StatsTube succeeded with the master down")
+	} else {
+		checkNotOutcome(t, err)
+	}
+	if _, err := sub.ReceiveMessage(ctx); err != nil {
+		t.Fatalf("no +switch-master before the deadline: %v", err)
+	}
+	// The client finds the new master on its next connection; the calls
+	// until then fail with errors, never with outcomes.
+	var outage int
+	for {
+		st, err := q.StatsTube(ctx, "fo")
+		if err == nil {
+			if st.Ready != n/2 || st.Delayed != n/2 {
+				t.Fatalf("after the failover: %+v, want %d ready and %d delayed", st, n/2, n/2)
+			}
+			break
+		}
+		checkNotOutcome(t, err)
+		if outage++; outage > 20 {
+			t.Fatalf("still failing after the failover: %v", err)
+		}
+	}
+	t.Logf("failed calls during the failover: %d", outage)
+	j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"fo"}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Delete(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckInvariants(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkNotOutcome fails the test if a store failure was reported as one of
+// the queue's outcomes.
+func checkNotOutcome(t *testing.T, err error) {
+	t.Helper()
+	for _, sentinel := range []error{queue.ErrNotFound, queue.ErrReserved, queue.ErrNotReserved, queue.ErrTimeout, queue.ErrNotKickable, queue.ErrFull} {
+		if errors.Is(err, sentinel) {
+			t.Fatalf("a store failure reported as an outcome: %v", err)
+		}
 	}
 }
