@@ -591,35 +591,24 @@ func (s *Store) PeekState(ctx context.Context, tube string, st queue.State) (que
 
 // StatsTube implements queue.Store; a partitioned tube sums its partitions.
 func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, error) {
-	st, _, err := s.statsTube(ctx, tube)
-	return st, err
-}
-
-func (s *Store) statsTube(ctx context.Context, tube string) (queue.TubeStats, int64, error) {
 	k := s.partitions(tube)
 	st := queue.TubeStats{Name: tube}
 	known := false
-	var created int64
 	for p := 0; p < k; p++ {
 		tag := tubeTag(tube, p, k)
 		v, err := s.run(ctx, scripts.statsTube, tag, tube, tube)
 		if err != nil {
-			return st, 0, err
+			return queue.TubeStats{}, err
 		}
-		a := v.([]any)
-		if len(a) == 0 {
-			continue
+		if a := v.([]any); len(a) > 0 {
+			addTubeStats(&st, a)
+			known = true
 		}
-		addTubeStats(&st, a)
-		if c := a[10].(int64); !known || c < created {
-			created = c
-		}
-		known = true
 	}
 	if !known {
-		return queue.TubeStats{}, 0, fmt.Errorf("%w: tube %s", queue.ErrNotFound, tube)
+		return queue.TubeStats{}, fmt.Errorf("%w: tube %s", queue.ErrNotFound, tube)
 	}
-	return st, created, nil
+	return st, nil
 }
 
 // PauseTube implements queue.Store; a partitioned tube pauses every partition.
@@ -633,7 +622,7 @@ func (s *Store) PauseTube(ctx context.Context, tube string, d time.Duration) err
 	return nil
 }
 
-// tagTubes reads every tag's registry in one pipeline: per tag, tube -> creation ms.
+// tagTubes reads every tag's registry in one pipeline: per tag, tube -> creation µs.
 func (s *Store) tagTubes(ctx context.Context) ([]map[string]int64, error) {
 	if s.closed.Load() {
 		return nil, queue.ErrClosed
