@@ -32,27 +32,9 @@ var topologies = []topology{
 	{"cluster", clusterClient},
 }
 
-func standaloneClient(t testing.TB) redis.UniversalClient {
-	t.Helper()
-	srv, err := redistest.SharedStandalone()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+func standaloneClient(t testing.TB) redis.UniversalClient { return redistest.StandaloneClient(t) }
 
-func clusterClient(t testing.TB) redis.UniversalClient {
-	t.Helper()
-	cl, err := redistest.SharedCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+func clusterClient(t testing.TB) redis.UniversalClient { return redistest.ClusterClient(t) }
 
 // ownServer starts a redis-server for this test alone and returns a client
 // of it and a Queue on it.

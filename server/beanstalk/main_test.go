@@ -17,7 +17,6 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
-	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) {
@@ -39,13 +38,7 @@ var backends = []backend{
 
 func redisStore(t testing.TB) queue.Store {
 	t.Helper()
-	srv, err := redistest.SharedStandalone()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
-	t.Cleanup(func() { c.Close() })
-	s, err := redisstore.New(context.Background(), c, &redisstore.Options{Prefix: redistest.Prefix(t)})
+	s, err := redisstore.New(context.Background(), redistest.StandaloneClient(t), &redisstore.Options{Prefix: redistest.Prefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
