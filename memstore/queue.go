@@ -228,8 +228,9 @@ func (s *Store) heldBy(owner string, id queue.ID) (*job, error) {
 	return j, nil
 }
 
-// Release implements queue.Store.
-func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint32, delay time.Duration) error {
+// onHeld runs f, as one operation, on a job that owner holds; f returns
+// the ticket of what it logged (0 for nothing).
+func (s *Store) onHeld(ctx context.Context, owner string, id queue.ID, f func(now int64, j *job) wal.Ticket) error {
 	now, err := s.begin(ctx)
 	if err != nil {
 		return err
@@ -237,6 +238,17 @@ func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint
 	j, err := s.heldBy(owner, id)
 	var tk wal.Ticket
 	if err == nil {
+		tk = f(now, j)
+	}
+	if err := s.end(now, tk); err != nil {
+		return err
+	}
+	return err
+}
+
+// Release implements queue.Store.
+func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint32, delay time.Duration) error {
+	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
 		s.unlink(j)
 		j.pri = pri
 		j.releases++
@@ -247,55 +259,33 @@ func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint
 			st, j.at = queue.Delayed, now+int64(delay)
 		}
 		s.link(j, st)
-		tk = s.append(kindUpdate, s.encodeUpdate(j), nil)
 		s.wakeLocked(j.tube.name)
-	}
-	if err := s.end(now, tk); err != nil {
-		return err
-	}
-	return err
+		return s.append(kindUpdate, s.encodeUpdate(j), nil)
+	})
 }
 
 // Bury implements queue.Store.
 func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32) error {
-	now, err := s.begin(ctx)
-	if err != nil {
-		return err
-	}
-	j, err := s.heldBy(owner, id)
-	var tk wal.Ticket
-	if err == nil {
+	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
 		s.unlink(j)
 		j.pri = pri
 		j.buries++
 		s.burySeq++
 		j.at = s.burySeq
 		s.link(j, queue.Buried)
-		tk = s.append(kindUpdate, s.encodeUpdate(j), nil)
-	}
-	if err := s.end(now, tk); err != nil {
-		return err
-	}
-	return err
+		return s.append(kindUpdate, s.encodeUpdate(j), nil)
+	})
 }
 
 // Touch implements queue.Store. Touches are not logged.
 func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) error {
-	now, err := s.begin(ctx)
-	if err != nil {
-		return err
-	}
-	j, err := s.heldBy(owner, id)
-	if err == nil {
-		s.unlink(j)
+	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
+		s.unlink(j) // clears the owner
 		j.owner = owner
 		j.at = now + j.ttr
 		s.link(j, queue.Reserved)
-	}
-	if err := s.end(now, 0); err != nil {
-		return err
-	}
-	return err
+		return 0
+	})
 }
 
 // Unreserve implements queue.Store. Nothing is logged: a reserved job is
