@@ -328,3 +328,82 @@ func checkNotOutcome(t *testing.T, err error) {
 		}
 	}
 }
+
+// When a cluster master fails and its replica takes over its slots, calls
+// to those slots fail with errors (never outcomes) until the client learns
+// the new layout, and then every job that had reached the replica is there,
+// in exactly one state; tubes on the other masters are not disturbed.
+func TestClusterFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := redistest.NewCluster(t, 3, 1)
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: cl.Addrs(), MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
+	})
+	defer c.Close()
+	s := newStore(t, c, nil)
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	// Enough tubes that some live on every master (all on the two others:
+	// a chance of (2/3)^24, about 1 in 17,000).
+	var tubes []string
+	for i := range 24 {
+		tubes = append(tubes, fmt.Sprintf("f%d", i))
+	}
+	const per = 10
+	for _, tube := range tubes {
+		for i := range per {
+			delay := time.Duration(0)
+			if i%2 == 1 {
+				delay = time.Hour
+			}
+			if _, err := q.Put(ctx, tube, queue.NewJob{Body: []byte(tube), Delay: delay}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Every write on its replica before the master dies (WAIT on each master).
+	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ReadTimeout: 5 * time.Second})
+	defer admin.Close()
+	if err := admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		n, err := m.Do(ctx, "WAIT", 1, 3000).Int()
+		if err == nil && n < 1 {
+			err = fmt.Errorf("WAIT: no replica of %s has every write", m.Options().Addr)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cl.Masters[0].Stop()
+
+	total := 0
+	for _, tube := range tubes {
+		failures := 0
+		for {
+			st, err := q.StatsTube(ctx, tube)
+			if err == nil {
+				if st.Ready != per/2 || st.Delayed != per/2 {
+					t.Fatalf("%s after the failover: %+v, want %d ready and %d delayed", tube, st, per/2, per/2)
+				}
+				break
+			}
+			checkNotOutcome(t, err)
+			failures++
+			if ctx.Err() != nil {
+				t.Fatalf("%s: no new master before the deadline; last error: %v", tube, err)
+			}
+		}
+		total += failures
+	}
+	t.Logf("failed calls during the failover: %d", total)
+	if total == 0 {
+		t.Fatal("no call failed: the test did not reach a tube on the stopped master")
+	}
+	if err := s.CheckInvariants(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -633,7 +633,7 @@ func (s *Store) tagTubes(ctx context.Context) ([]map[string]int64, error) {
 		zs[tag] = pipe.ZRangeWithScores(ctx, s.k.tagKeys(tag)[2], 0, -1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, storeErr(err)
+		return nil, s.storeErr(ctx, err)
 	}
 	out := make([]map[string]int64, NumTags)
 	for tag, c := range zs {
@@ -753,7 +753,7 @@ func (s *Store) Stats(ctx context.Context) (queue.Stats, error) {
 		cmds[tag] = pipe.HMGet(ctx, s.k.tagKeys(tag)[0], "seq", "timeouts")
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
-		return st, storeErr(err)
+		return st, s.storeErr(ctx, err)
 	}
 	for _, c := range cmds {
 		v := c.Val()
@@ -792,7 +792,7 @@ func (s *Store) CheckInvariants(ctx context.Context) error {
 		lens[tag] = pipe.HLen(ctx, s.k.tagKeys(tag)[1])
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return storeErr(err)
+		return s.storeErr(ctx, err)
 	}
 	var problems []string
 	for tag := range NumTags {
@@ -807,7 +807,7 @@ func (s *Store) CheckInvariants(ctx context.Context) error {
 		}
 		v, err := scripts.check.Run(ctx, s.c, ks, args...).StringSlice()
 		if err != nil {
-			return storeErr(err)
+			return s.storeErr(ctx, err)
 		}
 		for _, p := range v {
 			problems = append(problems, fmt.Sprintf("tag %d: %s", tag, p))

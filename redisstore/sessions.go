@@ -21,7 +21,7 @@ func (s *Store) KeepAlive(ctx context.Context, session string, lease time.Durati
 		return queue.ErrClosed
 	}
 	err := scripts.keepAlive.Run(ctx, s.c, []string{s.k.sessions()}, s.now(), session, ms(lease)).Err()
-	return storeErr(err)
+	return s.storeErr(ctx, err)
 }
 
 // EndSession implements queue.Sessions.
@@ -38,7 +38,7 @@ func (s *Store) EndSession(ctx context.Context, session string) error {
 	}
 	pipe.ZRem(ctx, s.k.sessions(), session)
 	_, err := pipe.Exec(ctx)
-	return storeErr(err)
+	return s.storeErr(ctx, err)
 }
 
 // Reap implements queue.Sessions. For each lapsed session it reads the
@@ -50,7 +50,7 @@ func (s *Store) Reap(ctx context.Context) (int, error) {
 	}
 	v, err := scripts.lapsed.Run(ctx, s.c, []string{s.k.sessions()}, s.now()).StringSlice()
 	if err != nil && err != redis.Nil {
-		return 0, storeErr(err)
+		return 0, s.storeErr(ctx, err)
 	}
 	total := 0
 	for _, session := range v {
@@ -82,7 +82,7 @@ func (s *Store) Reap(ctx context.Context) (int, error) {
 			total += int(n.(int64))
 		}
 		if err := s.c.ZRem(ctx, s.k.sessions(), session).Err(); err != nil {
-			return total, storeErr(err)
+			return total, s.storeErr(ctx, err)
 		}
 	}
 	return total, nil

@@ -176,16 +176,24 @@ func (s *Store) runAs(ctx context.Context, sc *redis.Script, tag int, tube, owne
 		ks = append(ks, s.k.sessionIndex(tag, sess))
 	}
 	v, err := sc.Run(ctx, s.c, ks, append([]any{s.now()}, args...)...).Result()
-	return v, storeErr(err)
+	return v, s.storeErr(ctx, err)
 }
 
 // storeErr maps Redis's refusal for lack of memory to queue.ErrFull and
 // leaves every other failure as it is (never a queue outcome sentinel).
-func storeErr(err error) error {
+//
+// On a cluster, a failure that is not a reply from Redis (a node down, a
+// timeout) makes the client reload the slot layout now: go-redis otherwise
+// learns of a failover only on a redirect or once a minute, and with retries
+// off no redirect comes while the old master is down.
+func (s *Store) storeErr(ctx context.Context, err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
 		return err
 	}
 	var re redis.Error
+	if cc, ok := s.c.(*redis.ClusterClient); ok && !errors.As(err, &re) {
+		cc.ReloadState(ctx)
+	}
 	if errors.As(err, &re) && strings.HasPrefix(re.Error(), "OOM ") {
 		return fmt.Errorf("%w: %v", queue.ErrFull, err)
 	}
@@ -283,7 +291,7 @@ func (s *Store) runMany(ctx context.Context, calls []call) ([]any, error) {
 			out[i] = v
 		}
 		if firstErr != nil {
-			return nil, storeErr(firstErr)
+			return nil, s.storeErr(ctx, firstErr)
 		}
 		if !noscript {
 			return out, nil
@@ -292,7 +300,7 @@ func (s *Store) runMany(ctx context.Context, calls []call) ([]any, error) {
 			return nil, fmt.Errorf("redisstore: scripts missing after loading them")
 		}
 		if err := loadScripts(ctx, s.c); err != nil {
-			return nil, storeErr(err)
+			return nil, s.storeErr(ctx, err)
 		}
 	}
 }
