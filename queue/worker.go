@@ -176,12 +176,15 @@ func (w *Worker) loop(rctx, hctx context.Context) error {
 			break
 		}
 		jobs, delErrs, err := w.q.reserve(rctx, ropts, 1, done)
-		for i, e := range delErrs {
-			if e != nil {
-				log.Warn("queue: deleting a finished job", "id", done[i], "err", e)
+		if delErrs != nil {
+			for i, e := range delErrs {
+				if e != nil {
+					log.Warn("queue: deleting a finished job", "id", done[i], "err", e)
+				}
 			}
-		}
-		done = nil
+			done = nil
+		} // else the deletes did not happen (the reserve failed first): keep them
+
 		if err != nil {
 			if rctx.Err() != nil {
 				break
@@ -202,11 +205,17 @@ func (w *Worker) loop(rctx, hctx context.Context) error {
 		}
 	}
 	if len(done) > 0 {
-		// Stopping: delete the last finished job on its own.
+		// Stopping: delete the finished jobs on their own.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(hctx), 5*time.Second)
 		defer cancel()
-		if err := w.q.Delete(ctx, done[0]); err != nil {
-			log.Warn("queue: deleting a finished job", "id", done[0], "err", err)
+		errs, err := w.q.DeleteMany(ctx, done)
+		if err != nil {
+			log.Warn("queue: deleting finished jobs", "ids", done, "err", err)
+		}
+		for i, e := range errs {
+			if e != nil {
+				log.Warn("queue: deleting a finished job", "id", done[i], "err", e)
+			}
 		}
 	}
 	return nil
