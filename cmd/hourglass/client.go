@@ -63,6 +63,15 @@ func dial(ctx context.Context, addr string) (*beanstalkc.Conn, error) {
 	return conn, nil
 }
 
+// selectTube makes tube the connection's used tube (a new connection uses
+// "default" already).
+func selectTube(ctx context.Context, conn *beanstalkc.Conn, tube string) error {
+	if tube == "default" {
+		return nil
+	}
+	return describe(conn.Use(ctx, tube))
+}
+
 // describe turns a client error into a message for people. NOT_FOUND is
 // the caller's to word, since only it knows what was not found.
 func describe(err error) error {

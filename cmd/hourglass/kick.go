@@ -63,10 +63,8 @@ func (c *cli) kick(ctx context.Context, cf clientFlags, tube string, n int) erro
 		return err
 	}
 	defer conn.Close()
-	if tube != "default" {
-		if err := conn.Use(ctx, tube); err != nil {
-			return describe(err)
-		}
+	if err := selectTube(ctx, conn, tube); err != nil {
+		return err
 	}
 	kicked, err := conn.Kick(ctx, n)
 	if err != nil {

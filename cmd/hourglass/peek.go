@@ -83,10 +83,8 @@ func (c *cli) peek(ctx context.Context, cf clientFlags, id uint64, tube, state s
 			return fmt.Errorf("job %d not found", id)
 		}
 	default:
-		if tube != "default" {
-			if err := conn.Use(ctx, tube); err != nil {
-				return describe(err)
-			}
+		if err := selectTube(ctx, conn, tube); err != nil {
+			return err
 		}
 		switch state {
 		case "ready":

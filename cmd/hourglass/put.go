@@ -87,10 +87,8 @@ func (c *cli) put(ctx context.Context, cf clientFlags, tube string, pri uint32, 
 		return err
 	}
 	defer conn.Close()
-	if tube != "default" {
-		if err := conn.Use(ctx, tube); err != nil {
-			return describe(err)
-		}
+	if err := selectTube(ctx, conn, tube); err != nil {
+		return err
 	}
 	id, err := conn.Put(ctx, body, pri, delay, ttr)
 	switch {
