@@ -11,25 +11,48 @@ import (
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// script loads scripts/<name>.lua with lib.lua inserted after its shebang line.
-func script(name string) *redis.Script {
-	src, err := scriptFS.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
-		panic(err)
+// registry holds every script by name, for loading them all at start and
+// for the test that loads each by name. Each primitive registers its own
+// scripts through script or scriptWith.
+var registry = map[string]*redis.Script{}
+
+// sources holds the assembled source of every script, by name.
+var sources = map[string]string{}
+
+// script loads scripts/<name>.lua with lib.lua (the job queue's helpers)
+// inserted after its shebang line.
+func script(name string) *redis.Script { return scriptWith(name, "lib") }
+
+// scriptWith loads scripts/<name>.lua with the named library files
+// (scripts/<lib>.lua, in order) inserted after its shebang line, and
+// registers it. A script of another primitive names its own library, or
+// none.
+func scriptWith(name string, libs ...string) *redis.Script {
+	if _, dup := registry[name]; dup {
+		panic("redisstore: script " + name + " registered twice")
 	}
-	lib, err := scriptFS.ReadFile("scripts/lib.lua")
+	src, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
 	s := string(src)
 	nl := strings.IndexByte(s, '\n')
-	full := s[:nl+1] + string(lib) + s[nl+1:]
+	var b strings.Builder
+	b.WriteString(s[:nl+1])
+	for _, l := range libs {
+		lib, err := scriptFS.ReadFile("scripts/" + l + ".lua")
+		if err != nil {
+			panic(err)
+		}
+		b.Write(lib)
+	}
+	b.WriteString(s[nl+1:])
+	full := b.String()
 	sources[name] = full
-	return redis.NewScript(full)
+	sc := redis.NewScript(full)
+	registry[name] = sc
+	return sc
 }
-
-// sources holds the assembled source of every script, by name.
-var sources = map[string]string{}
 
 var scripts = struct {
 	put, reserve, delete, locate, release, bury, touch, unreserve, reserveJob,
@@ -42,22 +65,13 @@ var scripts = struct {
 	keepAlive: script("keepalive"), lapsed: script("lapsed"), reap: script("reap"),
 }
 
-// allScripts lists every script, for loading them at start and for the test
-// that loads each by name.
-func allScripts() map[string]*redis.Script {
-	return map[string]*redis.Script{
-		"put": scripts.put, "reserve": scripts.reserve, "delete": scripts.delete, "locate": scripts.locate,
-		"release": scripts.release, "bury": scripts.bury, "touch": scripts.touch, "unreserve": scripts.unreserve,
-		"reservejob": scripts.reserveJob, "kickjob": scripts.kickJob, "kick": scripts.kick, "peek": scripts.peek,
-		"peekstate": scripts.peekState, "statstube": scripts.statsTube, "pause": scripts.pause, "check": scripts.check,
-		"keepalive": scripts.keepAlive, "lapsed": scripts.lapsed, "reap": scripts.reap,
-	}
-}
+// allScripts lists every registered script, by name.
+func allScripts() map[string]*redis.Script { return registry }
 
 // loadScripts loads every script on every master, so that EVALSHA in a
 // pipeline finds them.
 func loadScripts(ctx context.Context, c redis.UniversalClient) error {
-	load := func(ctx context.Context, c *redis.Client) error {
+	load := func(ctx context.Context, c redis.UniversalClient) error {
 		for _, s := range allScripts() {
 			if err := s.Load(ctx, c).Err(); err != nil {
 				return err
@@ -66,12 +80,7 @@ func loadScripts(ctx context.Context, c redis.UniversalClient) error {
 		return nil
 	}
 	if cc, ok := c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, load)
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
 	}
-	for _, s := range allScripts() {
-		if err := s.Load(ctx, c).Err(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return load(ctx, c)
 }
