@@ -405,6 +405,12 @@ func (q *Queue) Abandon(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// Forget drops ids from the reservations q records for its owner, without
+// a call to the store: Abandon will not return them and Held will not list
+// them. A caller whose reservations outlive it by design (the HTTP API, whose
+// reservations end by their TTR) calls it right after Reserve.
+func (q *Queue) Forget(ids ...ID) { q.forget(ids, nil) }
+
 // Held returns the IDs that q's owner has reserved and not yet ended, as far
 // as q knows (a reservation whose TTR ran out stays until the next operation
 // on the job).

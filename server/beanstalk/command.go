@@ -56,7 +56,13 @@ func (c *conn) do(line string) error {
 	}
 	for _, cmd := range commands {
 		if strings.HasPrefix(line, cmd.prefix) {
-			return cmd.run(c, line[len(cmd.prefix):])
+			if c.srv.Observe == nil {
+				return cmd.run(c, line[len(cmd.prefix):])
+			}
+			start := time.Now()
+			err := cmd.run(c, line[len(cmd.prefix):])
+			c.srv.Observe(strings.TrimSpace(cmd.prefix), time.Since(start), err)
+			return err
 		}
 	}
 	return errUnknownCommand

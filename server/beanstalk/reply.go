@@ -3,6 +3,7 @@ package beanstalk
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/hourglass-io/hourglass/queue"
 )
@@ -119,4 +120,17 @@ func (c *conn) replyErr(cmd string, err error) {
 		c.log.Error("beanstalk: command failed", "cmd", cmd, "err", err)
 	}
 	c.reply(r)
+}
+
+// Reply returns the word a command that ended with err replies
+// ("NOT_FOUND", "TIMED_OUT", …; "INTERNAL_ERROR" for a failure of the
+// store), and "" when err is nil or the connection closes instead of
+// replying (quit, a lost connection). Server.Observe's callers use it to
+// tell outcomes from failures.
+func Reply(err error) string {
+	if err == nil || errors.Is(err, errQuit) || errors.Is(err, errHangUp) {
+		return ""
+	}
+	r, _ := replyFor(err)
+	return strings.TrimSuffix(r, "\r\n")
 }

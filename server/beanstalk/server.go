@@ -55,6 +55,16 @@ type Server struct {
 	// three times per lease, and any server returns the jobs of a session
 	// that lapsed. Default DefaultSessionLease (5 s).
 	SessionLease time.Duration
+	// Observe, when set, is called after each command with its name
+	// ("put", "reserve-with-timeout", …), how long it ran (a put's includes
+	// reading its body) and the error its reply reports (nil for a success;
+	// queue.ErrNotFound and the like for outcomes, anything else a failure).
+	// It is called from the connections' goroutines and must be safe for
+	// concurrent use. Metrics use it.
+	Observe func(cmd string, d time.Duration, err error)
+	// ConnState, when set, is called with +1 when a connection is accepted
+	// and -1 when it closes, from the goroutine concerned; metrics use it.
+	ConnState func(delta int)
 
 	initOnce sync.Once
 	id       string    // random, 16 hex digits: the stats "id" and the owner prefix
@@ -208,6 +218,9 @@ func (s *Server) accept(base context.Context, nc net.Conn) {
 	s.connWG.Add(1)
 	s.mu.Unlock()
 	s.totalConn.Add(1)
+	if s.ConnState != nil {
+		s.ConnState(1)
+	}
 	go func() {
 		defer s.connWG.Done()
 		c.serve()
@@ -220,6 +233,9 @@ func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	if s.ConnState != nil {
+		s.ConnState(-1)
+	}
 }
 
 // Shutdown stops the server: it closes the listeners, lets the commands

@@ -1,0 +1,191 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// The dashboard: page.html is the page; each primitive's panel is the
+// template "panel-<name>" in dashboard/<name>.html, rendered with what the
+// primitive's panel function returns. static/ holds the CSS and the script
+// that reloads the panels every two seconds (GET /dashboard/panels) and
+// runs the buttons through the /v1 API. Nothing is loaded from elsewhere.
+//
+//go:embed dashboard
+var dashboardEmbed embed.FS
+
+var (
+	dashboardFS, _ = fs.Sub(dashboardEmbed, "dashboard")
+	dashboardTmpl  = template.Must(template.New("page.html").Funcs(template.FuncMap{
+		"dur":     durMS,
+		"preview": preview,
+	}).ParseFS(dashboardEmbed, "dashboard/*.html"))
+)
+
+// maxPanelTubes bounds the tubes the jobs panel reads (four store calls each).
+const maxPanelTubes = 100
+
+type pageData struct {
+	Panels    template.HTML
+	NeedToken bool
+	Now       string
+}
+
+// serveDashboard serves the page. Without a token to check, the panels are
+// rendered into it; with one, the script asks for them with the token.
+func (s *Server) serveDashboard(w http.ResponseWriter, r *http.Request) {
+	d := pageData{NeedToken: s.AuthToken != "", Now: time.Now().Format(time.TimeOnly)}
+	if !d.NeedToken {
+		html, err := s.renderPanels(r.Context())
+		if err != nil {
+			s.logger().Warn("dashboard: rendering the panels", "err", err)
+		}
+		d.Panels = html
+	}
+	var buf bytes.Buffer
+	if err := dashboardTmpl.ExecuteTemplate(&buf, "page.html", d); err != nil {
+		s.logger().Error("dashboard: rendering the page", "err", err)
+		http.Error(w, "dashboard: internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Write(buf.Bytes())
+}
+
+// servePanels serves the panels alone, for the script's refreshes.
+func (s *Server) servePanels(w http.ResponseWriter, r *http.Request) error {
+	html, err := s.renderPanels(r.Context())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write([]byte(html))
+	return nil
+}
+
+// renderPanels renders the panel of every primitive the server has.
+func (s *Server) renderPanels(ctx context.Context) (template.HTML, error) {
+	var buf bytes.Buffer
+	for _, p := range primitives {
+		if !p.enabled(s) {
+			continue
+		}
+		data, err := p.panel(ctx, s)
+		if err != nil {
+			return "", err
+		}
+		if err := dashboardTmpl.ExecuteTemplate(&buf, "panel-"+p.name, data); err != nil {
+			return "", fmt.Errorf("dashboard: panel %s: %w", p.name, err)
+		}
+	}
+	return template.HTML(buf.String()), nil
+}
+
+// jobsPanelData is what the jobs panel shows.
+type jobsPanelData struct {
+	Tubes   []TubeStats
+	More    bool // more tubes than shown
+	Delayed []panelJob
+	Buried  []panelJob
+}
+
+type panelJob struct {
+	Job     queue.Job
+	DueInMS int64 // delayed: until it is ready
+	More    int64 // other jobs of the tube in the same state
+}
+
+func jobsPanel(ctx context.Context, s *Server) (any, error) {
+	q := s.Queue
+	tubes, err := q.Tubes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var d jobsPanelData
+	if len(tubes) > maxPanelTubes {
+		tubes, d.More = tubes[:maxPanelTubes], true
+	}
+	for _, t := range tubes {
+		st, err := q.StatsTube(ctx, t)
+		if err != nil {
+			if isOutcome(err) {
+				continue // gone since Tubes
+			}
+			return nil, err
+		}
+		d.Tubes = append(d.Tubes, tubeStatsOf(st))
+		if st.Delayed > 0 {
+			if j, err := q.PeekDelayed(ctx, t); err == nil {
+				pj := panelJob{Job: j, More: st.Delayed - 1}
+				if js, err := q.StatsJob(ctx, j.ID); err == nil {
+					pj.DueInMS = js.TimeLeft.Milliseconds()
+				}
+				d.Delayed = append(d.Delayed, pj)
+			} else if !isOutcome(err) {
+				return nil, err
+			}
+		}
+		if st.Buried > 0 {
+			if j, err := q.PeekBuried(ctx, t); err == nil {
+				d.Buried = append(d.Buried, panelJob{Job: j, More: st.Buried - 1})
+			} else if !isOutcome(err) {
+				return nil, err
+			}
+		}
+	}
+	// Soonest first: a timeline.
+	for i := 1; i < len(d.Delayed); i++ {
+		for k := i; k > 0 && d.Delayed[k].DueInMS < d.Delayed[k-1].DueInMS; k-- {
+			d.Delayed[k], d.Delayed[k-1] = d.Delayed[k-1], d.Delayed[k]
+		}
+	}
+	return d, nil
+}
+
+// isOutcome reports whether err is an outcome (not found, …) rather than a
+// failure of the store.
+func isOutcome(err error) bool { return err != nil && !storeFailure(err) }
+
+// durMS writes a count of milliseconds for people: 850ms, 12.3s, 4m05s, 2h10m.
+func durMS(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", ms)
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+}
+
+// preview shows the start of a body: text as it is, else its size.
+func preview(b []byte) string {
+	const max = 60
+	if !utf8.Valid(b) {
+		return fmt.Sprintf("(%d bytes of binary)", len(b))
+	}
+	if len(b) <= max {
+		return string(b)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return string(b[:cut]) + "…"
+}

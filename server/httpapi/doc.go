@@ -1,0 +1,64 @@
+// Package httpapi implements hourglass's HTTP/JSON API, its live dashboard
+// and its Prometheus metrics, over a queue.Queue.
+//
+// A Server follows http.Server: Serve(l), ServeTLS(l, cert, key),
+// Shutdown(ctx), Close; or mount Handler() on a mux of your own. Its zero
+// value with Queue set is ready to use; it is safe for concurrent use.
+//
+// # Routes
+//
+//	POST   /v1/tubes/{tube}/jobs           put (JSON, or the raw body as application/octet-stream)
+//	POST   /v1/reserve                     reserve, a long poll of up to timeout_ms (cut to MaxWait)
+//	GET    /v1/jobs/{id}                   peek; /body: the body as it is
+//	DELETE /v1/jobs/{id}                   delete
+//	POST   /v1/jobs/{id}/release|bury|touch   act on a reservation (Hourglass-Lease)
+//	POST   /v1/jobs/{id}/kick              kick one job
+//	GET    /v1/jobs/{id}/stats             job statistics
+//	GET    /v1/tubes, /v1/tubes/{tube}     tubes; a tube's statistics
+//	GET    /v1/tubes/{tube}/peek/{state}   next ready, delayed or buried job
+//	POST   /v1/tubes/{tube}/kick|pause     kick up to bound jobs; pause
+//	GET    /v1/stats                       store statistics
+//	GET    /v1/openapi.json                the OpenAPI 3 document (OpenAPI())
+//	GET    /metrics                        Prometheus metrics (Metrics)
+//	GET    /healthz                        200 "ok" when the store answers
+//	GET    /                               the dashboard
+//
+// Durations are whole milliseconds in fields ending in _ms. Bodies are
+// base64 in "body_base64" (and text in "body" when valid UTF-8).
+//
+// # Leases
+//
+// A reserve returns a lease token with the job. The token is the
+// reservation's owner in the store (queue.Queue.WithOwner), so only a call
+// carrying it in the Hourglass-Lease header may delete, release, bury or
+// touch the job, and any server on the same store honours it. An HTTP
+// reservation has no connection whose end could return it: it lasts the
+// job's TTR from the reserve, and each touch renews it. A server that stops
+// does not return its HTTP reservations; they come back when their TTR
+// runs out.
+//
+// # Errors
+//
+// Every error is {"error":{"code":"…","message":"…"}}, with a stable code
+// (the Code constants) and its status: 400 bad input, 401 no or wrong
+// token, 404 not found, 409 wrong state or not the holder, 413 too large,
+// 429 with Retry-After (limits), 503 store unreachable or shutting down,
+// 507 store full.
+//
+// # Security and limits
+//
+// With AuthToken set, every /v1 call (but the OpenAPI document), the
+// dashboard's panels and actions and /metrics need "Authorization: Bearer
+// <token>", compared in constant time. A put's body is bounded by the
+// queue's MaxJobSize (413 beyond), other bodies by 64 KiB; a long poll by
+// MaxWait; Serve sets ReadHeaderTimeout, ReadTimeout and IdleTimeout so that
+// slow or idle clients cannot hold connections.
+//
+// # Adding a primitive
+//
+// Each primitive is one file of routes (jobs.go: a primitive value listed
+// in primitives), one OpenAPI fragment (openapi/<name>.json), one dashboard
+// template (dashboard/<name>.html defining "panel-<name>") and its metrics,
+// registered on Metrics.Registry under the names reserved here
+// (MetricLimiterDecisions, MetricExpiryLag, MetricLockGrants).
+package httpapi

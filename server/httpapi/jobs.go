@@ -1,0 +1,610 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// jobsPrimitive serves the job queue under /v1.
+var jobsPrimitive = primitive{
+	name:    "jobs",
+	enabled: func(s *Server) bool { return s.Queue != nil },
+	routes: func(s *Server) []route {
+		return []route{
+			{"POST", "/v1/tubes/{tube}/jobs", "put", s.put},
+			{"POST", "/v1/reserve", "reserve", s.reserve},
+			{"GET", "/v1/jobs/{id}", "peek", s.peek},
+			{"GET", "/v1/jobs/{id}/body", "peek-body", s.peekBody},
+			{"DELETE", "/v1/jobs/{id}", "delete", s.delete},
+			{"POST", "/v1/jobs/{id}/release", "release", s.release},
+			{"POST", "/v1/jobs/{id}/bury", "bury", s.bury},
+			{"POST", "/v1/jobs/{id}/touch", "touch", s.touch},
+			{"POST", "/v1/jobs/{id}/kick", "kick-job", s.kickJob},
+			{"GET", "/v1/jobs/{id}/stats", "stats-job", s.statsJob},
+			{"GET", "/v1/tubes", "tubes", s.tubes},
+			{"GET", "/v1/tubes/{tube}", "stats-tube", s.statsTube},
+			{"GET", "/v1/tubes/{tube}/peek/{state}", "peek-state", s.peekState},
+			{"POST", "/v1/tubes/{tube}/kick", "kick", s.kick},
+			{"POST", "/v1/tubes/{tube}/pause", "pause-tube", s.pause},
+			{"GET", "/v1/stats", "stats", s.stats},
+		}
+	},
+	panel: jobsPanel,
+}
+
+// LeaseHeader carries the lease token of a reservation on the calls that
+// act on it (delete, release, bury, touch).
+const LeaseHeader = "Hourglass-Lease"
+
+// leasePrefix starts every lease token; the rest is 32 hex digits (128
+// random bits). The token is the reservation's owner in the store.
+const leasePrefix = "hgl_"
+
+// noLease is the owner of calls made without a lease: no reserve uses it
+// (it is not a valid token), so it holds no job.
+const noLease = leasePrefix
+
+func newLease() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return leasePrefix + hex.EncodeToString(b[:])
+}
+
+func validLease(s string) bool {
+	if len(s) != len(leasePrefix)+32 || s[:len(leasePrefix)] != leasePrefix {
+		return false
+	}
+	for _, c := range s[len(leasePrefix):] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// holder returns the queue view of r's lease; required says a call without
+// one is refused.
+func (s *Server) holder(r *http.Request, required bool) (*queue.Queue, error) {
+	l := r.Header.Get(LeaseHeader)
+	if l == "" {
+		if required {
+			return nil, apiError{http.StatusBadRequest, CodeBadLease, "httpapi: the " + LeaseHeader + " header is required: the lease token reserve returned", 0}
+		}
+		return s.Queue.WithOwner(noLease), nil
+	}
+	if !validLease(l) {
+		return nil, apiError{http.StatusBadRequest, CodeBadLease, "httpapi: " + LeaseHeader + " is not a lease token", 0}
+	}
+	return s.Queue.WithOwner(l), nil
+}
+
+// Job is a job in a reply.
+type Job struct {
+	ID       uint64 `json:"id"`
+	Tube     string `json:"tube"`
+	Priority uint32 `json:"priority"`
+	TTRMS    int64  `json:"ttr_ms"`
+	Reserves uint32 `json:"reserves"`
+	// BodyBase64 is the body, base64 (standard, padded): always there.
+	BodyBase64 string `json:"body_base64"`
+	// Body is the body as a string when it is valid UTF-8.
+	Body *string `json:"body,omitempty"`
+}
+
+func jobOf(j queue.Job) Job {
+	out := Job{ID: uint64(j.ID), Tube: j.Tube, Priority: j.Priority, TTRMS: j.TTR.Milliseconds(), Reserves: j.Reserves,
+		BodyBase64: base64.StdEncoding.EncodeToString(j.Body)}
+	if utf8.Valid(j.Body) {
+		b := string(j.Body)
+		out.Body = &b
+	}
+	return out
+}
+
+// PutRequest is the JSON body of a put. At most one of Body and BodyBase64.
+type PutRequest struct {
+	Body       *string `json:"body,omitempty"`
+	BodyBase64 *string `json:"body_base64,omitempty"`
+	Priority   uint32  `json:"priority"`
+	DelayMS    int64   `json:"delay_ms"`
+	TTRMS      int64   `json:"ttr_ms"`
+	UniqueKey  string  `json:"unique_key,omitempty"`
+}
+
+// PutReply is the reply to a put.
+type PutReply struct {
+	ID        uint64 `json:"id"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
+	tube := r.PathValue("tube")
+	max := s.Queue.MaxJobSize()
+	var nj queue.NewJob
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "application/octet-stream":
+		body, err := readBody(w, r, int64(max))
+		if err != nil {
+			return err
+		}
+		q := r.URL.Query()
+		pri, err := queryUint(q.Get("priority"), "priority", 1<<32-1)
+		if err != nil {
+			return err
+		}
+		delay, err := queryUint(q.Get("delay_ms"), "delay_ms", 1<<62)
+		if err != nil {
+			return err
+		}
+		ttr, err := queryUint(q.Get("ttr_ms"), "ttr_ms", 1<<62)
+		if err != nil {
+			return err
+		}
+		nj = queue.NewJob{Body: body, Priority: uint32(pri), Delay: ms(int64(delay)), TTR: ms(int64(ttr)), UniqueKey: q.Get("unique_key")}
+	case "application/json", "":
+		var req PutRequest
+		// base64 takes 4 bytes per 3, and JSON escapes up to 6 per byte of text.
+		if err := readJSON(w, r, int64(max)*6+maxSmallBody, &req); err != nil {
+			return err
+		}
+		var body []byte
+		switch {
+		case req.Body != nil && req.BodyBase64 != nil:
+			return badRequest("httpapi: give body or body_base64, not both")
+		case req.BodyBase64 != nil:
+			b, err := base64.StdEncoding.DecodeString(*req.BodyBase64)
+			if err != nil {
+				return badRequest("httpapi: body_base64: %v", err)
+			}
+			body = b
+		case req.Body != nil:
+			body = []byte(*req.Body)
+		}
+		if req.DelayMS < 0 || req.TTRMS < 0 {
+			return badRequest("httpapi: delay_ms and ttr_ms must not be negative")
+		}
+		nj = queue.NewJob{Body: body, Priority: req.Priority, Delay: ms(req.DelayMS), TTR: ms(req.TTRMS), UniqueKey: req.UniqueKey}
+	default:
+		return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "httpapi: a put takes application/json or application/octet-stream, not " + ct, 0}
+	}
+	res, err := s.Queue.PutMany(r.Context(), tube, []queue.NewJob{nj})
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if res[0].Duplicate {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/v1/jobs/"+res[0].ID.String())
+	writeJSON(w, status, PutReply{ID: uint64(res[0].ID), Duplicate: res[0].Duplicate})
+	return nil
+}
+
+// ms is a count of milliseconds as a Duration, saturating far beyond any
+// limit the queue accepts, so that the queue names the field in its error.
+func ms(n int64) time.Duration {
+	if n > int64(queue.MaxDuration/time.Millisecond)+1 {
+		n = int64(queue.MaxDuration/time.Millisecond) + 1
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+// ReserveRequest is the JSON body of a reserve.
+type ReserveRequest struct {
+	// Tubes to take a job from; default ["default"].
+	Tubes []string `json:"tubes,omitempty"`
+	// TimeoutMS is how long to wait for a job: 0 does not wait. It is cut
+	// to the server's maximum wait.
+	TimeoutMS int64 `json:"timeout_ms"`
+}
+
+// ReserveReply is the reply to a reserve that got a job.
+type ReserveReply struct {
+	// Lease is the token that the calls acting on the reservation carry
+	// in the Hourglass-Lease header. The reservation lasts the job's TTR
+	// from now; touch renews it.
+	Lease string `json:"lease"`
+	Job   Job    `json:"job"`
+}
+
+func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
+	var req ReserveRequest
+	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+		return err
+	}
+	if req.TimeoutMS < 0 {
+		return badRequest("httpapi: timeout_ms is %d, want 0 or more", req.TimeoutMS)
+	}
+	timeout := min(ms(req.TimeoutMS), s.maxWait())
+	if timeout == 0 {
+		timeout = -1 // one attempt
+	}
+	ctx, cancel := s.longPoll(r)
+	defer cancel()
+	lease := newLease()
+	q := s.Queue.WithOwner(lease)
+	j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: req.Tubes, Timeout: timeout})
+	if errors.Is(err, queue.ErrTimeout) {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	if err != nil {
+		if r.Context().Err() == nil && s.stop.Err() != nil {
+			return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+		}
+		return err
+	}
+	// The lease is the job's TTR: nothing here returns the job early.
+	q.Forget(j.ID)
+	writeJSON(w, http.StatusOK, ReserveReply{Lease: lease, Job: jobOf(j)})
+	s.Metrics.lateness(w, r.Context(), s.Queue, j)
+	return nil
+}
+
+func (s *Server) peek(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	j, err := s.Queue.Peek(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, jobOf(j))
+	return nil
+}
+
+// peekBody serves a job's body as it is: application/octet-stream.
+func (s *Server) peekBody(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	j, err := s.Queue.Peek(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(j.Body)))
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(j.Body)
+	return nil
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	q, err := s.holder(r, false)
+	if err != nil {
+		return err
+	}
+	if err := q.Delete(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// ReleaseRequest is the JSON body of a release (optional: the defaults
+// are priority 0 and no delay).
+type ReleaseRequest struct {
+	Priority uint32 `json:"priority"`
+	DelayMS  int64  `json:"delay_ms"`
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req ReleaseRequest
+	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+		return err
+	}
+	if req.DelayMS < 0 {
+		return badRequest("httpapi: delay_ms is %d, want 0 or more", req.DelayMS)
+	}
+	q, err := s.holder(r, true)
+	if err != nil {
+		return err
+	}
+	if err := q.Release(r.Context(), id, req.Priority, ms(req.DelayMS)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// BuryRequest is the JSON body of a bury (optional: priority 0).
+type BuryRequest struct {
+	Priority uint32 `json:"priority"`
+}
+
+func (s *Server) bury(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req BuryRequest
+	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+		return err
+	}
+	q, err := s.holder(r, true)
+	if err != nil {
+		return err
+	}
+	if err := q.Bury(r.Context(), id, req.Priority); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) touch(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	q, err := s.holder(r, true)
+	if err != nil {
+		return err
+	}
+	if err := q.Touch(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) kickJob(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.Queue.KickJob(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// KickRequest is the JSON body of a tube's kick.
+type KickRequest struct {
+	// Bound is the most jobs to kick.
+	Bound int `json:"bound"`
+}
+
+// KickReply is the reply to a tube's kick.
+type KickReply struct {
+	Kicked int `json:"kicked"`
+}
+
+func (s *Server) kick(w http.ResponseWriter, r *http.Request) error {
+	var req KickRequest
+	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+		return err
+	}
+	n, err := s.Queue.Kick(r.Context(), r.PathValue("tube"), req.Bound)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, KickReply{Kicked: n})
+	return nil
+}
+
+// PauseRequest is the JSON body of a tube's pause.
+type PauseRequest struct {
+	// DelayMS is how long the pause lasts; 0 ends a pause.
+	DelayMS int64 `json:"delay_ms"`
+}
+
+func (s *Server) pause(w http.ResponseWriter, r *http.Request) error {
+	var req PauseRequest
+	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+		return err
+	}
+	if req.DelayMS < 0 {
+		return badRequest("httpapi: delay_ms is %d, want 0 or more", req.DelayMS)
+	}
+	if err := s.Queue.PauseTube(r.Context(), r.PathValue("tube"), ms(req.DelayMS)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) peekState(w http.ResponseWriter, r *http.Request) error {
+	tube := r.PathValue("tube")
+	var peek func(context.Context, string) (queue.Job, error)
+	switch r.PathValue("state") {
+	case "ready":
+		peek = s.Queue.PeekReady
+	case "delayed":
+		peek = s.Queue.PeekDelayed
+	case "buried":
+		peek = s.Queue.PeekBuried
+	default:
+		return badRequest("httpapi: state %q: want ready, delayed or buried", r.PathValue("state"))
+	}
+	j, err := peek(r.Context(), tube)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, jobOf(j))
+	return nil
+}
+
+// JobStats describes a job.
+type JobStats struct {
+	ID         uint64 `json:"id"`
+	Tube       string `json:"tube"`
+	State      string `json:"state"`
+	Priority   uint32 `json:"priority"`
+	AgeMS      int64  `json:"age_ms"`
+	DelayMS    int64  `json:"delay_ms"`
+	TTRMS      int64  `json:"ttr_ms"`
+	TimeLeftMS int64  `json:"time_left_ms"`
+	Reserves   uint32 `json:"reserves"`
+	Timeouts   uint32 `json:"timeouts"`
+	Releases   uint32 `json:"releases"`
+	Buries     uint32 `json:"buries"`
+	Kicks      uint32 `json:"kicks"`
+}
+
+func (s *Server) statsJob(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	st, err := s.Queue.StatsJob(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, JobStats{ID: uint64(st.ID), Tube: st.Tube, State: st.State.String(), Priority: st.Priority,
+		AgeMS: st.Age.Milliseconds(), DelayMS: st.Delay.Milliseconds(), TTRMS: st.TTR.Milliseconds(),
+		TimeLeftMS: st.TimeLeft.Milliseconds(), Reserves: st.Reserves, Timeouts: st.Timeouts,
+		Releases: st.Releases, Buries: st.Buries, Kicks: st.Kicks})
+	return nil
+}
+
+// TubeStats describes a tube.
+type TubeStats struct {
+	Name            string `json:"name"`
+	Urgent          int64  `json:"urgent"`
+	Ready           int64  `json:"ready"`
+	Reserved        int64  `json:"reserved"`
+	Delayed         int64  `json:"delayed"`
+	Buried          int64  `json:"buried"`
+	TotalJobs       int64  `json:"total_jobs"`
+	Deletes         int64  `json:"deletes"`
+	Pauses          int64  `json:"pauses"`
+	Paused          bool   `json:"paused"`
+	PauseMS         int64  `json:"pause_ms"`
+	PauseTimeLeftMS int64  `json:"pause_time_left_ms"`
+}
+
+func tubeStatsOf(st queue.TubeStats) TubeStats {
+	return TubeStats{Name: st.Name, Urgent: st.Urgent, Ready: st.Ready, Reserved: st.Reserved, Delayed: st.Delayed,
+		Buried: st.Buried, TotalJobs: st.TotalJobs, Deletes: st.Deletes, Pauses: st.Pauses, Paused: st.Pause > 0,
+		PauseMS: st.Pause.Milliseconds(), PauseTimeLeftMS: st.PauseTimeLeft.Milliseconds()}
+}
+
+func (s *Server) statsTube(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.Queue.StatsTube(r.Context(), r.PathValue("tube"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tubeStatsOf(st))
+	return nil
+}
+
+// TubesReply lists the tubes.
+type TubesReply struct {
+	Tubes []string `json:"tubes"`
+}
+
+func (s *Server) tubes(w http.ResponseWriter, r *http.Request) error {
+	ts, err := s.Queue.Tubes(r.Context())
+	if err != nil {
+		return err
+	}
+	if ts == nil {
+		ts = []string{}
+	}
+	writeJSON(w, http.StatusOK, TubesReply{Tubes: ts})
+	return nil
+}
+
+// Stats describes the whole store.
+type Stats struct {
+	Urgent    int64 `json:"urgent"`
+	Ready     int64 `json:"ready"`
+	Reserved  int64 `json:"reserved"`
+	Delayed   int64 `json:"delayed"`
+	Buried    int64 `json:"buried"`
+	TotalJobs int64 `json:"total_jobs"`
+	Timeouts  int64 `json:"timeouts"`
+	Tubes     int64 `json:"tubes"`
+}
+
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.Queue.Stats(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Stats{Urgent: st.Urgent, Ready: st.Ready, Reserved: st.Reserved, Delayed: st.Delayed,
+		Buried: st.Buried, TotalJobs: st.TotalJobs, Timeouts: st.Timeouts, Tubes: st.Tubes})
+	return nil
+}
+
+// pathID parses the {id} of the path.
+func pathID(r *http.Request) (queue.ID, error) {
+	n, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil || n == 0 || n > uint64(queue.MaxID) {
+		return 0, badRequest("httpapi: job id %q: want a whole number from 1 to %d", r.PathValue("id"), queue.MaxID)
+	}
+	return queue.ID(n), nil
+}
+
+func queryUint(v, name string, max uint64) (uint64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n > max {
+		return 0, badRequest("httpapi: %s %q: want a whole number from 0 to %d", name, v, max)
+	}
+	return n, nil
+}
+
+// readBody reads r's body, at most max bytes: more is 413 too_large.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, apiError{http.StatusRequestEntityTooLarge, CodeTooLarge, sprintf("httpapi: body longer than %d bytes", max), 0}
+		}
+		return nil, badRequest("httpapi: reading the body: %v", err)
+	}
+	return b, nil
+}
+
+// readJSON decodes r's JSON body, at most max bytes, into v. An empty body
+// leaves v as it is; unknown fields are refused.
+func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) error {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "" && ct != "application/json" {
+		return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "httpapi: want application/json, not " + ct, 0}
+	}
+	b, err := readBody(w, r, max)
+	if err != nil || len(b) == 0 {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("httpapi: JSON body: %v", err)
+	}
+	if dec.More() {
+		return badRequest("httpapi: JSON body: more than one value")
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package httpapi
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/server/beanstalk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metric names. Every series hourglass exports starts with "hourglass_".
+// The names reserved for primitives still to come are registered by those
+// primitives' files when they are added, with the labels written here.
+const (
+	// MetricRequests counts commands by protocol ("http", "beanstalk"),
+	// primitive ("jobs", …), command ("put", "reserve-with-timeout", …)
+	// and result ("ok", an error code of this package, or a beanstalkd
+	// reply word such as "NOT_FOUND").
+	MetricRequests = "hourglass_requests_total"
+	// MetricRequestDuration is the latency histogram of commands, by
+	// protocol, primitive and command, in seconds. A reserve's includes
+	// its wait.
+	MetricRequestDuration = "hourglass_request_duration_seconds"
+	// MetricStoreErrors counts commands that failed because the store
+	// did not answer (a 503 "unavailable", a beanstalkd INTERNAL_ERROR), by
+	// protocol and primitive.
+	MetricStoreErrors = "hourglass_store_errors_total"
+	// MetricConnections is the number of open client connections, by
+	// protocol.
+	MetricConnections = "hourglass_connections"
+	// MetricConnectionsTotal counts accepted client connections, by protocol.
+	MetricConnectionsTotal = "hourglass_connections_total"
+	// MetricJobs is the number of jobs by tube and state ("ready",
+	// "reserved", "delayed", "buried"), read from the store at each scrape
+	// (at most MaxScrapedTubes tubes).
+	MetricJobs = "hourglass_jobs"
+	// MetricTubePaused is 1 for a paused tube, 0 otherwise.
+	MetricTubePaused = "hourglass_tube_paused"
+	// MetricDeliveryLateness is the histogram, in seconds, of how late a
+	// job reached a worker over HTTP: the time of its reserve minus the
+	// time it became due (its put plus its delay). It is observed for a
+	// job's first reserve when the job was never kicked, the one case in
+	// which the store's statistics give the due time exactly.
+	MetricDeliveryLateness = "hourglass_job_delivery_lateness_seconds"
+
+	// MetricLimiterDecisions (reserved for the rate limits): decisions by
+	// limit and result ("allowed", "denied"), a counter.
+	MetricLimiterDecisions = "hourglass_ratelimit_decisions_total"
+	// MetricExpiryLag (reserved for the expiring hashes): seconds between
+	// a field's expiry and its event's delivery, a histogram.
+	MetricExpiryLag = "hourglass_ttlhash_expiry_lag_seconds"
+	// MetricLockGrants (reserved for the locks): grants by lock and mode,
+	// a counter.
+	MetricLockGrants = "hourglass_lock_grants_total"
+)
+
+// MaxScrapedTubes bounds the tubes whose job counts a scrape reads.
+const MaxScrapedTubes = 1000
+
+// Metrics records what the servers do, for GET /metrics. One Metrics may
+// serve the HTTP server and a beanstalkd-protocol server at once (see
+// ObserveBeanstalk). It is safe for concurrent use.
+type Metrics struct {
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	storeErrors *prometheus.CounterVec
+	conns       *prometheus.GaugeVec
+	connsTotal  *prometheus.CounterVec
+	late        prometheus.Histogram
+	queue       atomic.Pointer[queue.Queue] // read by the jobs collector
+}
+
+// NewMetrics returns Metrics registered on reg; nil means a new registry
+// that also carries the Go runtime's and the process's metrics. The
+// registry is served by GET /metrics; primitives added later register
+// their own series on it (Registry).
+func NewMetrics(reg *prometheus.Registry) *Metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRequests,
+			Help: "Commands served, by protocol, primitive, command and result."}, []string{"protocol", "primitive", "command", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricRequestDuration,
+			Help:    "Latency of commands in seconds (a reserve's includes its wait).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}},
+			[]string{"protocol", "primitive", "command"}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricStoreErrors,
+			Help: "Commands that failed because the store did not answer."}, []string{"protocol", "primitive"}),
+		conns: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricConnections,
+			Help: "Open client connections."}, []string{"protocol"}),
+		connsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricConnectionsTotal,
+			Help: "Client connections accepted."}, []string{"protocol"}),
+		late: prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricDeliveryLateness,
+			Help:    "Seconds between a job becoming due and its first reserve over HTTP.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 60}}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.storeErrors, m.conns, m.connsTotal, m.late, jobsCollector{m})
+	return m
+}
+
+// Registry returns the registry the metrics are on.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// handler serves the registry in the Prometheus text format.
+func (m *Metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// watchQueue makes the jobs collector read q's store at each scrape.
+func (m *Metrics) watchQueue(q *queue.Queue) { m.queue.Store(q) }
+
+// observe records one command; err nil is a success.
+func (m *Metrics) observe(protocol, prim, command string, d time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = asAPIError(err).code
+	}
+	m.record(protocol, prim, command, d, result, result == CodeUnavailable)
+}
+
+func (m *Metrics) record(protocol, prim, command string, d time.Duration, result string, failure bool) {
+	m.requests.WithLabelValues(protocol, prim, command, result).Inc()
+	m.duration.WithLabelValues(protocol, prim, command).Observe(d.Seconds())
+	if failure {
+		m.storeErrors.WithLabelValues(protocol, prim).Inc()
+	}
+}
+
+// ObserveBeanstalk records one beanstalkd-protocol command: set it as
+// beanstalk.Server.Observe.
+func (m *Metrics) ObserveBeanstalk(cmd string, d time.Duration, err error) {
+	result := beanstalk.Reply(err)
+	if result == "" {
+		result = "ok"
+	}
+	m.record("beanstalk", "jobs", cmd, d, result, result == "INTERNAL_ERROR")
+}
+
+// BeanstalkConnState records a beanstalkd-protocol connection opening
+// (+1) or closing (-1): set it as beanstalk.Server.ConnState.
+func (m *Metrics) BeanstalkConnState(delta int) {
+	if delta > 0 {
+		m.connsTotal.WithLabelValues("beanstalk").Inc()
+	}
+	m.conns.WithLabelValues("beanstalk").Add(float64(delta))
+}
+
+// httpConnState is the http.Server's ConnState hook.
+func (m *Metrics) httpConnState(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		m.connsTotal.WithLabelValues("http").Inc()
+		m.conns.WithLabelValues("http").Inc()
+	case http.StateClosed, http.StateHijacked:
+		m.conns.WithLabelValues("http").Dec()
+	}
+}
+
+// lateness observes the delivery lateness of j, just reserved, when the
+// store's statistics tell its due time exactly (see MetricDeliveryLateness).
+// It costs one store call, made after the reply is sent.
+func (m *Metrics) lateness(w http.ResponseWriter, ctx context.Context, q *queue.Queue, j queue.Job) {
+	if j.Reserves != 1 {
+		return
+	}
+	http.NewResponseController(w).Flush()
+	st, err := q.StatsJob(ctx, j.ID)
+	if err != nil || st.Reserves != 1 || st.Kicks != 0 || st.State != queue.Reserved {
+		return
+	}
+	// Age runs from the put; the job was due Delay after it; the reserve
+	// was at most a store call ago (TTR - TimeLeft).
+	late := st.Age - st.Delay - (st.TTR - st.TimeLeft)
+	m.late.Observe(max(late, 0).Seconds())
+}
+
+// jobsCollector reads the job counts of every tube at scrape time.
+type jobsCollector struct{ m *Metrics }
+
+var (
+	jobsDesc   = prometheus.NewDesc(MetricJobs, "Jobs by tube and state, read from the store at scrape time.", []string{"tube", "state"}, nil)
+	pausedDesc = prometheus.NewDesc(MetricTubePaused, "1 for a paused tube.", []string{"tube"}, nil)
+)
+
+func (c jobsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- jobsDesc
+	ch <- pausedDesc
+}
+
+func (c jobsCollector) Collect(ch chan<- prometheus.Metric) {
+	q := c.m.queue.Load()
+	if q == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tubes, err := q.Tubes(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(jobsDesc, err)
+		return
+	}
+	if len(tubes) > MaxScrapedTubes {
+		tubes = tubes[:MaxScrapedTubes]
+	}
+	for _, t := range tubes {
+		st, err := q.StatsTube(ctx, t)
+		if err != nil {
+			continue // gone since Tubes, or the store failed: the next scrape tells
+		}
+		for _, s := range []struct {
+			name string
+			n    int64
+		}{{"ready", st.Ready}, {"reserved", st.Reserved}, {"delayed", st.Delayed}, {"buried", st.Buried}} {
+			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.n), t, s.name)
+		}
+		paused := 0.0
+		if st.Pause > 0 {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, t)
+	}
+}

@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// A primitive is what one of hourglass's primitives adds to the server: its
+// routes under /v1, its fragment of the OpenAPI document and its panel of
+// the dashboard. Each primitive lives in a file of its own (jobs.go) and is
+// listed in primitives; adding one (rate limits, expiring hashes, locks) is
+// adding such a file, an openapi/<name>.json fragment, a dashboard/<name>.html
+// template and a line here. See docs/http-api.md, "Adding a primitive".
+type primitive struct {
+	// name is the metrics label "primitive", the OpenAPI fragment's file
+	// name (openapi/<name>.json) and the dashboard template's
+	// (dashboard/<name>.html, defining "panel-<name>").
+	name string
+	// enabled reports whether the Server has what the primitive needs (its
+	// store); a disabled primitive serves no route and shows no panel.
+	enabled func(s *Server) bool
+	// routes returns the primitive's routes.
+	routes func(s *Server) []route
+	// panel returns the data its dashboard template renders.
+	panel func(ctx context.Context, s *Server) (any, error)
+}
+
+// primitives served, in the dashboard's order.
+var primitives = []primitive{
+	jobsPrimitive,
+	// ratelimit, ttlhash and lock add their entries here.
+}
+
+// route is one endpoint of a primitive.
+type route struct {
+	method  string // GET, POST, DELETE
+	path    string // an http.ServeMux pattern path: /v1/jobs/{id}
+	command string // the metrics label "command": put, reserve, …
+	handle  func(w http.ResponseWriter, r *http.Request) error
+}
+
+// routes builds the handler of every route.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, p := range primitives {
+		if !p.enabled(s) {
+			continue
+		}
+		for _, rt := range p.routes(s) {
+			mux.Handle(rt.method+" "+rt.path, s.api(p.name, rt.command, rt.handle))
+		}
+	}
+	mux.Handle("GET /v1/openapi.json", http.HandlerFunc(serveOpenAPI))
+	mux.Handle("/v1/", s.api("http", "unknown", func(w http.ResponseWriter, r *http.Request) error {
+		if a := allowed(mux, r); a != "" {
+			w.Header().Set("Allow", a)
+			return apiError{http.StatusMethodNotAllowed, CodeNotAllowed, "httpapi: method " + r.Method + " not allowed on " + r.URL.Path, 0}
+		}
+		return apiError{http.StatusNotFound, CodeNotFound, "httpapi: no route " + r.Method + " " + r.URL.Path, 0}
+	}))
+	mux.Handle("GET /metrics", s.authorized(s.Metrics.handler()))
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.Handle("GET /dashboard/panels", s.api("dashboard", "panels", s.servePanels))
+	mux.HandleFunc("GET /{$}", s.serveDashboard)
+	mux.Handle("GET /dashboard/static/", http.StripPrefix("/dashboard/", http.FileServerFS(dashboardFS)))
+	return mux
+}
+
+// api wraps a route's handler: authorization, the metrics, errors as JSON.
+func (s *Server) api(prim, command string, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		var err error
+		if !s.checkToken(r) {
+			err = apiError{http.StatusUnauthorized, CodeUnauthorized, "httpapi: missing or wrong bearer token", 0}
+		} else {
+			err = h(w, r)
+		}
+		if err != nil {
+			writeError(w, r, err)
+		}
+		s.Metrics.observe("http", prim, command, time.Since(start), err)
+	})
+}
+
+// authorized wraps a plain handler with the bearer-token check.
+func (s *Server) authorized(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.checkToken(r) {
+			writeError(w, r, apiError{http.StatusUnauthorized, CodeUnauthorized, "httpapi: missing or wrong bearer token", 0})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// checkToken reports whether r carries the bearer token, or none is needed.
+// The comparison takes the same time whatever the tokens' contents.
+func (s *Server) checkToken(r *http.Request) bool {
+	if s.AuthToken == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.AuthToken)) == 1
+}
+
+// healthz answers 200 "ok" when the store answers, 503 otherwise.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	check := s.Health
+	if check == nil {
+		check = func(ctx context.Context) error { _, err := s.Queue.Stats(ctx); return err }
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := check(ctx); err != nil {
+		s.logger().Warn("health check failed", "err", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "store unavailable")
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// allowed lists the methods the mux serves r's path with.
+func allowed(mux *http.ServeMux, r *http.Request) string {
+	var ms []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, p := mux.Handler(r2); p != "" && p != "/v1/" {
+			ms = append(ms, m)
+		}
+	}
+	return strings.Join(ms, ", ")
+}
+
+// longPoll returns the context of a long poll: r's, ended by Shutdown too.
+func (s *Server) longPoll(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.stop, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }

@@ -1,0 +1,165 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = http.ErrServerClosed
+
+// Defaults used when the corresponding Server field is zero.
+const (
+	// DefaultMaxWait bounds a long poll (a reserve's timeout_ms).
+	DefaultMaxWait = 30 * time.Second
+	// DefaultReadHeaderTimeout bounds reading a request's headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds reading a whole request, body included.
+	DefaultReadTimeout = 60 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection idle this long.
+	DefaultIdleTimeout = 2 * time.Minute
+	// maxSmallBody bounds the JSON body of every request but a put.
+	maxSmallBody = 64 << 10
+)
+
+// Server serves the HTTP/JSON API, the dashboard and the metrics over a
+// queue. Its zero value, with Queue set, is ready to use. A Server is safe
+// for concurrent use; its fields must not change once Handler or Serve has
+// been called.
+type Server struct {
+	// Queue holds the jobs. Required.
+	Queue *queue.Queue
+	// Logger receives store failures and internal errors. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// AuthToken, when not empty, is the bearer token every /v1 call, every
+	// dashboard panel and action and /metrics must carry
+	// ("Authorization: Bearer <token>"). It is compared in constant time.
+	AuthToken string
+	// MaxWait bounds how long a long poll (a reserve) waits; a longer
+	// timeout asked for is cut to it. Default DefaultMaxWait.
+	MaxWait time.Duration
+	// Metrics records what the server does and serves GET /metrics.
+	// Default: a fresh Metrics of its own (NewMetrics(nil)).
+	Metrics *Metrics
+	// Health, when set, answers GET /healthz: nil means healthy (200),
+	// an error means 503. Default: a Stats call to the store.
+	Health func(ctx context.Context) error
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are those of the
+	// http.Server that Serve runs. Defaults DefaultReadHeaderTimeout,
+	// DefaultReadTimeout and DefaultIdleTimeout.
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
+
+	initOnce sync.Once
+	handler  http.Handler
+	stop     context.Context // cancelled by Shutdown: long polls end
+	cancel   context.CancelFunc
+
+	mu  sync.Mutex
+	hs  *http.Server
+	err error // why the Server cannot run (no Queue)
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.stop, s.cancel = context.WithCancel(context.Background())
+		if s.Queue == nil {
+			s.err = errors.New("httpapi: Server.Queue is nil")
+			s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				writeError(w, r, apiError{http.StatusInternalServerError, CodeInternal, s.err.Error(), 0})
+			})
+			return
+		}
+		if s.Metrics == nil {
+			s.Metrics = NewMetrics(nil)
+		}
+		s.Metrics.watchQueue(s.Queue)
+		s.handler = s.routes()
+		s.hs = &http.Server{
+			Handler:           s.handler,
+			ReadHeaderTimeout: or(s.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+			ReadTimeout:       or(s.ReadTimeout, DefaultReadTimeout),
+			IdleTimeout:       or(s.IdleTimeout, DefaultIdleTimeout),
+			ErrorLog:          slog.NewLogLogger(s.logger().Handler(), slog.LevelWarn),
+			ConnState:         s.Metrics.httpConnState,
+		}
+	})
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
+}
+
+func (s *Server) maxWait() time.Duration { return or(s.MaxWait, DefaultMaxWait) }
+
+// Handler returns the handler of every route: /v1/..., /metrics, /healthz
+// and the dashboard at /. Mount it on a mux of your own, or let Serve run it.
+// Without Serve, the timeouts of Server are those of the caller's
+// http.Server, and Shutdown only ends the long polls.
+func (s *Server) Handler() http.Handler {
+	s.init()
+	return s.handler
+}
+
+// Serve accepts HTTP connections on l and serves Handler on them, as
+// http.Server.Serve does, with the Server's timeouts. It returns
+// ErrServerClosed after Shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	s.init()
+	if s.err != nil {
+		l.Close()
+		return s.err
+	}
+	return s.hs.Serve(l)
+}
+
+// ServeTLS is Serve over TLS with the certificate and key in the named
+// PEM files, as http.Server.ServeTLS.
+func (s *Server) ServeTLS(l net.Listener, certFile, keyFile string) error {
+	s.init()
+	if s.err != nil {
+		l.Close()
+		return s.err
+	}
+	return s.hs.ServeTLS(l, certFile, keyFile)
+}
+
+// Shutdown ends the long polls in flight (a waiting reserve answers 503
+// shutting_down), stops accepting and waits for the requests in flight, as
+// http.Server.Shutdown does, or returns ctx.Err(). Reservations made over
+// HTTP are not returned: each lasts its TTR (see the package docs).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.init()
+	s.cancel()
+	if s.hs == nil {
+		return nil
+	}
+	return s.hs.Shutdown(ctx)
+}
+
+// Close closes the listeners and connections at once, as http.Server.Close.
+func (s *Server) Close() error {
+	s.init()
+	s.cancel()
+	if s.hs == nil {
+		return nil
+	}
+	return s.hs.Close()
+}
