@@ -40,6 +40,9 @@ const (
 	// "reserved", "delayed", "buried"), read from the store at each scrape
 	// (at most MaxScrapedTubes tubes).
 	MetricJobs = "hourglass_jobs"
+	// MetricStoreUp is 1 when the scrape could read the job counts from
+	// the store, 0 when the store did not answer.
+	MetricStoreUp = "hourglass_store_up"
 	// MetricTubePaused is 1 for a paused tube, 0 otherwise.
 	MetricTubePaused = "hourglass_tube_paused"
 	// MetricDeliveryLateness is the histogram, in seconds, of how late a
@@ -190,11 +193,13 @@ type jobsCollector struct{ m *Metrics }
 var (
 	jobsDesc   = prometheus.NewDesc(MetricJobs, "Jobs by tube and state, read from the store at scrape time.", []string{"tube", "state"}, nil)
 	pausedDesc = prometheus.NewDesc(MetricTubePaused, "1 for a paused tube.", []string{"tube"}, nil)
+	upDesc     = prometheus.NewDesc(MetricStoreUp, "1 when the scrape read the job counts from the store.", nil, nil)
 )
 
 func (c jobsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- jobsDesc
 	ch <- pausedDesc
+	ch <- upDesc
 }
 
 func (c jobsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -205,17 +210,18 @@ func (c jobsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	tubes, err := q.Tubes(ctx)
+	up := 1.0
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(jobsDesc, err)
-		return
+		up = 0
 	}
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up)
 	if len(tubes) > MaxScrapedTubes {
 		tubes = tubes[:MaxScrapedTubes]
 	}
 	for _, t := range tubes {
 		st, err := q.StatsTube(ctx, t)
 		if err != nil {
-			continue // gone since Tubes, or the store failed: the next scrape tells
+			continue // gone since Tubes, or the store failed meanwhile
 		}
 		for _, s := range []struct {
 			name string

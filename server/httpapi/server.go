@@ -47,7 +47,8 @@ type Server struct {
 	// timeout asked for is cut to it. Default DefaultMaxWait.
 	MaxWait time.Duration
 	// Metrics records what the server does and serves GET /metrics.
-	// Default: a fresh Metrics of its own (NewMetrics(nil)).
+	// Default: a fresh Metrics of its own (NewMetrics(nil)), set by the
+	// first call of Handler or Serve.
 	Metrics *Metrics
 	// Health, when set, answers GET /healthz: nil means healthy (200),
 	// an error means 503. Default: a Stats call to the store.
