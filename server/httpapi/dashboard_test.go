@@ -1,0 +1,138 @@
+package httpapi_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// chromium returns the path of the system's Chromium, failing the test
+// with how to install it when there is none.
+func chromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("chromium not found: install it with `apt-get install -y chromium chromium-driver` (make deps does)")
+	return ""
+}
+
+// artifactDir is where the test keeps its screenshot: go test's
+// -artifacts directory when given, else testdata/artifacts (ignored by git).
+func artifactDir(t *testing.T) string {
+	if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() == "true" {
+		return t.ArtifactDir()
+	}
+	dir, err := filepath.Abs(filepath.Join("testdata", "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestDashboardInChromium(t *testing.T) {
+	bin := chromium(t)
+	ts := startServer(t, memStore(t), nil)
+	ctx := context.Background()
+	c := ts.c
+
+	// Data: ready jobs, a delayed one, a buried one, a paused tube.
+	for i := range 2 {
+		c.put(t, "mail", map[string]any{"body": fmt.Sprintf("mail %d", i)})
+	}
+	c.put(t, "mail", map[string]any{"body": "reminder", "delay_ms": 90000})
+	buried := c.put(t, "mail", map[string]any{"body": "poison message"})
+	for {
+		r := c.reserve(t, []string{"mail"}, 0)
+		if r.Job.ID == buried {
+			c.do(req{method: "POST", path: fmt.Sprintf("/v1/jobs/%d/bury", buried), header: lease(r.Lease)}).want(t, http.StatusNoContent, "")
+			break
+		}
+		c.do(req{method: "POST", path: fmt.Sprintf("/v1/jobs/%d/release", r.Job.ID), header: lease(r.Lease), json: map[string]any{"priority": 100}}).want(t, http.StatusNoContent, "")
+	}
+	c.put(t, "reports", map[string]any{"body": "weekly"})
+	c.do(req{method: "POST", path: "/v1/tubes/reports/pause", json: map[string]any{"delay_ms": 600000}}).want(t, http.StatusNoContent, "")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.NoSandbox, // the test may run as root
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 900),
+	)
+	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	defer cancel()
+	bctx, cancel = context.WithTimeout(bctx, 90*time.Second)
+	defer cancel()
+
+	kick := chromedp.CSS(fmt.Sprintf(`#panel-jobs button[data-action="kick"][data-id="%d"]`, buried))
+	mailReady := chromedp.CSS(`tr[data-tube="mail"] td.ready`)
+	if err := chromedp.Do(bctx, chromedp.Navigate(ts.url+"/"), chromedp.WaitVisible(kick)); err != nil {
+		t.Fatalf("loading the dashboard: %v", err)
+	}
+	text := func(sel chromedp.CSS) string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.Text(sel))
+		if err != nil {
+			t.Fatalf("reading %s: %v", sel, err)
+		}
+		return s
+	}
+	if s := text(`#panel-jobs table.tubes`); !strings.Contains(s, "mail") || !strings.Contains(s, "reports") {
+		t.Errorf("the tubes table shows %q, want mail and reports", s)
+	}
+	if s := text(`#panel-jobs .timeline`); !strings.Contains(s, "reminder") {
+		t.Errorf("the timeline shows %q, want the delayed reminder", s)
+	}
+	if s := text(`tr[data-tube="reports"] td.paused`); !strings.Contains(s, "paused") {
+		t.Errorf("the reports tube shows %q, want paused", s)
+	}
+	if s := text(mailReady); s != "2" {
+		t.Errorf("mail shows %q ready jobs, want 2", s)
+	}
+
+	// Kick the buried job: its row goes, the ready count rises, and the
+	// store has it ready.
+	err := chromedp.Do(bctx,
+		chromedp.Click(kick),
+		chromedp.WaitNotPresent(chromedp.CSS(fmt.Sprintf(`table.buried tr[data-job="%d"]`, buried))),
+		chromedp.WaitVisible(mailReady),
+	)
+	if err != nil {
+		t.Fatalf("kicking from the dashboard: %v", err)
+	}
+	if s := text(mailReady); s != "3" {
+		t.Errorf("after the kick mail shows %q ready jobs, want 3", s)
+	}
+	st, err := ts.q.StatsJob(ctx, queue.ID(buried))
+	if err != nil || st.State != queue.Ready || st.Kicks != 1 {
+		t.Fatalf("job %d after the kick: %+v, %v; want ready, kicked once", buried, st, err)
+	}
+
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100) // 100: PNG)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	path := filepath.Join(artifactDir(t), "dashboard-after-kick.png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
