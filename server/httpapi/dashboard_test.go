@@ -126,7 +126,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("job %d after the kick: %+v, %v; want ready, kicked once", buried, st, err)
 	}
 
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100) // 100: PNG)
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
