@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -19,20 +18,19 @@ import (
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
+	"github.com/hourglass-io/hourglass/server/httpapi"
 	"github.com/redis/go-redis/v9"
 )
 
 const (
 	// openTimeout bounds opening the store (connecting to Redis).
 	openTimeout = 30 * time.Second
-	// healthTimeout bounds the store call of a health check.
-	healthTimeout = 2 * time.Second
 )
 
 var serveCommand = &command{
 	name:    "serve",
 	args:    "[flags]",
-	summary: "run the server: the beanstalkd protocol, and /healthz over HTTP",
+	summary: "run the server: the beanstalkd protocol, and the HTTP API, dashboard and metrics",
 	envAll:  true,
 	help: `The store is one of:
 
@@ -46,8 +44,19 @@ var serveCommand = &command{
 --fsync and --max-jobs apply to the embedded engine only: with Redis, its
 own persistence settings and maxmemory decide.
 
-GET /healthz on --http-addr answers 200 "ok" when the store answers, 503
-otherwise. SIGTERM or SIGINT stops the server: it stops accepting, lets the
+On --http-addr: the HTTP/JSON API under /v1 (its OpenAPI document at
+/v1/openapi.json), the dashboard at /, Prometheus metrics at /metrics, and
+GET /healthz, which answers 200 "ok" when the store answers, 503 otherwise.
+
+With --auth-token (or --auth-token-file, or HOURGLASS_AUTH_TOKEN), every /v1
+call, the dashboard's data and actions and /metrics need the header
+"Authorization: Bearer <token>". serve refuses to listen on an address
+beyond loopback (either listener) without a token. The beanstalkd protocol
+has no authentication of its own: beyond loopback, put it behind --tls-cert
+and a network you trust. --tls-cert and --tls-key serve both listeners over
+TLS.
+
+SIGTERM or SIGINT stops the server: it stops accepting, lets the
 commands in flight finish (a waiting reserve ends without a reply), returns
 reserved jobs to ready and closes the store, all within --shutdown-timeout;
 a second signal stops it at once. SIGUSR1 puts it in drain mode: every later
@@ -57,7 +66,9 @@ Examples:
 
   hourglass serve
   hourglass serve --store mem:// --log-level debug
-  hourglass serve --store redis://:secret@10.0.0.5:6379/0 --beanstalk-addr 0.0.0.0:11300
+  hourglass serve --store redis://:secret@10.0.0.5:6379/0 --beanstalk-addr 0.0.0.0:11300 \
+      --http-addr 0.0.0.0:7480 --auth-token-file /etc/hourglass/token \
+      --tls-cert /etc/hourglass/cert.pem --tls-key /etc/hourglass/key.pem
   HOURGLASS_STORE=/var/lib/hourglass HOURGLASS_FSYNC=everysec hourglass serve
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
@@ -65,7 +76,12 @@ Examples:
 		fs.StringVar(&o.store, "store", "./hourglass-data", "`URL` of the store: a directory, file:///dir, mem://, or a redis:// URL (see below)")
 		fs.StringVar(&o.fsync, "fsync", memstore.FsyncAlways.String(), "`policy` for when the embedded engine's log reaches the disk: always, everysec or no")
 		fs.StringVar(&o.beanstalkAddr, "beanstalk-addr", "127.0.0.1:11300", "`host:port` to serve the beanstalkd protocol on")
-		fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7480", "`host:port` to serve HTTP (/healthz) on; empty: none")
+		fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7480", "`host:port` to serve HTTP on (the API, dashboard, /metrics, /healthz); empty: none")
+		fs.StringVar(&o.authToken, "auth-token", "", "bearer `token` every HTTP API call must carry; required to listen beyond loopback")
+		fs.StringVar(&o.authTokenFile, "auth-token-file", "", "`file` holding the bearer token (its first line), instead of --auth-token")
+		fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file`: serve both listeners over TLS (with --tls-key)")
+		fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+		fs.DurationVar(&o.maxWait, "max-wait", httpapi.DefaultMaxWait, "longest `duration` an HTTP long poll (reserve) waits")
 		fs.IntVar(&o.maxJobSize, "max-job-size", queue.DefaultMaxJobSize, "largest job body, in `bytes`")
 		fs.IntVar(&o.maxJobs, "max-jobs", 0, "most `jobs` the embedded engine holds; a put beyond is answered OUT_OF_MEMORY (0: no cap)")
 		fs.IntVar(&o.maxConns, "max-conns", 10000, "most open protocol `connections`; more are closed at once (0: no cap)")
@@ -100,6 +116,10 @@ type serveOptions struct {
 	shutdownTimeout         time.Duration
 	logLevel                string
 	level                   slog.Level // parsed from logLevel
+	authToken               string
+	authTokenFile           string
+	tlsCert, tlsKey         string
+	maxWait                 time.Duration
 }
 
 func (o *serveOptions) validate() error {
@@ -124,13 +144,58 @@ func (o *serveOptions) validate() error {
 		return usagef("--idle-timeout %v: want 0 (never) or more", o.idleTimeout)
 	case o.shutdownTimeout <= 0:
 		return usagef("--shutdown-timeout %v: want more than 0", o.shutdownTimeout)
+	case o.maxWait <= 0:
+		return usagef("--max-wait %v: want more than 0", o.maxWait)
+	case o.authToken != "" && o.authTokenFile != "":
+		return usagef("give --auth-token or --auth-token-file, not both")
+	case (o.tlsCert == "") != (o.tlsKey == ""):
+		return usagef("--tls-cert and --tls-key go together")
 	}
 	return nil
+}
+
+// token returns the bearer token of the options: --auth-token, or the first
+// line of --auth-token-file.
+func (o *serveOptions) token() (string, error) {
+	if o.authTokenFile == "" {
+		return o.authToken, nil
+	}
+	b, err := os.ReadFile(o.authTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("--auth-token-file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	tok := strings.TrimSpace(line)
+	if tok == "" {
+		return "", fmt.Errorf("--auth-token-file %s: the file is empty", o.authTokenFile)
+	}
+	return tok, nil
+}
+
+// tlsConfig returns the TLS configuration of both listeners, nil without
+// --tls-cert.
+func (o *serveOptions) tlsConfig() (*tls.Config, error) {
+	if o.tlsCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // serve runs the server until ctx ends (SIGINT, SIGTERM), then shuts it down.
 func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	if err := o.validate(); err != nil {
+		return err
+	}
+	token, err := o.token()
+	if err != nil {
+		return err
+	}
+	tlsCfg, err := o.tlsConfig()
+	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: o.level}))
@@ -173,14 +238,31 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 			return fmt.Errorf("--http-addr: %w", err)
 		}
 	}
-
-	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout}
-	hs := &http.Server{
-		Handler:           healthHandler(b, log),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	if token == "" {
+		for _, l := range []struct {
+			flag string
+			l    net.Listener
+		}{{"--beanstalk-addr", bl}, {"--http-addr", hl}} {
+			if l.l != nil && !loopback(l.l.Addr()) {
+				bl.Close()
+				if hl != nil {
+					hl.Close()
+				}
+				return fmt.Errorf("%s %s is beyond loopback: refusing to serve it without --auth-token, --auth-token-file or HOURGLASS_AUTH_TOKEN", l.flag, l.l.Addr())
+			}
+		}
 	}
+	if tlsCfg != nil {
+		bl = tls.NewListener(bl, tlsCfg)
+		if hl != nil {
+			hl = tls.NewListener(hl, tlsCfg)
+		}
+	}
+
+	metrics := httpapi.NewMetrics(nil)
+	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
+		Observe: metrics.ObserveBeanstalk, ConnState: metrics.BeanstalkConnState}
+	hs := &httpapi.Server{Queue: q, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b)}
 
 	attrs := []any{"store", b.Kind, "url", redact(o.store), "beanstalk_addr", bl.Addr().String()}
 	if hl != nil {
@@ -189,7 +271,8 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	if b.Kind == "file" {
 		attrs = append(attrs, "fsync", o.fsync)
 	}
-	attrs = append(attrs, "max_job_size", o.maxJobSize, "max_jobs", o.maxJobs, "max_conns", o.maxConns, "pid", os.Getpid())
+	attrs = append(attrs, "max_job_size", o.maxJobSize, "max_jobs", o.maxJobs, "max_conns", o.maxConns,
+		"auth", token != "", "tls", tlsCfg != nil, "pid", os.Getpid())
 	log.Info("hourglass serving", attrs...)
 	if o.fsyncSet && b.Kind != "file" {
 		log.Warn("--fsync is ignored: it applies to the embedded engine on disk", "store", b.Kind)
@@ -199,7 +282,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	}
 	warnExposed(log, "beanstalk_addr", bl.Addr(), "the beanstalkd protocol has no authentication: anyone who can reach it can put, reserve and delete jobs")
 	if hl != nil {
-		warnExposed(log, "http_addr", hl.Addr(), "anyone who can reach it can query it")
+		warnExposed(log, "http_addr", hl.Addr(), "it needs the bearer token, which travels in clear text without --tls-cert")
 	}
 
 	var wg sync.WaitGroup
@@ -211,7 +294,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	})
 	if hl != nil {
 		wg.Go(func() {
-			if err := hs.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+			if err := hs.Serve(hl); !errors.Is(err, httpapi.ErrServerClosed) {
 				failed <- fmt.Errorf("serving HTTP: %w", err)
 			}
 		})
@@ -256,31 +339,15 @@ wait:
 	return serveErr
 }
 
-// healthHandler serves GET /healthz: 200 "ok" when the store answers a
-// cheap call within healthTimeout, 503 otherwise.
-func healthHandler(b *hourglass.Backend, log *slog.Logger) http.Handler {
-	check := func(ctx context.Context) error {
+// healthCheck is the check of GET /healthz: a cheap call to the store.
+func healthCheck(b *hourglass.Backend) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		if b.Redis != nil {
 			return b.Redis.Ping(ctx).Err()
 		}
 		_, err := b.Queue.Stats(ctx)
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-		defer cancel()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		if err := check(ctx); err != nil {
-			log.Warn("health check failed", "err", err)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, "store unavailable\n")
-			return
-		}
-		io.WriteString(w, "ok\n")
-	})
-	return mux
 }
 
 // redisLogger sends go-redis's messages (failed dials and the like) to the
@@ -289,6 +356,12 @@ type redisLogger struct{ log *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, args ...any) {
 	l.log.WarnContext(ctx, fmt.Sprintf(format, args...))
+}
+
+// loopback reports whether a listener's address is a loopback address.
+func loopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // warnExposed logs a warning when a listener is not on a loopback address.

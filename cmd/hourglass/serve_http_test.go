@@ -1,0 +1,148 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Without a token, serve will not listen beyond loopback, on either listener.
+func TestServeRefusesExposureWithoutToken(t *testing.T) {
+	for _, args := range [][]string{
+		{"--http-addr", "0.0.0.0:0"},
+		{"--beanstalk-addr", "0.0.0.0:0"},
+	} {
+		p := launchServe(t, nil, append([]string{"--store", "mem://"}, args...)...)
+		if code := p.wait(t, 20*time.Second); code != 1 {
+			t.Fatalf("serve %v exited %d, want 1", args, code)
+		}
+		if !strings.Contains(p.log.String(), "beyond loopback: refusing to serve it without --auth-token") {
+			t.Fatalf("serve %v said:\n%s", args, p.log)
+		}
+	}
+}
+
+// With a token from a file and a certificate, both listeners speak TLS, and
+// the API wants the token.
+func TestServeTokenAndTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key, pool := writeCert(t, dir)
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("tok-123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := launchServe(t, nil, "--store", "mem://", "--auth-token-file", tokenFile, "--tls-cert", cert, "--tls-key", key)
+	line := p.log.waitFor(t, `msg="hourglass serving"`, 30*time.Second)
+	if logValue(line, "auth") != "true" || logValue(line, "tls") != "true" {
+		t.Fatalf("start line %q: want auth=true tls=true", line)
+	}
+	httpAddr, bAddr := logValue(line, "http_addr"), logValue(line, "beanstalk_addr")
+	cfg := &tls.Config{RootCAs: pool}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+
+	call := func(token string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "https://"+httpAddr+"/v1/stats", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("GET /v1/stats over TLS: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := call(""); code != http.StatusUnauthorized {
+		t.Errorf("without the token: %d, want 401", code)
+	}
+	if code := call("tok-123"); code != http.StatusOK {
+		t.Errorf("with the token: %d, want 200", code)
+	}
+
+	// The beanstalkd protocol over TLS.
+	nc, err := tls.Dial("tcp", bAddr, cfg)
+	if err != nil {
+		t.Fatalf("beanstalkd listener over TLS: %v", err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(nc, "put 0 0 60 2\r\nhi\r\n")
+	reply, err := bufio.NewReader(nc).ReadString('\n')
+	if err != nil || !strings.HasPrefix(reply, "INSERTED ") {
+		t.Fatalf("put over TLS: %q, %v", reply, err)
+	}
+
+	// The job is visible over HTTP, and the metrics count both protocols.
+	req, _ := http.NewRequest("GET", "https://"+httpAddr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer tok-123")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`hourglass_requests_total{command="put",primitive="jobs",protocol="beanstalk",result="ok"} 1`,
+		`hourglass_requests_total{command="stats",primitive="jobs",protocol="http",result="ok"} 1`,
+		`hourglass_jobs{state="ready",tube="default"} 1`,
+		`hourglass_connections{protocol="beanstalk"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1 and its key.
+func writeCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hourglass test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:        true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	c, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(c)
+	return certFile, keyFile, pool
+}
