@@ -1,9 +1,10 @@
 # The one test command: `make test`. It installs what the tests need
-# (redis-server, beanstalkd) when they are missing and it runs as root, and
+# (redis-server, beanstalkd, chromium and chromium-driver for the dashboard
+# test) when they are missing and it runs as root, and
 # otherwise says how to get them.
 
 GO ?= go
-APT_PACKAGES := redis-server:redis-server beanstalkd:beanstalkd
+APT_PACKAGES := redis-server:redis-server beanstalkd:beanstalkd chromium:chromium chromedriver:chromium-driver
 
 .PHONY: test deps vet build
 

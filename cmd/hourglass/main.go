@@ -10,6 +10,7 @@
 //	hourglass peek     [flags] --ready | --delayed | --buried
 //	hourglass stats    [flags]              server, tube (--tube) or job (--job) statistics
 //	hourglass tubes    [flags]              list the tubes with their job counts
+//	hourglass api      [flags] METHOD PATH [JSON]   call the HTTP API (--http, HOURGLASS_HTTP)
 //	hourglass bench    [flags]              measure a beanstalkd-protocol server
 //	hourglass help     [COMMAND]            show a command's flags and examples
 //
@@ -78,6 +79,7 @@ var commands = []*command{
 	peekCommand,
 	statsCommand,
 	tubesCommand,
+	apiCommand,
 	benchCommand,
 }
 
@@ -227,7 +229,9 @@ func (cmd *command) printUsage(w io.Writer, fs *flag.FlagSet) {
 }
 
 // readsEnv reports whether flag name also reads an environment variable.
-func (cmd *command) readsEnv(name string) bool { return cmd.envAll || name == "addr" }
+func (cmd *command) readsEnv(name string) bool {
+	return cmd.envAll || name == "addr" || name == "http" || name == "auth-token"
+}
 
 // envName is the environment variable of a flag: HOURGLASS_MAX_JOB_SIZE
 // for max-job-size.

@@ -146,3 +146,24 @@ func writeCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.C
 	pool.AddCert(c)
 	return certFile, keyFile, pool
 }
+
+// hourglass api calls the HTTP API with the token of the environment.
+func TestAPICommand(t *testing.T) {
+	p := startServe(t, []string{"HOURGLASS_AUTH_TOKEN=tok"}, "--store", "mem://")
+	env := []string{"HOURGLASS_HTTP=http://" + p.httpAddr, "HOURGLASS_AUTH_TOKEN=tok"}
+	if out := ok(t, env, "api", "POST", "/v1/tubes/cli/jobs", `{"body":"from the cli"}`); out != "id:        1\nduplicate: false\n" {
+		t.Errorf("put printed %q", out)
+	}
+	out := ok(t, env, "api", "--json", "POST", "/v1/reserve", `{"tubes":["cli"]}`)
+	if !strings.Contains(out, `"body":"from the cli"`) || !strings.Contains(out, `"lease":"hgl_`) {
+		t.Errorf("reserve --json printed %q", out)
+	}
+	r := run(t, env, "", "api", "GET", "/v1/jobs/99")
+	if r.code != 1 || !strings.Contains(r.stderr, "(not_found)") {
+		t.Errorf("a missing job: %v", r)
+	}
+	r = run(t, []string{"HOURGLASS_HTTP=http://" + p.httpAddr}, "", "api", "GET", "/v1/stats")
+	if r.code != 1 || !strings.Contains(r.stderr, "(unauthorized)") {
+		t.Errorf("without the token: %v", r)
+	}
+}
