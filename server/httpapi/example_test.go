@@ -1,0 +1,61 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/hourglass-io/hourglass/memstore"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/server/httpapi"
+)
+
+// A Server's Handler mounted on an httptest server: a put and a reserve.
+func Example() {
+	store := memstore.New(nil)
+	defer store.Close()
+	q, _ := queue.New(store, nil)
+	defer q.Close()
+	srv := &httpapi.Server{Queue: q}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+
+	resp, _ := http.Post(ts.URL+"/v1/tubes/emails/jobs", "application/json", strings.NewReader(`{"body":"hello"}`))
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Print(resp.StatusCode, " ", string(b))
+
+	resp, _ = http.Post(ts.URL+"/v1/reserve", "application/json", strings.NewReader(`{"tubes":["emails"],"timeout_ms":1000}`))
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, strings.Contains(string(b), `"body":"hello"`), strings.Contains(string(b), `"lease":"hgl_`))
+	// Output:
+	// 201 {"id":1,"duplicate":false}
+	// 200 true true
+}
+
+// With a token, calls without it are refused.
+func ExampleServer_authToken() {
+	store := memstore.New(nil)
+	defer store.Close()
+	q, _ := queue.New(store, nil)
+	defer q.Close()
+	ts := httptest.NewServer((&httpapi.Server{Queue: q, AuthToken: "s3cret"}).Handler())
+	defer ts.Close()
+
+	resp, _ := http.Get(ts.URL + "/v1/stats")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Print(resp.StatusCode, " ", string(b))
+
+	req, _ := http.NewRequest("GET", ts.URL+"/v1/stats", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, _ = http.DefaultClient.Do(req)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode)
+	// Output:
+	// 401 {"error":{"code":"unauthorized","message":"httpapi: missing or wrong bearer token"}}
+	// 200
+}
