@@ -41,6 +41,17 @@ type backend struct {
 var backends = []backend{
 	{"mem", memStore},
 	{"redis", redisStore},
+	{"cluster", clusterStore},
+}
+
+func clusterStore(t testing.TB) queue.Store {
+	t.Helper()
+	s, err := redisstore.New(context.Background(), redistest.ClusterClient(t), &redisstore.Options{Prefix: redistest.Prefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func redisStore(t testing.TB) queue.Store {
