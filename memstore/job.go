@@ -1,6 +1,8 @@
 package memstore
 
 import (
+	"container/heap"
+
 	"github.com/hourglass-io/hourglass/queue"
 )
 
@@ -148,4 +150,39 @@ func (h *jobHeap) check() (bad *job, ok bool) {
 		}
 	}
 	return nil, true
+}
+
+// first calls f with the n least jobs of the heap, least first, without
+// changing the heap: a second heap of the candidates (the children of the
+// jobs taken so far) yields them in order in O(n log n).
+func (h *jobHeap) first(n int, f func(*job)) {
+	if len(h.s) == 0 {
+		return
+	}
+	front := indexHeap{h: h, i: []int{0}}
+	for taken := 0; taken < n && len(front.i) > 0; taken++ {
+		i := heap.Pop(&front).(int)
+		f(h.s[i])
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(h.s) {
+				heap.Push(&front, c)
+			}
+		}
+	}
+}
+
+// indexHeap orders positions of a jobHeap by their jobs.
+type indexHeap struct {
+	h *jobHeap
+	i []int
+}
+
+func (x *indexHeap) Len() int           { return len(x.i) }
+func (x *indexHeap) Less(a, b int) bool { return x.h.less(x.h.s[x.i[a]], x.h.s[x.i[b]]) }
+func (x *indexHeap) Swap(a, b int)      { x.i[a], x.i[b] = x.i[b], x.i[a] }
+func (x *indexHeap) Push(v any)         { x.i = append(x.i, v.(int)) }
+func (x *indexHeap) Pop() any {
+	v := x.i[len(x.i)-1]
+	x.i = x.i[:len(x.i)-1]
+	return v
 }

@@ -115,3 +115,34 @@ func TestTubeHeap(t *testing.T) {
 		}
 	}
 }
+
+// TestJobHeapFirst checks first against the sorted heap, for every n, and
+// that it leaves the heap as it was.
+func TestJobHeapFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	h := jobHeap{less: readyLess}
+	for i := range 300 {
+		h.push(&job{id: queue.ID(i + 1), pri: uint32(rng.IntN(20))})
+	}
+	before := slices.Clone(h.s)
+	sorted := slices.Clone(h.s)
+	slices.SortFunc(sorted, func(a, b *job) int {
+		if readyLess(a, b) {
+			return -1
+		}
+		if readyLess(b, a) {
+			return 1
+		}
+		return 0
+	})
+	for _, n := range []int{0, 1, 2, 7, 150, 300, 400} {
+		var got []*job
+		h.first(n, func(j *job) { got = append(got, j) })
+		if want := sorted[:min(n, len(sorted))]; !slices.Equal(got, want) {
+			t.Errorf("first(%d): %d jobs, not the %d least in order", n, len(got), len(want))
+		}
+	}
+	if !slices.Equal(before, h.s) {
+		t.Error("first changed the heap")
+	}
+}

@@ -406,6 +406,31 @@ func (s *Store) PeekState(ctx context.Context, tube string, st queue.State) (que
 	return out, err
 }
 
+// PeekStateN implements queue.Store. It walks the state's heap from the
+// top, taking the least of the frontier each time, so it costs O(n log n)
+// whatever the tube holds.
+func (s *Store) PeekStateN(ctx context.Context, tube string, st queue.State, n int) ([]queue.Job, error) {
+	if st != queue.Ready && st != queue.Delayed && st != queue.Buried {
+		return nil, fmt.Errorf("%w: PeekStateN of state %v", queue.ErrInvalid, st)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: PeekStateN of %d jobs", queue.ErrInvalid, n)
+	}
+	now, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []queue.Job
+	if t := s.tubes[tube]; t != nil {
+		t.heap(st).first(n, func(j *job) { out = append(out, j.export()) })
+	}
+	s.end(now, 0)
+	if out == nil {
+		out = []queue.Job{}
+	}
+	return out, nil
+}
+
 // StatsJob implements queue.Store.
 func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
 	now, err := s.begin(ctx)

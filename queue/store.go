@@ -101,6 +101,11 @@ type Store interface {
 	// buried). ErrNotFound when there is none.
 	PeekState(ctx context.Context, tube string, s State) (Job, error)
 
+	// PeekStateN returns up to n of the next jobs of tube in state s, in
+	// the order PeekState names them (for listings; n from 1 to
+	// MaxPeekN). A tube with none gives an empty slice, not ErrNotFound.
+	PeekStateN(ctx context.Context, tube string, s State, n int) ([]Job, error)
+
 	// StatsJob describes the job with the given ID, or returns ErrNotFound.
 	StatsJob(ctx context.Context, id ID) (JobStats, error)
 

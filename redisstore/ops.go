@@ -1,9 +1,11 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -563,30 +565,52 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 // PeekState implements queue.Store. For a partitioned tube it looks at every
 // partition and returns the best by the state's order.
 func (s *Store) PeekState(ctx context.Context, tube string, st queue.State) (queue.Job, error) {
-	k := s.partitions(tube)
-	var best queue.Job
-	var bestScore float64
-	found := false
-	for p := 0; p < k; p++ {
-		tag := tubeTag(tube, p, k)
-		v, err := s.run(ctx, scripts.peekState, tag, tube, tube, int(st))
-		if err != nil {
-			return queue.Job{}, err
-		}
-		a := v.([]any)
-		if len(a) == 0 {
-			continue
-		}
-		score := float64(a[0].(int64))
-		j := parseJob(a[1].([]any))
-		if !found || score < bestScore || (score == bestScore && j.ID < best.ID) {
-			best, bestScore, found = j, score, true
-		}
+	jobs, err := s.PeekStateN(ctx, tube, st, 1)
+	if err != nil {
+		return queue.Job{}, err
 	}
-	if !found {
+	if len(jobs) == 0 {
 		return queue.Job{}, fmt.Errorf("%w: no %s job in tube %s", queue.ErrNotFound, st, tube)
 	}
-	return best, nil
+	return jobs[0], nil
+}
+
+// PeekStateN implements queue.Store. For a partitioned tube it takes the
+// first n of every partition and merges them by the state's order.
+func (s *Store) PeekStateN(ctx context.Context, tube string, st queue.State, n int) ([]queue.Job, error) {
+	if st != queue.Ready && st != queue.Delayed && st != queue.Buried {
+		return nil, fmt.Errorf("%w: PeekStateN of state %v", queue.ErrInvalid, st)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: PeekStateN of %d jobs", queue.ErrInvalid, n)
+	}
+	type scored struct {
+		score int64
+		job   queue.Job
+	}
+	var all []scored
+	k := s.partitions(tube)
+	for p := 0; p < k; p++ {
+		v, err := s.run(ctx, scripts.peekState, tubeTag(tube, p, k), tube, tube, int(st), n)
+		if err != nil {
+			return nil, err
+		}
+		a := v.([]any)
+		for i := 0; i+1 < len(a); i += 2 {
+			all = append(all, scored{a[i].(int64), parseJob(a[i+1].([]any))})
+		}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if c := cmp.Compare(a.score, b.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.job.ID, b.job.ID)
+	})
+	out := make([]queue.Job, 0, min(n, len(all)))
+	for _, x := range all[:min(n, len(all))] {
+		out = append(out, x.job)
+	}
+	return out, nil
 }
 
 // StatsTube implements queue.Store; a partitioned tube sums its partitions.

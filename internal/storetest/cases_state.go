@@ -486,6 +486,61 @@ func testPeekState(t *testing.T, s *suite) {
 	none("ps-other", "of a tube with no jobs while another tube has some")
 }
 
+// testPeekStateN: PeekStateN lists the next jobs of a state in PeekState's
+// order, stops at n, gives an empty list for none, and refuses bad input.
+func testPeekStateN(t *testing.T, s *suite) {
+	e := s.env(t)
+	ids := func(jobs []queue.Job) []queue.ID {
+		out := []queue.ID{}
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	list := func(st queue.State, n int) []queue.ID {
+		t.Helper()
+		jobs, err := e.q.PeekStateN(e.ctx, "psn", st, n)
+		e.ok("PeekStateN", err)
+		return ids(jobs)
+	}
+	want := func(name string, got, want []queue.ID) {
+		t.Helper()
+		if diff := gocmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+	want("ready of an unknown tube", list(queue.Ready, 5), []queue.ID{})
+	r5 := e.putPri("psn", 5, "r5")
+	r3a := e.putPri("psn", 3, "r3a")
+	r3b := e.putPri("psn", 3, "r3b")
+	r1 := e.putPri("psn", 1, "r1")
+	d30 := e.put("psn", queue.NewJob{Body: []byte("d30"), Delay: 30 * time.Second})
+	d10 := e.put("psn", queue.NewJob{Body: []byte("d10"), Priority: 9, Delay: 10 * time.Second})
+	d20 := e.put("psn", queue.NewJob{Body: []byte("d20"), Delay: 20 * time.Second})
+	b1 := e.buried(e.q, "psn", 9, "b1")
+	b2 := e.buried(e.q, "psn", 0, "b2")
+
+	want("ready, all", list(queue.Ready, 10), []queue.ID{r1, r3a, r3b, r5})
+	want("ready, first 2", list(queue.Ready, 2), []queue.ID{r1, r3a})
+	want("delayed", list(queue.Delayed, 10), []queue.ID{d10, d20, d30})
+	want("buried", list(queue.Buried, 10), []queue.ID{b1, b2})
+	jobs, err := e.q.PeekStateN(e.ctx, "psn", queue.Delayed, 1)
+	e.ok("PeekStateN", err)
+	if len(jobs) == 1 {
+		wantJob(t, "PeekStateN's job", jobs[0], queue.Job{ID: d10, Tube: "psn", Priority: 9, TTR: queue.DefaultTTR, Body: []byte("d10")})
+	}
+	for _, c := range []struct {
+		name  string
+		state queue.State
+		n     int
+	}{{"reserved", queue.Reserved, 1}, {"n=0", queue.Ready, 0}, {"n too large", queue.Ready, queue.MaxPeekN + 1}} {
+		if _, err := e.q.PeekStateN(e.ctx, "psn", c.state, c.n); !errors.Is(err, queue.ErrInvalid) {
+			t.Errorf("PeekStateN %s: %v, want ErrInvalid", c.name, err)
+		}
+	}
+	e.wantState(r1, queue.Ready)
+}
+
 // testAbandon: Queue.Abandon returns the owner's reserved jobs to ready
 // without counting releases or timeouts.
 func testAbandon(t *testing.T, s *suite) {

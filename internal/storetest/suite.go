@@ -70,6 +70,7 @@ func queueCases() []queueCase {
 		{"DeleteMany", testDeleteMany},
 		{"PeekByID", testPeekByID},
 		{"PeekState", testPeekState},
+		{"PeekStateN", testPeekStateN},
 		{"StatsJob", testStatsJob},
 		{"StatsTube", testStatsTube},
 		{"StatsTubeUnknown", testStatsTubeUnknown},

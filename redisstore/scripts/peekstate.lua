@@ -1,11 +1,12 @@
 #!lua
--- peekstate: the next job of one tube partition in a state.
+-- peekstate: the next jobs of one tube partition in a state.
 -- KEYS: m j tubes, then the 6 keys of the tube
--- ARGV: now, tube, state (1 ready, 2 delayed, 4 buried)
--- Returns: { score, job (as jobreply) } or {} when there is none. The score
--- orders candidates across partitions: pri, due ms or bury sequence.
+-- ARGV: now, tube, state (1 ready, 2 delayed, 4 buried), count (at least 1)
+-- Returns: { score, job (as jobreply), score, job, ... } in the state's
+-- order, {} when there is none. The score orders candidates across
+-- partitions: pri, due ms or bury sequence.
 local T = tubekeys(1)
-local tube, state = ARGV[2], tonumber(ARGV[3])
+local tube, state, count = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local us, now = open({ T })
 tick(T, tube, now)
 local from = T.r
@@ -14,7 +15,11 @@ if state == DELAYED then
 elseif state == BURIED then
   from = T.b
 end
-local h = redis.call('ZRANGE', from, 0, 0, 'WITHSCORES')
-if #h == 0 then return done(T, {}) end
-local rec, body = load(h[1])
-return done(T, { tonumber(h[2]), jobreply(h[1], rec, body, tube) })
+local h = redis.call('ZRANGE', from, 0, count - 1, 'WITHSCORES')
+local out = {}
+for i = 1, #h, 2 do
+  local rec, body = load(h[i])
+  out[#out + 1] = tonumber(h[i + 1])
+  out[#out + 1] = jobreply(h[i], rec, body, tube)
+end
+return done(T, out)
