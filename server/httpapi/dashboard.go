@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -100,12 +102,21 @@ type jobsPanelData struct {
 	More    bool // more tubes than shown
 	Delayed []panelJob
 	Buried  []panelJob
+	// DelayedCut: the timeline shows only the soonest panelTimeline.
+	DelayedCut bool
 }
+
+// The dashboard lists up to panelJobsPerTube delayed and buried jobs of
+// each tube, and the soonest panelTimeline delayed jobs of all tubes.
+const (
+	panelJobsPerTube = 10
+	panelTimeline    = 30
+)
 
 type panelJob struct {
 	Job     queue.Job
 	DueInMS int64 // delayed: until it is ready
-	More    int64 // other jobs of the tube in the same state
+	More    int64 // on the last job listed of a tube: its other jobs in the same state
 }
 
 func jobsPanel(ctx context.Context, s *Server) (any, error) {
@@ -128,29 +139,39 @@ func jobsPanel(ctx context.Context, s *Server) (any, error) {
 		}
 		d.Tubes = append(d.Tubes, tubeStatsOf(st))
 		if st.Delayed > 0 {
-			if j, err := q.PeekDelayed(ctx, t); err == nil {
-				pj := panelJob{Job: j, More: st.Delayed - 1}
+			jobs, err := q.PeekStateN(ctx, t, queue.Delayed, panelJobsPerTube)
+			if err != nil && !isOutcome(err) {
+				return nil, err
+			}
+			for i, j := range jobs {
+				pj := panelJob{Job: j}
+				if i == len(jobs)-1 {
+					pj.More = st.Delayed - int64(len(jobs))
+				}
 				if js, err := q.StatsJob(ctx, j.ID); err == nil {
 					pj.DueInMS = js.TimeLeft.Milliseconds()
 				}
 				d.Delayed = append(d.Delayed, pj)
-			} else if !isOutcome(err) {
-				return nil, err
 			}
 		}
 		if st.Buried > 0 {
-			if j, err := q.PeekBuried(ctx, t); err == nil {
-				d.Buried = append(d.Buried, panelJob{Job: j, More: st.Buried - 1})
-			} else if !isOutcome(err) {
+			jobs, err := q.PeekStateN(ctx, t, queue.Buried, panelJobsPerTube)
+			if err != nil && !isOutcome(err) {
 				return nil, err
+			}
+			for i, j := range jobs {
+				pj := panelJob{Job: j}
+				if i == len(jobs)-1 {
+					pj.More = st.Buried - int64(len(jobs))
+				}
+				d.Buried = append(d.Buried, pj)
 			}
 		}
 	}
 	// Soonest first: a timeline.
-	for i := 1; i < len(d.Delayed); i++ {
-		for k := i; k > 0 && d.Delayed[k].DueInMS < d.Delayed[k-1].DueInMS; k-- {
-			d.Delayed[k], d.Delayed[k-1] = d.Delayed[k-1], d.Delayed[k]
-		}
+	slices.SortStableFunc(d.Delayed, func(a, b panelJob) int { return cmp.Compare(a.DueInMS, b.DueInMS) })
+	if len(d.Delayed) > panelTimeline {
+		d.Delayed, d.DelayedCut = d.Delayed[:panelTimeline], true
 	}
 	return d, nil
 }

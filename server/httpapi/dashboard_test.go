@@ -136,3 +136,43 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	t.Logf("screenshot: %s", path)
 }
+
+// TestDashboardListsJobs: the panels list several buried and delayed jobs
+// of a tube, soonest delayed first, and say how many more there are.
+func TestDashboardListsJobs(t *testing.T) {
+	ts := startServer(t, memStore(t), nil)
+	ctx := context.Background()
+	for i := range 3 {
+		id, err := ts.q.Put(ctx, "lists", queue.NewJob{Body: []byte(fmt.Sprintf("buried %d", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ts.q.ReserveJob(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := ts.q.Bury(ctx, id, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 12; i >= 1; i-- {
+		if _, err := ts.q.Put(ctx, "lists", queue.NewJob{Body: []byte(fmt.Sprintf("due in %d min", i)), Delay: time.Duration(i) * time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := string(ts.c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body)
+	for i := range 3 {
+		if !strings.Contains(page, fmt.Sprintf("buried %d", i)) {
+			t.Errorf("the panels do not list buried job %d", i)
+		}
+	}
+	first, second := strings.Index(page, "due in 1 min"), strings.Index(page, "due in 2 min")
+	if first < 0 || second < 0 || first > second {
+		t.Errorf("the timeline does not list the soonest delayed jobs first (positions %d, %d)", first, second)
+	}
+	if strings.Contains(page, "due in 11 min") {
+		t.Error("the timeline lists more than 10 delayed jobs of one tube")
+	}
+	if !strings.Contains(page, "and 2 more in the tube") {
+		t.Error("the timeline does not say how many delayed jobs it left out")
+	}
+}
