@@ -516,7 +516,10 @@ func testLockBadInput(t *testing.T, newStore NewLockStore) {
 		{"empty name", func() error { _, err := e.c.TryObtain(e.ctx, "", nil); return err }, lock.ErrInvalidName},
 		{"long name", func() error { _, err := e.c.Obtain(e.ctx, long, nil); return err }, lock.ErrInvalidName},
 		{"negative TTL", func() error { _, err := e.c.TryObtain(e.ctx, "x", &lock.ObtainOptions{TTL: -time.Second}); return err }, lock.ErrInvalidTTL},
-		{"TTL below MinTTL", func() error { _, err := e.c.TryObtain(e.ctx, "x", &lock.ObtainOptions{TTL: time.Microsecond}); return err }, lock.ErrInvalidTTL},
+		{"TTL below MinTTL", func() error {
+			_, err := e.c.TryObtain(e.ctx, "x", &lock.ObtainOptions{TTL: time.Microsecond})
+			return err
+		}, lock.ErrInvalidTTL},
 		{"TTL above MaxTTL", func() error {
 			_, err := e.c.TryObtain(e.ctx, "x", &lock.ObtainOptions{TTL: lock.MaxTTL + 1})
 			return err
