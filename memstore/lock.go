@@ -146,6 +146,9 @@ func (l *Locks) tidy(name string, st *lockState) {
 // schedule makes the timer fire by at for name.
 func (l *Locks) schedule(name string, at int64) {
 	heap.Push(&l.due, deadline{at, name})
+	if len(l.due) > 4*len(l.names)+64 {
+		l.rebuild() // stale entries of released or renewed leases
+	}
 	if at < l.timerAt {
 		l.arm(at)
 	}
@@ -176,11 +179,6 @@ func (l *Locks) fire() {
 		}
 		l.tidy(d.name, st)
 	}
-	// Stale entries (renewed leases) of live names are rebuilt when they
-	// outnumber the live names, so the heap stays bounded.
-	if len(l.due) > 4*len(l.names)+64 {
-		l.rebuild()
-	}
 	l.timerAt = never
 	if len(l.due) > 0 {
 		// A clock that does not move (tests) must not make the timer spin.
@@ -193,9 +191,14 @@ func (l *Locks) fire() {
 	}
 }
 
+// rebuild makes the heap hold one entry per name, its earliest deadline, so
+// that it never outgrows the names by more than a constant factor.
 func (l *Locks) rebuild() {
 	l.due = l.due[:0]
 	for name, st := range l.names {
+		if len(st.holders) == 0 && len(st.queue) == 0 {
+			continue
+		}
 		at := int64(never)
 		for _, until := range st.holders {
 			at = min(at, until)
