@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -15,6 +17,26 @@ import (
 type Client struct {
 	s    Store
 	opts Options
+
+	// mu guards names.
+	mu    sync.Mutex
+	names map[string]*local // the waiters of this Client, by name
+}
+
+// local is the waiters of one name in one Client, sharing one wake-up
+// subscription. A wake-up (a release frees one slot) goes to one waiting
+// non-fair waiter, the longest waiting, and to every fair waiter (only the
+// store knows which of them is first in line), rather than to all: a
+// release does not set every waiter of the process racing for one slot.
+type local struct {
+	ready   chan struct{} // closed once the subscription is set up (or failed)
+	stop    func()        // ends the subscription; nil when it failed
+	waiters []*waiting    // in arrival order
+}
+
+type waiting struct {
+	wake chan struct{} // buffered 1: a pending wake-up
+	fair bool
 }
 
 // New returns a Client of s. It returns an error wrapping ErrInvalidTTL or
@@ -23,7 +45,7 @@ func New(s Store, opts *Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{s: s}
+	c := &Client{s: s, names: map[string]*local{}}
 	if opts != nil {
 		c.opts = *opts
 	}
@@ -78,15 +100,16 @@ func (c *Client) obtain(ctx context.Context, name string, limit int, opts *Obtai
 		Replicas: o.Replicas, ReplicaTimeout: o.ReplicaTimeout,
 	}
 	var (
-		woke    chan struct{}
-		stop    func()
+		w       *waiting
+		got     bool
+		polled  bool // no wake-ups: poll every PollInterval
 		timer   *time.Timer
 		queued  bool
 		waitFor time.Duration
 	)
 	defer func() {
-		if stop != nil {
-			stop()
+		if w != nil {
+			c.unwait(name, w, got)
 		}
 		if timer != nil {
 			timer.Stop()
@@ -110,6 +133,7 @@ func (c *Client) obtain(ctx context.Context, name string, limit int, opts *Obtai
 			return giveUp(err)
 		}
 		if g.Acquired {
+			got = true
 			l := c.newLock(ctx, name, req.Token, limit, g.Fence, o, start)
 			if o.Replicas > 0 && g.Replicas < o.Replicas {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
@@ -123,26 +147,13 @@ func (c *Client) obtain(ctx context.Context, name string, limit int, opts *Obtai
 			return nil, ErrNotObtained
 		}
 		queued = queued || req.Queue
-		if woke == nil {
-			woke = make(chan struct{}, 1)
-			if n, ok := c.s.(Notifier); ok {
-				stop, err = n.Listen(ctx, name, func(string) {
-					select {
-					case woke <- struct{}{}:
-					default:
-					}
-				})
-				if err != nil {
-					if ctx.Err() != nil {
-						return giveUp(fmt.Errorf("%w: %w", ErrNotObtained, ctx.Err()))
-					}
-					return giveUp(err)
-				}
-				continue // a release before the subscription took effect is seen now
-			}
+		if w == nil {
+			w = &waiting{wake: make(chan struct{}, 1), fair: req.Queue}
+			polled = !c.await(ctx, name, w)
+			continue // a release before the subscription took effect is seen now
 		}
 		waitFor = max(g.Wait, time.Millisecond)
-		if stop == nil {
+		if polled {
 			waitFor = min(waitFor, c.opts.pollInterval())
 		}
 		if req.Queue {
@@ -154,12 +165,104 @@ func (c *Client) obtain(ctx context.Context, name string, limit int, opts *Obtai
 			timer.Reset(waitFor)
 		}
 		select {
-		case <-woke:
+		case <-w.wake:
 			timer.Stop()
 		case <-timer.C:
 		case <-ctx.Done():
 			return giveUp(fmt.Errorf("%w: %w", ErrNotObtained, ctx.Err()))
 		}
+	}
+}
+
+// await adds w to the waiters of name, subscribing to the name's wake-ups
+// when it is the first, and reports whether wake-ups will come.
+func (c *Client) await(ctx context.Context, name string, w *waiting) bool {
+	n, ok := c.s.(Notifier)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	l := c.names[name]
+	first := l == nil
+	if first {
+		l = &local{ready: make(chan struct{})}
+		c.names[name] = l
+	}
+	l.waiters = append(l.waiters, w)
+	c.mu.Unlock()
+	if first {
+		stop, err := n.Listen(ctx, name, func(string) { c.wake(name) })
+		c.mu.Lock()
+		if err == nil {
+			l.stop = stop
+		}
+		close(l.ready)
+		c.mu.Unlock()
+	}
+	select {
+	case <-l.ready:
+	case <-ctx.Done():
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return l.stop != nil
+}
+
+// wake hands a wake-up of name to the longest waiting non-fair waiter
+// without one pending, and to every fair waiter.
+func (c *Client) wake(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.names[name]
+	if l == nil {
+		return
+	}
+	one := false
+	for _, w := range l.waiters {
+		if w.fair || !one {
+			select {
+			case w.wake <- struct{}{}:
+				one = one || !w.fair
+			default:
+			}
+		}
+	}
+}
+
+// unwait removes w from the waiters of name and ends the subscription when
+// no waiter is left. A waiter that leaves without the lock passes on a
+// wake-up it may have taken.
+func (c *Client) unwait(name string, w *waiting, obtained bool) {
+	c.mu.Lock()
+	l := c.names[name]
+	if l == nil {
+		c.mu.Unlock()
+		return
+	}
+	if i := slices.Index(l.waiters, w); i >= 0 {
+		l.waiters = slices.Delete(l.waiters, i, i+1)
+	}
+	var stop func()
+	if len(l.waiters) == 0 {
+		select {
+		case <-l.ready:
+			delete(c.names, name)
+			stop = l.stop
+		default: // the first waiter is still subscribing; it owns the entry
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case <-w.wake:
+		obtained = false
+	default:
+	}
+	if !obtained {
+		c.wake(name)
+	}
+	if stop != nil {
+		stop()
 	}
 }
 
