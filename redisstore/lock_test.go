@@ -195,7 +195,7 @@ func waitLost(t *testing.T, l *lock.Lock) {
 	}
 }
 
-func newStoreWithPrefix(t *testing.T, c redis.UniversalClient, prefix string) *redisstore.Store {
+func newStoreWithPrefix(t testing.TB, c redis.UniversalClient, prefix string) *redisstore.Store {
 	t.Helper()
 	s, err := redisstore.New(t.Context(), c, &redisstore.Options{Prefix: prefix})
 	if err != nil {

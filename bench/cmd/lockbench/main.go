@@ -21,9 +21,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -58,6 +60,9 @@ func main() {
 		os.Exit(1)
 	}
 	defer stop()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() { <-sig; stop(); os.Exit(1) }()
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
 	defer c.Close()
@@ -75,7 +80,7 @@ func main() {
 		{"redislock-retry-linear-100ms", true, func(c *redis.Client, key string) locker {
 			return bsmLock{redislock.New(c), key, redislock.LinearBackoff(100 * time.Millisecond)}
 		}},
-		{"redislock-retry-exp-16ms-1s", false, func(c *redis.Client, key string) locker {
+		{"redislock-retry-exp-16ms-1s", true, func(c *redis.Client, key string) locker {
 			return bsmLock{redislock.New(c), key, redislock.ExponentialBackoff(16*time.Millisecond, time.Second)}
 		}},
 		{"setnx-poll-500ms", true, func(c *redis.Client, key string) locker { return setnx{c, key} }},
