@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -49,23 +48,36 @@ func TestLockMutualExclusion(t *testing.T) {
 
 // counter counts the commands a client sends, but for the handshake of a
 // new connection (the subscription's).
-type counter struct{ n atomic.Int64 }
+type counter struct {
+	n      atomic.Int64
+	second atomic.Pointer[chan struct{}] // closed at the second command
+}
 
 func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		switch cmd.Name() {
-		case "hello", "client", "auth", "select":
-		default:
-			c.n.Add(1)
-		}
+		c.count(cmd)
 		return next(ctx, cmd)
 	}
 }
 func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
+		for _, cmd := range cmds {
+			c.count(cmd)
+		}
 		return next(ctx, cmds)
+	}
+}
+
+func (c *counter) count(cmd redis.Cmder) {
+	switch cmd.Name() {
+	case "hello", "client", "auth", "select":
+		return
+	}
+	if c.n.Add(1) == 2 {
+		if ch := c.second.Load(); ch != nil {
+			close(*ch)
+		}
 	}
 }
 
@@ -96,6 +108,8 @@ func TestLockWaiterIsQuiet(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := make(chan error, 1)
+				second := make(chan struct{})
+				cnt.second.Store(&second)
 				cnt.n.Store(0)
 				go func() {
 					ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -109,9 +123,10 @@ func TestLockWaiterIsQuiet(t *testing.T) {
 				// The waiter tried, subscribed and tried again: then it is
 				// waiting. Watch it for a while (a fair waiter renews its
 				// place every 2s, so 1.5s shows none of that either).
-				deadline := time.Now().Add(10 * time.Second)
-				for cnt.n.Load() < 2 && time.Now().Before(deadline) {
-					runtime.Gosched()
+				select {
+				case <-second:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the waiter did not try twice")
 				}
 				before := cnt.n.Load()
 				watch := time.NewTimer(1500 * time.Millisecond)

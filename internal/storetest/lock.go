@@ -38,6 +38,7 @@ func Lock(t *testing.T, newStore NewLockStore) {
 		{"FairClients", testLockFairClients},
 		{"WaitWoken", testLockWaitWoken},
 		{"GiveUp", testLockGiveUp},
+		{"QuietWaiter", testLockQuietWaiter},
 		{"LostWhenRenewalFails", testLockLost},
 		{"Semaphore", testLockSemaphore},
 		{"BadInput", testLockBadInput},
@@ -425,6 +426,58 @@ func testLockWaitWoken(t *testing.T, newStore NewLockStore) {
 		t.Fatal(err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("waiter did not get the released lock")
+	}
+}
+
+// callCount is a lock.Store that counts the calls made to it.
+type callCount struct {
+	queueWatch
+	n      atomic.Int64
+	second chan struct{} // closed at the second call
+}
+
+func (c *callCount) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Grant, error) {
+	if c.n.Add(1) == 2 {
+		close(c.second)
+	}
+	return c.queueWatch.Acquire(ctx, req)
+}
+
+// A waiter makes no calls to the store while it waits for a holder with a
+// long lease (the clock stands still), fair or not.
+func testLockQuietWaiter(t *testing.T, newStore NewLockStore) {
+	e := newLockEnv(t, newStore)
+	for _, fair := range []bool{false, true} {
+		h := e.obtain("a", &lock.ObtainOptions{TTL: time.Hour})
+		w := &callCount{queueWatch: queueWatch{Store: e.store, queued: make(chan string, 1)}, second: make(chan struct{})}
+		c, _ := lock.New(w, nil)
+		got := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+			defer cancel()
+			l, err := c.Obtain(ctx, "a", &lock.ObtainOptions{TTL: time.Minute, Fair: fair})
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- err
+		}()
+		// Tried, subscribed, tried again: now it waits.
+		waitClosed(t, "the waiter's second try", w.second, 10*time.Second)
+		before := w.n.Load()
+		select {
+		case err := <-got:
+			t.Fatalf("waiter returned while the lock was held: %v", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		if n := w.n.Load() - before; n > 0 {
+			t.Errorf("fair=%v: %d Acquire calls in 300ms of waiting", fair, n)
+		}
+		if err := h.Release(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
