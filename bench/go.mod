@@ -3,6 +3,7 @@ module github.com/hourglass-io/hourglass/bench
 go 1.26.8
 
 require (
+	github.com/bsm/redislock v0.9.4
 	github.com/hibiken/asynq v0.26.0
 	github.com/hourglass-io/hourglass v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -16,7 +17,7 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
-	google.golang.org/protobuf v1.36.10 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 replace github.com/hourglass-io/hourglass => ../

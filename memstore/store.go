@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wal"
@@ -67,6 +68,9 @@ type Store struct {
 	scratch      []byte // for encoding records
 
 	replayTubes map[uint64]*tube // by sequence number, while a snapshot is read
+
+	locksOnce sync.Once
+	locks     atomic.Pointer[Locks] // made by the first call of Locks
 }
 
 type listener struct {
@@ -140,6 +144,7 @@ func (s *Store) Close() error {
 		return nil // Close may be called more than once
 	}
 	s.closed = true
+	s.closeLocks()
 	s.timer.Stop()
 	s.timerAt = never
 	clear(s.listeners)

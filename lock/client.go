@@ -1,0 +1,303 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Client obtains locks and semaphore slots from a Store. It is safe for
+// concurrent use and holds no resources of its own: each Lock it returns
+// owns its renewal, which Release stops.
+type Client struct {
+	s    Store
+	opts Options
+
+	// mu guards names.
+	mu    sync.Mutex
+	names map[string]*local // the waiters of this Client, by name
+}
+
+// local is the waiters of one name in one Client, sharing one wake-up
+// subscription. A wake-up (a release frees one slot) goes to one waiting
+// non-fair waiter, the longest waiting, and to every fair waiter (only the
+// store knows which of them is first in line), rather than to all: a
+// release does not set every waiter of the process racing for one slot.
+type local struct {
+	ready   chan struct{} // closed once the subscription is set up (or failed)
+	stop    func()        // ends the subscription; nil when it failed
+	waiters []*waiting    // in arrival order
+}
+
+type waiting struct {
+	wake chan struct{} // buffered 1: a pending wake-up
+	fair bool
+}
+
+// New returns a Client of s. It returns an error wrapping ErrInvalidTTL or
+// ErrInvalidOption when opts are out of range.
+func New(s Store, opts *Options) (*Client, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{s: s, names: map[string]*local{}}
+	if opts != nil {
+		c.opts = *opts
+	}
+	return c, nil
+}
+
+// Obtain obtains the lock name, waiting while another owner holds it until
+// it is released or its lease ends, or until ctx ends (ErrNotObtained, also
+// matching ctx's error). A waiter sends no commands while it waits on a
+// store that is a Notifier, beyond one per lease of the holder (and, in
+// fair mode, one per third of Options.QueueTTL to keep its place).
+func (c *Client) Obtain(ctx context.Context, name string, opts *ObtainOptions) (*Lock, error) {
+	return c.obtain(ctx, name, 1, opts, true)
+}
+
+// TryObtain obtains the lock name if no one holds it, or returns
+// ErrNotObtained at once. ObtainOptions.Fair is ignored, but a free lock
+// with fair waiters in line goes to them, not to TryObtain.
+func (c *Client) TryObtain(ctx context.Context, name string, opts *ObtainOptions) (*Lock, error) {
+	return c.obtain(ctx, name, 1, opts, false)
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func (c *Client) obtain(ctx context.Context, name string, limit int, opts *ObtainOptions, wait bool) (*Lock, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	if err := validLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	var o ObtainOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.TTL == 0 {
+		o.TTL, o.AutoRenew = c.opts.defaultTTL(), true
+	}
+	if o.Replicas > 0 && o.ReplicaTimeout == 0 {
+		o.ReplicaTimeout = time.Second
+	}
+	req := AcquireRequest{
+		Name: name, Token: newToken(), Limit: limit, TTL: o.TTL,
+		Queue: wait && o.Fair, QueueTTL: c.opts.queueTTL(),
+		Replicas: o.Replicas, ReplicaTimeout: o.ReplicaTimeout,
+	}
+	var (
+		w       *waiting
+		got     bool
+		polled  bool // no wake-ups: poll every PollInterval
+		timer   *time.Timer
+		queued  bool
+		waitFor time.Duration
+	)
+	defer func() {
+		if w != nil {
+			c.unwait(name, w, got)
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	giveUp := func(err error) (*Lock, error) {
+		if queued {
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = c.s.Leave(lctx, name, req.Token)
+			cancel()
+		}
+		return nil, err
+	}
+	for {
+		start := time.Now()
+		g, err := c.s.Acquire(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return giveUp(fmt.Errorf("%w: %w", ErrNotObtained, ctx.Err()))
+			}
+			return giveUp(err)
+		}
+		if g.Acquired {
+			got = true
+			l := c.newLock(ctx, name, req.Token, limit, g.Fence, o, start)
+			if o.Replicas > 0 && g.Replicas < o.Replicas {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+				_ = l.Release(rctx)
+				cancel()
+				return nil, fmt.Errorf("%w: %d of %d", ErrNotReplicated, g.Replicas, o.Replicas)
+			}
+			return l, nil
+		}
+		if !wait {
+			return nil, ErrNotObtained
+		}
+		queued = queued || req.Queue
+		if w == nil {
+			w = &waiting{wake: make(chan struct{}, 1), fair: req.Queue}
+			polled = !c.await(ctx, name, w)
+			continue // a release before the subscription took effect is seen now
+		}
+		waitFor = max(g.Wait, time.Millisecond)
+		if polled {
+			waitFor = min(waitFor, c.opts.pollInterval())
+		}
+		if req.Queue {
+			waitFor = min(waitFor, req.QueueTTL/3)
+		}
+		if timer == nil {
+			timer = time.NewTimer(waitFor)
+		} else {
+			timer.Reset(waitFor)
+		}
+		select {
+		case <-w.wake:
+			timer.Stop()
+		case <-timer.C:
+		case <-ctx.Done():
+			return giveUp(fmt.Errorf("%w: %w", ErrNotObtained, ctx.Err()))
+		}
+	}
+}
+
+// await adds w to the waiters of name, subscribing to the name's wake-ups
+// when it is the first, and reports whether wake-ups will come.
+func (c *Client) await(ctx context.Context, name string, w *waiting) bool {
+	n, ok := c.s.(Notifier)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	l := c.names[name]
+	first := l == nil
+	if first {
+		l = &local{ready: make(chan struct{})}
+		c.names[name] = l
+	}
+	l.waiters = append(l.waiters, w)
+	c.mu.Unlock()
+	if first {
+		stop, err := n.Listen(ctx, name, func(string) { c.wake(name) })
+		c.mu.Lock()
+		if err == nil {
+			l.stop = stop
+		}
+		close(l.ready)
+		c.mu.Unlock()
+	}
+	select {
+	case <-l.ready:
+	case <-ctx.Done():
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return l.stop != nil
+}
+
+// wake hands a wake-up of name to the longest waiting non-fair waiter
+// without one pending, and to every fair waiter.
+func (c *Client) wake(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.names[name]
+	if l == nil {
+		return
+	}
+	one := false
+	for _, w := range l.waiters {
+		if w.fair || !one {
+			select {
+			case w.wake <- struct{}{}:
+				one = one || !w.fair
+			default:
+			}
+		}
+	}
+}
+
+// unwait removes w from the waiters of name and ends the subscription when
+// no waiter is left. A waiter that leaves without the lock passes on a
+// wake-up it may have taken.
+func (c *Client) unwait(name string, w *waiting, obtained bool) {
+	c.mu.Lock()
+	l := c.names[name]
+	if l == nil {
+		c.mu.Unlock()
+		return
+	}
+	if i := slices.Index(l.waiters, w); i >= 0 {
+		l.waiters = slices.Delete(l.waiters, i, i+1)
+	}
+	var stop func()
+	if len(l.waiters) == 0 {
+		select {
+		case <-l.ready:
+			delete(c.names, name)
+			stop = l.stop
+		default: // the first waiter is still subscribing; it owns the entry
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case <-w.wake:
+		obtained = false
+	default:
+	}
+	if !obtained {
+		c.wake(name)
+	}
+	if stop != nil {
+		stop()
+	}
+}
+
+// Semaphore is a named counting semaphore: at most Limit holders at once,
+// each with its own lease, token and fencing token, in the Lock type. A
+// lock is a semaphore of limit 1 under the same name; every user of a name
+// must agree on its limit.
+type Semaphore struct {
+	c     *Client
+	name  string
+	limit int
+}
+
+// NewSemaphore returns the semaphore name of n slots. A bad name or n is
+// reported by Acquire and TryAcquire (ErrInvalidName, ErrInvalidLimit).
+func (c *Client) NewSemaphore(name string, n int) *Semaphore {
+	return &Semaphore{c: c, name: name, limit: n}
+}
+
+// Name returns the semaphore's name.
+func (s *Semaphore) Name() string { return s.name }
+
+// Limit returns the semaphore's number of slots.
+func (s *Semaphore) Limit() int { return s.limit }
+
+// Acquire takes a slot, waiting as Obtain does while all are held.
+func (s *Semaphore) Acquire(ctx context.Context, opts *ObtainOptions) (*Lock, error) {
+	return s.c.obtain(ctx, s.name, s.limit, opts, true)
+}
+
+// TryAcquire takes a slot if one is free, or returns ErrNotObtained at once.
+func (s *Semaphore) TryAcquire(ctx context.Context, opts *ObtainOptions) (*Lock, error) {
+	return s.c.obtain(ctx, s.name, s.limit, opts, false)
+}
+
+// isNotHeld reports whether err says the lock is gone (as opposed to a
+// failure to reach the store).
+func isNotHeld(err error) bool { return errors.Is(err, ErrNotHeld) }

@@ -1,0 +1,155 @@
+package lock
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Lock is a held lock or semaphore slot: a lease in the store under a
+// random owner token, with the fencing token of its grant. Its methods are
+// safe for concurrent use.
+type Lock struct {
+	c      *Client
+	name   string
+	token  string
+	limit  int
+	fence  uint64
+	ttl    time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   chan struct{} // closed by Release: ends the renewal
+	done   chan struct{} // closed when the renewal goroutine ends
+
+	// mu guards the fields below.
+	mu       sync.Mutex
+	deadline time.Time   // local estimate of the lease's end (never later than the store's)
+	expiry   *time.Timer // cancels ctx at deadline
+	released bool
+}
+
+func (c *Client) newLock(ctx context.Context, name, token string, limit int, fence uint64, o ObtainOptions, start time.Time) *Lock {
+	l := &Lock{c: c, name: name, token: token, limit: limit, fence: fence, ttl: o.TTL}
+	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	l.deadline = start.Add(o.TTL)
+	l.expiry = time.AfterFunc(time.Until(l.deadline), func() { l.cancel(ErrLeaseExpired) })
+	if o.AutoRenew {
+		l.stop, l.done = make(chan struct{}), make(chan struct{})
+		go l.renew()
+	}
+	return l
+}
+
+// Name returns the name of the lock or semaphore.
+func (l *Lock) Name() string { return l.name }
+
+// Token returns the owner token: random, unique to this grant.
+func (l *Lock) Token() string { return l.token }
+
+// Fence returns the fencing token of the grant: larger than that of every
+// earlier grant of the same name, on any process. Pass it to the resource
+// the lock protects, which refuses writes carrying a smaller one than it
+// has seen (see the package documentation).
+func (l *Lock) Fence() uint64 { return l.fence }
+
+// Context returns a context that is cancelled when the lock is no longer
+// held, as far as this process can tell: after Release (cause
+// ErrReleased), when a renewal finds the lock lost (cause ErrNotHeld), or
+// when the lease runs out with no successful renewal (cause
+// ErrLeaseExpired). context.Cause tells which. Work done under the lock
+// should stop when it is cancelled.
+func (l *Lock) Context() context.Context { return l.ctx }
+
+// Lost returns a channel closed when Context is cancelled.
+func (l *Lock) Lost() <-chan struct{} { return l.ctx.Done() }
+
+// Release gives up the lock and stops its renewal. ErrNotHeld when the
+// lease had already run out (someone else may have held the lock since).
+func (l *Lock) Release(ctx context.Context) error {
+	l.mu.Lock()
+	first := !l.released
+	l.released = true
+	l.mu.Unlock()
+	if first && l.stop != nil {
+		close(l.stop)
+		<-l.done
+	}
+	err := l.c.s.Release(ctx, l.name, l.token)
+	if err == nil || isNotHeld(err) {
+		l.mu.Lock()
+		l.expiry.Stop()
+		l.mu.Unlock()
+		l.cancel(ErrReleased)
+	}
+	return err
+}
+
+// Refresh sets the lease to end ttl from now (ttl 0: the lock's TTL).
+// ErrNotHeld when the lock was lost; the lock's Context is then cancelled.
+func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
+	if ttl == 0 {
+		ttl = l.ttl
+	}
+	if ttl < MinTTL || ttl > MaxTTL {
+		return ErrInvalidTTL
+	}
+	return l.refresh(ctx, ttl)
+}
+
+func (l *Lock) refresh(ctx context.Context, ttl time.Duration) error {
+	start := time.Now()
+	err := l.c.s.Refresh(ctx, l.name, l.token, ttl)
+	if isNotHeld(err) {
+		l.cancel(ErrNotHeld)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.ctx.Err() == nil {
+		l.deadline = start.Add(ttl)
+		l.expiry.Reset(time.Until(l.deadline))
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// TTL returns how long the lease has left on the store's clock.
+// ErrNotHeld when the lock was lost.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	d, err := l.c.s.TTL(ctx, l.name, l.token)
+	if isNotHeld(err) {
+		l.cancel(ErrNotHeld)
+	}
+	return d, err
+}
+
+// renew refreshes the lease every third of its TTL until Release, retrying
+// failures to reach the store more often until the lease runs out.
+func (l *Lock) renew() {
+	defer close(l.done)
+	every := l.ttl / 3
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, every)
+		err := l.refresh(ctx, l.ttl)
+		cancel()
+		switch {
+		case err == nil:
+			t.Reset(every)
+		case isNotHeld(err):
+			return
+		default:
+			t.Reset(max(every/4, time.Millisecond))
+		}
+	}
+}

@@ -1,0 +1,406 @@
+package memstore
+
+import (
+	"container/heap"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hourglass-io/hourglass/lock"
+)
+
+var (
+	_ lock.Store    = (*Locks)(nil)
+	_ lock.Notifier = (*Locks)(nil)
+)
+
+// Locks is the embedded engine's lock.Store and lock.Notifier: the holders
+// and fair queues of locks and semaphores, in memory, on the Store's
+// clock. Locks are not written to the log: after a restart no lock is held
+// and no waiter queued. Fencing tokens keep increasing across a restart all
+// the same, because no fence is less than the clock in microseconds.
+//
+// One timer, reset to the earliest lease or queue deadline, drops what has
+// ended and wakes the waiters of its name; a released or expired lock with
+// no waiters takes no memory. It is safe for concurrent use.
+type Locks struct {
+	clock func() time.Time
+	timer *time.Timer
+
+	// mu guards everything below.
+	mu        sync.Mutex
+	closed    bool
+	names     map[string]*lockState
+	lastFence uint64       // the last fence issued, for every name
+	due       deadlineHeap // (deadline, name); stale entries are skipped
+	timerAt   int64        // when the timer fires (Unix ns); never when stopped
+	listeners map[string]map[*func(string)]struct{}
+}
+
+type lockState struct {
+	holders map[string]int64 // token -> lease end (Unix ns)
+	queue   []waiter         // fair waiters, in arrival order
+}
+
+type waiter struct {
+	token string
+	until int64 // place lapses (Unix ns)
+}
+
+type deadline struct {
+	at   int64
+	name string
+}
+
+type deadlineHeap []deadline
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(deadline)) }
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// Locks returns the Store's lock.Store. Every call returns the same Locks;
+// Close of the Store stops it.
+func (s *Store) Locks() *Locks {
+	s.locksOnce.Do(func() {
+		l := &Locks{
+			clock: s.clock, names: map[string]*lockState{}, timerAt: never,
+			listeners: map[string]map[*func(string)]struct{}{},
+		}
+		l.timer = time.AfterFunc(time.Hour, l.fire)
+		l.timer.Stop()
+		s.locks.Store(l)
+	})
+	return s.locks.Load()
+}
+
+func (s *Store) closeLocks() {
+	if l := s.locks.Load(); l != nil {
+		l.close()
+	}
+}
+
+func (l *Locks) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.timer.Stop()
+	l.timerAt = never
+	clear(l.names)
+	clear(l.listeners)
+	l.due = nil
+	l.mu.Unlock()
+}
+
+// begin takes the mutex and returns the time, or ErrClosed.
+func (l *Locks) begin(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return 0, lock.ErrClosed
+	}
+	return l.clock().UnixNano(), nil
+}
+
+// prune drops the ended leases and lapsed places of st, and reports
+// whether it dropped any.
+func prune(st *lockState, now int64) bool {
+	changed := false
+	for tok, until := range st.holders {
+		if until <= now {
+			delete(st.holders, tok)
+			changed = true
+		}
+	}
+	n := len(st.queue)
+	st.queue = slices.DeleteFunc(st.queue, func(w waiter) bool { return w.until <= now })
+	return changed || len(st.queue) != n
+}
+
+// state returns the live state of name (nil when there is none), pruned.
+func (l *Locks) state(name string, now int64) *lockState {
+	st := l.names[name]
+	if st == nil {
+		return nil
+	}
+	prune(st, now)
+	return st
+}
+
+// tidy forgets name when it has neither holders nor waiters.
+func (l *Locks) tidy(name string, st *lockState) {
+	if len(st.holders) == 0 && len(st.queue) == 0 {
+		delete(l.names, name)
+	}
+}
+
+// schedule makes the timer fire by at for name.
+func (l *Locks) schedule(name string, at int64) {
+	heap.Push(&l.due, deadline{at, name})
+	if len(l.due) > 4*len(l.names)+64 {
+		l.rebuild() // stale entries of released or renewed leases
+	}
+	if at < l.timerAt {
+		l.arm(at)
+	}
+}
+
+func (l *Locks) arm(at int64) {
+	l.timerAt = at
+	l.timer.Reset(time.Duration(max(at-l.clock().UnixNano(), 0)))
+}
+
+// fire drops what has ended by now and wakes the waiters of those names.
+func (l *Locks) fire() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	now := l.clock().UnixNano()
+	var woken []string
+	for len(l.due) > 0 && l.due[0].at <= now {
+		d := heap.Pop(&l.due).(deadline)
+		st := l.names[d.name]
+		if st == nil {
+			continue
+		}
+		if prune(st, now) {
+			woken = append(woken, d.name)
+		}
+		l.tidy(d.name, st)
+	}
+	l.timerAt = never
+	if len(l.due) > 0 {
+		// A clock that does not move (tests) must not make the timer spin.
+		l.arm(max(l.due[0].at, now+int64(time.Millisecond)))
+	}
+	calls := l.wakeCalls(woken...)
+	l.mu.Unlock()
+	for _, c := range calls {
+		c()
+	}
+}
+
+// rebuild makes the heap hold one entry per name, its earliest deadline, so
+// that it never outgrows the names by more than a constant factor.
+func (l *Locks) rebuild() {
+	l.due = l.due[:0]
+	for name, st := range l.names {
+		if len(st.holders) == 0 && len(st.queue) == 0 {
+			continue
+		}
+		at := int64(never)
+		for _, until := range st.holders {
+			at = min(at, until)
+		}
+		for _, w := range st.queue {
+			at = min(at, w.until)
+		}
+		l.due = append(l.due, deadline{at, name})
+	}
+	heap.Init(&l.due)
+}
+
+func (l *Locks) wakeCalls(names ...string) []func() {
+	var calls []func()
+	for _, name := range names {
+		for h := range l.listeners[name] {
+			f, n := *h, name
+			calls = append(calls, func() { f(n) })
+		}
+	}
+	return calls
+}
+
+// end releases the mutex and wakes the waiters of names.
+func (l *Locks) end(names ...string) {
+	calls := l.wakeCalls(names...)
+	l.mu.Unlock()
+	for _, c := range calls {
+		c()
+	}
+}
+
+// Acquire implements lock.Store.
+func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Grant, error) {
+	now, err := l.begin(ctx)
+	if err != nil {
+		return lock.Grant{}, err
+	}
+	st := l.state(req.Name, now)
+	if st == nil {
+		st = &lockState{holders: map[string]int64{}}
+		l.names[req.Name] = st
+	}
+	free := req.Limit - len(st.holders)
+	pos := slices.IndexFunc(st.queue, func(w waiter) bool { return w.token == req.Token })
+	if _, held := st.holders[req.Token]; !held && free > 0 && (len(st.queue) == 0 || pos >= 0 && pos < free) {
+		if pos >= 0 {
+			st.queue = slices.Delete(st.queue, pos, pos+1)
+		}
+		fence := max(l.lastFence+1, uint64(now/1000))
+		l.lastFence = fence
+		until := now + int64(req.TTL)
+		st.holders[req.Token] = until
+		l.schedule(req.Name, until)
+		l.mu.Unlock()
+		return lock.Grant{Acquired: true, Fence: fence}, nil
+	}
+	if req.Queue {
+		until := now + int64(req.QueueTTL)
+		if pos >= 0 {
+			st.queue[pos].until = until
+		} else {
+			st.queue = append(st.queue, waiter{req.Token, until})
+		}
+		l.schedule(req.Name, until)
+	}
+	// How long until a slot may come free without a release: the earliest
+	// lease, or, when slots are free but kept for waiters ahead, the
+	// earliest place to lapse.
+	wait := int64(never)
+	if free <= 0 {
+		for _, until := range st.holders {
+			wait = min(wait, until-now)
+		}
+	} else {
+		for _, w := range st.queue {
+			if w.token != req.Token {
+				wait = min(wait, w.until-now)
+			}
+		}
+	}
+	l.tidy(req.Name, st)
+	l.mu.Unlock()
+	if wait == never {
+		wait = int64(time.Millisecond)
+	}
+	return lock.Grant{Wait: time.Duration(wait)}, nil
+}
+
+// Release implements lock.Store.
+func (l *Locks) Release(ctx context.Context, name, token string) error {
+	now, err := l.begin(ctx)
+	if err != nil {
+		return err
+	}
+	st := l.state(name, now)
+	if st == nil {
+		l.mu.Unlock()
+		return lock.ErrNotHeld
+	}
+	if _, ok := st.holders[token]; !ok {
+		l.tidy(name, st)
+		l.mu.Unlock()
+		return lock.ErrNotHeld
+	}
+	delete(st.holders, token)
+	l.tidy(name, st)
+	l.end(name)
+	return nil
+}
+
+// Refresh implements lock.Store.
+func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Duration) error {
+	now, err := l.begin(ctx)
+	if err != nil {
+		return err
+	}
+	st := l.state(name, now)
+	if st == nil {
+		l.mu.Unlock()
+		return lock.ErrNotHeld
+	}
+	if _, ok := st.holders[token]; !ok {
+		l.tidy(name, st)
+		l.mu.Unlock()
+		return lock.ErrNotHeld
+	}
+	st.holders[token] = now + int64(ttl)
+	l.schedule(name, now+int64(ttl))
+	l.mu.Unlock()
+	return nil
+}
+
+// TTL implements lock.Store.
+func (l *Locks) TTL(ctx context.Context, name, token string) (time.Duration, error) {
+	now, err := l.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer l.mu.Unlock()
+	st := l.state(name, now)
+	if st == nil {
+		return 0, lock.ErrNotHeld
+	}
+	until, ok := st.holders[token]
+	if !ok {
+		l.tidy(name, st)
+		return 0, lock.ErrNotHeld
+	}
+	return time.Duration(until - now), nil
+}
+
+// Leave implements lock.Store.
+func (l *Locks) Leave(ctx context.Context, name, token string) error {
+	now, err := l.begin(ctx)
+	if err != nil {
+		return err
+	}
+	st := l.state(name, now)
+	if st == nil {
+		l.mu.Unlock()
+		return nil
+	}
+	n := len(st.queue)
+	st.queue = slices.DeleteFunc(st.queue, func(w waiter) bool { return w.token == token })
+	left := len(st.queue) != n
+	l.tidy(name, st)
+	if !left {
+		l.mu.Unlock()
+		return nil
+	}
+	l.end(name)
+	return nil
+}
+
+// Listen implements lock.Notifier: wake(name) is called after each release
+// of name, each waiter leaving its queue, and each lease or place of name
+// that the timer finds ended.
+func (l *Locks) Listen(ctx context.Context, name string, wake func(name string)) (stop func(), err error) {
+	if _, err := l.begin(ctx); err != nil {
+		return nil, err
+	}
+	h := &wake
+	if l.listeners[name] == nil {
+		l.listeners[name] = map[*func(string)]struct{}{}
+	}
+	l.listeners[name][h] = struct{}{}
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		delete(l.listeners[name], h)
+		if len(l.listeners[name]) == 0 {
+			delete(l.listeners, name)
+		}
+		l.mu.Unlock()
+	}, nil
+}
+
+// heldLocks reports how many names the Locks keeps (tests: memory is
+// bounded).
+func (l *Locks) heldLocks() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.names)
+}

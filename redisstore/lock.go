@@ -1,0 +1,215 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hourglass-io/hourglass/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	_ lock.Store    = (*Locks)(nil)
+	_ lock.Notifier = (*Locks)(nil)
+)
+
+var lockScripts = struct {
+	acquire, release, refresh, ttl, leave *redis.Script
+}{
+	acquire: scriptWith("lk_acquire", "lk_lib"),
+	release: scriptWith("lk_release", "lk_lib"),
+	refresh: scriptWith("lk_refresh", "lk_lib"),
+	ttl:     scriptWith("lk_ttl", "lk_lib"),
+	leave:   scriptWith("lk_leave", "lk_lib"),
+}
+
+// Locks is the lock.Store and lock.Notifier on Redis, sharing its Store's
+// client, prefix and clock. The keys of a lock named n live under
+// "<prefix>lk:{n}:" (m, h, q, qe), and its wake-up channel, a shard
+// channel, beside them (w), so every script touches one cluster slot.
+// A name holding a brace would break that hash tag, so such a name lives
+// under "<prefix>lk:{~<crc32 of n>}:<n>:" instead.
+//
+// Waiters of one name in one process share one SSUBSCRIBE subscription
+// (one connection per cluster slot listened to). Locks is safe for
+// concurrent use; it needs no Close of its own (the Store's Close ends
+// the subscriptions).
+type Locks struct{ s *Store }
+
+// Locks returns the Store's lock.Store.
+func (s *Store) Locks() *Locks { return &Locks{s: s} }
+
+// lockBase is the common start of the keys of the lock name, and its hash tag.
+func (k keys) lockBase(name string) (base, tag string) {
+	if !strings.ContainsAny(name, "{}") {
+		return k.prefix + "lk:{" + name + "}:", name
+	}
+	tag = "~" + strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(name))), 16)
+	return k.prefix + "lk:{" + tag + "}:" + name + ":", tag
+}
+
+// lockKeys are KEYS[1..4] of every lock script: m, h, q, qe.
+func (k keys) lockKeys(name string) []string {
+	b, _ := k.lockBase(name)
+	return []string{b + "m", b + "h", b + "q", b + "qe"}
+}
+
+// lockChannel is the wake-up channel of the lock name.
+func (k keys) lockChannel(name string) string {
+	b, _ := k.lockBase(name)
+	return b + "w"
+}
+
+func (l *Locks) run(ctx context.Context, sc *redis.Script, name string, args ...any) (any, error) {
+	if l.s.closed.Load() {
+		return nil, lock.ErrClosed
+	}
+	v, err := sc.Run(ctx, l.s.c, l.s.k.lockKeys(name), append([]any{l.s.now()}, args...)...).Result()
+	return v, l.s.storeErr(ctx, err)
+}
+
+func micros(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
+
+// Acquire implements lock.Store. With req.Replicas above 0, the script and
+// a WAIT run in one pipeline on the connection of the lock's master, so
+// that WAIT counts the replicas that have the grant.
+func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Grant, error) {
+	queue := "0"
+	if req.Queue {
+		queue = "1"
+	}
+	args := []any{req.Token, req.Limit, micros(req.TTL), queue, micros(req.QueueTTL)}
+	var (
+		v        any
+		err      error
+		replicas int
+	)
+	if req.Replicas > 0 {
+		v, replicas, err = l.acquireWait(ctx, req, args)
+	} else {
+		v, err = l.run(ctx, lockScripts.acquire, req.Name, args...)
+	}
+	if err != nil {
+		return lock.Grant{}, err
+	}
+	r, ok := v.([]any)
+	if !ok || len(r) != 3 {
+		return lock.Grant{}, fmt.Errorf("redisstore: lk_acquire returned %v", v)
+	}
+	g := lock.Grant{Acquired: r[0].(int64) == 1, Fence: uint64(r[1].(int64)), Replicas: replicas}
+	if !g.Acquired {
+		g.Wait = time.Duration(r[2].(int64)) * time.Microsecond
+		g.Replicas = 0
+	}
+	return g, nil
+}
+
+func (l *Locks) acquireWait(ctx context.Context, req lock.AcquireRequest, args []any) (any, int, error) {
+	if l.s.closed.Load() {
+		return nil, 0, lock.ErrClosed
+	}
+	ks := l.s.k.lockKeys(req.Name)
+	var node redis.Cmdable = l.s.c
+	if cc, ok := l.s.c.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, ks[0])
+		if err != nil {
+			return nil, 0, l.s.storeErr(ctx, err)
+		}
+		node = m
+	}
+	sc := lockScripts.acquire
+	argv := append([]any{l.s.now()}, args...)
+	for attempt := 0; ; attempt++ {
+		var ev *redis.Cmd
+		var wait *redis.Cmd
+		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			ev = sc.EvalSha(ctx, p, ks, argv...)
+			wait = p.Do(ctx, "WAIT", req.Replicas, req.ReplicaTimeout.Milliseconds())
+			return nil
+		})
+		v, err := ev.Result()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
+			if err := sc.Load(ctx, node).Err(); err != nil {
+				return nil, 0, l.s.storeErr(ctx, err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, 0, l.s.storeErr(ctx, err)
+		}
+		n, err := wait.Int()
+		if err != nil {
+			return nil, 0, l.s.storeErr(ctx, err)
+		}
+		return v, n, nil
+	}
+}
+
+// Release implements lock.Store.
+func (l *Locks) Release(ctx context.Context, name, token string) error {
+	v, err := l.run(ctx, lockScripts.release, name, token, l.s.k.lockChannel(name))
+	if err != nil {
+		return err
+	}
+	if v.(int64) == 0 {
+		return lock.ErrNotHeld
+	}
+	return nil
+}
+
+// Refresh implements lock.Store.
+func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Duration) error {
+	v, err := l.run(ctx, lockScripts.refresh, name, token, micros(ttl))
+	if err != nil {
+		return err
+	}
+	if v.(int64) == 0 {
+		return lock.ErrNotHeld
+	}
+	return nil
+}
+
+// TTL implements lock.Store.
+func (l *Locks) TTL(ctx context.Context, name, token string) (time.Duration, error) {
+	v, err := l.run(ctx, lockScripts.ttl, name, token)
+	if err != nil {
+		return 0, err
+	}
+	if v.(int64) < 0 {
+		return 0, lock.ErrNotHeld
+	}
+	return time.Duration(v.(int64)) * time.Microsecond, nil
+}
+
+// Leave implements lock.Store.
+func (l *Locks) Leave(ctx context.Context, name, token string) error {
+	_, err := l.run(ctx, lockScripts.leave, name, token, l.s.k.lockChannel(name))
+	return err
+}
+
+// Listen implements lock.Notifier: wake(name) is called after every
+// release of name and every waiter leaving its queue, and once more after
+// the subscription reconnects (wake-ups may have been lost meanwhile).
+func (l *Locks) Listen(ctx context.Context, name string, wake func(name string)) (stop func(), err error) {
+	if l.s.closed.Load() {
+		return nil, lock.ErrClosed
+	}
+	_, tag := l.s.k.lockBase(name)
+	// Subscriptions are shared per slot; lock slots are numbered after
+	// the job queue's tags.
+	key := NumTags + int(slot(tag))
+	h := &wake
+	undo, err := l.s.notify.add(ctx, key, l.s.k.lockChannel(name), name, h)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("redisstore: listening for lock %q: %w", name, err)
+	}
+	return undo, nil
+}

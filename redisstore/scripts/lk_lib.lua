@@ -1,0 +1,39 @@
+-- Helpers of the lock scripts (lk_*.lua). Every lock script takes
+-- KEYS: m (hash: f = last fence, s = arrival counter), h (zset: holder
+-- token -> lease end, µs), q (zset: waiter token -> arrival), qe (zset:
+-- waiter token -> place lapses, µs); ARGV[1] = now in µs, or "" for TIME.
+
+local function lk_now(arg)
+  if arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- lk_prune drops ended leases and lapsed places (at most 100 places a call).
+local function lk_prune(h, q, qe, now)
+  redis.call('ZREMRANGEBYSCORE', h, '-inf', now)
+  local gone = redis.call('ZRANGEBYSCORE', qe, '-inf', now, 'LIMIT', 0, 100)
+  if #gone > 0 then
+    redis.call('ZREM', qe, unpack(gone))
+    redis.call('ZREM', q, unpack(gone))
+  end
+end
+
+-- lk_retain makes the keys live until the last deadline they hold and the
+-- last fence (µs) have passed, plus a second: a lock nobody holds or waits
+-- for takes no memory, and a fence issued ahead of the clock is kept until
+-- the clock has caught up with it.
+local function lk_retain(m, h, q, qe, now)
+  local last = now
+  local top = redis.call('ZRANGE', h, -1, -1, 'WITHSCORES')
+  if top[2] then last = math.max(last, tonumber(top[2])) end
+  top = redis.call('ZRANGE', qe, -1, -1, 'WITHSCORES')
+  if top[2] then last = math.max(last, tonumber(top[2])) end
+  local f = redis.call('HGET', m, 'f')
+  if f then last = math.max(last, tonumber(f)) end
+  local ms = math.floor((last - now) / 1000) + 1000
+  redis.call('PEXPIRE', m, ms)
+  redis.call('PEXPIRE', h, ms)
+  redis.call('PEXPIRE', q, ms)
+  redis.call('PEXPIRE', qe, ms)
+end
