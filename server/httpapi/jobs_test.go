@@ -263,11 +263,11 @@ func TestReserveLongPoll(t *testing.T) {
 		got := make(chan reserveReply, 1)
 		go func() {
 			var r reserveReply
+			defer func() { got <- r }() // also when do fails the test
 			rep := ts2.c.do(req{method: "POST", path: "/v1/reserve", json: map[string]any{"tubes": []string{"lp"}, "timeout_ms": 20000}})
 			if rep.status == http.StatusOK {
 				rep.decode(t, &r)
 			}
-			got <- r
 		}()
 		// Once the reserve is waiting (its connection is open), put.
 		waitFor(t, "the reserve to be in flight", func() bool { return inFlight(t, ts2) > 0 })
@@ -287,7 +287,9 @@ func TestShutdownEndsLongPoll(t *testing.T) {
 	ts := startServer(t, memStore(t), nil)
 	done := make(chan reply, 1)
 	go func() {
-		done <- ts.c.do(req{method: "POST", path: "/v1/reserve", json: map[string]any{"timeout_ms": 25000}})
+		var r reply
+		defer func() { done <- r }() // also when do fails the test
+		r = ts.c.do(req{method: "POST", path: "/v1/reserve", json: map[string]any{"timeout_ms": 25000}})
 	}()
 	// Shutdown waits for the request in flight, which it ends.
 	waitFor(t, "the reserve to be in flight", func() bool { return inFlight(t, ts) > 0 })
@@ -300,10 +302,10 @@ func TestShutdownEndsLongPoll(t *testing.T) {
 	r.want(t, http.StatusServiceUnavailable, httpapi.CodeShuttingDown)
 }
 
-// inFlight reads how many reserves the server has in flight from its
-// connection count: one open HTTP connection is the waiting reserve.
+// inFlight reads how many reserves the server is serving: a reserve
+// counted there has entered its handler.
 func inFlight(t testing.TB, ts *testServer) float64 {
-	return gauge(t, ts.srv.Metrics, "hourglass_connections", map[string]string{"protocol": "http"})
+	return gauge(t, ts.srv.Metrics, "hourglass_http_requests_in_flight", map[string]string{"primitive": "jobs", "command": "reserve"})
 }
 
 // waitFor polls cond until it holds, failing the test after 10 s.

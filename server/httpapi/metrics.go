@@ -34,6 +34,9 @@ const (
 	// MetricConnections is the number of open client connections, by
 	// protocol.
 	MetricConnections = "hourglass_connections"
+	// MetricInFlight is the number of HTTP requests being served (long
+	// polls included), by primitive and command.
+	MetricInFlight = "hourglass_http_requests_in_flight"
 	// MetricConnectionsTotal counts accepted client connections, by protocol.
 	MetricConnectionsTotal = "hourglass_connections_total"
 	// MetricJobs is the number of jobs by tube and state ("ready",
@@ -75,6 +78,7 @@ type Metrics struct {
 	duration    *prometheus.HistogramVec
 	storeErrors *prometheus.CounterVec
 	conns       *prometheus.GaugeVec
+	inFlight    *prometheus.GaugeVec
 	connsTotal  *prometheus.CounterVec
 	late        prometheus.Histogram
 	queue       atomic.Pointer[queue.Queue] // read by the jobs collector
@@ -101,13 +105,15 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Help: "Commands that failed because the store did not answer."}, []string{"protocol", "primitive"}),
 		conns: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricConnections,
 			Help: "Open client connections."}, []string{"protocol"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricInFlight,
+			Help: "HTTP requests being served, long polls included."}, []string{"primitive", "command"}),
 		connsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricConnectionsTotal,
 			Help: "Client connections accepted."}, []string{"protocol"}),
 		late: prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricDeliveryLateness,
 			Help:    "Seconds between a job becoming due and its first reserve over HTTP.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 60}}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.storeErrors, m.conns, m.connsTotal, m.late, jobsCollector{m})
+	reg.MustRegister(m.requests, m.duration, m.storeErrors, m.conns, m.inFlight, m.connsTotal, m.late, jobsCollector{m})
 	return m
 }
 

@@ -74,6 +74,9 @@ func (s *Server) routes() http.Handler {
 func (s *Server) api(prim, command string, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		inFlight := s.Metrics.inFlight.WithLabelValues(prim, command)
+		inFlight.Inc()
+		defer inFlight.Dec()
 		var err error
 		if !s.checkToken(r) {
 			err = apiError{http.StatusUnauthorized, CodeUnauthorized, "httpapi: missing or wrong bearer token", 0}
