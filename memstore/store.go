@@ -67,6 +67,9 @@ type Store struct {
 	scratch      []byte // for encoding records
 
 	replayTubes map[uint64]*tube // by sequence number, while a snapshot is read
+
+	limitsOnce sync.Once
+	limits     *Limits // the rate limit store, made on first use (ratelimit.go)
 }
 
 type listener struct {
