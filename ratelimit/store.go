@@ -81,3 +81,12 @@ type Decision struct {
 	// Now is the store's clock at the decision.
 	Now time.Time
 }
+
+// Batcher is an optional ability of a Store: many GCRA decisions, each on
+// its own key and atomic on its own, in one round trip. Limiter.AllowEach
+// uses it when the Store has it.
+type Batcher interface {
+	// GCRABatch applies reqs[i] to keys[i], for every i, and returns the
+	// decisions in order.
+	GCRABatch(ctx context.Context, keys []string, reqs []GCRARequest) ([]Decision, error)
+}
