@@ -149,7 +149,8 @@ func (r *Reservation) OK() bool { return r.ok }
 // OK is false, it is the delay the slot would have needed.
 func (r *Reservation) Delay() time.Duration { return r.delay }
 
-// TimeToAct is when the caller may act, on the local clock.
+// TimeToAct is when the caller may act, on the local clock: Delay after
+// the store's reply arrived.
 func (r *Reservation) TimeToAct() time.Time { return r.act }
 
 // StoreErr is the store's error when the store failed and the FailOpen or
@@ -210,7 +211,6 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 	do := func(s Store, skey string) (Decision, error) {
 		return s.GCRA(ctx, skey, GCRARequest{Op: OpReserve, N: n, Limits: limits, MaxWait: maxWait})
 	}
-	start := time.Now()
 	p := 0
 	if k > 1 {
 		p = rand.IntN(k)
@@ -225,8 +225,10 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 	if err != nil {
 		return nil, err
 	}
+	// The slot is Delay after the store's decision, which came before the
+	// reply: counting from the reply, a caller never acts early.
 	return &Reservation{
-		ok: d.OK, delay: d.Delay, act: start.Add(d.Delay), l: l, store: s, skey: skey, n: n,
+		ok: d.OK, delay: d.Delay, act: time.Now().Add(d.Delay), l: l, store: s, skey: skey, n: n,
 		limits: limits, at: d.Now.Add(d.Delay), storeEr: storeErr,
 	}, nil
 }
