@@ -26,8 +26,7 @@ func (l *Limiter) AllowEach(ctx context.Context, keys []string, n int, limits ..
 		lims, k := limits, l.partitions(key)
 		p := 0
 		if k > 1 {
-			lims = partitionLimits(limits, k)
-			if err := checkCost(n, lims); err != nil {
+			if lims, err = partitionLimits(n, limits, k); err != nil {
 				return nil, err
 			}
 			p = rand.IntN(k)

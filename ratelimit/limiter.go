@@ -65,8 +65,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int, limits ...Limit
 	}
 	k := l.partitions(key)
 	if k > 1 {
-		limits = partitionLimits(limits, k)
-		if err := checkCost(n, limits); err != nil {
+		if limits, err = partitionLimits(n, limits, k); err != nil {
 			return Result{}, err
 		}
 	}
@@ -203,8 +202,7 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 	}
 	k := l.partitions(key)
 	if k > 1 {
-		limits = partitionLimits(limits, k)
-		if err := checkCost(n, limits); err != nil {
+		if limits, err = partitionLimits(n, limits, k); err != nil {
 			return nil, err
 		}
 	}
@@ -328,7 +326,8 @@ func (l *Limiter) partitions(key string) int {
 // partitionLimits gives each of k partitions 1/k of every limit: GCRA
 // limits keep their events over a period k times longer and a burst of
 // max(1, Burst/k); window limits keep their period with max(1, Events/k).
-func partitionLimits(limits []Limit, k int) []Limit {
+// It refuses what a partition cannot hold.
+func partitionLimits(n int, limits []Limit, k int) ([]Limit, error) {
 	out := make([]Limit, len(limits))
 	for i, lim := range limits {
 		if lim.Algorithm == GCRA {
@@ -337,9 +336,12 @@ func partitionLimits(limits []Limit, k int) []Limit {
 		} else {
 			lim.Events = max(1, lim.Events/k)
 		}
+		if err := lim.Validate(); err != nil {
+			return nil, fmt.Errorf("limit %d split in %d partitions: %w", i, k, err)
+		}
 		out[i] = lim
 	}
-	return out
+	return out, checkCost(n, out)
 }
 
 // storeKey is the key the store sees: the mode (s, or i and the instance),
