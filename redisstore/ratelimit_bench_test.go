@@ -3,8 +3,9 @@ package redisstore_test
 import (
 	"context"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/ratelimit"
@@ -81,10 +82,16 @@ func BenchmarkRateLimitAllowEach(b *testing.B) {
 func BenchmarkRateLimitPartitions(b *testing.B) {
 	for _, k := range []int{1, 3, 6} {
 		b.Run("partitions="+strconv.Itoa(k), func(b *testing.B) {
-			s := newStore(b, clusterClient(b), nil)
+			c := redistest.ClusterClient(b)
+			s := newStore(b, c, nil)
 			l := ratelimit.New(s.Limits(), &ratelimit.Options{Partitions: func(string) int { return k }})
 			ctx := context.Background()
+			if _, err := l.Allow(ctx, "hot", benchLimit); err != nil { // connect to every master
+				b.Fatal(err)
+			}
+			before := evalsPerMaster(b, c)
 			b.SetParallelism(16)
+			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := l.Allow(ctx, "hot", benchLimit); err != nil {
@@ -94,17 +101,61 @@ func BenchmarkRateLimitPartitions(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+			// The busiest master's share of the scripts run: 1 when one
+			// master carries the whole key, 1/3 when three share it.
+			after := evalsPerMaster(b, c)
+			var total, most int64
+			for addr, n := range after {
+				d := n - before[addr]
+				total += d
+				most = max(most, d)
+			}
+			b.ReportMetric(float64(most)/float64(max(total, 1)), "busiest-master-share")
 		})
 	}
 }
 
+// evalsPerMaster reads each master's count of EVALSHA calls.
+func evalsPerMaster(b *testing.B, c *redis.ClusterClient) map[string]int64 {
+	b.Helper()
+	var mu sync.Mutex
+	out := map[string]int64{}
+	err := c.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		info, err := m.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		var n int64
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+				n, _ = strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			}
+		}
+		mu.Lock()
+		out[m.Options().Addr] = n
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
 // BenchmarkRateLimitMemory reports MEMORY USAGE of one key's state, for
 // each algorithm after one event and at the limit, and the sliding log's
-// bytes per entry (one per admitted event). Its key names are as short as
-// with the default prefix "hg:" ("hg:rl:{s:user:12345}:…").
+// bytes per entry (one per admitted event). Key names are as long as with
+// the default prefix "hg:" ("hg:rl:{s:user:12345}:…"). One op is one key
+// written, measured and deleted.
 func BenchmarkRateLimitMemory(b *testing.B) {
 	ctx := context.Background()
 	c := standaloneClient(b)
+	s, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: "hg:"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	l := ratelimit.New(s.Limits(), nil)
 	for _, tc := range []struct {
 		name  string
 		limit ratelimit.Limit
@@ -120,23 +171,19 @@ func BenchmarkRateLimitMemory(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var bytes int64
+			i := 0
 			for b.Loop() {
-				prefix := "hg" + strconv.Itoa(int(time.Now().UnixNano()%90+10)) + ":"
-				s, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: prefix})
-				if err != nil {
-					b.Fatal(err)
-				}
-				l := ratelimit.New(s.Limits(), nil)
-				key := "user:12345"
+				key := "user:" + strconv.Itoa(10000+i%90000)
+				i++
 				if _, err := l.AllowN(ctx, key, tc.n, tc.limit); err != nil {
 					b.Fatal(err)
 				}
-				ks, err := c.Keys(ctx, prefix+"rl:{s:"+key+"}:*").Result()
+				ks, err := c.Keys(ctx, "hg:rl:{s:"+key+"}:*").Result()
 				if err != nil || len(ks) != 1 {
 					b.Fatalf("keys %v, %v", ks, err)
 				}
 				bytes = c.MemoryUsage(ctx, ks[0], 0).Val()
-				c.Del(ctx, ks[0], prefix+"layout")
+				c.Del(ctx, ks[0])
 			}
 			b.ReportMetric(float64(bytes), "B/key")
 			if tc.limit.Algorithm == ratelimit.SlidingLog {
@@ -145,6 +192,3 @@ func BenchmarkRateLimitMemory(b *testing.B) {
 		})
 	}
 }
-
-var _ = redistest.Prefix
-var _ redis.UniversalClient
