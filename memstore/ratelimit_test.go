@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,5 +54,33 @@ func TestRateLimitIdleKeysDropped(t *testing.T) {
 	}
 	if n := ls.Len(); n > 300 {
 		t.Fatalf("%d states left after 3000 decisions on one key, want the idle ones mostly gone", n)
+	}
+}
+
+// BenchmarkRateLimitAllow is one GCRA decision in process, on one hot key
+// and over 100,000 keys.
+func BenchmarkRateLimitAllow(b *testing.B) {
+	keys := make([]string, 100_000)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	for _, w := range []struct {
+		name string
+		n    int
+	}{{"hot-key", 1}, {"100k-keys", len(keys)}} {
+		b.Run(w.name, func(b *testing.B) {
+			s := New(nil)
+			defer s.Close()
+			l := ratelimit.New(s.Limits(), nil)
+			ctx := context.Background()
+			lim := ratelimit.PerSecond(1_000_000)
+			i := 0
+			for b.Loop() {
+				if _, err := l.Allow(ctx, keys[i%w.n], lim); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
