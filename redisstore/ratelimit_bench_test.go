@@ -161,10 +161,10 @@ func BenchmarkRateLimitMemory(b *testing.B) {
 		limit ratelimit.Limit
 		n     int
 	}{
-		{"gcra/one-event", ratelimit.PerSecond(100), 1},
-		{"gcra/at-limit", ratelimit.PerSecond(100), 100},
-		{"sliding-window/one-event", ratelimit.PerSecond(100).WithAlgorithm(ratelimit.SlidingWindow), 1},
-		{"sliding-window/at-limit", ratelimit.PerSecond(100).WithAlgorithm(ratelimit.SlidingWindow), 100},
+		{"gcra/one-event", ratelimit.PerMinute(100), 1},
+		{"gcra/at-limit", ratelimit.PerMinute(100), 100},
+		{"sliding-window/one-event", ratelimit.PerMinute(100).WithAlgorithm(ratelimit.SlidingWindow), 1},
+		{"sliding-window/at-limit", ratelimit.PerMinute(100).WithAlgorithm(ratelimit.SlidingWindow), 100},
 		{"sliding-log/one-event", ratelimit.PerMinute(100).WithAlgorithm(ratelimit.SlidingLog), 1},
 		{"sliding-log/at-limit-100", ratelimit.PerMinute(100).WithAlgorithm(ratelimit.SlidingLog), 100},
 		{"sliding-log/at-limit-10000", ratelimit.PerMinute(10000).WithAlgorithm(ratelimit.SlidingLog), 10000},

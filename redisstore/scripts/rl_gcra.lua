@@ -6,51 +6,56 @@
 --       any), at (µs, the reservation's slot, for cancel), then per limit:
 --       interval (µs), burst, quota
 -- Returns: {ok (1 or 0), remaining, retry-after, reset-after, delay, now}
+--
+-- A cost of c units passes at time t when max(tat, t) + c*interval -
+-- burst*interval <= t; it then sets tat = max(tat, t) + c*interval. The
+-- state expires when tat is reached: the key is idle again. This script
+-- runs on every decision, so it keeps to one table and no closures of its
+-- own.
 local now, injected = rl_now()
-local op, n, maxwait, at = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local op, n = ARGV[2], tonumber(ARGV[3])
 local L = #KEYS
-local tat, T, B, C, Q = {}, {}, {}, {}, {}
-for i = 1, L do
-  local a = 5 + (i - 1) * 3
-  T[i], B[i], Q[i] = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  C[i] = n * Q[i]
-  tat[i] = tonumber(redis.call('GET', KEYS[i]) or '0')
-end
-
-local function write(i, t)
-  if t <= now then
-    redis.call('DEL', KEYS[i])
-  else
-    redis.call('SET', KEYS[i], rl_int(t), 'PX', rl_px(t - now, injected))
-  end
-end
-
+local tat = {}
 local ok, delay, retry = 0, 0, 0
+
 if op == 'c' then
-  if at > now then
-    for i = 1, L do
-      if tat[i] > now then
-        tat[i] = math.max(tat[i] - C[i] * T[i], now)
-        write(i, tat[i])
-        ok = 1
+  local at = tonumber(ARGV[5])
+  for i = 1, L do
+    local t = tonumber(redis.call('GET', KEYS[i]) or '0')
+    if at > now and t > now then
+      local a = 3 + 3 * i
+      t = math.max(t - n * tonumber(ARGV[a + 2]) * tonumber(ARGV[a]), now)
+      if t > now then
+        redis.call('SET', KEYS[i], rl_int(t), 'PX', rl_px(t - now, injected))
+      else
+        redis.call('DEL', KEYS[i])
       end
+      ok = 1
     end
+    tat[i] = t
   end
 else
   local act = now
   for i = 1, L do
-    act = math.max(act, math.max(tat[i], now) + C[i] * T[i] - B[i] * T[i])
+    local a = 3 + 3 * i
+    local T = tonumber(ARGV[a])
+    local t = tonumber(redis.call('GET', KEYS[i]) or '0')
+    tat[i] = t
+    act = math.max(act, math.max(t, now) + (n * tonumber(ARGV[a + 2]) - tonumber(ARGV[a + 1])) * T)
   end
   delay = act - now
-  if op == 'a' then
-    if delay == 0 then ok = 1 end
-  elseif maxwait < 0 or delay <= maxwait then
+  if delay == 0 then
     ok = 1
+  elseif op == 'r' then
+    local maxwait = tonumber(ARGV[4])
+    if maxwait < 0 or delay <= maxwait then ok = 1 end
   end
   if ok == 1 then
     for i = 1, L do
-      tat[i] = math.max(tat[i], act) + C[i] * T[i]
-      write(i, tat[i])
+      local a = 3 + 3 * i
+      local t = math.max(tat[i], act) + n * tonumber(ARGV[a + 2]) * tonumber(ARGV[a])
+      tat[i] = t
+      redis.call('SET', KEYS[i], rl_int(t), 'PX', rl_px(t - now, injected))
     end
   else
     retry = delay
@@ -59,9 +64,11 @@ end
 
 local remaining, reset = -1, 0
 for i = 1, L do
+  local a = 3 + 3 * i
+  local T = tonumber(ARGV[a])
   local base = math.max(tat[i], now)
-  local free = math.floor(math.max(math.floor((now + B[i] * T[i] - base) / T[i]), 0) / Q[i])
+  local free = math.floor(math.max(math.floor((now + tonumber(ARGV[a + 1]) * T - base) / T), 0) / tonumber(ARGV[a + 2]))
   if remaining < 0 or free < remaining then remaining = free end
-  reset = math.max(reset, base - now)
+  if base - now > reset then reset = base - now end
 end
 return { ok, remaining, retry, reset, delay, now }
