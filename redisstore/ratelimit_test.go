@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -211,5 +213,24 @@ func TestRateLimitFairWait(t *testing.T) {
 	// many the contenders managed to use depends on the machine's load.)
 	if len(a) > 1001 {
 		t.Errorf("%d slots in 10 s at 100 per second", len(a))
+	}
+}
+
+// TestRateLimitDifferential drives the embedded engine and Redis with the
+// same random decisions and compares every answer.
+func TestRateLimitDifferential(t *testing.T) {
+	c := standaloneClient(t)
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			storetest.RateLimitDifferential(t, seed, 1500,
+				func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+					s := memstore.New(&memstore.Options{Clock: clock.Now})
+					t.Cleanup(func() { s.Close() })
+					return s.Limits()
+				},
+				func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+					return newStore(t, c, &redisstore.Options{Clock: clock.Now}).Limits()
+				})
+		})
 	}
 }
