@@ -82,12 +82,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int, limits ...Limit
 	if k > 1 {
 		p = rand.IntN(k)
 	}
-	d, s, storeErr, err := l.decide(decide, l.storeKey(key, p, k))
+	d, _, storeErr, err := l.decide(decide, l.storeKey(key, p, k))
 	if err == nil && storeErr == nil && !d.OK && k > 1 {
 		p = (p + 1 + rand.IntN(k-1)) % k
-		d, s, storeErr, err = l.decide(decide, l.storeKey(key, p, k))
+		d, _, storeErr, err = l.decide(decide, l.storeKey(key, p, k))
 	}
-	_ = s
 	res := Result{Allowed: d.OK, Remaining: d.Remaining, RetryAfter: d.RetryAfter, ResetAfter: d.ResetAfter, StoreErr: storeErr}
 	return res, err
 }
@@ -128,8 +127,7 @@ type Reservation struct {
 	ok      bool
 	delay   time.Duration
 	act     time.Time // local clock
-	l       *Limiter
-	store   Store // nil when the policy answered without a store
+	store   Store     // nil when the policy answered without a store
 	skey    string
 	n       int
 	limits  []Limit
@@ -226,7 +224,7 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 	// The slot is Delay after the store's decision, which came before the
 	// reply: counting from the reply, a caller never acts early.
 	return &Reservation{
-		ok: d.OK, delay: d.Delay, act: time.Now().Add(d.Delay), l: l, store: s, skey: skey, n: n,
+		ok: d.OK, delay: d.Delay, act: time.Now().Add(d.Delay), store: s, skey: skey, n: n,
 		limits: limits, at: d.Now.Add(d.Delay), storeEr: storeErr,
 	}, nil
 }
