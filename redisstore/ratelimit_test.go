@@ -172,6 +172,9 @@ func TestRateLimitFairWait(t *testing.T) {
 	var wg sync.WaitGroup
 	var counts [contenders]int
 	var early atomic.Int64
+	type served struct{ slot, back time.Time }
+	var mu sync.Mutex
+	var order []served
 	for i, l := range limiters {
 		wg.Go(func() {
 			for {
@@ -182,9 +185,13 @@ func TestRateLimitFairWait(t *testing.T) {
 				}
 				// Redis's clock and ours are the same machine's clock;
 				// Redis rounds to the µs.
-				if time.Now().Before(s.at.Add(-time.Millisecond)) {
+				back := time.Now()
+				if back.Before(s.at.Add(-time.Millisecond)) {
 					early.Add(1)
 				}
+				mu.Lock()
+				order = append(order, served{s.at, back})
+				mu.Unlock()
 				counts[i]++
 			}
 		})
@@ -203,6 +210,16 @@ func TestRateLimitFairWait(t *testing.T) {
 	if n := early.Load(); n > 0 {
 		t.Errorf("%d waits returned before their slot", n)
 	}
+	// How often a waiter came back after the waiter of the next slot: a
+	// matter of the machine's scheduling, reported, not asserted.
+	slices.SortFunc(order, func(x, y served) int { return x.slot.Compare(y.slot) })
+	inversions := 0
+	for i := 1; i < len(order); i++ {
+		if order[i].back.Before(order[i-1].back) {
+			inversions++
+		}
+	}
+	t.Logf("%d of %d waiters came back before the waiter of the slot before theirs", inversions, len(order))
 	a := log.sorted()
 	for i := 1; i < len(a); i++ {
 		if d := a[i].Sub(a[i-1]); d < 10*time.Millisecond {
