@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/redis/go-redis/v9"
 )
@@ -71,7 +72,8 @@ func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 	if req.Op == ratelimit.OpCancel {
 		at = req.At.UnixMicro()
 	}
-	args := []any{l.s.now(), op, req.N, maxWait, at}
+	args := make([]any, 5, 5+3*len(req.Limits))
+	args[0], args[1], args[2], args[3], args[4] = l.s.now(), op, req.N, maxWait, at
 	for i, lim := range req.Limits {
 		t, b := us(lim.Interval()), int64(lim.BurstOrDefault())
 		ks[i] = base + "g" + b36(t) + "." + b36(b)
@@ -85,7 +87,8 @@ func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 func (l *Limits) windowCall(sc *redis.Script, kind, key string, n int, limits []ratelimit.Limit) call {
 	base := l.rlBase(key)
 	ks := make([]string, len(limits))
-	args := []any{l.s.now(), n}
+	args := make([]any, 2, 2+3*len(limits))
+	args[0], args[1] = l.s.now(), n
 	for i, lim := range limits {
 		w := us(lim.Per)
 		ks[i] = base + kind + b36(w) + "." + b36(int64(lim.Events))
@@ -129,12 +132,24 @@ func (l *Limits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.
 	return out, nil
 }
 
+// one runs a single decision: EVALSHA, and on a node that has forgotten
+// the script (a restart, a failover), the pipeline path that loads it.
 func (l *Limits) one(ctx context.Context, c call) (ratelimit.Decision, error) {
-	vs, err := l.s.runMany(ctx, []call{c})
-	if err != nil {
-		return ratelimit.Decision{}, err
+	if l.s.closed.Load() {
+		return ratelimit.Decision{}, queue.ErrClosed
 	}
-	return decision(vs[0])
+	v, err := c.sc.EvalSha(ctx, l.s.c, c.keys, c.args...).Result()
+	if err != nil {
+		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return ratelimit.Decision{}, l.s.storeErr(ctx, err)
+		}
+		vs, err := l.s.runMany(ctx, []call{c})
+		if err != nil {
+			return ratelimit.Decision{}, err
+		}
+		v = vs[0]
+	}
+	return decision(v)
 }
 
 // decision reads a script's reply {ok, remaining, retry, reset, delay, now}.

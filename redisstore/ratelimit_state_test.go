@@ -215,3 +215,20 @@ func TestRateLimitPartitionsSpread(t *testing.T) {
 		t.Errorf("%d partition keys on %d masters, want 8 on at least 2", len(keys), len(masters))
 	}
 }
+
+// TestRateLimitScriptFlush: a Redis that has forgotten the scripts (a
+// restart, a failover, SCRIPT FLUSH) is given them again.
+func TestRateLimitScriptFlush(t *testing.T) {
+	ctx := context.Background()
+	c := standaloneClient(t)
+	l := ratelimit.New(newStore(t, c, nil).Limits(), nil)
+	for i, want := range []bool{true, false} {
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := l.Allow(ctx, "k", ratelimit.Every(time.Hour))
+		if err != nil || res.Allowed != want {
+			t.Fatalf("Allow %d after SCRIPT FLUSH: %+v, %v", i, res, err)
+		}
+	}
+}
