@@ -12,6 +12,7 @@ import (
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -39,6 +40,8 @@ type Backend struct {
 	Queue queue.Store
 	// Locks is the store of locks and semaphores (lock.New(b.Locks, nil)).
 	Locks lock.Store
+	// Limits is the rate limit store (ratelimit.New(b.Limits, nil)).
+	Limits ratelimit.Store
 	// Kind is "memory", "file" or "redis".
 	Kind string
 	// Redis is the client when Kind is "redis", for callers that need it
@@ -79,7 +82,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 			return nil, fmt.Errorf("%w: mem:// takes nothing after it, got %q", ErrUnsupportedURL, rawURL)
 		}
 		s := memstore.New(&memstore.Options{MaxJobs: o.MaxJobs})
-		return &Backend{Queue: s, Locks: s.Locks(), Kind: "memory", close: s.Close}, nil
+		return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Kind: "memory", close: s.Close}, nil
 	case "file":
 		u, err := url.Parse(rawURL)
 		if err != nil || u.Path == "" || (u.Host != "" && u.Host != "localhost") {
@@ -143,7 +146,7 @@ func openFile(dir string, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Queue: s, Locks: s.Locks(), Kind: "file", close: s.Close}, nil
+	return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Kind: "file", close: s.Close}, nil
 }
 
 func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backend, error) {
@@ -152,7 +155,7 @@ func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backen
 		c.Close()
 		return nil, err
 	}
-	return &Backend{Queue: s, Locks: s.Locks(), Kind: "redis", Redis: c, close: func() error {
+	return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Kind: "redis", Redis: c, close: func() error {
 		return errors.Join(s.Close(), c.Close())
 	}}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hourglass-io/hourglass"
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
 )
 
 func TestMain(m *testing.M) {
@@ -43,6 +44,12 @@ func roundTrip(t *testing.T, b *hourglass.Backend) {
 	}
 	if err := q.Delete(ctx, id); err != nil {
 		t.Fatal(err)
+	}
+	l := ratelimit.New(b.Limits, nil)
+	for i, want := range []bool{true, false} {
+		if res, err := l.Allow(ctx, tube, ratelimit.Every(time.Hour)); err != nil || res.Allowed != want {
+			t.Fatalf("Allow %d: %+v, %v; want allowed %v", i, res, err, want)
+		}
 	}
 }
 

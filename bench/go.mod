@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/bsm/redislock v0.9.4
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/hibiken/asynq v0.26.0
 	github.com/hourglass-io/hourglass v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0

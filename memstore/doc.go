@@ -92,8 +92,15 @@
 //
 // The log layer lives in internal/wal and knows nothing of jobs: a record is
 // a kind byte and a payload, and the queue owns kinds 1–31 (see record.go),
-// so the primitives to come (rate limits, expiring hash fields, locks) add
+// so the primitives to come (expiring hash fields, locks) add
 // their own kinds and snapshot records to the same log.
+//
+// # Rate limits
+//
+// Store.Limits returns the engine's ratelimit.Store. Its state lives in
+// memory only and is not written to the log: after a restart every key
+// starts idle, with its full burst. It has its own mutex, taken without the
+// Store's, and drops the state of idle keys incrementally.
 //
 // # Concurrency
 //

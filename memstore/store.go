@@ -69,8 +69,10 @@ type Store struct {
 
 	replayTubes map[uint64]*tube // by sequence number, while a snapshot is read
 
-	locksOnce sync.Once
-	locks     atomic.Pointer[Locks] // made by the first call of Locks
+	locksOnce  sync.Once
+	locks      atomic.Pointer[Locks] // made by the first call of Locks
+	limitsOnce sync.Once
+	limits     *Limits // the rate limit store, made on first use (ratelimit.go)
 }
 
 type listener struct {

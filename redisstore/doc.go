@@ -46,6 +46,14 @@
 // not have happened (UniqueKey makes a retry safe), a reserve may have
 // reserved a job that comes back after its TTR.
 //
+// # Rate limits
+//
+// Store.Limits returns the ratelimit.Store on the same client, prefix and
+// clock: one script per decision (scripts/rl_gcra.lua, rl_log.lua,
+// rl_window.lua), keys <prefix>rl:{<key>}:…, state that expires when the key
+// is idle again. A re-sent decision (retries on) would charge twice. See
+// docs/ratelimit.md for the keys and bytes per key.
+//
 // # What a failover can lose
 //
 // Redis replication is asynchronous: a write acknowledged by a master that

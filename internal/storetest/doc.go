@@ -27,4 +27,9 @@
 // with StatsJob, add up to the per-tube counts of StatsTube and to the
 // totals of Stats, and Tubes lists exactly the tubes that StatsTube knows.
 // A store that implements Checker also verifies its internal structures.
+//
+// RateLimit is the suite of the ratelimit.Store contract, in the same
+// manner: a back end hands it a constructor taking a *Clock, and the suite
+// checks admitted counts, delays and retry times exactly, through
+// ratelimit.Limiter.
 package storetest

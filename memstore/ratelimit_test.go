@@ -1,0 +1,86 @@
+package memstore
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/ratelimit"
+)
+
+func TestRateLimitConformance(t *testing.T) {
+	storetest.RateLimit(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+		s := New(&Options{Clock: clock.Now})
+		t.Cleanup(func() { s.Close() })
+		return s.Limits()
+	})
+}
+
+// TestRateLimitIdleKeysDropped: the state of keys that are idle again is
+// deleted by later decisions, so memory follows the keys in use.
+func TestRateLimitIdleKeysDropped(t *testing.T) {
+	clock := storetest.NewClock(time.Unix(1_900_000_000, 0))
+	s := New(&Options{Clock: clock.Now})
+	defer s.Close()
+	ls := s.Limits()
+	if s.Limits() != ls {
+		t.Fatal("Limits returned another store")
+	}
+	l := ratelimit.New(ls, nil)
+	ctx := context.Background()
+	lims := [][]ratelimit.Limit{
+		{ratelimit.PerSecond(10)},
+		{ratelimit.Limit{Events: 3, Per: time.Second, Algorithm: ratelimit.SlidingLog}},
+		{ratelimit.Limit{Events: 3, Per: time.Second, Algorithm: ratelimit.SlidingWindow}},
+	}
+	for i := range 3000 {
+		if _, err := l.Allow(ctx, "k"+string(rune('a'+i%26))+string(rune(i)), lims[i%3]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := ls.Len(); n != 3000 {
+		t.Fatalf("%d states after 3000 keys, want 3000", n)
+	}
+	clock.Advance(time.Minute)
+	for i := range 3000 {
+		if _, err := l.Allow(ctx, "hot", ratelimit.PerSecond(1_000_000)); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 {
+			clock.Advance(time.Second)
+		}
+	}
+	if n := ls.Len(); n > 300 {
+		t.Fatalf("%d states left after 3000 decisions on one key, want the idle ones mostly gone", n)
+	}
+}
+
+// BenchmarkRateLimitAllow is one GCRA decision in process, on one hot key
+// and over 100,000 keys.
+func BenchmarkRateLimitAllow(b *testing.B) {
+	keys := make([]string, 100_000)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	for _, w := range []struct {
+		name string
+		n    int
+	}{{"hot-key", 1}, {"100k-keys", len(keys)}} {
+		b.Run(w.name, func(b *testing.B) {
+			s := New(nil)
+			defer s.Close()
+			l := ratelimit.New(s.Limits(), nil)
+			ctx := context.Background()
+			lim := ratelimit.PerSecond(1_000_000)
+			i := 0
+			for b.Loop() {
+				if _, err := l.Allow(ctx, keys[i%w.n], lim); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

@@ -1,0 +1,368 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Limiter decides, on a Store, whether events on a key may pass under the
+// limits given with each call. It keeps no state of its own: every decision
+// is one atomic call to the store, so any number of Limiters in any number
+// of processes sharing a store share its limits. It is safe for concurrent
+// use.
+type Limiter struct {
+	store    Store
+	mode     Mode
+	instance string
+	failure  FailurePolicy
+	local    Store
+	onErr    func(error)
+	parts    func(string) int
+	maxLog   int
+}
+
+// Result is the answer of Allow and AllowN.
+type Result struct {
+	// Allowed: the events pass and were charged.
+	Allowed bool
+	// Remaining is how many more events would pass now (the least over the
+	// limits).
+	Remaining int
+	// RetryAfter, when not Allowed, is how long until the same call could
+	// pass; zero when Allowed.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the key is idle again: every limit back
+	// to its full burst (or its window empty).
+	ResetAfter time.Duration
+	// StoreErr is the store's error when the store failed and the FailOpen
+	// or FailLocal policy answered instead; nil when the store decided.
+	StoreErr error
+}
+
+// Allow is shorthand for AllowN(ctx, key, 1, limits...).
+func (l *Limiter) Allow(ctx context.Context, key string, limits ...Limit) (Result, error) {
+	return l.AllowN(ctx, key, 1, limits...)
+}
+
+// AllowN reports whether n events on key pass now under every one of
+// limits, and charges them to every limit when they do (all or nothing, in
+// one store call). Limits of one call must share one algorithm (GCRA and
+// Funnel are both GCRA).
+//
+// Errors: ErrInvalidKey, ErrInvalidCost, ErrInvalidLimit and ErrImpossible
+// for bad input (nothing charged); an error wrapping ErrStore when the
+// store failed under FailClosed, with a Result that is not Allowed.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int, limits ...Limit) (Result, error) {
+	alg, err := l.check(key, n, limits)
+	if err != nil {
+		return Result{}, err
+	}
+	k := l.partitions(key)
+	if k > 1 {
+		if limits, err = partitionLimits(n, limits, k); err != nil {
+			return Result{}, err
+		}
+	}
+	decide := func(s Store, skey string) (Decision, error) {
+		switch alg {
+		case SlidingLog:
+			return s.SlidingLog(ctx, skey, n, limits)
+		case SlidingWindow:
+			return s.SlidingWindow(ctx, skey, n, limits)
+		}
+		return s.GCRA(ctx, skey, GCRARequest{Op: OpAllow, N: n, Limits: limits})
+	}
+	p := 0
+	if k > 1 {
+		p = rand.IntN(k)
+	}
+	d, _, storeErr, err := l.decide(decide, l.storeKey(key, p, k))
+	if err == nil && storeErr == nil && !d.OK && k > 1 {
+		p = (p + 1 + rand.IntN(k-1)) % k
+		d, _, storeErr, err = l.decide(decide, l.storeKey(key, p, k))
+	}
+	res := Result{Allowed: d.OK, Remaining: d.Remaining, RetryAfter: d.RetryAfter, ResetAfter: d.ResetAfter, StoreErr: storeErr}
+	return res, err
+}
+
+// decide runs do on the store and applies the failure policy: it returns
+// the decision, the store that made it, the store error the policy
+// answered (FailOpen, FailLocal) and the error to return (FailClosed).
+func (l *Limiter) decide(do func(Store, string) (Decision, error), skey string) (Decision, Store, error, error) {
+	d, err := do(l.store, skey)
+	if err == nil {
+		return d, l.store, nil, nil
+	}
+	serr := fmt.Errorf("%w: %w", ErrStore, err)
+	switch l.failure {
+	case FailOpen:
+		l.report(serr)
+		return Decision{OK: true}, nil, serr, nil
+	case FailLocal:
+		l.report(serr)
+		ld, lerr := do(l.local, skey)
+		if lerr == nil {
+			return ld, l.local, serr, nil
+		}
+		return Decision{}, nil, nil, errors.Join(serr, fmt.Errorf("%w: local: %w", ErrStore, lerr))
+	}
+	return Decision{}, nil, nil, serr
+}
+
+func (l *Limiter) report(err error) {
+	if l.onErr != nil {
+		l.onErr(err)
+	}
+}
+
+// Reservation is a claimed future slot (ReserveN): the caller may act after
+// Delay. Its methods are safe for concurrent use.
+type Reservation struct {
+	ok      bool
+	delay   time.Duration
+	act     time.Time // local clock
+	store   Store     // nil when the policy answered without a store
+	skey    string
+	n       int
+	limits  []Limit
+	at      time.Time // the slot, on the store's clock
+	storeEr error
+
+	mu       sync.Mutex
+	canceled bool
+}
+
+// OK reports whether the slot was reserved: false when it lay beyond the
+// maximum wait (nothing was charged).
+func (r *Reservation) OK() bool { return r.ok }
+
+// Delay is how long after the reservation was made the caller may act. When
+// OK is false, it is the delay the slot would have needed.
+func (r *Reservation) Delay() time.Duration { return r.delay }
+
+// TimeToAct is when the caller may act, on the local clock: Delay after
+// the store's reply arrived.
+func (r *Reservation) TimeToAct() time.Time { return r.act }
+
+// StoreErr is the store's error when the store failed and the FailOpen or
+// FailLocal policy answered instead; nil when the store decided.
+func (r *Reservation) StoreErr() error { return r.storeEr }
+
+// Cancel gives the reservation's events back if its slot has not come yet,
+// so that later callers may use them. Reservations made after it keep
+// their slots: only what they do not build on is given back. Cancel on a
+// reservation that is not OK, already cancelled or whose time has come
+// does nothing. It returns an error wrapping ErrStore when the store
+// failed.
+func (r *Reservation) Cancel(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ok || r.canceled || r.store == nil {
+		return nil
+	}
+	_, err := r.store.GCRA(ctx, r.skey, GCRARequest{Op: OpCancel, N: r.n, Limits: r.limits, At: r.at})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	r.canceled = true
+	return nil
+}
+
+// Reserve is shorthand for ReserveN(ctx, key, 1, maxWait, limits...).
+func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration, limits ...Limit) (*Reservation, error) {
+	return l.ReserveN(ctx, key, 1, maxWait, limits...)
+}
+
+// ReserveN claims, atomically, the earliest slot at which n events on key
+// pass under every one of limits (GCRA only), if it lies within maxWait
+// (negative: any), and returns it. Callers are given slots in the order
+// their reservations reach the store, so those who act at their slot are
+// served first come, first served across every process. A reservation whose
+// slot lies beyond maxWait is not OK and charges nothing.
+//
+// Errors: those of AllowN, and ErrUnsupported for window algorithms.
+func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.Duration, limits ...Limit) (*Reservation, error) {
+	alg, err := l.check(key, n, limits)
+	if err != nil {
+		return nil, err
+	}
+	if alg != GCRA {
+		return nil, fmt.Errorf("%w: Reserve with %v", ErrUnsupported, alg)
+	}
+	if maxWait < 0 {
+		maxWait = -1
+	}
+	k := l.partitions(key)
+	if k > 1 {
+		if limits, err = partitionLimits(n, limits, k); err != nil {
+			return nil, err
+		}
+	}
+	do := func(s Store, skey string) (Decision, error) {
+		return s.GCRA(ctx, skey, GCRARequest{Op: OpReserve, N: n, Limits: limits, MaxWait: maxWait})
+	}
+	p := 0
+	if k > 1 {
+		p = rand.IntN(k)
+	}
+	skey := l.storeKey(key, p, k)
+	d, s, storeErr, err := l.decide(do, skey)
+	if err == nil && storeErr == nil && !d.OK && k > 1 {
+		p = (p + 1 + rand.IntN(k-1)) % k
+		skey = l.storeKey(key, p, k)
+		d, s, storeErr, err = l.decide(do, skey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The slot is Delay after the store's decision, which came before the
+	// reply: counting from the reply, a caller never acts early.
+	return &Reservation{
+		ok: d.OK, delay: d.Delay, act: time.Now().Add(d.Delay), store: s, skey: skey, n: n,
+		limits: limits, at: d.Now.Add(d.Delay), storeEr: storeErr,
+	}, nil
+}
+
+// Wait is shorthand for WaitN(ctx, key, 1, limits...).
+func (l *Limiter) Wait(ctx context.Context, key string, limits ...Limit) error {
+	return l.WaitN(ctx, key, 1, limits...)
+}
+
+// WaitN reserves the earliest slot for n events on key (GCRA only) and
+// blocks until it comes. Waiters of every process are served in the order
+// their reservations reached the store. When the slot lies beyond ctx's
+// deadline WaitN returns ErrWaitTooLong at once, charging nothing; when ctx
+// ends first, it cancels the reservation and returns ctx's error.
+//
+// Errors: those of ReserveN, ErrWaitTooLong, ctx.Err(). Under FailOpen a
+// store failure lets WaitN return nil at once.
+func (l *Limiter) WaitN(ctx context.Context, key string, n int, limits ...Limit) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	maxWait := time.Duration(-1)
+	if dl, ok := ctx.Deadline(); ok {
+		maxWait = max(time.Until(dl), 0)
+	}
+	r, err := l.ReserveN(ctx, key, n, maxWait, limits...)
+	if err != nil {
+		return err
+	}
+	if !r.OK() {
+		return fmt.Errorf("%w: the slot is %v away", ErrWaitTooLong, r.Delay())
+	}
+	wait := time.Until(r.TimeToAct())
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = r.Cancel(cctx)
+		return ctx.Err()
+	}
+}
+
+// check validates a call and returns its algorithm.
+func (l *Limiter) check(key string, n int, limits []Limit) (Algorithm, error) {
+	if key == "" {
+		return 0, fmt.Errorf("%w: empty key", ErrInvalidKey)
+	}
+	if n < 1 {
+		return 0, fmt.Errorf("%w: n %d, want at least 1", ErrInvalidCost, n)
+	}
+	if len(limits) == 0 {
+		return 0, fmt.Errorf("%w: no limit given", ErrInvalidLimit)
+	}
+	if len(limits) > 16 {
+		return 0, fmt.Errorf("%w: %d limits on one key, want at most 16", ErrInvalidLimit, len(limits))
+	}
+	alg := limits[0].Algorithm
+	for i, lim := range limits {
+		if err := lim.Validate(); err != nil {
+			return 0, fmt.Errorf("limit %d: %w", i, err)
+		}
+		if lim.Algorithm != alg {
+			return 0, fmt.Errorf("%w: limit %d is %v, limit 0 is %v: the limits of one call share an algorithm", ErrInvalidLimit, i, lim.Algorithm, alg)
+		}
+		if alg == SlidingLog && lim.Events > l.maxLog {
+			return 0, fmt.Errorf("%w: limit %d: a sliding log of %d events exceeds MaxLogEvents %d", ErrInvalidLimit, i, lim.Events, l.maxLog)
+		}
+	}
+	return alg, checkCost(n, limits)
+}
+
+// checkCost refuses a cost that no limit's burst can ever hold.
+func checkCost(n int, limits []Limit) error {
+	for i, lim := range limits {
+		capacity := lim.Events
+		if lim.Algorithm == GCRA {
+			capacity = lim.BurstOrDefault()
+		}
+		if q := lim.QuotaOrDefault(); n > capacity/q {
+			return fmt.Errorf("%w: %d events of quota %d exceed limit %d's capacity %d", ErrImpossible, n, q, i, capacity)
+		}
+	}
+	return nil
+}
+
+func (l *Limiter) partitions(key string) int {
+	return min(max(l.parts(key), 1), 256)
+}
+
+// partitionLimits gives each of k partitions 1/k of every limit: GCRA
+// limits keep their events over a period k times longer and a burst of
+// max(1, Burst/k); window limits keep their period with max(1, Events/k).
+// It refuses what a partition cannot hold.
+func partitionLimits(n int, limits []Limit, k int) ([]Limit, error) {
+	out := make([]Limit, len(limits))
+	for i, lim := range limits {
+		if lim.Algorithm == GCRA {
+			lim.Burst = max(1, lim.BurstOrDefault()/k)
+			lim.Per *= time.Duration(k)
+		} else {
+			lim.Events = max(1, lim.Events/k)
+		}
+		if err := lim.Validate(); err != nil {
+			return nil, fmt.Errorf("limit %d split in %d partitions: %w", i, k, err)
+		}
+		out[i] = lim
+	}
+	return out, checkCost(n, out)
+}
+
+// storeKey is the key the store sees: the mode (s, or i and the instance),
+// the partition when there are several, and the caller's key. The parts
+// before the caller's key are length-prefixed or fixed, so distinct calls
+// never share a store key.
+func (l *Limiter) storeKey(key string, p, k int) string {
+	var b strings.Builder
+	if l.mode == PerInstance {
+		b.WriteString("i")
+		b.WriteString(strconv.Itoa(len(l.instance)))
+		b.WriteString(":")
+		b.WriteString(l.instance)
+	} else {
+		b.WriteString("s")
+	}
+	if k > 1 {
+		b.WriteString(".p")
+		b.WriteString(strconv.Itoa(p))
+		b.WriteString("/")
+		b.WriteString(strconv.Itoa(k))
+	}
+	b.WriteString(":")
+	b.WriteString(key)
+	return b.String()
+}

@@ -1,0 +1,184 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/memstore"
+	"github.com/hourglass-io/hourglass/ratelimit"
+)
+
+func newLimiter(t *testing.T, opts *ratelimit.Options) (*ratelimit.Limiter, ratelimit.Store) {
+	t.Helper()
+	s := memstore.New(nil)
+	t.Cleanup(func() { s.Close() })
+	return ratelimit.New(s.Limits(), opts), s.Limits()
+}
+
+func TestLimitConstructors(t *testing.T) {
+	for _, c := range []struct {
+		l        ratelimit.Limit
+		interval time.Duration
+		burst    int
+		s        string
+	}{
+		{ratelimit.PerSecond(100), 10 * time.Millisecond, 100, "100/1s burst 100 gcra"},
+		{ratelimit.PerMinute(3), 20 * time.Second, 3, "3/1m0s burst 3 gcra"},
+		{ratelimit.PerHour(7), 514285715 * time.Microsecond, 7, "7/1h0m0s burst 7 gcra"},
+		{ratelimit.PerDay(1), 24 * time.Hour, 1, "1/24h0m0s burst 1 gcra"},
+		{ratelimit.Every(30 * time.Minute), 30 * time.Minute, 1, "1/30m0s burst 1 gcra"},
+		{ratelimit.Funnel(10, 10*time.Second, 3), time.Second, 10, "10/10s burst 10 quota 3 gcra"},
+		{ratelimit.Limit{Events: 3, Per: time.Second}, 333334 * time.Microsecond, 3, "3/1s burst 3 gcra"},
+		{ratelimit.PerMinute(5).WithAlgorithm(ratelimit.SlidingLog), 12 * time.Second, 5, "5/1m0s sliding-log"},
+	} {
+		if err := c.l.Validate(); err != nil {
+			t.Errorf("%v: %v", c.l, err)
+		}
+		if got := c.l.Interval(); got != c.interval {
+			t.Errorf("%v: interval %v, want %v", c.l, got, c.interval)
+		}
+		if got := c.l.BurstOrDefault(); got != c.burst {
+			t.Errorf("%v: burst %d, want %d", c.l, got, c.burst)
+		}
+		if got := c.l.String(); got != c.s {
+			t.Errorf("String %q, want %q", got, c.s)
+		}
+	}
+	for _, a := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.SlidingLog, ratelimit.SlidingWindow} {
+		if b, err := ratelimit.ParseAlgorithm(a.String()); err != nil || b != a {
+			t.Errorf("ParseAlgorithm(%q) = %v, %v", a, b, err)
+		}
+	}
+	if _, err := ratelimit.ParseAlgorithm("token-bucket"); !errors.Is(err, ratelimit.ErrInvalidLimit) {
+		t.Errorf("ParseAlgorithm: %v, want ErrInvalidLimit", err)
+	}
+	if s := ratelimit.Algorithm(7).String(); s != "Algorithm(7)" {
+		t.Errorf("String of an unknown algorithm: %q", s)
+	}
+}
+
+func TestNewPanics(t *testing.T) {
+	s := memstore.New(nil)
+	defer s.Close()
+	for name, o := range map[string]*ratelimit.Options{
+		"mode":          {Mode: 5},
+		"failure":       {Failure: 9},
+		"local missing": {Failure: ratelimit.FailLocal},
+		"negative log":  {MaxLogEvents: -1},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: New did not panic", name)
+				}
+			}()
+			ratelimit.New(s.Limits(), o)
+		}()
+	}
+}
+
+// TestWaitDeadline: a slot beyond the context's deadline is refused at
+// once, and charges nothing.
+func TestWaitDeadline(t *testing.T) {
+	l, _ := newLimiter(t, nil)
+	lim := ratelimit.Every(time.Hour)
+	ctx := context.Background()
+	if err := l.Wait(ctx, "k", lim); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := l.Wait(dctx, "k", lim); !errors.Is(err, ratelimit.ErrWaitTooLong) {
+		t.Fatalf("Wait: %v, want ErrWaitTooLong", err)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Fatal("Wait did not refuse at once")
+	}
+	r, err := l.Reserve(ctx, "k", -1, lim)
+	if err != nil || r.Delay() > time.Hour || r.Delay() < 59*time.Minute {
+		t.Fatalf("the refused Wait charged something: next delay %v, %v", r.Delay(), err)
+	}
+}
+
+// TestWaitCancel: a Wait whose context ends gives its slot back.
+func TestWaitCancel(t *testing.T) {
+	l, _ := newLimiter(t, nil)
+	lim := ratelimit.Every(time.Hour)
+	ctx := context.Background()
+	if err := l.Wait(ctx, "k", lim); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- l.Wait(cctx, "k", lim) }()
+	// Wait for the waiter's reservation: the next slot is then two hours away.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := l.Reserve(ctx, "k", 0, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Delay() > 90*time.Minute {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never reserved")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait: %v, want context.Canceled", err)
+	}
+	r, err := l.Reserve(ctx, "k", -1, lim)
+	if err != nil || r.Delay() > time.Hour {
+		t.Fatalf("after the cancelled Wait the next slot is %v away, want within the hour (%v)", r.Delay(), err)
+	}
+}
+
+// TestWaitServes: Wait returns once the slot comes.
+func TestWaitServes(t *testing.T) {
+	l, _ := newLimiter(t, nil)
+	lim := ratelimit.Every(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	for range 3 {
+		if err := l.Wait(ctx, "k", lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d < 40*time.Millisecond {
+		t.Fatalf("3 waits at one per 20 ms returned after %v", d)
+	}
+	if err := l.Wait(ctx, "", lim); !errors.Is(err, ratelimit.ErrInvalidKey) {
+		t.Fatalf("Wait with an empty key: %v", err)
+	}
+	cancel()
+	if err := l.Wait(ctx, "k", lim); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait on an ended context: %v", err)
+	}
+}
+
+// TestAllowEach: many keys in one call, each decided on its own.
+func TestAllowEach(t *testing.T) {
+	l, _ := newLimiter(t, nil)
+	ctx := context.Background()
+	lim := ratelimit.Every(time.Minute)
+	res, err := l.AllowEach(ctx, []string{"a", "b", "a"}, 1, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Allowed || !res[1].Allowed || res[2].Allowed {
+		t.Fatalf("AllowEach: %+v", res)
+	}
+	if _, err := l.AllowEach(ctx, []string{"a", ""}, 1, lim); !errors.Is(err, ratelimit.ErrInvalidKey) {
+		t.Fatalf("AllowEach with an empty key: %v", err)
+	}
+	if _, err := l.AllowEach(ctx, []string{"a"}, 1, lim.WithAlgorithm(ratelimit.SlidingWindow)); !errors.Is(err, ratelimit.ErrUnsupported) {
+		t.Fatalf("AllowEach with a window: %v", err)
+	}
+}

@@ -1,0 +1,101 @@
+package ratelimit
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// Mode says whose events a limit counts.
+type Mode int
+
+// The modes. The zero value, Shared, is the default.
+const (
+	// Shared: one limit per key for every Limiter of every process on the
+	// same store (Redisson's OVERALL).
+	Shared Mode = iota
+	// PerInstance: one limit per key for each instance (Options.Instance),
+	// so each process gets the whole limit to itself (Redisson's
+	// PER_CLIENT).
+	PerInstance
+)
+
+// FailurePolicy says what a call answers when the store fails.
+type FailurePolicy int
+
+// The failure policies. The zero value, FailClosed, is the default.
+const (
+	// FailClosed: the call is not allowed and its error (wrapping
+	// ErrStore) is returned with the Result.
+	FailClosed FailurePolicy = iota
+	// FailOpen: the call is allowed; Result.StoreErr carries the store's
+	// error and Options.OnStoreError hears of it.
+	FailOpen
+	// FailLocal: Options.Local, an in-process store, decides instead;
+	// Result.StoreErr carries the store's error and Options.OnStoreError
+	// hears of it. Each process then applies the whole limit on its own.
+	FailLocal
+)
+
+// DefaultMaxLogEvents is the default of Options.MaxLogEvents.
+const DefaultMaxLogEvents = 10000
+
+// Options configure a Limiter. Nil or the zero value means the defaults.
+type Options struct {
+	// Mode is Shared (default) or PerInstance.
+	Mode Mode
+	// Instance names this instance in PerInstance mode. Default: the host
+	// name and the process id.
+	Instance string
+	// Failure is the policy when the store fails (default FailClosed).
+	Failure FailurePolicy
+	// Local decides under FailLocal: an in-process store, such as
+	// memstore.New(nil).Limits(). Required with FailLocal.
+	Local Store
+	// OnStoreError, when set, is called with every store error that the
+	// FailOpen or FailLocal policy answered.
+	OnStoreError func(error)
+	// Partitions, when set, splits a hot key into that many partitions (1
+	// to 256), each holding 1/K of the limit: on Redis Cluster each lies
+	// in its own slot, so the key's load spreads over the masters. A call
+	// tries one partition at random and, when denied, one other. See the
+	// package documentation for the accuracy this costs.
+	Partitions func(key string) int
+	// MaxLogEvents bounds Events of a SlidingLog limit (default 10,000):
+	// a sliding log keeps one entry per event for a whole window.
+	MaxLogEvents int
+}
+
+// New returns a Limiter deciding on s. It panics if opts are invalid (an
+// unknown Mode or Failure, FailLocal without Local, a negative
+// MaxLogEvents), as these are programming errors.
+func New(s Store, opts *Options) *Limiter {
+	l := &Limiter{store: s, parts: func(string) int { return 1 }, maxLog: DefaultMaxLogEvents}
+	if opts != nil {
+		l.mode, l.failure, l.local, l.onErr = opts.Mode, opts.Failure, opts.Local, opts.OnStoreError
+		if opts.Partitions != nil {
+			l.parts = opts.Partitions
+		}
+		if opts.MaxLogEvents != 0 {
+			l.maxLog = opts.MaxLogEvents
+		}
+		l.instance = opts.Instance
+	}
+	switch {
+	case s == nil:
+		panic("ratelimit: New with a nil Store")
+	case l.mode != Shared && l.mode != PerInstance:
+		panic(fmt.Sprintf("ratelimit: Options.Mode %d, want Shared or PerInstance", int(l.mode)))
+	case l.failure < FailClosed || l.failure > FailLocal:
+		panic(fmt.Sprintf("ratelimit: Options.Failure %d, want FailClosed, FailOpen or FailLocal", int(l.failure)))
+	case l.failure == FailLocal && l.local == nil:
+		panic("ratelimit: Options.Failure FailLocal needs Options.Local")
+	case l.maxLog < 0:
+		panic(fmt.Sprintf("ratelimit: Options.MaxLogEvents %d, want 0 (default) or more", l.maxLog))
+	}
+	if l.mode == PerInstance && l.instance == "" {
+		h, _ := os.Hostname()
+		l.instance = h + "-" + strconv.Itoa(os.Getpid())
+	}
+	return l
+}

@@ -1,0 +1,172 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/redis/go-redis/v9"
+)
+
+var rlScripts = struct{ gcra, log, window *redis.Script }{
+	gcra:   scriptWith("rl_gcra", "rl_lib"),
+	log:    scriptWith("rl_log", "rl_lib"),
+	window: scriptWith("rl_window", "rl_lib"),
+}
+
+var (
+	_ ratelimit.Store   = (*Limits)(nil)
+	_ ratelimit.Batcher = (*Limits)(nil)
+)
+
+// Limits is the ratelimit.Store on Redis. Each decision is one script on
+// the slot of its key, from Redis's clock (TIME, in µs). A key's state for
+// a GCRA limit is one string (its theoretical arrival time), for a sliding
+// log one sorted set, for a sliding window one hash of three counters;
+// each expires (PEXPIRE) when the key is idle again. Keys are
+// <prefix>rl:{<key>}:…, so every limit of one key shares a slot and a call
+// with several limits is one atomic script on Redis Cluster. It is safe for
+// concurrent use.
+type Limits struct{ s *Store }
+
+// Limits returns the store's ratelimit.Store. It shares the store's client,
+// prefix and clock.
+func (s *Store) Limits() *Limits { return &Limits{s: s} }
+
+// rlBase is the start of every key of a limiter key: the limiter key is the
+// hash tag. A key that is empty, starts with '~' or holds a brace (which
+// would end the tag early or leave it empty) is written as '~' and its
+// hex digits, so that distinct keys never share a name.
+func (l *Limits) rlBase(key string) string {
+	if key == "" || key[0] == '~' || strings.ContainsAny(key, "{}") {
+		key = "~" + hex.EncodeToString([]byte(key))
+	}
+	return l.s.k.prefix + "rl:{" + key + "}:"
+}
+
+func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
+
+func b36(v int64) string { return strconv.FormatInt(v, 36) }
+
+// gcraCall is the script call of one GCRA request.
+func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
+	base := l.rlBase(key)
+	ks := make([]string, len(req.Limits))
+	op := "a"
+	switch req.Op {
+	case ratelimit.OpReserve:
+		op = "r"
+	case ratelimit.OpCancel:
+		op = "c"
+	}
+	maxWait := int64(-1)
+	if req.MaxWait >= 0 {
+		maxWait = us(req.MaxWait)
+	}
+	var at int64
+	if req.Op == ratelimit.OpCancel {
+		at = req.At.UnixMicro()
+	}
+	args := make([]any, 5, 5+3*len(req.Limits))
+	args[0], args[1], args[2], args[3], args[4] = l.s.now(), op, req.N, maxWait, at
+	for i, lim := range req.Limits {
+		t, b := us(lim.Interval()), int64(lim.BurstOrDefault())
+		ks[i] = base + "g" + b36(t) + "." + b36(b)
+		args = append(args, t, b, lim.QuotaOrDefault())
+	}
+	return call{sc: rlScripts.gcra, keys: ks, args: args}
+}
+
+// windowCall is the script call of a sliding log (kind 'l') or sliding
+// window (kind 'w') decision.
+func (l *Limits) windowCall(sc *redis.Script, kind, key string, n int, limits []ratelimit.Limit) call {
+	base := l.rlBase(key)
+	ks := make([]string, len(limits))
+	args := make([]any, 2, 2+3*len(limits))
+	args[0], args[1] = l.s.now(), n
+	for i, lim := range limits {
+		w := us(lim.Per)
+		ks[i] = base + kind + b36(w) + "." + b36(int64(lim.Events))
+		args = append(args, w, lim.Events, lim.QuotaOrDefault())
+	}
+	return call{sc: sc, keys: ks, args: args}
+}
+
+// GCRA implements ratelimit.Store.
+func (l *Limits) GCRA(ctx context.Context, key string, req ratelimit.GCRARequest) (ratelimit.Decision, error) {
+	return l.one(ctx, l.gcraCall(key, req))
+}
+
+// SlidingLog implements ratelimit.Store.
+func (l *Limits) SlidingLog(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
+	return l.one(ctx, l.windowCall(rlScripts.log, "l", key, n, limits))
+}
+
+// SlidingWindow implements ratelimit.Store.
+func (l *Limits) SlidingWindow(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
+	return l.one(ctx, l.windowCall(rlScripts.window, "w", key, n, limits))
+}
+
+// GCRABatch implements ratelimit.Batcher: the decisions are sent in one
+// pipeline (on a cluster, one per master).
+func (l *Limits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.GCRARequest) ([]ratelimit.Decision, error) {
+	calls := make([]call, len(keys))
+	for i, k := range keys {
+		calls[i] = l.gcraCall(k, reqs[i])
+	}
+	vs, err := l.s.runMany(ctx, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ratelimit.Decision, len(vs))
+	for i, v := range vs {
+		if out[i], err = decision(v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// one runs a single decision: EVALSHA, and on a node that has forgotten
+// the script (a restart, a failover), the pipeline path that loads it.
+func (l *Limits) one(ctx context.Context, c call) (ratelimit.Decision, error) {
+	if l.s.closed.Load() {
+		return ratelimit.Decision{}, queue.ErrClosed
+	}
+	v, err := c.sc.EvalSha(ctx, l.s.c, c.keys, c.args...).Result()
+	if err != nil {
+		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return ratelimit.Decision{}, l.s.storeErr(ctx, err)
+		}
+		vs, err := l.s.runMany(ctx, []call{c})
+		if err != nil {
+			return ratelimit.Decision{}, err
+		}
+		v = vs[0]
+	}
+	return decision(v)
+}
+
+// decision reads a script's reply {ok, remaining, retry, reset, delay, now}.
+func decision(v any) (ratelimit.Decision, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 6 {
+		return ratelimit.Decision{}, fmt.Errorf("redisstore: unexpected rate limit reply %v", v)
+	}
+	var n [6]int64
+	for i, x := range a {
+		if n[i], ok = x.(int64); !ok {
+			return ratelimit.Decision{}, fmt.Errorf("redisstore: unexpected rate limit reply %v", v)
+		}
+	}
+	d := time.Microsecond
+	return ratelimit.Decision{
+		OK: n[0] == 1, Remaining: int(n[1]), RetryAfter: time.Duration(n[2]) * d,
+		ResetAfter: time.Duration(n[3]) * d, Delay: time.Duration(n[4]) * d, Now: time.UnixMicro(n[5]),
+	}, nil
+}

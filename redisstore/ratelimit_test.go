@@ -1,0 +1,253 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/memstore"
+	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestRateLimitConformance(t *testing.T) {
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			c := topo.client(t)
+			storetest.RateLimit(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+				return newStore(t, c, &redisstore.Options{Clock: clock.Now}).Limits()
+			})
+		})
+	}
+}
+
+// admissions keeps the store's time of every admitted decision of several
+// stores.
+type admissions struct {
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (a *admissions) sorted() []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.SortedFunc(slices.Values(a.times), func(x, y time.Time) int { return x.Compare(y) })
+}
+
+// recorder is a ratelimit.Store that passes every call to the Redis store
+// under it and notes the slot (the store's time plus the delay) of every
+// admitted decision in log, and in the *slot a caller put in its context.
+type recorder struct {
+	ratelimit.Store
+	log *admissions
+}
+
+type slotKey struct{}
+
+type slot struct{ at time.Time }
+
+func (r recorder) note(ctx context.Context, d ratelimit.Decision, err error) (ratelimit.Decision, error) {
+	if err == nil && d.OK {
+		at := d.Now.Add(d.Delay)
+		r.log.mu.Lock()
+		r.log.times = append(r.log.times, at)
+		r.log.mu.Unlock()
+		if s, ok := ctx.Value(slotKey{}).(*slot); ok {
+			s.at = at
+		}
+	}
+	return d, err
+}
+
+func (r recorder) GCRA(ctx context.Context, key string, req ratelimit.GCRARequest) (ratelimit.Decision, error) {
+	d, err := r.Store.GCRA(ctx, key, req)
+	if req.Op == ratelimit.OpCancel {
+		return d, err
+	}
+	return r.note(ctx, d, err)
+}
+
+func (r recorder) SlidingLog(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
+	d, err := r.Store.SlidingLog(ctx, key, n, limits)
+	return r.note(ctx, d, err)
+}
+
+// sharedLimiters returns k Limiters, each on its own client and Store,
+// sharing one prefix (so one limit), whose admissions go to log.
+func sharedLimiters(t *testing.T, client func(testing.TB) redis.UniversalClient, k int, log *admissions) []*ratelimit.Limiter {
+	t.Helper()
+	opts := redisstore.Options{Prefix: redistest.Prefix(t)}
+	var ls []*ratelimit.Limiter
+	for range k {
+		s, err := redisstore.New(context.Background(), client(t), &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		ls = append(ls, ratelimit.New(recorder{Store: s.Limits(), log: log}, nil))
+	}
+	return ls
+}
+
+// TestRateLimitNeverOverAdmits: 64 goroutines over 4 Limiters (4 clients)
+// call Allow on one key for a second; on Redis's clock, no window holds
+// more than the limit allows.
+func TestRateLimitNeverOverAdmits(t *testing.T) {
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			for _, c := range []struct {
+				name  string
+				limit ratelimit.Limit
+				// ok reports whether the sorted admitted times a[i] and
+				// a[j], i < j, may both pass.
+				ok func(a []time.Time, i, j int) bool
+			}{
+				{"gcra", ratelimit.Limit{Events: 200, Per: time.Second, Burst: 20}, func(a []time.Time, i, j int) bool {
+					// j-i+1 events within a[j]-a[i]: at most the burst
+					// plus one per 5 ms interval.
+					return j-i+1 <= 20 || a[j].Sub(a[i]) >= time.Duration(j-i+1-20)*5*time.Millisecond
+				}},
+				{"sliding-log", ratelimit.Limit{Events: 50, Per: 250 * time.Millisecond, Algorithm: ratelimit.SlidingLog}, func(a []time.Time, i, j int) bool {
+					// at most 50 in any 250 ms window
+					return j-i < 50 || a[j].Sub(a[i]) >= 250*time.Millisecond
+				}},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					log := &admissions{}
+					limiters := sharedLimiters(t, topo.client, 4, log)
+					ctx := context.Background()
+					var wg sync.WaitGroup
+					var calls atomic.Int64
+					stop := time.Now().Add(time.Second)
+					for g := range 64 {
+						l := limiters[g%4]
+						wg.Go(func() {
+							for time.Now().Before(stop) {
+								calls.Add(1)
+								if _, err := l.Allow(ctx, "hot", c.limit); err != nil {
+									t.Error(err)
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+					a := log.sorted()
+					if len(a) < 50 {
+						t.Fatalf("only %d admitted of %d calls", len(a), calls.Load())
+					}
+					for i := range a {
+						for j := i + 1; j < len(a); j++ {
+							if !c.ok(a, i, j) {
+								t.Fatalf("admitted %d events from %v to %v (%v apart): over the limit %v", j-i+1, a[i], a[j], a[j].Sub(a[i]), c.limit)
+							}
+						}
+					}
+					t.Logf("%d calls, %d admitted", calls.Load(), len(a))
+				})
+			}
+		})
+	}
+}
+
+// TestRateLimitFairWait: 8 contenders, each on its own client, call Wait
+// in a loop for 10 s on one key limited to 100 per second. Each gets its
+// share (Jain's fairness index at least 0.99), every slot is one interval
+// after the one before (reservations are served in the order they reached
+// Redis), and no Wait returns before its slot.
+func TestRateLimitFairWait(t *testing.T) {
+	log := &admissions{}
+	const contenders = 8
+	limiters := sharedLimiters(t, standaloneClient, contenders, log)
+	lim := ratelimit.Limit{Events: 100, Per: time.Second, Burst: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var counts [contenders]int
+	var early atomic.Int64
+	type served struct{ slot, back time.Time }
+	var mu sync.Mutex
+	var order []served
+	for i, l := range limiters {
+		wg.Go(func() {
+			for {
+				s := &slot{}
+				err := l.Wait(context.WithValue(ctx, slotKey{}, s), "downstream", lim)
+				if err != nil {
+					return // the 10 s are over: ErrWaitTooLong or the deadline
+				}
+				// Redis's clock and ours are the same machine's clock;
+				// Redis rounds to the µs.
+				back := time.Now()
+				if back.Before(s.at.Add(-time.Millisecond)) {
+					early.Add(1)
+				}
+				mu.Lock()
+				order = append(order, served{s.at, back})
+				mu.Unlock()
+				counts[i]++
+			}
+		})
+	}
+	wg.Wait()
+	sum, sq := 0.0, 0.0
+	for _, c := range counts {
+		sum += float64(c)
+		sq += float64(c) * float64(c)
+	}
+	jain := sum * sum / (contenders * sq)
+	t.Logf("served %v (total %v), Jain's index %.4f", counts, sum, jain)
+	if jain < 0.99 {
+		t.Errorf("Jain's index %.4f, want at least 0.99 (served %v)", jain, counts)
+	}
+	if n := early.Load(); n > 0 {
+		t.Errorf("%d waits returned before their slot", n)
+	}
+	// How often a waiter came back after the waiter of the next slot: a
+	// matter of the machine's scheduling, reported, not asserted.
+	slices.SortFunc(order, func(x, y served) int { return x.slot.Compare(y.slot) })
+	inversions := 0
+	for i := 1; i < len(order); i++ {
+		if order[i].back.Before(order[i-1].back) {
+			inversions++
+		}
+	}
+	t.Logf("%d of %d waiters came back before the waiter of the slot before theirs", inversions, len(order))
+	a := log.sorted()
+	for i := 1; i < len(a); i++ {
+		if d := a[i].Sub(a[i-1]); d < 10*time.Millisecond {
+			t.Fatalf("slots %d and %d only %v apart, want at least 10ms", i-1, i, d)
+		}
+	}
+	// At most 100 per second for 10 s, and the first slot at once. (How
+	// many the contenders managed to use depends on the machine's load.)
+	if len(a) > 1001 {
+		t.Errorf("%d slots in 10 s at 100 per second", len(a))
+	}
+}
+
+// TestRateLimitDifferential drives the embedded engine and Redis with the
+// same random decisions and compares every answer.
+func TestRateLimitDifferential(t *testing.T) {
+	c := standaloneClient(t)
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			storetest.RateLimitDifferential(t, seed, 1500,
+				func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+					s := memstore.New(&memstore.Options{Clock: clock.Now})
+					t.Cleanup(func() { s.Close() })
+					return s.Limits()
+				},
+				func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
+					return newStore(t, c, &redisstore.Options{Clock: clock.Now}).Limits()
+				})
+		})
+	}
+}
