@@ -51,9 +51,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
-	"sync/atomic"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-io/hourglass/ttlhash"
@@ -132,7 +132,9 @@ func (s *Store) HashesWith(opts *HashesOptions) (*Hashes, error) {
 }
 
 // shardOf is the shard of a hash name.
-func (h *Hashes) shardOf(name string) int { return int(crc32.ChecksumIEEE([]byte(name)) % uint32(h.shards)) }
+func (h *Hashes) shardOf(name string) int {
+	return int(crc32.ChecksumIEEE([]byte(name)) % uint32(h.shards))
+}
 
 func (h *Hashes) base(shard int) string {
 	return h.s.k.prefix + "h:{" + tagNames[shard*(NumTags/h.shards)] + "}:"
@@ -397,7 +399,7 @@ func (h *Hashes) DeleteGroup(ctx context.Context, group string) error {
 	found := false
 	for _, c := range cmds {
 		n, err := c.(*redis.IntCmd).Result()
-		if err != nil && !strings.Contains(err.Error(), "no such key") && !redis.HasErrorPrefix(err, "ERR no such key") {
+		if err != nil && !strings.Contains(err.Error(), "requires the key to exist") {
 			return h.hxErr(ctx, err)
 		}
 		found = found || n > 0
@@ -432,83 +434,102 @@ func toEvent(shard int, m redis.XMessage, redelivered bool) ttlhash.Event {
 	}
 }
 
-// counts spreads max over the shards from a rotating start.
-func (h *Hashes) counts(max int) []int {
-	c := make([]int, h.shards)
+// fill reads up to max events over the shards: a first round spreads max
+// over them from a rotating start; while a shard returned all it was asked
+// for (it may have more) and fewer than max came, the rest goes to those.
+func (h *Hashes) fill(ctx context.Context, max int, read func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error)) ([]ttlhash.Event, error) {
+	if h.s.closed.Load() {
+		return nil, ttlhash.ErrClosed
+	}
+	counts := make([]int, h.shards)
 	start := int(h.nextRR()) % h.shards
 	for i := range h.shards {
-		c[(start+i)%h.shards] = max / h.shards
+		counts[(start+i)%h.shards] = max / h.shards
 		if i < max%h.shards {
-			c[(start+i)%h.shards]++
+			counts[(start+i)%h.shards]++
 		}
 	}
-	return c
+	var out []ttlhash.Event
+	for {
+		pipe := h.s.c.Pipeline()
+		results := make([]func() ([]ttlhash.Event, error), h.shards)
+		for i, c := range counts {
+			if c > 0 {
+				results[i] = read(pipe, i, c)
+			}
+		}
+		_, _ = pipe.Exec(ctx)
+		var full []int
+		for i, r := range results {
+			if r == nil {
+				continue
+			}
+			evs, err := r()
+			if err != nil {
+				return out, err
+			}
+			out = append(out, evs...)
+			if len(evs) == counts[i] {
+				full = append(full, i)
+			}
+		}
+		left := max - len(out)
+		if left <= 0 || len(full) == 0 {
+			return out, nil
+		}
+		clear(counts)
+		for k, i := range full {
+			counts[i] = left / len(full)
+			if k < left%len(full) {
+				counts[i]++
+			}
+		}
+	}
 }
 
 // Read implements ttlhash.Store.
 func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]ttlhash.Event, error) {
-	counts := h.counts(max)
-	cmds, err := h.forShards(ctx, func(p redis.Pipeliner, i int) redis.Cmder {
-		if counts[i] == 0 {
-			return nil
-		}
-		return p.XReadGroup(ctx, &redis.XReadGroupArgs{
-			Group: group, Consumer: consumer, Streams: []string{h.stream(i), ">"}, Count: int64(counts[i]), Block: -1,
+	return h.fill(ctx, max, func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error) {
+		c := p.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group: group, Consumer: consumer, Streams: []string{h.stream(shard), ">"}, Count: int64(count), Block: -1,
 		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []ttlhash.Event
-	for i, c := range cmds {
-		if c == nil {
-			continue
-		}
-		ss, err := c.(*redis.XStreamSliceCmd).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return out, h.hxErr(ctx, err)
-		}
-		for _, s := range ss {
-			for _, m := range s.Messages {
-				out = append(out, toEvent(i, m, false))
+		return func() ([]ttlhash.Event, error) {
+			ss, err := c.Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, h.hxErr(ctx, err)
 			}
+			var out []ttlhash.Event
+			for _, s := range ss {
+				for _, m := range s.Messages {
+					out = append(out, toEvent(shard, m, false))
+				}
+			}
+			return out, nil
 		}
-	}
-	return out, nil
+	})
 }
 
-// Claim implements ttlhash.Store. The idle time is Redis's own clock's,
-// not the injected one.
+// Claim implements ttlhash.Store. The idle time is measured on Redis's own
+// clock, not on an injected one.
 func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time.Duration, max int) ([]ttlhash.Event, error) {
-	counts := h.counts(max)
-	cmds, err := h.forShards(ctx, func(p redis.Pipeliner, i int) redis.Cmder {
-		if counts[i] == 0 {
-			return nil
-		}
-		return p.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-			Stream: h.stream(i), Group: group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(counts[i]),
+	return h.fill(ctx, max, func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error) {
+		c := p.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream: h.stream(shard), Group: group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count),
 		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []ttlhash.Event
-	for i, c := range cmds {
-		if c == nil {
-			continue
-		}
-		ms, _, err := c.(*redis.XAutoClaimCmd).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return out, h.hxErr(ctx, err)
-		}
-		for _, m := range ms {
-			if m.Values == nil {
-				continue // trimmed by the cap
+		return func() ([]ttlhash.Event, error) {
+			ms, _, err := c.Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, h.hxErr(ctx, err)
 			}
-			out = append(out, toEvent(i, m, true))
+			var out []ttlhash.Event
+			for _, m := range ms {
+				if m.Values != nil { // nil: trimmed by the cap
+					out = append(out, toEvent(shard, m, true))
+				}
+			}
+			return out, nil
 		}
-	}
-	return out, nil
+	})
 }
 
 // ackLow is the stream length past which an Ack trims what every group

@@ -164,6 +164,9 @@ func (h *Hash) SetKeepTTL(ctx context.Context, field string, value []byte) (bool
 // SetTTL stores one field that expires ttl from now (whole milliseconds,
 // up to MaxTTL). It reports whether the field is new.
 func (h *Hash) SetTTL(ctx context.Context, field string, value []byte, ttl time.Duration) (bool, error) {
+	if err := checkTTL(ttl); err != nil {
+		return false, err
+	}
 	n, err := h.set(ctx, SetRequest{Fields: []Field{{field, value}}, TTL: ttl})
 	return n == 1, err
 }
