@@ -67,6 +67,8 @@ type Store struct {
 	scratch      []byte // for encoding records
 
 	replayTubes map[uint64]*tube // by sequence number, while a snapshot is read
+
+	hx hxState // expiring hash fields (ttlhash.go)
 }
 
 type listener struct {
@@ -85,6 +87,7 @@ func newStore(opts *Options) *Store {
 		listeners:    map[string][]*listener{},
 		timerAt:      never,
 	}
+	s.hx.init(opts.maxEvents())
 	s.timer = time.AfterFunc(time.Hour, s.fire)
 	s.timer.Stop()
 	return s
@@ -143,6 +146,7 @@ func (s *Store) Close() error {
 	s.timer.Stop()
 	s.timerAt = never
 	clear(s.listeners)
+	clear(s.hx.lis)
 	s.mu.Unlock()
 	s.bg.Wait()
 	if s.log != nil {
@@ -248,20 +252,30 @@ func (s *Store) advanceTube(t *tube, now int64) int {
 	return n
 }
 
-// armLocked sets the timer for the earliest deadline of all tubes.
+// nextDue is the earliest deadline of all tubes and hash fields, or never.
+func (s *Store) nextDue() int64 {
+	n := s.hx.next()
+	if t := s.sched.top(); t != nil {
+		n = min(n, t.next)
+	}
+	return n
+}
+
+// armLocked sets the timer for the earliest deadline of all tubes and hash
+// fields.
 func (s *Store) armLocked(now int64) {
-	t := s.sched.top()
+	next := s.nextDue()
 	switch {
 	case s.closed:
-	case t == nil:
+	case next == never:
 		if s.timerAt != never {
 			s.timer.Stop()
 			s.timerAt = never
 		}
-	case t.next != s.timerAt:
-		s.timerAt = t.next
+	case next != s.timerAt:
+		s.timerAt = next
 		s.backoff = 0
-		s.timer.Reset(time.Duration(t.next - now))
+		s.timer.Reset(time.Duration(next - now))
 	}
 }
 
@@ -275,11 +289,13 @@ func (s *Store) fire() {
 	}
 	now := s.now()
 	moved := s.advance(now)
-	if t := s.sched.top(); t == nil {
+	expired, ticket := s.hxAdvance(now, 0)
+	moved += expired
+	if next := s.nextDue(); next == never {
 		s.timerAt = never
 	} else {
-		d := time.Duration(t.next - now)
-		if moved == 0 && t.next == s.timerAt {
+		d := time.Duration(next - now)
+		if moved == 0 && next == s.timerAt {
 			// Nothing was due although the deadline we waited for has
 			// passed in real time: the clock is not the real one (a test's
 			// manual clock). Back off rather than spin.
@@ -288,13 +304,20 @@ func (s *Store) fire() {
 		} else {
 			s.backoff = 0
 		}
-		s.timerAt = t.next
+		s.timerAt = next
 		s.timer.Reset(d)
 	}
 	calls := s.takeWakesLocked()
+	hxCalls := s.hxTakeWakesLocked()
 	s.mu.Unlock()
 	for _, c := range calls {
 		c.wake(c.tube)
+	}
+	if ticket != 0 {
+		_ = s.log.Wait(ticket) // a failure shows in the next operation's log check
+	}
+	for _, c := range hxCalls {
+		c()
 	}
 }
 
@@ -461,7 +484,7 @@ func (s *Store) maybeCompactLocked() {
 		return
 	}
 	size := s.log.Size()
-	if size < max(s.compactBytes, 2*s.live, s.compactFloor) {
+	if size < max(s.compactBytes, 2*(s.live+s.hx.bytes), s.compactFloor) {
 		return
 	}
 	w, err := s.log.BeginSnapshot()
