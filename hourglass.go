@@ -12,6 +12,7 @@ import (
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/hourglass-io/hourglass/ttlhash"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -36,6 +37,8 @@ type Options struct {
 type Backend struct {
 	// Queue is the job store.
 	Queue queue.Store
+	// Hashes is the store of expiring hash fields.
+	Hashes ttlhash.Store
 	// Kind is "memory", "file" or "redis".
 	Kind string
 	// Redis is the client when Kind is "redis", for callers that need it
@@ -76,7 +79,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 			return nil, fmt.Errorf("%w: mem:// takes nothing after it, got %q", ErrUnsupportedURL, rawURL)
 		}
 		s := memstore.New(&memstore.Options{MaxJobs: o.MaxJobs})
-		return &Backend{Queue: s, Kind: "memory", close: s.Close}, nil
+		return &Backend{Queue: s, Hashes: s.Hashes(), Kind: "memory", close: s.Close}, nil
 	case "file":
 		u, err := url.Parse(rawURL)
 		if err != nil || u.Path == "" || (u.Host != "" && u.Host != "localhost") {
@@ -140,7 +143,7 @@ func openFile(dir string, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Queue: s, Kind: "file", close: s.Close}, nil
+	return &Backend{Queue: s, Hashes: s.Hashes(), Kind: "file", close: s.Close}, nil
 }
 
 func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backend, error) {
@@ -149,7 +152,7 @@ func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backen
 		c.Close()
 		return nil, err
 	}
-	return &Backend{Queue: s, Kind: "redis", Redis: c, close: func() error {
+	return &Backend{Queue: s, Hashes: s.Hashes(), Kind: "redis", Redis: c, close: func() error {
 		return errors.Join(s.Close(), c.Close())
 	}}, nil
 }

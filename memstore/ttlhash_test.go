@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,4 +95,85 @@ func hxDump(s *Store) string {
 	}
 	sort.Strings(gs)
 	return strings.Join(append(lines, gs...), "\n")
+}
+
+// TestTTLHashEventsSurviveRestart: events expired before a Close are
+// handed out after Open, those acknowledged never again, those handed out
+// and not acknowledged again.
+func TestTTLHashEventsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	clock := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := &Options{Clock: clock.Now}
+	ctx := t.Context()
+	open := func() (*Store, *ttlhash.Hashes) {
+		t.Helper()
+		s, err := Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := ttlhash.New(s.Hashes(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, h
+	}
+	s, h := open()
+	if err := h.CreateGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := h.Hash("h").SetTTL(ctx, fmt.Sprint(i), []byte{byte(i)}, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(time.Second)
+	if _, err := s.Hashes().Sweep(ctx, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := h.Read(ctx, "g", "c", 5)
+	if err != nil || len(evs) != 5 {
+		t.Fatalf("Read: %d events, %v", len(evs), err)
+	}
+	if _, err := h.Ack(ctx, "g", evs[0].ID, evs[1].ID, evs[2].ID); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 10 {
+		f := fmt.Sprint(i)
+		if f != evs[0].Field && f != evs[1].Field && f != evs[2].Field {
+			want = append(want, f)
+		}
+	}
+	s.Close()
+
+	s, h = open()
+	evs, err = h.Read(ctx, "g", "c", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	var ids []string
+	for _, e := range evs {
+		fields = append(fields, e.Field)
+		ids = append(ids, e.ID)
+	}
+	sort.Strings(fields)
+	if got := strings.Join(fields, ","); got != strings.Join(want, ",") {
+		t.Errorf("after a restart, events of %s handed out; want those not acknowledged: %s", got, strings.Join(want, ","))
+	}
+	if n, err := h.Ack(ctx, "g", ids...); err != nil || n != 7 {
+		t.Fatalf("Ack = %d, %v", n, err)
+	}
+	s.Close()
+
+	s, h = open()
+	defer s.Close()
+	evs, err = h.Read(ctx, "g", "c", 100)
+	if err != nil || len(evs) != 0 {
+		t.Errorf("after acknowledging everything and a restart: %d events, %v", len(evs), err)
+	}
+	n, err := h.Hash("h").Len(ctx)
+	if err != nil || n != 0 {
+		t.Errorf("Len = %d, %v", n, err)
+	}
 }

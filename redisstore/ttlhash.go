@@ -534,7 +534,7 @@ func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time
 
 // ackLow is the stream length past which an Ack trims what every group
 // has acknowledged.
-const ackLow = 256
+const ackLow = 64
 
 // Ack implements ttlhash.Store.
 func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, error) {

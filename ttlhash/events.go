@@ -109,6 +109,9 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			return err
 		}
 		for _, e := range evs {
+			if ctx.Err() != nil {
+				return ctx.Err() // the rest come back after the visibility timeout
+			}
 			if err := handle(ctx, e); err != nil {
 				continue
 			}
