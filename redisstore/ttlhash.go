@@ -56,6 +56,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ttlhash"
 	"github.com/redis/go-redis/v9"
 )
@@ -100,8 +101,9 @@ type Hashes struct {
 }
 
 var (
-	_ ttlhash.Store    = (*Hashes)(nil)
-	_ ttlhash.Notifier = (*Hashes)(nil)
+	_ ttlhash.Store        = (*Hashes)(nil)
+	_ ttlhash.Notifier     = (*Hashes)(nil)
+	_ ttlhash.ShardSweeper = (*Hashes)(nil)
 )
 
 // Hashes returns the Store's ttlhash.Store with the default options.
@@ -356,6 +358,35 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 		r.Next = time.Duration(c[2]) * time.Millisecond
 	}
 	return r, nil
+}
+
+// SweepAll implements ttlhash.ShardSweeper: one Sweep per shard, in one
+// pipeline.
+func (h *Hashes) SweepAll(ctx context.Context, max int) ([]ttlhash.SweepResult, error) {
+	calls := make([]call, h.shards)
+	now := h.s.now()
+	for i := range calls {
+		calls[i] = call{sc: hxScripts.sweep, keys: h.keys(i, ""), args: []any{now, h.cap, max}}
+	}
+	out, err := h.s.runMany(ctx, calls)
+	if err != nil {
+		if errors.Is(err, queueErrClosed) {
+			return nil, ttlhash.ErrClosed
+		}
+		return nil, err
+	}
+	rs := make([]ttlhash.SweepResult, len(out))
+	for i, v := range out {
+		c := codes(v)
+		if len(c) != 3 {
+			return nil, fmt.Errorf("redisstore: hx_sweep returned %v", v)
+		}
+		rs[i] = ttlhash.SweepResult{Expired: c[0], More: c[1] == 1, Next: -1}
+		if c[2] >= 0 {
+			rs[i].Next = time.Duration(c[2]) * time.Millisecond
+		}
+	}
+	return rs, nil
 }
 
 // forShards runs f for every shard in one pipeline.
@@ -631,6 +662,8 @@ func (h *Hashes) ListenEvents(ctx context.Context, wake func()) (func(), error) 
 		}
 	}, nil
 }
+
+var queueErrClosed = queue.ErrClosed
 
 func sortedStrings(s []string) []string {
 	slices.Sort(s)

@@ -73,7 +73,8 @@ func (h *Hashes) EventStats(ctx context.Context) (EventStats, error) { return h.
 type Handler func(ctx context.Context, e Event) error
 
 // Consume hands the events of group to handle as consumer, one at a time,
-// until ctx ends (it then returns ctx's error) or the store fails. It waits
+// acknowledging those handled without error after each batch read (so a
+// batch should be handled within the visibility timeout), until ctx ends (it then returns ctx's error) or the store fails. It waits
 // for events without polling when the store is a Notifier (and at most
 // PollInterval in any case). Run one Consume per consumer; consumers of a
 // group share its events, each event going to one of them at a time.
@@ -108,19 +109,24 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			}
 			return err
 		}
+		var done []string
 		for _, e := range evs {
 			if ctx.Err() != nil {
-				return ctx.Err() // the rest come back after the visibility timeout
+				break // the rest come back after the visibility timeout
 			}
-			if err := handle(ctx, e); err != nil {
-				continue
+			if err := handle(ctx, e); err == nil {
+				done = append(done, e.ID)
 			}
-			if _, err := h.s.Ack(ctx, group, []string{e.ID}); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
+		}
+		// One Ack for the batch: handled events are acknowledged even
+		// when ctx has just ended.
+		if len(done) > 0 {
+			if _, err := h.s.Ack(context.WithoutCancel(ctx), group, done); err != nil {
 				return err
 			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		if len(evs) > 0 {
 			continue

@@ -203,6 +203,14 @@ type Store interface {
 	EventStats(ctx context.Context) (EventStats, error)
 }
 
+// ShardSweeper is implemented by stores that can sweep every shard in one
+// round trip; a Sweeper then uses it instead of Sweep.
+type ShardSweeper interface {
+	// SweepAll sweeps every shard as Sweep does, returning one result
+	// per shard.
+	SweepAll(ctx context.Context, max int) ([]SweepResult, error)
+}
+
 // Notifier is implemented by stores that can tell a process when events
 // may be ready to read, so consumers need not poll. wake is called after
 // events were appended (in any process, for a shared store) and may be

@@ -115,6 +115,31 @@ func (w *Sweeper) run(ctx context.Context) {
 		case <-timer.C:
 		}
 		wait := w.interval
+		if all, ok := w.s.(ShardSweeper); ok {
+			for {
+				rs, err := all.SweepAll(ctx, w.batch)
+				if err != nil {
+					if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+						return
+					}
+					w.log.Warn("ttlhash: sweep failed", "err", err)
+					break
+				}
+				more := false
+				for _, r := range rs {
+					w.count(r)
+					more = more || r.More
+					if !r.More && r.Next >= 0 && r.Next < wait {
+						wait = r.Next
+					}
+				}
+				if !more || ctx.Err() != nil {
+					break
+				}
+			}
+			timer.Reset(wait)
+			continue
+		}
 		// Start each pass at another shard, so that sweepers spread out.
 		start = (start + 1) % n
 		for i := 0; i < n; i++ {
@@ -128,11 +153,7 @@ func (w *Sweeper) run(ctx context.Context) {
 					w.log.Warn("ttlhash: sweep failed", "shard", shard, "err", err)
 					break
 				}
-				if r.Expired > 0 {
-					w.mu.Lock()
-					w.expired += int64(r.Expired)
-					w.mu.Unlock()
-				}
+				w.count(r)
 				if !r.More {
 					if r.Next >= 0 && r.Next < wait {
 						wait = r.Next
@@ -145,5 +166,13 @@ func (w *Sweeper) run(ctx context.Context) {
 			}
 		}
 		timer.Reset(wait)
+	}
+}
+
+func (w *Sweeper) count(r SweepResult) {
+	if r.Expired > 0 {
+		w.mu.Lock()
+		w.expired += int64(r.Expired)
+		w.mu.Unlock()
 	}
 }
