@@ -11,8 +11,9 @@
 --              [index*16^level, (index+1)*16^level) ms. An entry of a chunk is
 --              varint(hash id) varint(#field) field (about 11 bytes for an
 --              8-byte field name).
---   KEYS[2] q  sorted set: bucket -> due time (ms): its start, when it is
---              refined (level > 0) or expired (level 0)
+--   KEYS[2] q  sorted set: bucket -> due time (ms): a level-0 bucket's
+--              deadline; a coarser bucket's start less a finer bucket's width,
+--              when its entries are refined into finer buckets
 --   KEYS[3] n  hash: hash id -> hash name
 --   KEYS[4] i  hash: hash name -> hash id (ids are never reused)
 --   KEYS[5] m  hash: seq (hash ids issued), dropped (events the cap removed)
@@ -83,35 +84,67 @@ local function width(l)
   return 16 ^ l
 end
 
--- bucket of deadline dl seen at now: the finest level whose 16 buckets
--- from now reach dl.
-local function bucketOf(dl, now)
+-- bucket of deadline dl seen at now, at level maxl at most: the finest
+-- level whose 16 buckets from now reach dl. Returns the bucket and its
+-- due time: a level-0 bucket is due at its deadline, a coarser one a
+-- finer bucket's width before its start, so that its entries are refined
+-- before the first of them is due.
+local function bucketOf(dl, now, maxl)
   local delta, l = dl - now, 0
-  while delta >= 16 * width(l) do
+  while delta >= 16 * width(l) and l < maxl do
     l = l + 1
   end
   local idx = math.floor(dl / width(l))
-  return l .. ':' .. idx, idx * width(l)
+  local due = idx * width(l)
+  if l > 0 then
+    due = due - width(l - 1)
+  end
+  return l .. ':' .. idx, due
 end
 
--- index the entry (hash id, field) for deadline dl
-local function insert(id, field, dl, now)
-  local b, due = bucketOf(dl, now)
-  local e = uv(id) .. uv(#field) .. field
-  local open = redis.call('HGET', W, 'o' .. b)
-  if not open then
-    redis.call('ZADD', Q, due, b)
-    open = e
-  else
-    open = open .. e
+-- Entries to append, by bucket, written by flush: one read and one write
+-- of a bucket's open chunk per script call, however many entries it gets.
+local pend, pendDue, pendOrder = {}, {}, {}
+
+-- index the entry (hash id, field) for deadline dl, at level maxl at most
+local function insert(id, field, dl, now, maxl)
+  local b, due = bucketOf(dl, now, maxl or 99)
+  local t = pend[b]
+  if not t then
+    t = {}
+    pend[b] = t
+    pendDue[b] = due
+    pendOrder[#pendOrder + 1] = b
   end
-  if #open >= CHUNK then
-    local k = redis.call('HINCRBY', W, 'c' .. b, 1)
-    redis.call('HSET', W, 's' .. b .. '.' .. k, open)
-    redis.call('HDEL', W, 'o' .. b)
-  else
-    redis.call('HSET', W, 'o' .. b, open)
+  t[#t + 1] = uv(id) .. uv(#field) .. field
+end
+
+-- write the pending entries: appended to each bucket's open chunk, sealing
+-- a chunk when it reaches CHUNK bytes
+local function flush()
+  for _, b in ipairs(pendOrder) do
+    local open = redis.call('HGET', W, 'o' .. b)
+    if not open then
+      redis.call('ZADD', Q, pendDue[b], b)
+      open = ''
+    end
+    local cur, size = { open }, #open
+    for _, e in ipairs(pend[b]) do
+      cur[#cur + 1] = e
+      size = size + #e
+      if size >= CHUNK then
+        local k = redis.call('HINCRBY', W, 'c' .. b, 1)
+        redis.call('HSET', W, 's' .. b .. '.' .. k, table.concat(cur))
+        cur, size = {}, 0
+      end
+    end
+    if size > 0 then
+      redis.call('HSET', W, 'o' .. b, table.concat(cur))
+    else
+      redis.call('HDEL', W, 'o' .. b)
+    end
   end
+  pend, pendDue, pendOrder = {}, {}, {}
 end
 
 -- the id of hash name, made when make is true
@@ -190,8 +223,10 @@ local function retain()
   redis.call('XTRIM', E, 'MINID', floor)
 end
 
--- after events were appended: hold the cap, wake the consumers
+-- at the end of a script: write the pending entries and, after events
+-- were appended, hold the cap and wake the consumers
 local function finish()
+  flush()
   if emitted == 0 then
     return
   end

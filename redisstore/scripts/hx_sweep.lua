@@ -2,7 +2,8 @@
 -- hx_sweep: expires the due fields of one shard, about max of them at most:
 -- takes the due buckets of the wheel a chunk at a time; an entry whose
 -- field is due expires (event appended), one due later moves to a finer
--- bucket, one whose field is gone or has another deadline is dropped.
+-- bucket (written at the end of the call), one whose field is gone or has
+-- another deadline is dropped.
 -- KEYS: w q n i m e (see hx_lib.lua)
 -- ARGV: now, cap, max
 -- Returns: {expired, 1 if due work remains else 0, ms to the next bucket or -1}
@@ -68,7 +69,7 @@ while work < max do
               names[id] = false
             end
           else
-            insert(id, f, dl, now)
+            insert(id, f, dl, now, tonumber(l) - 1)
           end
         end
       end
