@@ -101,15 +101,44 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
+	// Events whose visibility timeout ran out are looked for at most every
+	// half timeout (and when there is nothing new): a claim scans pending
+	// entries.
+	var lastClaim time.Time
 	for {
-		evs, err := h.Read(ctx, group, consumer, h.opts.batch())
+		var evs []Event
+		var err error
+		if time.Since(lastClaim) >= h.opts.visibility()/2 {
+			lastClaim = time.Now()
+			evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
+		}
+		if err == nil && len(evs) == 0 {
+			evs, err = h.s.Read(ctx, group, consumer, h.opts.batch())
+		}
+		if err == nil && len(evs) == 0 && !lastClaim.IsZero() && time.Since(lastClaim) >= h.opts.visibility()/8 {
+			lastClaim = time.Now()
+			evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return err
 		}
+		// One Ack for the batch, or sooner when half the visibility
+		// timeout has passed; handled events are acknowledged even when
+		// ctx has just ended.
 		var done []string
+		read := time.Now()
+		ack := func() error {
+			if len(done) == 0 {
+				return nil
+			}
+			_, err := h.s.Ack(context.WithoutCancel(ctx), group, done)
+			done = done[:0]
+			read = time.Now()
+			return err
+		}
 		for _, e := range evs {
 			if ctx.Err() != nil {
 				break // the rest come back after the visibility timeout
@@ -117,13 +146,14 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			if err := handle(ctx, e); err == nil {
 				done = append(done, e.ID)
 			}
-		}
-		// One Ack for the batch: handled events are acknowledged even
-		// when ctx has just ended.
-		if len(done) > 0 {
-			if _, err := h.s.Ack(context.WithoutCancel(ctx), group, done); err != nil {
-				return err
+			if time.Since(read) > h.opts.visibility()/2 {
+				if err := ack(); err != nil {
+					return err
+				}
 			}
+		}
+		if err := ack(); err != nil {
+			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
