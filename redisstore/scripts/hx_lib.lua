@@ -31,7 +31,7 @@
 local W, Q, N, I, M, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local BASE = string.sub(W, 1, -2)
 local CAP = tonumber(ARGV[2])
-local CHUNK = 2048 -- bytes of an open chunk before it is sealed
+local CHUNK = 480 -- bytes of an open chunk before it is sealed (a sealed one fits 512-byte allocations)
 local emitted = 0
 
 local function nowms()
