@@ -95,6 +95,14 @@
 // so the primitives to come (rate limits, expiring hash fields, locks) add
 // their own kinds and snapshot records to the same log.
 //
+// # Expiring hash fields
+//
+// Store.Hashes returns the ttlhash.Store of the engine: its hashes, due
+// fields and expiry events share the Store's mutex, its one timer (reset to
+// the earliest deadline of jobs and fields) and its log (record kinds
+// 32–39). Events a group has not acknowledged are handed out again after a
+// restart. Options.MaxEvents caps the events kept.
+//
 // # Concurrency
 //
 // A Store is safe for concurrent use. One mutex guards the whole state;
