@@ -15,7 +15,8 @@ type SweeperOptions struct {
 	// shards, and so the longest it takes to notice a deadline scheduled
 	// by another process sooner than any it knew. Default 5ms.
 	Interval time.Duration
-	// Batch is how many fields one Sweep call may expire. Default 500.
+	// Batch is about how many due entries one Sweep call of a shard may
+	// take. Default 256.
 	Batch int
 	// Logger receives the store's failures (the Sweeper retries after
 	// Interval). Default slog.Default().
@@ -44,7 +45,7 @@ type Sweeper struct {
 // NewSweeper returns a Sweeper of s, not started. It fails with ErrInvalid
 // when opts are out of range.
 func NewSweeper(s Store, opts *SweeperOptions) (*Sweeper, error) {
-	w := &Sweeper{s: s, interval: 5 * time.Millisecond, batch: 500, log: slog.Default()}
+	w := &Sweeper{s: s, interval: 5 * time.Millisecond, batch: 256, log: slog.Default()}
 	if opts != nil {
 		if opts.Interval < 0 {
 			return nil, invalid("SweeperOptions.Interval", "%v: want 0 (default) or positive", opts.Interval)

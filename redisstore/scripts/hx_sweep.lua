@@ -1,6 +1,7 @@
 #!lua
 -- hx_sweep: expires the due fields of one shard, about max of them at most:
--- takes the due buckets of the wheel a chunk at a time; an entry whose
+-- takes the due buckets of the wheel a chunk at a time, level-0 buckets
+-- (fields due now) before coarser ones (to refine); an entry whose
 -- field is due expires (event appended), one due later moves to a finer
 -- bucket (written at the end of the call), one whose field is gone or has
 -- another deadline is dropped.
@@ -34,11 +35,20 @@ local function take(b)
 end
 
 while work < max do
-  local top = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
-  if #top == 0 or tonumber(top[2]) > now then
+  -- Expiries first, refinements with what the budget leaves: a coarse
+  -- bucket is due ahead of its entries' deadlines, and refining thousands
+  -- of entries must not hold back fields due now.
+  local due = redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, 64)
+  if #due == 0 then
     break
   end
-  local b = top[1]
+  local b = due[1]
+  for _, d in ipairs(due) do
+    if string.sub(d, 1, 2) == '0:' then
+      b = d
+      break
+    end
+  end
   local l, idx = string.match(b, '^(%d+):(%d+)$')
   local lo = tonumber(idx) * width(tonumber(l))
   local hi = lo + width(tonumber(l))
