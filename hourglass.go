@@ -14,6 +14,7 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/hourglass-io/hourglass/ttlhash"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,6 +43,8 @@ type Backend struct {
 	Locks lock.Store
 	// Limits is the rate limit store (ratelimit.New(b.Limits, nil)).
 	Limits ratelimit.Store
+	// Hashes is the store of expiring hash fields.
+	Hashes ttlhash.Store
 	// Kind is "memory", "file" or "redis".
 	Kind string
 	// Redis is the client when Kind is "redis", for callers that need it
@@ -82,7 +85,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 			return nil, fmt.Errorf("%w: mem:// takes nothing after it, got %q", ErrUnsupportedURL, rawURL)
 		}
 		s := memstore.New(&memstore.Options{MaxJobs: o.MaxJobs})
-		return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Kind: "memory", close: s.Close}, nil
+		return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "memory", close: s.Close}, nil
 	case "file":
 		u, err := url.Parse(rawURL)
 		if err != nil || u.Path == "" || (u.Host != "" && u.Host != "localhost") {
@@ -146,7 +149,7 @@ func openFile(dir string, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Kind: "file", close: s.Close}, nil
+	return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "file", close: s.Close}, nil
 }
 
 func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backend, error) {
@@ -155,7 +158,7 @@ func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backen
 		c.Close()
 		return nil, err
 	}
-	return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Kind: "redis", Redis: c, close: func() error {
+	return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "redis", Redis: c, close: func() error {
 		return errors.Join(s.Close(), c.Close())
 	}}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
 func TestMain(m *testing.M) {
@@ -50,6 +51,21 @@ func roundTrip(t *testing.T, b *hourglass.Backend) {
 		if res, err := l.Allow(ctx, tube, ratelimit.Every(time.Hour)); err != nil || res.Allowed != want {
 			t.Fatalf("Allow %d: %+v, %v; want allowed %v", i, res, err, want)
 		}
+	}
+	// And a field through the back end's Hashes.
+	hs, err := ttlhash.New(b.Hashes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hs.Hash(tube)
+	if _, err := h.SetTTL(ctx, "f", []byte(b.Kind), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := h.Get(ctx, "f"); err != nil || !ok || string(v) != b.Kind {
+		t.Fatalf("Hashes: Get = %q, %v, %v", v, ok, err)
+	}
+	if _, err := h.Del(ctx, "f"); err != nil {
+		t.Fatal(err)
 	}
 }
 

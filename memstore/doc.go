@@ -102,6 +102,14 @@
 // starts idle, with its full burst. It has its own mutex, taken without the
 // Store's, and drops the state of idle keys incrementally.
 //
+// # Expiring hash fields
+//
+// Store.Hashes returns the ttlhash.Store of the engine: its hashes, due
+// fields and expiry events share the Store's mutex, its one timer (reset to
+// the earliest deadline of jobs and fields) and its log (record kinds
+// 32–39). Events a group has not acknowledged are handed out again after a
+// restart. Options.MaxEvents caps the events kept.
+//
 // # Concurrency
 //
 // A Store is safe for concurrent use. One mutex guards the whole state;

@@ -81,6 +81,10 @@ type Options struct {
 	// stays within about three times the live data, or CompactBytes plus the
 	// live data when that is small. Default 4 MiB (DefaultCompactBytes).
 	CompactBytes int64
+	// MaxEvents caps the expiry events of expiring hash fields (Hashes)
+	// kept; past it the oldest are dropped, acknowledged or not, and
+	// counted. Default 1,000,000 (DefaultMaxEvents).
+	MaxEvents int
 	// Logger receives what recovery and compaction have to say (a torn tail
 	// cut, a snapshot written, a failed write). Default: nothing is logged.
 	Logger *slog.Logger
@@ -114,6 +118,13 @@ func (o *Options) compactBytes() int64 {
 	return o.CompactBytes
 }
 
+func (o *Options) maxEvents() int {
+	if o == nil || o.MaxEvents == 0 {
+		return DefaultMaxEvents
+	}
+	return o.MaxEvents
+}
+
 func (o *Options) logger() *slog.Logger {
 	if o == nil || o.Logger == nil {
 		return slog.New(slog.DiscardHandler)
@@ -133,6 +144,9 @@ func (o *Options) validate() error {
 	}
 	if o.CompactBytes < 0 {
 		return fmt.Errorf("%w: Options.CompactBytes is %d, want 0 (default) or more", queue.ErrInvalid, o.CompactBytes)
+	}
+	if o.MaxEvents < 0 {
+		return fmt.Errorf("%w: Options.MaxEvents is %d, want 0 (default) or more", queue.ErrInvalid, o.MaxEvents)
 	}
 	return nil
 }

@@ -138,6 +138,7 @@ func (s *Store) snapshotLocked(w *wal.SnapshotWriter) {
 		}
 	}
 	s.scratch = b[:0]
+	s.hxSnapshotLocked(w)
 }
 
 func (s *Store) tubesInOrder() []*tube {
@@ -235,6 +236,9 @@ func state(b byte) (queue.State, error) {
 // replay applies one record at Open.
 func (s *Store) replay(kind byte, p []byte) error {
 	d := &decoder{b: p}
+	if kind >= kindHXSet && kind <= 63 {
+		return s.hxReplay(kind, d)
+	}
 	switch kind {
 	case kindQueueMeta:
 		s.lastID = queue.ID(d.uvarint())

@@ -73,6 +73,7 @@ type Store struct {
 	locks      atomic.Pointer[Locks] // made by the first call of Locks
 	limitsOnce sync.Once
 	limits     *Limits // the rate limit store, made on first use (ratelimit.go)
+	hx         hxState // expiring hash fields (ttlhash.go)
 }
 
 type listener struct {
@@ -91,6 +92,7 @@ func newStore(opts *Options) *Store {
 		listeners:    map[string][]*listener{},
 		timerAt:      never,
 	}
+	s.hx.init(opts.maxEvents())
 	s.timer = time.AfterFunc(time.Hour, s.fire)
 	s.timer.Stop()
 	return s
@@ -150,6 +152,7 @@ func (s *Store) Close() error {
 	s.timer.Stop()
 	s.timerAt = never
 	clear(s.listeners)
+	clear(s.hx.lis)
 	s.mu.Unlock()
 	s.bg.Wait()
 	if s.log != nil {
@@ -255,20 +258,30 @@ func (s *Store) advanceTube(t *tube, now int64) int {
 	return n
 }
 
-// armLocked sets the timer for the earliest deadline of all tubes.
+// nextDue is the earliest deadline of all tubes and hash fields, or never.
+func (s *Store) nextDue() int64 {
+	n := s.hx.next()
+	if t := s.sched.top(); t != nil {
+		n = min(n, t.next)
+	}
+	return n
+}
+
+// armLocked sets the timer for the earliest deadline of all tubes and hash
+// fields.
 func (s *Store) armLocked(now int64) {
-	t := s.sched.top()
+	next := s.nextDue()
 	switch {
 	case s.closed:
-	case t == nil:
+	case next == never:
 		if s.timerAt != never {
 			s.timer.Stop()
 			s.timerAt = never
 		}
-	case t.next != s.timerAt:
-		s.timerAt = t.next
+	case next != s.timerAt:
+		s.timerAt = next
 		s.backoff = 0
-		s.timer.Reset(time.Duration(t.next - now))
+		s.timer.Reset(time.Duration(next - now))
 	}
 }
 
@@ -282,11 +295,13 @@ func (s *Store) fire() {
 	}
 	now := s.now()
 	moved := s.advance(now)
-	if t := s.sched.top(); t == nil {
+	expired, ticket := s.hxAdvance(now, 0)
+	moved += expired
+	if next := s.nextDue(); next == never {
 		s.timerAt = never
 	} else {
-		d := time.Duration(t.next - now)
-		if moved == 0 && t.next == s.timerAt {
+		d := time.Duration(next - now)
+		if moved == 0 && next == s.timerAt {
 			// Nothing was due although the deadline we waited for has
 			// passed in real time: the clock is not the real one (a test's
 			// manual clock). Back off rather than spin.
@@ -295,13 +310,20 @@ func (s *Store) fire() {
 		} else {
 			s.backoff = 0
 		}
-		s.timerAt = t.next
+		s.timerAt = next
 		s.timer.Reset(d)
 	}
 	calls := s.takeWakesLocked()
+	hxCalls := s.hxTakeWakesLocked()
 	s.mu.Unlock()
 	for _, c := range calls {
 		c.wake(c.tube)
+	}
+	if ticket != 0 {
+		_ = s.log.Wait(ticket) // a failure shows in the next operation's log check
+	}
+	for _, c := range hxCalls {
+		c()
 	}
 }
 
@@ -468,7 +490,7 @@ func (s *Store) maybeCompactLocked() {
 		return
 	}
 	size := s.log.Size()
-	if size < max(s.compactBytes, 2*s.live, s.compactFloor) {
+	if size < max(s.compactBytes, 2*(s.live+s.hx.bytes), s.compactFloor) {
 		return
 	}
 	w, err := s.log.BeginSnapshot()

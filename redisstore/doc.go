@@ -38,6 +38,14 @@
 // one subscription per tag among all its waiters (Store implements
 // queue.Notifier), so an idle reserver costs no commands.
 //
+// # Expiring hash fields
+//
+// Store.Hashes (or HashesWith) returns the ttlhash.Store on the same client,
+// prefix and clock: hashes whose fields carry their own TTL, their due index
+// (a sharded timing wheel) and their expiry events (Redis Streams with
+// consumer groups), under "<prefix>h:{T}:". Run a ttlhash.Sweeper in one or
+// more processes to expire due fields. See docs/ttlhash.md.
+//
 // # Retries
 //
 // go-redis re-sends a command after a network error unless MaxRetries is -1;

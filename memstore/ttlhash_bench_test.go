@@ -1,0 +1,143 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/ttlhash"
+)
+
+// BenchmarkTTLHashSetTTL sets one 200-byte field with a TTL per call in an
+// in-memory Store, from GOMAXPROCS×8 goroutines.
+func BenchmarkTTLHashSetTTL(b *testing.B) {
+	s := New(nil)
+	defer s.Close()
+	hs, _ := ttlhash.New(s.Hashes(), nil)
+	value := make([]byte, 200)
+	var n atomic.Int64
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			i := n.Add(1)
+			if _, err := hs.Hash("h"+strconv.FormatInt(i%1000, 10)).SetTTL(ctx, "f"+strconv.FormatInt(i%100000, 10), value, time.Hour); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkTTLHashGet reads one field of 10,000 per call.
+func BenchmarkTTLHashGet(b *testing.B) {
+	s := New(nil)
+	defer s.Close()
+	hs, _ := ttlhash.New(s.Hashes(), nil)
+	ctx := context.Background()
+	value := make([]byte, 200)
+	for i := range 10000 {
+		hs.Hash("h"+strconv.Itoa(i%100)).SetTTL(ctx, "f"+strconv.Itoa(i), value, time.Hour)
+	}
+	var n atomic.Int64
+	b.ResetTimer()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(n.Add(1) % 10000)
+			if _, ok, err := hs.Hash("h"+strconv.Itoa(i%100)).Get(ctx, "f"+strconv.Itoa(i)); err != nil || !ok {
+				b.Error(err, ok)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkTTLHashBytes reports the Go heap per field with a TTL: 100,000
+// fields, 8-byte names, 200-byte values, over 1,000 hashes. Run with
+// -benchtime=1x.
+func BenchmarkTTLHashBytes(b *testing.B) {
+	ctx := context.Background()
+	value := make([]byte, 200)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := New(nil)
+	defer s.Close()
+	h := s.Hashes()
+	for i := range 100_000 {
+		if _, err := h.Set(ctx, fmt.Sprintf("h%04d", i%1000), ttlhash.SetRequest{
+			Fields: []ttlhash.Field{{Name: fmt.Sprintf("f%07d", i), Value: value}}, TTL: time.Hour,
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/100_000, "B/field")
+	runtime.KeepAlive(s)
+}
+
+// BenchmarkTTLHashLag: 50,000 fields due uniformly over 5 s (10,000 per
+// second) in an in-memory Store; one group of 3 consumers. Reports the
+// expiry lag (removal minus deadline) and the delivery lag (handled minus
+// deadline). Run with -benchtime=1x.
+func BenchmarkTTLHashLag(b *testing.B) {
+	const fields = 50_000
+	s := New(nil)
+	defer s.Close()
+	hs, _ := ttlhash.New(s.Hashes(), nil)
+	ctx := context.Background()
+	hs.CreateGroup(ctx, "g")
+	start := time.Now().Add(time.Second)
+	for i := range fields {
+		dl := start.Add(time.Duration(rand.IntN(5000)) * time.Millisecond)
+		if _, err := s.Hashes().Set(ctx, "h"+strconv.Itoa(i%1000), ttlhash.SetRequest{
+			Fields: []ttlhash.Field{{Name: strconv.Itoa(i), Value: []byte("v")}}, TTL: time.Until(dl).Truncate(time.Millisecond),
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var expiry, delivery []time.Duration
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for k := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hs.Consume(cctx, "g", fmt.Sprint("c", k), func(_ context.Context, e ttlhash.Event) error {
+				now := time.Now()
+				mu.Lock()
+				defer mu.Unlock()
+				expiry = append(expiry, e.ExpiredAt.Sub(e.Deadline))
+				delivery = append(delivery, now.Sub(e.Deadline))
+				if len(expiry) == fields {
+					cancel()
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	if len(expiry) != fields {
+		b.Fatalf("%d of %d events", len(expiry), fields)
+	}
+	pct := func(d []time.Duration, p float64) float64 {
+		slices.Sort(d)
+		return float64(d[min(len(d)-1, int(p*float64(len(d))))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(pct(expiry, 0.5), "expiry-p50-ms")
+	b.ReportMetric(pct(expiry, 0.99), "expiry-p99-ms")
+	b.ReportMetric(pct(expiry, 1), "expiry-max-ms")
+	b.ReportMetric(pct(delivery, 0.5), "delivery-p50-ms")
+	b.ReportMetric(pct(delivery, 0.99), "delivery-p99-ms")
+}

@@ -1,0 +1,241 @@
+-- hx_lib.lua: helpers of the expiring-hash (ttlhash) scripts. The loader
+-- inserts this file after each hx_ script's shebang line.
+--
+-- Every hx_ script works in one shard; every key of the shard shares one
+-- hash tag {T}, so a script touches one cluster slot:
+--   KEYS[1] w  wheel: a hash of packed due-index chunks
+--                o<b>      the open chunk of bucket b
+--                s<b>.<k>  sealed chunk k of bucket b (k = 1..c<b>)
+--                c<b>      how many sealed chunks bucket b has
+--              A bucket b is "<level>:<index>": the deadlines in
+--              [index*16^level, (index+1)*16^level) ms. An entry of a chunk is
+--              varint(hash id) varint(#field) field (about 11 bytes for an
+--              8-byte field name).
+--   KEYS[2] q  sorted set: bucket -> due time (ms): a level-0 bucket's
+--              deadline; a coarser bucket's start less a finer bucket's width,
+--              when its entries are refined into finer buckets
+--   KEYS[3] n  hash: hash id -> hash name
+--   KEYS[4] i  hash: hash name -> hash id (ids are never reused)
+--   KEYS[5] m  hash: seq (hash ids issued), dropped (events the cap removed)
+--   KEYS[6] e  stream of expiry events: h hash, f field, v value, d deadline ms, x expired-at ms
+--   KEYS[7] d  when the script names a hash: the hash's data, field -> 6-byte
+--              big-endian deadline in ms (0: no TTL) followed by the value
+-- The sweep also touches the data hashes of the due entries it finds; they
+-- are named "<base>d:<name>" under the shard's tag, so in the shard's slot.
+-- Channel "<base>c" (sharded pub/sub, same slot) is published to after
+-- events are appended.
+--
+-- ARGV[1] is the time in µs, or '' for Redis's TIME; ARGV[2] the cap on the
+-- events kept in the shard.
+
+local W, Q, N, I, M, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local BASE = string.sub(W, 1, -2)
+local CAP = tonumber(ARGV[2])
+local CHUNK = 480 -- bytes of an open chunk before it is sealed (a sealed one fits 512-byte allocations)
+local emitted = 0
+
+local function nowms()
+  if ARGV[1] ~= '' then
+    return math.floor(tonumber(ARGV[1]) / 1000)
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function enc6(ms)
+  local b = {}
+  for k = 6, 1, -1 do
+    b[k] = ms % 256
+    ms = math.floor(ms / 256)
+  end
+  return string.char(b[1], b[2], b[3], b[4], b[5], b[6])
+end
+
+local function dec6(s)
+  local a, b, c, d, e, f = string.byte(s, 1, 6)
+  return ((((a * 256 + b) * 256 + c) * 256 + d) * 256 + e) * 256 + f
+end
+
+local function uv(n)
+  local t = {}
+  while n >= 128 do
+    t[#t + 1] = string.char(n % 128 + 128)
+    n = math.floor(n / 128)
+  end
+  t[#t + 1] = string.char(n)
+  return table.concat(t)
+end
+
+local function readuv(s, p)
+  local n, m = 0, 1
+  while true do
+    local b = string.byte(s, p)
+    p = p + 1
+    if b < 128 then
+      return n + b * m, p
+    end
+    n = n + (b - 128) * m
+    m = m * 128
+  end
+end
+
+-- width of a bucket of level l, in ms
+local function width(l)
+  return 16 ^ l
+end
+
+-- bucket of deadline dl seen at now, at level maxl at most: the finest
+-- level whose 16 buckets from now reach dl. Returns the bucket and its
+-- due time: a level-0 bucket is due at its deadline, a coarser one a
+-- finer bucket's width before its start, so that its entries are refined
+-- before the first of them is due.
+local function bucketOf(dl, now, maxl)
+  local delta, l = dl - now, 0
+  while delta >= 16 * width(l) and l < maxl do
+    l = l + 1
+  end
+  local idx = math.floor(dl / width(l))
+  local due = idx * width(l)
+  if l > 0 then
+    due = due - width(l - 1)
+  end
+  return l .. ':' .. idx, due
+end
+
+-- Entries to append, by bucket, written by flush: one read and one write
+-- of a bucket's open chunk per script call, however many entries it gets.
+local pend, pendDue, pendOrder = {}, {}, {}
+
+-- index the entry (hash id, field) for deadline dl, at level maxl at most
+local function insert(id, field, dl, now, maxl)
+  local b, due = bucketOf(dl, now, maxl or 99)
+  local t = pend[b]
+  if not t then
+    t = {}
+    pend[b] = t
+    pendDue[b] = due
+    pendOrder[#pendOrder + 1] = b
+  end
+  t[#t + 1] = uv(id) .. uv(#field) .. field
+end
+
+-- write the pending entries: appended to each bucket's open chunk, sealing
+-- a chunk when it reaches CHUNK bytes
+local function flush()
+  for _, b in ipairs(pendOrder) do
+    local open = redis.call('HGET', W, 'o' .. b)
+    if not open then
+      redis.call('ZADD', Q, pendDue[b], b)
+      open = ''
+    end
+    local cur, size = { open }, #open
+    for _, e in ipairs(pend[b]) do
+      cur[#cur + 1] = e
+      size = size + #e
+      if size >= CHUNK then
+        local k = redis.call('HINCRBY', W, 'c' .. b, 1)
+        redis.call('HSET', W, 's' .. b .. '.' .. k, table.concat(cur))
+        cur, size = {}, 0
+      end
+    end
+    if size > 0 then
+      redis.call('HSET', W, 'o' .. b, table.concat(cur))
+    else
+      redis.call('HDEL', W, 'o' .. b)
+    end
+  end
+  pend, pendDue, pendOrder = {}, {}, {}
+end
+
+-- the id of hash name, made when make is true
+local function idOf(name, make)
+  local id = redis.call('HGET', I, name)
+  if id or not make then
+    return id and tonumber(id)
+  end
+  id = redis.call('HINCRBY', M, 'seq', 1)
+  redis.call('HSET', I, name, id)
+  redis.call('HSET', N, id, name)
+  return id
+end
+
+-- forget hash name's id when its data is gone; entries left in the wheel
+-- with the old id are skipped.
+local function gc(dkey, name)
+  if redis.call('EXISTS', dkey) == 0 then
+    local id = redis.call('HGET', I, name)
+    if id then
+      redis.call('HDEL', I, name)
+      redis.call('HDEL', N, id)
+    end
+  end
+end
+
+-- expire a field: delete it and append its event
+local function expire(dkey, name, field, raw, dl, now)
+  redis.call('HDEL', dkey, field)
+  redis.call('XADD', E, '*', 'h', name, 'f', field, 'v', string.sub(raw, 7), 'd', dl, 'x', now)
+  emitted = emitted + 1
+end
+
+-- the deadline of a stored raw value, and whether it has passed
+local function deadline(raw, now)
+  local dl = dec6(raw)
+  return dl, dl > 0 and dl <= now
+end
+
+local function parseid(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+
+local function idless(a, b)
+  local am, as = parseid(a)
+  local bm, bs = parseid(b)
+  return am < bm or (am == bm and as < bs)
+end
+
+-- trim the events every group has acknowledged (those before the oldest
+-- entry pending or undelivered in any group); without groups keep them.
+local function retain()
+  local gs = redis.call('XINFO', 'GROUPS', E)
+  if #gs == 0 then
+    return
+  end
+  local floor
+  for _, g in ipairs(gs) do
+    local f = {}
+    for k = 1, #g, 2 do
+      f[g[k]] = g[k + 1]
+    end
+    local keep
+    local p = redis.call('XPENDING', E, f['name'])
+    if tonumber(p[1]) > 0 then
+      keep = p[2]
+    else
+      local ms, seq = parseid(f['last-delivered-id'])
+      keep = ms .. '-' .. (seq + 1)
+    end
+    if not floor or idless(keep, floor) then
+      floor = keep
+    end
+  end
+  redis.call('XTRIM', E, 'MINID', floor)
+end
+
+-- at the end of a script: write the pending entries and, after events
+-- were appended, hold the cap and wake the consumers
+local function finish()
+  flush()
+  if emitted == 0 then
+    return
+  end
+  if redis.call('XLEN', E) > CAP then
+    retain()
+    local dropped = redis.call('XTRIM', E, 'MAXLEN', CAP)
+    if dropped > 0 then
+      redis.call('HINCRBY', M, 'dropped', dropped)
+    end
+  end
+  redis.call('SPUBLISH', BASE .. 'c', emitted)
+end

@@ -1,0 +1,99 @@
+#!lua
+-- hx_sweep: expires the due fields of one shard, about max of them at most:
+-- takes the due buckets of the wheel a chunk at a time, level-0 buckets
+-- (fields due now) before coarser ones (to refine); an entry whose
+-- field is due expires (event appended), one due later moves to a finer
+-- bucket (written at the end of the call), one whose field is gone or has
+-- another deadline is dropped.
+-- KEYS: w q n i m e (see hx_lib.lua)
+-- ARGV: now, cap, max
+-- Returns: {expired, 1 if due work remains else 0, ms to the next bucket or -1}
+local now = nowms()
+local max = tonumber(ARGV[3])
+local work = 0
+
+-- take one chunk of bucket b, removing b from q when it was the last
+local function take(b)
+  local c = tonumber(redis.call('HGET', W, 'c' .. b) or '0')
+  local field
+  if c > 0 then
+    field = 's' .. b .. '.' .. c
+    if c == 1 then
+      redis.call('HDEL', W, 'c' .. b)
+    else
+      redis.call('HSET', W, 'c' .. b, c - 1)
+    end
+  else
+    field = 'o' .. b
+  end
+  local chunk = redis.call('HGET', W, field) or ''
+  redis.call('HDEL', W, field)
+  if c <= 1 and redis.call('HEXISTS', W, 'o' .. b) == 0 then
+    redis.call('ZREM', Q, b)
+  end
+  return chunk
+end
+
+while work < max do
+  -- Expiries first, refinements with what the budget leaves: a coarse
+  -- bucket is due ahead of its entries' deadlines, and refining thousands
+  -- of entries must not hold back fields due now.
+  local due = redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, 64)
+  if #due == 0 then
+    break
+  end
+  local b = due[1]
+  for _, d in ipairs(due) do
+    if string.sub(d, 1, 2) == '0:' then
+      b = d
+      break
+    end
+  end
+  local l, idx = string.match(b, '^(%d+):(%d+)$')
+  local lo = tonumber(idx) * width(tonumber(l))
+  local hi = lo + width(tonumber(l))
+  local chunk = take(b)
+  local p, names = 1, {}
+  while p <= #chunk do
+    local id, n
+    id, p = readuv(chunk, p)
+    n, p = readuv(chunk, p)
+    local f = string.sub(chunk, p, p + n - 1)
+    p = p + n
+    work = work + 1
+    local name = names[id]
+    if name == nil then
+      name = redis.call('HGET', N, id) or false
+      names[id] = name
+    end
+    if name then
+      local D = BASE .. 'd:' .. name
+      local raw = redis.call('HGET', D, f)
+      if raw then
+        local dl = dec6(raw)
+        if dl >= lo and dl < hi then
+          if dl <= now then
+            expire(D, name, f, raw, dl, now)
+            gc(D, name)
+            if redis.call('HEXISTS', I, name) == 0 then
+              names[id] = false
+            end
+          else
+            insert(id, f, dl, now, tonumber(l) - 1)
+          end
+        end
+      end
+    end
+  end
+end
+
+finish()
+local top = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
+if #top == 0 then
+  return { emitted, 0, -1 }
+end
+local due = tonumber(top[2])
+if due <= now then
+  return { emitted, 1, 0 }
+end
+return { emitted, 0, due - now }

@@ -1,0 +1,673 @@
+package redisstore
+
+// Expiring hash fields (package ttlhash) on Redis.
+//
+// Data model. A hash name picks one of S shards (crc32 of the name mod S; S
+// is a power of two, default 16). Shard s lives under hash tag number
+// s*256/S of keys.go's tags, so shards spread over the slot space, and every
+// key of every hash of the shard shares the shard's tag: "<prefix>h:{T}:".
+// A script touches one slot. Per shard (see scripts/hx_lib.lua):
+//
+//	d:<name>  the hash's data: field -> 6-byte deadline (ms, big-endian, 0 =
+//	          no TTL) + value. A read filters on those 6 bytes using Redis's
+//	          TIME inside the script, so it never returns an expired field
+//	          whether or not the sweep has reached it.
+//	w         the timing wheel: one hash of packed chunks of due entries.
+//	          A bucket "<level>:<index>" covers [index*16^level,
+//	          (index+1)*16^level) ms; a deadline goes into the finest level
+//	          whose 16 buckets from now reach it, so each level holds at most
+//	          17 buckets and a shard at most a few hundred, however many
+//	          fields there are. An entry is varint(hash id) varint(len) field
+//	          (11 bytes for an 8-byte field name), appended to the bucket's
+//	          open chunk; a chunk of 2 KiB is sealed and a new one opened, so
+//	          an append rewrites at most 2 KiB.
+//	q         sorted set of the buckets by due time (a coarse bucket is due
+//	          at its start, when its entries are refined into finer buckets;
+//	          a level-0 bucket is one millisecond, due at its deadline).
+//	n, i      hash id <-> hash name (ids are never reused), so entries
+//	          carry a 1-3 byte id instead of the name.
+//	m         seq (hash ids issued), dropped (events the cap removed).
+//	e         the stream of expiry events, read by consumer groups.
+//	c         (channel) sharded pub/sub, published to after events are added.
+//
+// An entry is checked when its bucket comes due: if its field still exists
+// with a deadline inside the bucket, it expires (deleted, event appended,
+// in the same script) or moves to a finer bucket; otherwise it is stale (the
+// field was deleted, persisted or given another deadline, which added its
+// own entry) and is dropped. So changing a deadline never rewrites the
+// wheel, and a field yields one event however many entries name it.
+//
+// Events. Each shard's stream is read with XREADGROUP by consumer groups
+// created on every shard; a consumer reads the shards in a pipeline, acks
+// with XACK, and takes over entries idle longer than the visibility timeout
+// with XAUTOCLAIM. The events every group has acknowledged are trimmed
+// (XTRIM MINID to the oldest entry pending or undelivered in any group);
+// a stream longer than its cap (MaxEvents/S) is cut to it (MAXLEN) and the
+// entries cut are counted in m's dropped.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ttlhash"
+	"github.com/redis/go-redis/v9"
+)
+
+var hxScripts = struct {
+	set, get, getAll, scan, length, del, ttl, expire, persist, sweep, ack, trim *redis.Script
+}{
+	set: scriptWith("hx_set", "hx_lib"), get: scriptWith("hx_get", "hx_lib"),
+	getAll: scriptWith("hx_getall", "hx_lib"), scan: scriptWith("hx_scan", "hx_lib"),
+	length: scriptWith("hx_len", "hx_lib"), del: scriptWith("hx_del", "hx_lib"),
+	ttl: scriptWith("hx_ttl", "hx_lib"), expire: scriptWith("hx_expire", "hx_lib"),
+	persist: scriptWith("hx_persist", "hx_lib"), sweep: scriptWith("hx_sweep", "hx_lib"),
+	ack: scriptWith("hx_ack", "hx_lib"), trim: scriptWith("hx_trim", "hx_lib"),
+}
+
+// DefaultHashShards is HashesOptions.Shards when it is 0.
+const DefaultHashShards = 16
+
+// DefaultMaxEvents is HashesOptions.MaxEvents when it is 0.
+const DefaultMaxEvents = 1_000_000
+
+// HashesOptions configure Hashes. Nil or the zero value means the defaults.
+type HashesOptions struct {
+	// Shards is the number of shards of the due index and the events: a
+	// power of two from 1 to 256 (default 16). Every client of a Redis must
+	// agree on it.
+	Shards int
+	// MaxEvents caps the expiry events kept (spread evenly over the
+	// shards); past it the oldest are dropped, acknowledged or not, and
+	// counted. Default 1,000,000.
+	MaxEvents int64
+}
+
+// Hashes is the ttlhash.Store of a Store: hashes whose fields carry their
+// own TTL, and their expiry events. It shares the Store's client, prefix
+// and clock, and is safe for concurrent use.
+type Hashes struct {
+	s      *Store
+	shards int
+	cap    int64 // per shard
+	rr     uint32
+}
+
+var (
+	_ ttlhash.Store        = (*Hashes)(nil)
+	_ ttlhash.Notifier     = (*Hashes)(nil)
+	_ ttlhash.ShardSweeper = (*Hashes)(nil)
+)
+
+// Hashes returns the Store's ttlhash.Store with the default options.
+func (s *Store) Hashes() *Hashes {
+	h, _ := s.HashesWith(nil)
+	return h
+}
+
+// HashesWith returns the Store's ttlhash.Store with opts; it fails with
+// ttlhash.ErrInvalid when they are out of range.
+func (s *Store) HashesWith(opts *HashesOptions) (*Hashes, error) {
+	n, maxEv := DefaultHashShards, int64(DefaultMaxEvents)
+	if opts != nil {
+		if opts.Shards != 0 {
+			n = opts.Shards
+		}
+		if opts.MaxEvents != 0 {
+			maxEv = opts.MaxEvents
+		}
+	}
+	if n < 1 || n > NumTags || n&(n-1) != 0 {
+		return nil, fmt.Errorf("%w: HashesOptions.Shards %d: want a power of two from 1 to %d", ttlhash.ErrInvalid, n, NumTags)
+	}
+	if maxEv < 1 {
+		return nil, fmt.Errorf("%w: HashesOptions.MaxEvents %d: want 0 (default) or positive", ttlhash.ErrInvalid, maxEv)
+	}
+	return &Hashes{s: s, shards: n, cap: max(1, (maxEv+int64(n)-1)/int64(n))}, nil
+}
+
+// shardOf is the shard of a hash name.
+func (h *Hashes) shardOf(name string) int {
+	return int(crc32.ChecksumIEEE([]byte(name)) % uint32(h.shards))
+}
+
+func (h *Hashes) base(shard int) string {
+	return h.s.k.prefix + "h:{" + tagNames[shard*(NumTags/h.shards)] + "}:"
+}
+
+// keys are the 6 shard keys, and the data key of hash when it is not empty.
+func (h *Hashes) keys(shard int, hash string) []string {
+	b := h.base(shard)
+	ks := []string{b + "w", b + "q", b + "n", b + "i", b + "m", b + "e"}
+	if hash != "" {
+		ks = append(ks, b+"d:"+hash)
+	}
+	return ks
+}
+
+func (h *Hashes) stream(shard int) string { return h.base(shard) + "e" }
+
+func (h *Hashes) run(ctx context.Context, sc *redis.Script, shard int, hash string, args ...any) (any, error) {
+	if h.s.closed.Load() {
+		return nil, ttlhash.ErrClosed
+	}
+	argv := append([]any{h.s.now(), h.cap}, args...)
+	v, err := sc.Run(ctx, h.s.c, h.keys(shard, hash), argv...).Result()
+	return v, h.hxErr(ctx, err)
+}
+
+func (h *Hashes) hxErr(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return err
+	}
+	if redis.HasErrorPrefix(err, "NOGROUP") {
+		return fmt.Errorf("%w: %v", ttlhash.ErrNoGroup, err)
+	}
+	return h.s.storeErr(ctx, err)
+}
+
+func (h *Hashes) hashCall(ctx context.Context, sc *redis.Script, hash string, args ...any) (any, error) {
+	return h.run(ctx, sc, h.shardOf(hash), hash, args...)
+}
+
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+func toInt(v any) int64 {
+	switch v := v.(type) {
+	case int64:
+		return v
+	case string:
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func stringsToAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// Set implements ttlhash.Store.
+func (h *Hashes) Set(ctx context.Context, hash string, req ttlhash.SetRequest) (int, error) {
+	keep := "0"
+	if req.KeepTTL {
+		keep = "1"
+	}
+	args := []any{hash, req.TTL.Milliseconds(), keep}
+	for _, f := range req.Fields {
+		args = append(args, f.Name, f.Value)
+	}
+	v, err := h.hashCall(ctx, hxScripts.set, hash, args...)
+	return int(toInt(v)), err
+}
+
+// Get implements ttlhash.Store.
+func (h *Hashes) Get(ctx context.Context, hash string, fields []string) ([]*ttlhash.Entry, error) {
+	v, err := h.hashCall(ctx, hxScripts.get, hash, stringsToAny(fields)...)
+	if err != nil {
+		return nil, err
+	}
+	a, _ := v.([]any)
+	out := make([]*ttlhash.Entry, len(fields))
+	for i := range fields {
+		if 2*i+1 >= len(a) {
+			break
+		}
+		if s, ok := a[2*i].(string); ok {
+			out[i] = &ttlhash.Entry{Name: fields[i], Value: []byte(s), Deadline: msTime(toInt(a[2*i+1]))}
+		}
+	}
+	return out, nil
+}
+
+func entries(a []any) []ttlhash.Entry {
+	out := make([]ttlhash.Entry, 0, len(a)/3)
+	for i := 0; i+2 < len(a); i += 3 {
+		name, _ := a[i].(string)
+		val, _ := a[i+1].(string)
+		out = append(out, ttlhash.Entry{Name: name, Value: []byte(val), Deadline: msTime(toInt(a[i+2]))})
+	}
+	return out
+}
+
+// GetAll implements ttlhash.Store.
+func (h *Hashes) GetAll(ctx context.Context, hash string) ([]ttlhash.Entry, error) {
+	v, err := h.hashCall(ctx, hxScripts.getAll, hash)
+	if err != nil {
+		return nil, err
+	}
+	a, _ := v.([]any)
+	return entries(a), nil
+}
+
+// Scan implements ttlhash.Store.
+func (h *Hashes) Scan(ctx context.Context, hash, cursor string, count int) ([]ttlhash.Entry, string, error) {
+	if cursor == "" {
+		cursor = "0"
+	}
+	v, err := h.hashCall(ctx, hxScripts.scan, hash, cursor, count)
+	if err != nil {
+		return nil, "", err
+	}
+	a, _ := v.([]any)
+	if len(a) == 0 {
+		return nil, "", nil
+	}
+	next, _ := a[0].(string)
+	if next == "0" {
+		next = ""
+	}
+	return entries(a[1:]), next, nil
+}
+
+// Del implements ttlhash.Store.
+func (h *Hashes) Del(ctx context.Context, hash string, fields []string) (int, error) {
+	v, err := h.hashCall(ctx, hxScripts.del, hash, append([]any{hash}, stringsToAny(fields)...)...)
+	return int(toInt(v)), err
+}
+
+// Len implements ttlhash.Store.
+func (h *Hashes) Len(ctx context.Context, hash string) (int, error) {
+	v, err := h.hashCall(ctx, hxScripts.length, hash)
+	return int(toInt(v)), err
+}
+
+func codes(v any) []int {
+	a, _ := v.([]any)
+	out := make([]int, len(a))
+	for i, x := range a {
+		out[i] = int(toInt(x))
+	}
+	return out
+}
+
+// TTL implements ttlhash.Store.
+func (h *Hashes) TTL(ctx context.Context, hash string, fields []string) ([]time.Duration, error) {
+	v, err := h.hashCall(ctx, hxScripts.ttl, hash, stringsToAny(fields)...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, 0, len(fields))
+	for _, c := range codes(v) {
+		if c < 0 {
+			out = append(out, time.Duration(c))
+		} else {
+			out = append(out, time.Duration(c)*time.Millisecond)
+		}
+	}
+	return out, nil
+}
+
+// Expire implements ttlhash.Store.
+func (h *Hashes) Expire(ctx context.Context, hash string, req ttlhash.ExpireRequest) ([]int, error) {
+	mode, ms := "r", req.TTL.Milliseconds()
+	if !req.At.IsZero() {
+		mode, ms = "a", req.At.UnixMilli()
+	}
+	args := append([]any{hash, mode, ms, req.Cond.String()}, stringsToAny(req.Fields)...)
+	v, err := h.hashCall(ctx, hxScripts.expire, hash, args...)
+	if err != nil {
+		return nil, err
+	}
+	return codes(v), nil
+}
+
+// Persist implements ttlhash.Store.
+func (h *Hashes) Persist(ctx context.Context, hash string, fields []string) ([]int, error) {
+	v, err := h.hashCall(ctx, hxScripts.persist, hash, append([]any{hash}, stringsToAny(fields)...)...)
+	if err != nil {
+		return nil, err
+	}
+	return codes(v), nil
+}
+
+// Shards implements ttlhash.Store.
+func (h *Hashes) Shards() int { return h.shards }
+
+// Sweep implements ttlhash.Store.
+func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult, error) {
+	if shard < 0 || shard >= h.shards {
+		return ttlhash.SweepResult{}, fmt.Errorf("%w: shard %d: want 0 to %d", ttlhash.ErrInvalid, shard, h.shards-1)
+	}
+	v, err := h.run(ctx, hxScripts.sweep, shard, "", max)
+	if err != nil {
+		return ttlhash.SweepResult{}, err
+	}
+	c := codes(v)
+	if len(c) != 3 {
+		return ttlhash.SweepResult{}, fmt.Errorf("redisstore: hx_sweep returned %v", v)
+	}
+	r := ttlhash.SweepResult{Expired: c[0], More: c[1] == 1, Next: -1}
+	if c[2] >= 0 {
+		r.Next = time.Duration(c[2]) * time.Millisecond
+	}
+	return r, nil
+}
+
+// SweepAll implements ttlhash.ShardSweeper: one Sweep per shard, in one
+// pipeline.
+func (h *Hashes) SweepAll(ctx context.Context, max int) ([]ttlhash.SweepResult, error) {
+	calls := make([]call, h.shards)
+	now := h.s.now()
+	for i := range calls {
+		calls[i] = call{sc: hxScripts.sweep, keys: h.keys(i, ""), args: []any{now, h.cap, max}}
+	}
+	out, err := h.s.runMany(ctx, calls)
+	if err != nil {
+		if errors.Is(err, queueErrClosed) {
+			return nil, ttlhash.ErrClosed
+		}
+		return nil, err
+	}
+	rs := make([]ttlhash.SweepResult, len(out))
+	for i, v := range out {
+		c := codes(v)
+		if len(c) != 3 {
+			return nil, fmt.Errorf("redisstore: hx_sweep returned %v", v)
+		}
+		rs[i] = ttlhash.SweepResult{Expired: c[0], More: c[1] == 1, Next: -1}
+		if c[2] >= 0 {
+			rs[i].Next = time.Duration(c[2]) * time.Millisecond
+		}
+	}
+	return rs, nil
+}
+
+// forShards runs f for every shard in one pipeline.
+func (h *Hashes) forShards(ctx context.Context, f func(p redis.Pipeliner, shard int) redis.Cmder) ([]redis.Cmder, error) {
+	if h.s.closed.Load() {
+		return nil, ttlhash.ErrClosed
+	}
+	pipe := h.s.c.Pipeline()
+	cmds := make([]redis.Cmder, h.shards)
+	for i := range h.shards {
+		cmds[i] = f(pipe, i)
+	}
+	_, _ = pipe.Exec(ctx)
+	return cmds, nil
+}
+
+// CreateGroup implements ttlhash.Store.
+func (h *Hashes) CreateGroup(ctx context.Context, group string) error {
+	cmds, err := h.forShards(ctx, func(p redis.Pipeliner, i int) redis.Cmder {
+		return p.XGroupCreateMkStream(ctx, h.stream(i), group, "0")
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+			return h.hxErr(ctx, err)
+		}
+	}
+	return nil
+}
+
+// DeleteGroup implements ttlhash.Store.
+func (h *Hashes) DeleteGroup(ctx context.Context, group string) error {
+	cmds, err := h.forShards(ctx, func(p redis.Pipeliner, i int) redis.Cmder {
+		return p.XGroupDestroy(ctx, h.stream(i), group)
+	})
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, c := range cmds {
+		n, err := c.(*redis.IntCmd).Result()
+		if err != nil && !strings.Contains(err.Error(), "requires the key to exist") {
+			return h.hxErr(ctx, err)
+		}
+		found = found || n > 0
+	}
+	if !found {
+		return fmt.Errorf("%w: %q", ttlhash.ErrNoGroup, group)
+	}
+	// Events only that group held back may go now.
+	_, err = h.forShards(ctx, func(p redis.Pipeliner, i int) redis.Cmder {
+		return hxScripts.trim.EvalSha(ctx, p, h.keys(i, ""), h.s.now(), h.cap)
+	})
+	return err
+}
+
+func eventID(shard int, id string) string { return strconv.Itoa(shard) + ":" + id }
+
+func (h *Hashes) parseEventID(id string) (int, string, error) {
+	s, rest, ok := strings.Cut(id, ":")
+	n, err := strconv.Atoi(s)
+	if !ok || err != nil || n < 0 || n >= h.shards || rest == "" {
+		return 0, "", fmt.Errorf("%w: %q", ttlhash.ErrBadEventID, id)
+	}
+	return n, rest, nil
+}
+
+func toEvent(shard int, m redis.XMessage, redelivered bool) ttlhash.Event {
+	str := func(k string) string { s, _ := m.Values[k].(string); return s }
+	num := func(k string) int64 { n, _ := strconv.ParseInt(str(k), 10, 64); return n }
+	return ttlhash.Event{
+		ID: eventID(shard, m.ID), Hash: str("h"), Field: str("f"), Value: []byte(str("v")),
+		Deadline: msTime(num("d")), ExpiredAt: msTime(num("x")), Redelivered: redelivered,
+	}
+}
+
+// fill reads up to max events over the shards: a first round spreads max
+// over them from a rotating start; while a shard returned all it was asked
+// for (it may have more) and fewer than max came, the rest goes to those.
+func (h *Hashes) fill(ctx context.Context, max int, read func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error)) ([]ttlhash.Event, error) {
+	if h.s.closed.Load() {
+		return nil, ttlhash.ErrClosed
+	}
+	counts := make([]int, h.shards)
+	start := int(h.nextRR()) % h.shards
+	for i := range h.shards {
+		counts[(start+i)%h.shards] = max / h.shards
+		if i < max%h.shards {
+			counts[(start+i)%h.shards]++
+		}
+	}
+	var out []ttlhash.Event
+	for {
+		pipe := h.s.c.Pipeline()
+		results := make([]func() ([]ttlhash.Event, error), h.shards)
+		for i, c := range counts {
+			if c > 0 {
+				results[i] = read(pipe, i, c)
+			}
+		}
+		_, _ = pipe.Exec(ctx)
+		var full []int
+		for i, r := range results {
+			if r == nil {
+				continue
+			}
+			evs, err := r()
+			if err != nil {
+				return out, err
+			}
+			out = append(out, evs...)
+			if len(evs) == counts[i] {
+				full = append(full, i)
+			}
+		}
+		left := max - len(out)
+		if left <= 0 || len(full) == 0 {
+			return out, nil
+		}
+		clear(counts)
+		for k, i := range full {
+			counts[i] = left / len(full)
+			if k < left%len(full) {
+				counts[i]++
+			}
+		}
+	}
+}
+
+// Read implements ttlhash.Store.
+func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]ttlhash.Event, error) {
+	return h.fill(ctx, max, func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error) {
+		c := p.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group: group, Consumer: consumer, Streams: []string{h.stream(shard), ">"}, Count: int64(count), Block: -1,
+		})
+		return func() ([]ttlhash.Event, error) {
+			ss, err := c.Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, h.hxErr(ctx, err)
+			}
+			var out []ttlhash.Event
+			for _, s := range ss {
+				for _, m := range s.Messages {
+					out = append(out, toEvent(shard, m, false))
+				}
+			}
+			return out, nil
+		}
+	})
+}
+
+// Claim implements ttlhash.Store. The idle time is measured on Redis's own
+// clock, not on an injected one.
+func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time.Duration, max int) ([]ttlhash.Event, error) {
+	return h.fill(ctx, max, func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error) {
+		c := p.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream: h.stream(shard), Group: group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count),
+		})
+		return func() ([]ttlhash.Event, error) {
+			ms, _, err := c.Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, h.hxErr(ctx, err)
+			}
+			var out []ttlhash.Event
+			for _, m := range ms {
+				if m.Values != nil { // nil: trimmed by the cap
+					out = append(out, toEvent(shard, m, true))
+				}
+			}
+			return out, nil
+		}
+	})
+}
+
+// ackLow is the stream length past which an Ack trims what every group
+// has acknowledged.
+const ackLow = 64
+
+// Ack implements ttlhash.Store.
+func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, error) {
+	by := map[int][]any{}
+	for _, id := range ids {
+		s, sid, err := h.parseEventID(id)
+		if err != nil {
+			return 0, err
+		}
+		by[s] = append(by[s], sid)
+	}
+	var calls []call
+	for s, sids := range by {
+		args := append([]any{h.s.now(), h.cap, group, ackLow}, sids...)
+		calls = append(calls, call{sc: hxScripts.ack, keys: h.keys(s, ""), args: args})
+	}
+	out, err := h.s.runMany(ctx, calls)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, v := range out {
+		n += int(toInt(v))
+	}
+	return n, nil
+}
+
+// EventStats implements ttlhash.Store.
+func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
+	var st ttlhash.EventStats
+	if h.s.closed.Load() {
+		return st, ttlhash.ErrClosed
+	}
+	pipe := h.s.c.Pipeline()
+	lens := make([]*redis.IntCmd, h.shards)
+	drops := make([]*redis.StringCmd, h.shards)
+	groups := make([]*redis.XInfoGroupsCmd, h.shards)
+	for i := range h.shards {
+		lens[i] = pipe.XLen(ctx, h.stream(i))
+		drops[i] = pipe.HGet(ctx, h.keys(i, "")[4], "dropped")
+		groups[i] = pipe.XInfoGroups(ctx, h.stream(i))
+	}
+	_, _ = pipe.Exec(ctx)
+	pending := map[string]int64{}
+	var names []string
+	for i := range h.shards {
+		n, err := lens[i].Result()
+		if err != nil {
+			return st, h.hxErr(ctx, err)
+		}
+		st.Retained += n
+		d, err := drops[i].Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return st, h.hxErr(ctx, err)
+		}
+		st.Dropped += d
+		gs, err := groups[i].Result()
+		if err != nil && !strings.Contains(err.Error(), "no such key") {
+			return st, h.hxErr(ctx, err)
+		}
+		for _, g := range gs {
+			if _, ok := pending[g.Name]; !ok {
+				names = append(names, g.Name)
+			}
+			pending[g.Name] += g.Pending
+		}
+	}
+	for _, n := range sortedStrings(names) {
+		st.Groups = append(st.Groups, ttlhash.GroupStats{Name: n, Pending: pending[n]})
+	}
+	return st, nil
+}
+
+// ListenEvents implements ttlhash.Notifier: wake is called after events
+// are appended to any shard, and after a subscription reconnects.
+func (h *Hashes) ListenEvents(ctx context.Context, wake func()) (func(), error) {
+	f := func(string) { wake() }
+	hf := &f
+	var undos []func()
+	for i := range h.shards {
+		tag := i * (NumTags / h.shards)
+		undo, err := h.s.notify.add(ctx, tag, h.base(i)+"c", "", hf)
+		if err != nil {
+			for _, u := range undos {
+				u()
+			}
+			return nil, err
+		}
+		undos = append(undos, undo)
+	}
+	return func() {
+		for _, u := range undos {
+			u()
+		}
+	}, nil
+}
+
+var queueErrClosed = queue.ErrClosed
+
+func sortedStrings(s []string) []string {
+	slices.Sort(s)
+	return s
+}
+
+func (h *Hashes) nextRR() uint32 { return atomic.AddUint32(&h.rr, 1) }

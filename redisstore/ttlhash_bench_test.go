@@ -1,0 +1,361 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/hourglass-io/hourglass/ttlhash"
+	"github.com/redis/go-redis/v9"
+)
+
+// parallel runs f(i) for i in [0, n) on 32 goroutines.
+func parallel(n int, f func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr error
+	var mu sync.Mutex
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// BenchmarkTTLHashMemory reports bytes per field, measured as the growth
+// of used_memory on a server of its own: a plain hash (HSET), the same
+// fields with TTLs through ttlhash (value prefix, timing wheel, id map
+// included), and String keys with PX. 8-byte field names; fields per hash
+// 100 (dense: 100k fields over 1000 hashes) or 100 (sparse: 2000 fields
+// over 20 hashes); TTLs spread uniformly over 10 s or 24 h. Run with
+// -benchtime=1x.
+func BenchmarkTTLHashMemory(b *testing.B) {
+	srv := redistest.Standalone(b)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	b.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	for _, n := range []struct {
+		name           string
+		fields, hashes int
+	}{{"dense", 100_000, 1000}, {"sparse", 2000, 20}} {
+		for _, size := range []int{16, 200, 1000} {
+			for _, spread := range []time.Duration{10 * time.Second, 24 * time.Hour} {
+				b.Run(fmt.Sprintf("%s/value=%d/spread=%v", n.name, size, spread), func(b *testing.B) {
+					value := make([]byte, size)
+					field := func(i int) (string, string) { return fmt.Sprintf("h%04d", i%n.hashes), fmt.Sprintf("f%07d", i) }
+					ttl := func() time.Duration {
+						return time.Minute + time.Duration(rand.Int64N(int64(spread/time.Millisecond)))*time.Millisecond
+					}
+					measure := func(load func() error) float64 {
+						if err := c.FlushAll(ctx).Err(); err != nil {
+							b.Fatal(err)
+						}
+						s, err := redisstore.New(ctx, c, nil)
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer s.Close()
+						before := usedMemory(b, c)
+						if err := load(); err != nil {
+							b.Fatal(err)
+						}
+						return float64(usedMemory(b, c)-before) / float64(n.fields)
+					}
+					plain := measure(func() error {
+						return parallel(n.fields/100, func(k int) error {
+							p := c.Pipeline()
+							for i := k * 100; i < k*100+100; i++ {
+								h, f := field(i)
+								p.HSet(ctx, "plain:"+h, f, value)
+							}
+							_, err := p.Exec(ctx)
+							return err
+						})
+					})
+					strs := measure(func() error {
+						return parallel(n.fields/100, func(k int) error {
+							p := c.Pipeline()
+							for i := k * 100; i < k*100+100; i++ {
+								h, f := field(i)
+								p.Set(ctx, "s:"+h+":"+f, value, ttl())
+							}
+							_, err := p.Exec(ctx)
+							return err
+						})
+					})
+					var hs *ttlhash.Hashes
+					withTTL := measure(func() error {
+						s, err := redisstore.New(ctx, c, nil)
+						if err != nil {
+							return err
+						}
+						defer s.Close()
+						if hs, err = ttlhash.New(s.Hashes(), nil); err != nil {
+							return err
+						}
+						return parallel(n.fields, func(i int) error {
+							h, f := field(i)
+							_, err := hs.Hash(h).SetTTL(ctx, f, value, ttl())
+							return err
+						})
+					})
+					b.ReportMetric(plain, "plain-B/field")
+					b.ReportMetric(withTTL, "ttlhash-B/field")
+					b.ReportMetric(withTTL-plain, "ttl-overhead-B/field")
+					b.ReportMetric(strs, "string-px-B/field")
+				})
+			}
+		}
+	}
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[min(len(d)-1, int(p*float64(len(d))))]
+}
+
+// BenchmarkTTLHashLag loads fields whose deadlines fall uniformly over a
+// window, runs 2 Sweepers and one group of 3 consumers, and reports the
+// expiry lag (the sweep's removal time minus the deadline, on Redis's
+// clock) and the delivery lag (a consumer's handling time minus the
+// deadline) at p50, p99 and max, and the expiry rate sustained over the
+// window. rate=10k: 100,000 fields over 1,000 hashes due over 10 s;
+// rate=100k: 200,000 fields over 2,000 hashes due over 2 s. Run with
+// -benchtime=1x.
+func BenchmarkTTLHashLag(b *testing.B) {
+	for _, c := range []struct {
+		name           string
+		fields, hashes int
+		window, lead   time.Duration
+	}{
+		{"rate=10k", 100_000, 1000, 10 * time.Second, 12 * time.Second},
+		{"rate=100k", 200_000, 2000, 2 * time.Second, 20 * time.Second},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			srv := redistest.Standalone(b)
+			rc := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, PoolSize: 64})
+			b.Cleanup(func() { rc.Close() })
+			ctx := context.Background()
+			s, err := redisstore.New(ctx, rc, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			hs, err := ttlhash.New(s.Hashes(), &ttlhash.Options{Batch: 256})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := hs.CreateGroup(ctx, "g"); err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now().Add(c.lead)
+			deadlines := make([]time.Time, c.fields)
+			for i := range deadlines {
+				deadlines[i] = start.Add(time.Duration(rand.Int64N(int64(c.window/time.Millisecond))) * time.Millisecond)
+			}
+			loadStart := time.Now()
+			err = parallel(c.fields, func(i int) error {
+				ttl := time.Until(deadlines[i]).Truncate(time.Millisecond)
+				if ttl <= 0 {
+					return fmt.Errorf("loading is slower than the lead of %v", c.lead)
+				}
+				_, err := hs.Hash(fmt.Sprintf("h%05d", i%c.hashes)).SetTTL(ctx, fmt.Sprintf("f%07d", i), []byte("0123456789abcdef"), ttl)
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("loaded %d fields in %v", c.fields, time.Since(loadStart))
+			rc.ConfigSet(ctx, "slowlog-log-slower-than", "5000")
+			rc.SlowLogReset(ctx)
+			for range 2 {
+				w, err := ttlhash.NewSweeper(s.Hashes(), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				w.Start()
+				defer w.Close()
+			}
+			var mu sync.Mutex
+			var expiry, delivery []time.Duration
+			var first, last time.Time
+			cctx, cancel := context.WithTimeout(ctx, c.lead+c.window+30*time.Second)
+			defer cancel()
+			var wg sync.WaitGroup
+			for k := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					hs.Consume(cctx, "g", fmt.Sprint("c", k), func(_ context.Context, e ttlhash.Event) error {
+						now := time.Now()
+						mu.Lock()
+						defer mu.Unlock()
+						expiry = append(expiry, e.ExpiredAt.Sub(e.Deadline))
+						delivery = append(delivery, now.Sub(e.Deadline))
+						if first.IsZero() || e.Deadline.Before(first) {
+							first = e.Deadline
+						}
+						if e.ExpiredAt.After(last) {
+							last = e.ExpiredAt
+						}
+						if len(expiry) == c.fields {
+							cancel()
+						}
+						return nil
+					})
+				}()
+			}
+			wg.Wait()
+			if len(expiry) != c.fields {
+				b.Fatalf("%d of %d events before the time limit", len(expiry), c.fields)
+			}
+			if logs, err := rc.SlowLogGet(ctx, 1000).Result(); err == nil {
+				var longest time.Duration
+				kinds := map[string]int{}
+				for _, l := range logs {
+					longest = max(longest, l.Duration)
+					if len(l.Args) > 0 {
+						k := l.Args[0]
+						if len(l.Args) > 3 && strings.EqualFold(k, "evalsha") {
+							k += " " + l.Args[3] // the first key names the script's kind
+						}
+						kinds[k]++
+					}
+				}
+				b.Logf("%d commands took over 5 ms in Redis, the longest %v: %v", len(logs), longest, kinds)
+			}
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+			b.ReportMetric(ms(percentile(expiry, 0.5)), "expiry-p50-ms")
+			b.ReportMetric(ms(percentile(expiry, 0.9)), "expiry-p90-ms")
+			b.ReportMetric(ms(percentile(expiry, 0.99)), "expiry-p99-ms")
+			b.ReportMetric(ms(percentile(expiry, 1)), "expiry-max-ms")
+			b.ReportMetric(ms(percentile(delivery, 0.5)), "delivery-p50-ms")
+			b.ReportMetric(ms(percentile(delivery, 0.99)), "delivery-p99-ms")
+			b.ReportMetric(ms(percentile(delivery, 1)), "delivery-max-ms")
+			b.ReportMetric(float64(c.fields)/last.Sub(first).Seconds(), "expired/s")
+		})
+	}
+}
+
+// BenchmarkTTLHashSetTTL sets one 200-byte field with a TTL per call, from
+// GOMAXPROCS×8 goroutines; BenchmarkHSetPlain is the same with HSET.
+func BenchmarkTTLHashSetTTL(b *testing.B) {
+	s := newStore(b, standaloneClient(b), nil)
+	hs, _ := ttlhash.New(s.Hashes(), nil)
+	value := make([]byte, 200)
+	var n atomic.Int64
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			i := n.Add(1)
+			if _, err := hs.Hash("h"+strconv.FormatInt(i%1000, 10)).SetTTL(ctx, "f"+strconv.FormatInt(i%100000, 10), value, time.Hour); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkHSetPlain is HSET of one 200-byte field per call.
+func BenchmarkHSetPlain(b *testing.B) {
+	c := standaloneClient(b)
+	prefix := redistest.Prefix(b)
+	value := make([]byte, 200)
+	var n atomic.Int64
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			i := n.Add(1)
+			if err := c.HSet(ctx, prefix+"h"+strconv.FormatInt(i%1000, 10), "f"+strconv.FormatInt(i%100000, 10), value).Err(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkTTLHashGet reads one field of 10,000 per call (ttlhash);
+// BenchmarkHGetPlain the same with HGET.
+func BenchmarkTTLHashGet(b *testing.B) {
+	s := newStore(b, standaloneClient(b), nil)
+	hs, _ := ttlhash.New(s.Hashes(), nil)
+	ctx := context.Background()
+	value := make([]byte, 200)
+	if err := parallel(10000, func(i int) error {
+		_, err := hs.Hash("h"+strconv.Itoa(i%100)).SetTTL(ctx, "f"+strconv.Itoa(i), value, time.Hour)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.ResetTimer()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(n.Add(1) % 10000)
+			if _, ok, err := hs.Hash("h"+strconv.Itoa(i%100)).Get(ctx, "f"+strconv.Itoa(i)); err != nil || !ok {
+				b.Error(err, ok)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkHGetPlain is HGET of one field of 10,000 per call.
+func BenchmarkHGetPlain(b *testing.B) {
+	c := standaloneClient(b)
+	prefix := redistest.Prefix(b)
+	ctx := context.Background()
+	value := make([]byte, 200)
+	if err := parallel(100, func(k int) error {
+		p := c.Pipeline()
+		for i := k * 100; i < k*100+100; i++ {
+			p.HSet(ctx, prefix+"h"+strconv.Itoa(i%100), "f"+strconv.Itoa(i), value)
+		}
+		_, err := p.Exec(ctx)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.ResetTimer()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(n.Add(1) % 10000)
+			if err := c.HGet(ctx, prefix+"h"+strconv.Itoa(i%100), "f"+strconv.Itoa(i)).Err(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

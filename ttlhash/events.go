@@ -1,0 +1,175 @@
+package ttlhash
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+func checkGroup(what, name string) error {
+	if name == "" || len(name) > MaxNameLen {
+		return fmt.Errorf("%w: %s name of %d bytes (want 1 to %d)", ErrBadGroup, what, len(name), MaxNameLen)
+	}
+	return nil
+}
+
+// CreateGroup creates the consumer group group, which receives every event
+// the store keeps and every later one. Creating an existing group does
+// nothing.
+func (h *Hashes) CreateGroup(ctx context.Context, group string) error {
+	if err := checkGroup("group", group); err != nil {
+		return err
+	}
+	return h.s.CreateGroup(ctx, group)
+}
+
+// DeleteGroup deletes a consumer group; ErrNoGroup when there is none.
+// Events only it had not acknowledged may then be trimmed.
+func (h *Hashes) DeleteGroup(ctx context.Context, group string) error {
+	if err := checkGroup("group", group); err != nil {
+		return err
+	}
+	return h.s.DeleteGroup(ctx, group)
+}
+
+// Read returns up to max events for consumer of group: first events of
+// the group whose visibility timeout ran out unacknowledged, then new ones.
+// Each must be acknowledged with Ack within the visibility timeout, or it
+// is handed out again. Read does not wait; Consume does.
+func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]Event, error) {
+	if err := checkGroup("group", group); err != nil {
+		return nil, err
+	}
+	if err := checkGroup("consumer", consumer); err != nil {
+		return nil, err
+	}
+	if max < 1 {
+		return nil, invalid("max", "%d: want at least 1", max)
+	}
+	evs, err := h.s.Claim(ctx, group, consumer, h.opts.visibility(), max)
+	if err != nil || len(evs) == max {
+		return evs, err
+	}
+	more, err := h.s.Read(ctx, group, consumer, max-len(evs))
+	return append(evs, more...), err
+}
+
+// Ack acknowledges events of group and returns how many were pending.
+func (h *Hashes) Ack(ctx context.Context, group string, ids ...string) (int, error) {
+	if err := checkGroup("group", group); err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	return h.s.Ack(ctx, group, ids)
+}
+
+// EventStats describes the events kept and the groups.
+func (h *Hashes) EventStats(ctx context.Context) (EventStats, error) { return h.s.EventStats(ctx) }
+
+// Handler handles one expiry event. Returning nil acknowledges it; an
+// error leaves it to be handed out again after the visibility timeout.
+type Handler func(ctx context.Context, e Event) error
+
+// Consume hands the events of group to handle as consumer, one at a time,
+// acknowledging those handled without error after each batch read (so a
+// batch should be handled within the visibility timeout), until ctx ends (it then returns ctx's error) or the store fails. It waits
+// for events without polling when the store is a Notifier (and at most
+// PollInterval in any case). Run one Consume per consumer; consumers of a
+// group share its events, each event going to one of them at a time.
+func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Handler) error {
+	if err := checkGroup("group", group); err != nil {
+		return err
+	}
+	if err := checkGroup("consumer", consumer); err != nil {
+		return err
+	}
+	wake := make(chan struct{}, 1)
+	if n, ok := h.s.(Notifier); ok {
+		stop, err := n.ListenEvents(ctx, func() {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	// Events whose visibility timeout ran out are looked for at most every
+	// half timeout (and when there is nothing new): a claim scans pending
+	// entries.
+	var lastClaim time.Time
+	for {
+		var evs []Event
+		var err error
+		if time.Since(lastClaim) >= h.opts.visibility()/2 {
+			lastClaim = time.Now()
+			evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
+		}
+		if err == nil && len(evs) == 0 {
+			evs, err = h.s.Read(ctx, group, consumer, h.opts.batch())
+		}
+		if err == nil && len(evs) == 0 && !lastClaim.IsZero() && time.Since(lastClaim) >= h.opts.visibility()/8 {
+			lastClaim = time.Now()
+			evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		// One Ack for the batch, or sooner when half the visibility
+		// timeout has passed; handled events are acknowledged even when
+		// ctx has just ended.
+		var done []string
+		read := time.Now()
+		ack := func() error {
+			if len(done) == 0 {
+				return nil
+			}
+			_, err := h.s.Ack(context.WithoutCancel(ctx), group, done)
+			done = done[:0]
+			read = time.Now()
+			return err
+		}
+		for _, e := range evs {
+			if ctx.Err() != nil {
+				break // the rest come back after the visibility timeout
+			}
+			if err := handle(ctx, e); err == nil {
+				done = append(done, e.ID)
+			}
+			if time.Since(read) > h.opts.visibility()/2 {
+				if err := ack(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := ack(); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if len(evs) > 0 {
+			continue
+		}
+		timer.Reset(h.opts.poll())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		}
+	}
+}
