@@ -2,9 +2,11 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
@@ -36,4 +38,23 @@ func TestHashesOptions(t *testing.T) {
 		t.Errorf("Shards() = %d", h.Shards())
 	}
 	_ = context.Background()
+}
+
+// TestTTLHashDifferential drives the embedded engine and Redis with the
+// same random operations and compares every answer.
+func TestTTLHashDifferential(t *testing.T) {
+	c := standaloneClient(t)
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			storetest.TTLHashDifferential(t, seed, 1500,
+				func(t *testing.T, clock *storetest.Clock) ttlhash.Store {
+					s := memstore.New(&memstore.Options{Clock: clock.Now})
+					t.Cleanup(func() { s.Close() })
+					return s.Hashes()
+				},
+				func(t *testing.T, clock *storetest.Clock) ttlhash.Store {
+					return newStore(t, c, &redisstore.Options{Clock: clock.Now}).Hashes()
+				})
+		})
+	}
 }
