@@ -104,6 +104,7 @@ var (
 	_ ttlhash.Store        = (*Hashes)(nil)
 	_ ttlhash.Notifier     = (*Hashes)(nil)
 	_ ttlhash.ShardSweeper = (*Hashes)(nil)
+	_ ttlhash.DueNotifier  = (*Hashes)(nil)
 )
 
 // Hashes returns the Store's ttlhash.Store with the default options.
@@ -465,57 +466,76 @@ func toEvent(shard int, m redis.XMessage, redelivered bool) ttlhash.Event {
 	}
 }
 
-// fill reads up to max events over the shards: a first round spreads max
-// over them from a rotating start; while a shard returned all it was asked
-// for (it may have more) and fewer than max came, the rest goes to those.
+// fill reads up to max events over the shards. Every shard is asked at
+// least once, from a rotating start, so that an empty result means every
+// shard had none: when max is below the number of shards, in rounds of at
+// most max - (events so far) shards. Then, while a shard returned all it
+// was asked for (it may have more) and fewer than max came, the rest goes
+// to those shards.
 func (h *Hashes) fill(ctx context.Context, max int, read func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error)) ([]ttlhash.Event, error) {
 	if h.s.closed.Load() {
 		return nil, ttlhash.ErrClosed
 	}
-	counts := make([]int, h.shards)
-	start := int(h.nextRR()) % h.shards
-	for i := range h.shards {
-		counts[(start+i)%h.shards] = max / h.shards
-		if i < max%h.shards {
-			counts[(start+i)%h.shards]++
-		}
-	}
 	var out []ttlhash.Event
-	for {
+	var full []int
+	// ask pipelines one read per shard with a positive count, and notes
+	// the shards that returned all they were asked for.
+	ask := func(counts map[int]int) error {
 		pipe := h.s.c.Pipeline()
-		results := make([]func() ([]ttlhash.Event, error), h.shards)
+		results := map[int]func() ([]ttlhash.Event, error){}
 		for i, c := range counts {
 			if c > 0 {
 				results[i] = read(pipe, i, c)
 			}
 		}
 		_, _ = pipe.Exec(ctx)
-		var full []int
-		for i, r := range results {
+		for i := range h.shards { // in shard order, whatever the map's
+			r := results[i]
 			if r == nil {
 				continue
 			}
 			evs, err := r()
 			if err != nil {
-				return out, err
+				return err
 			}
 			out = append(out, evs...)
 			if len(evs) == counts[i] {
 				full = append(full, i)
 			}
 		}
-		left := max - len(out)
-		if left <= 0 || len(full) == 0 {
-			return out, nil
-		}
-		clear(counts)
-		for k, i := range full {
-			counts[i] = left / len(full)
-			if k < left%len(full) {
+		return nil
+	}
+	spread := func(shards []int, n int) map[int]int {
+		counts := map[int]int{}
+		for k, i := range shards {
+			counts[i] = n / len(shards)
+			if k < n%len(shards) {
 				counts[i]++
 			}
 		}
+		return counts
 	}
+	start := int(h.nextRR()) % h.shards
+	ring := make([]int, h.shards)
+	for i := range ring {
+		ring[i] = (start + i) % h.shards
+	}
+	for tried := 0; tried < len(ring) && len(out) < max; {
+		left := max - len(out)
+		round := ring[tried:min(len(ring), tried+left)]
+		tried += len(round)
+		if err := ask(spread(round, left)); err != nil {
+			return out, err
+		}
+	}
+	for len(out) < max && len(full) > 0 {
+		shards := full
+		full = nil
+		if err := ask(spread(shards, max-len(out))); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // Read implements ttlhash.Store.
@@ -642,12 +662,23 @@ func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
 // ListenEvents implements ttlhash.Notifier: wake is called after events
 // are appended to any shard, and after a subscription reconnects.
 func (h *Hashes) ListenEvents(ctx context.Context, wake func()) (func(), error) {
+	return h.listen(ctx, "c", wake)
+}
+
+// ListenDue implements ttlhash.DueNotifier: the scripts publish on each
+// shard's channel "s" when they make a bucket due sooner than every other.
+func (h *Hashes) ListenDue(ctx context.Context, wake func()) (func(), error) {
+	return h.listen(ctx, "s", wake)
+}
+
+// listen subscribes wake to channel suffix of every shard.
+func (h *Hashes) listen(ctx context.Context, suffix string, wake func()) (func(), error) {
 	f := func(string) { wake() }
 	hf := &f
 	var undos []func()
 	for i := range h.shards {
 		tag := i * (NumTags / h.shards)
-		undo, err := h.s.notify.add(ctx, tag, h.base(i)+"c", "", hf)
+		undo, err := h.s.notify.add(ctx, tag, h.base(i)+suffix, "", hf)
 		if err != nil {
 			for _, u := range undos {
 				u()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/redisstore"
@@ -57,4 +59,123 @@ func TestTTLHashDifferential(t *testing.T) {
 				})
 		})
 	}
+}
+
+// TestTTLHashSweeperWokenBySoonerDeadline: a Sweeper that found nothing due
+// sleeps (here for up to an hour), and a field given a deadline sooner than
+// any other, by another process's store, wakes it: the field's event comes
+// long before the Interval.
+func TestTTLHashSweeperWokenBySoonerDeadline(t *testing.T) {
+	c := standaloneClient(t)
+	prefix := redistest.Prefix(t)
+	mine := newStoreWithPrefix(t, c, prefix).Hashes()
+	theirs := newStoreWithPrefix(t, c, prefix).Hashes()
+	ctx := context.Background()
+	if err := mine.CreateGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := ttlhash.NewSweeper(mine, &ttlhash.SweeperOptions{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan struct{}, 1)
+	stop, err := mine.ListenEvents(ctx, func() {
+		select {
+		case events <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	set := func(field string, ttl time.Duration) {
+		t.Helper()
+		if _, err := theirs.Set(ctx, "sessions", ttlhash.SetRequest{Fields: []ttlhash.Field{{Name: field, Value: []byte("v")}}, TTL: ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantEvent := func(field string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			evs, err := mine.Read(ctx, "g", "c", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) > 0 {
+				if len(evs) != 1 || evs[0].Field != field {
+					t.Fatalf("events %+v, want one for field %s", evs, field)
+				}
+				if _, err := mine.Ack(ctx, "g", []string{evs[0].ID}); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			select {
+			case <-events:
+			case <-deadline:
+				t.Fatalf("no event for field %s 10 s after it was due: the sweeper was not woken", field)
+			}
+		}
+	}
+	// A field due at once: its event shows the sweeper has made a pass,
+	// after which nothing is left and it sleeps for the Interval.
+	set("first", time.Millisecond)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wantEvent("first")
+	// A far deadline, then a sooner one: each is the soonest when set, and
+	// wakes the sleeping sweeper.
+	set("far", time.Hour)
+	set("soon", 100*time.Millisecond)
+	wantEvent("soon")
+}
+
+// TestTTLHashReadFewerThanShards: a Read asking for fewer events than the
+// store has shards still looks at every shard, so an empty answer means
+// there is nothing to read.
+func TestTTLHashReadFewerThanShards(t *testing.T) {
+	clock := storetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	s := newStore(t, standaloneClient(t), &redisstore.Options{Clock: clock.Now}).Hashes()
+	ctx := context.Background()
+	if err := s.CreateGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	// Each round: one expired field in one hash, so one event in one shard
+	// of 16; a Read of one event finds it, whichever shard the Read's
+	// rotation starts at, and the next Read finds nothing.
+	for i := range s.Shards() {
+		if _, err := s.Set(ctx, "one", ttlhash.SetRequest{Fields: []ttlhash.Field{{Name: fmt.Sprint("f", i), Value: []byte("v")}}, TTL: time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+		rs, err := s.SweepAll(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := sumExpired(rs); n != 1 {
+			t.Fatalf("round %d: the sweep expired %d fields, want 1", i, n)
+		}
+		evs, err := s.Read(ctx, "g", "c", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 {
+			t.Fatalf("round %d: Read(max 1) = %d events, want the one there is", i, len(evs))
+		}
+		if evs, err = s.Read(ctx, "g", "c", 1); err != nil || len(evs) != 0 {
+			t.Fatalf("round %d: a second Read = %d events, %v; want none", i, len(evs), err)
+		}
+	}
+}
+
+func sumExpired(rs []ttlhash.SweepResult) int {
+	n := 0
+	for _, r := range rs {
+		n += r.Expired
+	}
+	return n
 }

@@ -218,3 +218,12 @@ type ShardSweeper interface {
 type Notifier interface {
 	ListenEvents(ctx context.Context, wake func()) (stop func(), err error)
 }
+
+// DueNotifier is implemented by stores that can tell a process when a
+// field was given a deadline sooner than every other the store had, so a
+// Sweeper can sleep until the next deadline it knows of instead of
+// polling. wake is called in every process of a shared store, may be
+// called spuriously, and must not block.
+type DueNotifier interface {
+	ListenDue(ctx context.Context, wake func()) (stop func(), err error)
+}

@@ -12,8 +12,11 @@ import (
 // defaults.
 type SweeperOptions struct {
 	// Interval is the longest a Sweeper waits between two passes over the
-	// shards, and so the longest it takes to notice a deadline scheduled
-	// by another process sooner than any it knew. Default 5ms.
+	// shards. Between passes it sleeps until the next deadline the store
+	// reported, and a store that announces sooner deadlines (DueNotifier:
+	// Redis does) wakes it earlier, so Interval only bounds how long a lost
+	// announcement (a reconnect) can delay expiry. Default 1s with such a
+	// store, 5ms with any other.
 	Interval time.Duration
 	// Batch is about how many due entries one Sweep call of a shard may
 	// take. Default 256.
@@ -46,6 +49,9 @@ type Sweeper struct {
 // when opts are out of range.
 func NewSweeper(s Store, opts *SweeperOptions) (*Sweeper, error) {
 	w := &Sweeper{s: s, interval: 5 * time.Millisecond, batch: 256, log: slog.Default()}
+	if _, ok := s.(DueNotifier); ok {
+		w.interval = time.Second
+	}
 	if opts != nil {
 		if opts.Interval < 0 {
 			return nil, invalid("SweeperOptions.Interval", "%v: want 0 (default) or positive", opts.Interval)
@@ -108,12 +114,35 @@ func (w *Sweeper) run(ctx context.Context) {
 	n := w.s.Shards()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// A sooner deadline set anywhere wakes the sweeper at once; it then
+	// sweeps, and sleeps until the next deadline the pass reports.
+	woken := make(chan struct{}, 1)
+	if dn, ok := w.s.(DueNotifier); ok {
+		stop, err := dn.ListenDue(ctx, func() {
+			select {
+			case woken <- struct{}{}:
+			default:
+			}
+		})
+		if err != nil {
+			w.log.Warn("ttlhash: listening for deadlines failed; sweeping every Interval", "interval", w.interval, "err", err)
+		} else {
+			defer stop()
+		}
+	}
 	start := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		case <-woken:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
 		}
 		wait := w.interval
 		if all, ok := w.s.(ShardSweeper); ok {

@@ -23,7 +23,9 @@
 -- The sweep also touches the data hashes of the due entries it finds; they
 -- are named "<base>d:<name>" under the shard's tag, so in the shard's slot.
 -- Channel "<base>c" (sharded pub/sub, same slot) is published to after
--- events are appended.
+-- events are appended; channel "<base>s" when a script makes a bucket due
+-- sooner than every other of the shard, so that sweepers sleeping until
+-- the next due bucket they knew of wake up.
 --
 -- ARGV[1] is the time in µs, or '' for Redis's TIME; ARGV[2] the cap on the
 -- events kept in the shard.
@@ -105,6 +107,7 @@ end
 -- Entries to append, by bucket, written by flush: one read and one write
 -- of a bucket's open chunk per script call, however many entries it gets.
 local pend, pendDue, pendOrder = {}, {}, {}
+local sooner = nil -- the due time (ms) of a bucket made sooner than every other, to announce
 
 -- index the entry (hash id, field) for deadline dl, at level maxl at most
 local function insert(id, field, dl, now, maxl)
@@ -125,6 +128,10 @@ local function flush()
   for _, b in ipairs(pendOrder) do
     local open = redis.call('HGET', W, 'o' .. b)
     if not open then
+      local first = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
+      if #first == 0 or pendDue[b] < tonumber(first[2]) then
+        sooner = math.min(sooner or pendDue[b], pendDue[b])
+      end
       redis.call('ZADD', Q, pendDue[b], b)
       open = ''
     end
@@ -145,6 +152,10 @@ local function flush()
     end
   end
   pend, pendDue, pendOrder = {}, {}, {}
+  if sooner then
+    redis.call('SPUBLISH', BASE .. 's', sooner)
+    sooner = nil
+  end
 end
 
 -- the id of hash name, made when make is true
