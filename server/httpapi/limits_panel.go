@@ -122,7 +122,9 @@ func (a *limitActivity) snapshot(named []NamedLimit, now time.Time) []LimitActiv
 			keys = append(keys, view(r))
 		}
 	}
-	slices.SortFunc(keys, func(x, y LimitActivity) int { return cmp.Or(cmp.Compare(x.LastAgoMS, y.LastAgoMS), cmp.Compare(x.Key, y.Key)) })
+	slices.SortFunc(keys, func(x, y LimitActivity) int {
+		return cmp.Or(cmp.Compare(x.LastAgoMS, y.LastAgoMS), cmp.Compare(x.Key, y.Key))
+	})
 	return append(out, keys...)
 }
 

@@ -82,7 +82,7 @@ type Metrics struct {
 	inFlight    *prometheus.GaugeVec
 	connsTotal  *prometheus.CounterVec
 	late        prometheus.Histogram
-	decisions   *prometheus.CounterVec // limits.go
+	decisions   *prometheus.CounterVec      // limits.go
 	queue       atomic.Pointer[queue.Queue] // read by the jobs collector
 }
 
