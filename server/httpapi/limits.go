@@ -37,7 +37,7 @@ const (
 // under Limits, or under the server's limit Name (one of the two).
 type AllowRequest struct {
 	Key    string  `json:"key"`
-	N      int     `json:"n,omitempty"`
+	N      *int    `json:"n,omitempty"`
 	Name   string  `json:"name,omitempty"`
 	Limits []Limit `json:"limits,omitempty"`
 }
@@ -137,9 +137,9 @@ func (c limitCall) label() string {
 }
 
 func (s *Server) limitCall(req AllowRequest) (limitCall, error) {
-	c := limitCall{key: req.Key, n: req.N, name: req.Name}
-	if c.n == 0 {
-		c.n = 1
+	c := limitCall{key: req.Key, n: 1, name: req.Name}
+	if req.N != nil {
+		c.n = *req.N
 	}
 	switch {
 	case req.Key == "":
@@ -147,7 +147,7 @@ func (s *Server) limitCall(req AllowRequest) (limitCall, error) {
 	case len(req.Key) > 1024:
 		return c, badRequest("httpapi: key of %d bytes, want at most 1024", len(req.Key))
 	case c.n < 1:
-		return c, badRequest("httpapi: n is %d, want 1 or more", req.N)
+		return c, badRequest("httpapi: n is %d, want 1 or more", c.n)
 	case (req.Name == "") == (len(req.Limits) == 0):
 		return c, badRequest("httpapi: give name (a limit of the server's configuration) or limits, one of the two")
 	}

@@ -176,7 +176,7 @@ func checkLimits(ls []ratelimit.Limit) error {
 func FormatLimits(ls []ratelimit.Limit) string {
 	parts := make([]string, len(ls))
 	for i, l := range ls {
-		s := fmt.Sprintf("%d/%v", l.Events, l.Per)
+		s := strconv.Itoa(l.Events) + "/" + shortDuration(l.Per)
 		if l.Burst != 0 && l.Burst != l.Events {
 			s += ",burst=" + strconv.Itoa(l.Burst)
 		}
@@ -189,6 +189,19 @@ func FormatLimits(ls []ratelimit.Limit) string {
 		parts[i] = s
 	}
 	return strings.Join(parts, ";")
+}
+
+// shortDuration writes d as time.Duration.String does, without the zero
+// units at its end: 30m, not 30m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 // Limit is a limit in a request or a reply: Events per Per (with Burst,
