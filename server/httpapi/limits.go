@@ -207,7 +207,7 @@ func (s *Server) limitAllow(w http.ResponseWriter, r *http.Request) error {
 	}
 	reply := LimitReply{Allowed: res.Allowed, Remaining: res.Remaining, RetryAfterMS: ceilMS(res.RetryAfter), ResetAfterMS: ceilMS(res.ResetAfter)}
 	if !res.Allowed {
-		return limited(reply, res.RetryAfter, "httpapi: rate limited: retry after "+res.RetryAfter.String())
+		return limited(reply, res.RetryAfter, "httpapi: rate limited: retry after "+res.RetryAfter.Round(time.Millisecond).String())
 	}
 	writeJSON(w, http.StatusOK, reply)
 	return nil
@@ -242,7 +242,7 @@ func (s *Server) limitWait(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !res.OK() {
 		return limited(LimitReply{RetryAfterMS: ceilMS(res.Delay())}, res.Delay(),
-			"httpapi: rate limited: the earliest slot is "+res.Delay().String()+" away, beyond the wait of "+maxWait.String())
+			"httpapi: rate limited: the earliest slot is "+res.Delay().Round(time.Millisecond).String()+" away, beyond the wait of "+maxWait.String())
 	}
 	if wait := time.Until(res.TimeToAct()); wait > 0 {
 		t := time.NewTimer(wait)
