@@ -19,13 +19,14 @@ const serveLimitsHelp = `Rate limits are served under /v1/limits on every store.
 limits, or names one of the server's: --limit NAME=SPEC (repeatable) and
 --limits-file (one NAME=SPEC a line, blank lines and # comments ignored)
 define them; a name defined twice, or a SPEC that does not parse, stops
-serve at start. ` + httpapi.LimitSpecSyntax + `
-Names are 1 to 64 letters, digits and - _ . :
+serve at start. Names are 1 to 64 letters, digits and - _ . :
+
+` + httpapi.LimitSpecSyntax + ` Quote a SPEC with ';' in a shell.
 
   --limit sms=1/30m                        one per 30 minutes
   --limit api=100/1s,burst=10              100 a second, 10 at once
   --limit upload=funnel:capacity=100,drain=1m,quota=1
-  --limit daily=1/1s;100/24h               both at once
+  --limit 'daily=1/1s;100/24h'             both at once
   --limit search=50/1m,algorithm=sliding-log
 `
 
@@ -87,7 +88,7 @@ Examples:
 
   hourglass limit allow +15550100 --name sms
   hourglass limit allow user:42 --limit 100/1s,burst=10 -n 5
-  hourglass limit wait api:export --limit 1/1s;100/24h --max-wait 10s
+  hourglass limit wait api:export --limit '1/1s;100/24h' --max-wait 10s
   hourglass limit list --json
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
