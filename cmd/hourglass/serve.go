@@ -17,6 +17,7 @@ import (
 	"github.com/hourglass-io/hourglass"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 	"github.com/redis/go-redis/v9"
@@ -56,6 +57,7 @@ has no authentication of its own: beyond loopback, put it behind --tls-cert
 and a network you trust. --tls-cert and --tls-key serve both listeners over
 TLS.
 
+` + serveLimitsHelp + `
 SIGTERM or SIGINT stops the server: it stops accepting, lets the
 commands in flight finish (a waiting reserve ends without a reply), returns
 reserved jobs to ready and closes the store, all within --shutdown-timeout;
@@ -88,6 +90,8 @@ Examples:
 		fs.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection that sends no command for this `duration` (0: never)")
 		fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a shutdown waits for commands in flight before it closes connections (a `duration`)")
 		fs.StringVar(&o.logLevel, "log-level", "info", "least `level` logged: debug, info, warn or error")
+		fs.Func("limit", "a named rate limit, `NAME=SPEC` (repeatable; see below)", func(s string) error { o.limits = append(o.limits, s); return nil })
+		fs.StringVar(&o.limitsFile, "limits-file", "", "`file` of named rate limits, one NAME=SPEC a line (# comments)")
 		return func(ctx context.Context, c *cli, args []string) error {
 			if len(args) > 0 {
 				return usagef("serve takes no arguments, got %q", args)
@@ -120,6 +124,8 @@ type serveOptions struct {
 	authTokenFile           string
 	tlsCert, tlsKey         string
 	maxWait                 time.Duration
+	limits                  []string // --limit NAME=SPEC
+	limitsFile              string
 }
 
 func (o *serveOptions) validate() error {
@@ -198,6 +204,10 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	namedLimits, err := o.namedLimits()
+	if err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: o.level}))
 	redis.SetLogger(redisLogger{log})
 	// Before anything is logged, so that a SIGUSR1 sent once the server
@@ -262,7 +272,8 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	metrics := httpapi.NewMetrics(nil)
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
 		Observe: metrics.ObserveBeanstalk, ConnState: metrics.BeanstalkConnState}
-	hs := &httpapi.Server{Queue: q, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b)}
+	hs := &httpapi.Server{Queue: q, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b),
+		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits}
 
 	attrs := []any{"store", b.Kind, "url", redact(o.store), "beanstalk_addr", bl.Addr().String()}
 	if hl != nil {
@@ -272,7 +283,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		attrs = append(attrs, "fsync", o.fsync)
 	}
 	attrs = append(attrs, "max_job_size", o.maxJobSize, "max_jobs", o.maxJobs, "max_conns", o.maxConns,
-		"auth", token != "", "tls", tlsCfg != nil, "pid", os.Getpid())
+		"auth", token != "", "tls", tlsCfg != nil, "limits", len(namedLimits), "pid", os.Getpid())
 	log.Info("hourglass serving", attrs...)
 	if o.fsyncSet && b.Kind != "file" {
 		log.Warn("--fsync is ignored: it applies to the embedded engine on disk", "store", b.Kind)

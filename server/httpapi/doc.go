@@ -18,6 +18,9 @@
 //	GET    /v1/tubes/{tube}/peek/{state}   next ready, delayed or buried job
 //	POST   /v1/tubes/{tube}/kick|pause     kick up to bound jobs; pause
 //	GET    /v1/stats                       store statistics
+//	POST   /v1/limits/allow                rate limits: allow now (200) or not (429, Retry-After)
+//	POST   /v1/limits/wait                 rate limits: wait for the slot, a long poll (Limiter)
+//	GET    /v1/limits                      the named limits (NamedLimits)
 //	GET    /v1/openapi.json                the OpenAPI 3 document (OpenAPI())
 //	GET    /metrics                        Prometheus metrics (Metrics)
 //	GET    /healthz                        200 "ok" when the store answers

@@ -92,6 +92,10 @@ func storeFailure(err error) bool {
 
 // writeError writes err as a JSON error reply.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if rw, ok := err.(interface{ writeReply(http.ResponseWriter) }); ok {
+		rw.writeReply(w) // an error with a reply of its own (a limited allow)
+		return
+	}
 	ae := asAPIError(err)
 	var b errorBody
 	b.Error.Code, b.Error.Message = ae.code, ae.message

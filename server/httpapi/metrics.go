@@ -55,8 +55,9 @@ const (
 	// which the store's statistics give the due time exactly.
 	MetricDeliveryLateness = "hourglass_job_delivery_lateness_seconds"
 
-	// MetricLimiterDecisions (reserved for the rate limits): decisions by
-	// limit and result ("allowed", "denied"), a counter.
+	// MetricLimiterDecisions counts rate limit decisions over HTTP by
+	// limit (a named limit, or "inline": never the key), algorithm and
+	// result ("allowed", "denied", "error").
 	MetricLimiterDecisions = "hourglass_ratelimit_decisions_total"
 	// MetricExpiryLag (reserved for the expiring hashes): seconds between
 	// a field's expiry and its event's delivery, a histogram.
@@ -81,6 +82,7 @@ type Metrics struct {
 	inFlight    *prometheus.GaugeVec
 	connsTotal  *prometheus.CounterVec
 	late        prometheus.Histogram
+	decisions   *prometheus.CounterVec      // limits.go
 	queue       atomic.Pointer[queue.Queue] // read by the jobs collector
 }
 
@@ -114,6 +116,8 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 60}}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.storeErrors, m.conns, m.inFlight, m.connsTotal, m.late, jobsCollector{m})
+	m.decisions = newLimiterDecisions()
+	reg.MustRegister(m.decisions)
 	return m
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -57,6 +58,14 @@ type Server struct {
 	// http.Server that Serve runs. Defaults DefaultReadHeaderTimeout,
 	// DefaultReadTimeout and DefaultIdleTimeout.
 	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
+	// Limiter decides the rate limits of /v1/limits; nil: no such routes.
+	// Typically ratelimit.New(backend.Limits, nil).
+	Limiter *ratelimit.Limiter
+	// NamedLimits are the limits a request may name instead of giving
+	// them (hourglass serve --limit NAME=SPEC; see ParseNamedLimit).
+	NamedLimits map[string][]ratelimit.Limit
+
+	limitActivity limitActivity // the rate limit panel's counts
 
 	initOnce sync.Once
 	handler  http.Handler
