@@ -32,6 +32,7 @@ type primitive struct {
 // primitives served, in the dashboard's order.
 var primitives = []primitive{
 	jobsPrimitive,
+	hashesPrimitive,
 	// ratelimit, ttlhash and lock add their entries here.
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -36,6 +37,10 @@ const (
 type Server struct {
 	// Queue holds the jobs. Required.
 	Queue *queue.Queue
+	// Hashes, when set, serves the expiring hash fields and their expiry
+	// events under /v1/hashes and /v1/hash-groups. Sweeping (emitting the
+	// events) is not the Server's: run a ttlhash.Sweeper beside it.
+	Hashes *ttlhash.Hashes
 	// Logger receives store failures and internal errors. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -62,6 +67,8 @@ type Server struct {
 	handler  http.Handler
 	stop     context.Context // cancelled by Shutdown: long polls end
 	cancel   context.CancelFunc
+
+	hx hashState // hashes.go
 
 	mu  sync.Mutex
 	hs  *http.Server
