@@ -18,6 +18,12 @@
 //	GET    /v1/tubes/{tube}/peek/{state}   next ready, delayed or buried job
 //	POST   /v1/tubes/{tube}/kick|pause     kick up to bound jobs; pause
 //	GET    /v1/stats                       store statistics
+//	POST|GET|DELETE /v1/hashes/{hash}/fields   set, get, delete fields (Server.Hashes: hashes.go)
+//	GET    /v1/hashes/{hash}[/scan|/ttl]   length; a page of live fields; TTLs
+//	POST   /v1/hashes/{hash}/expire|persist   HEXPIRE conditions and codes; HPERSIST
+//	GET    /v1/hash-groups                 expiry event statistics
+//	POST|DELETE /v1/hash-groups/{group}    create, delete a consumer group
+//	POST   /v1/hash-groups/{group}/read|ack   events, a long poll of up to timeout_ms; ack
 //	GET    /v1/openapi.json                the OpenAPI 3 document (OpenAPI())
 //	GET    /metrics                        Prometheus metrics (Metrics)
 //	GET    /healthz                        200 "ok" when the store answers
