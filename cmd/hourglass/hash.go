@@ -42,7 +42,7 @@ Examples:
   hourglass hash get sessions s1
   hourglass hash expire --ttl 1h --cond GT sessions s1
   hourglass hash events --create --consumer worker-1 --timeout 30s audit
-  hourglass hash ack audit 1718000000000-0
+  hourglass hash ack audit 3:1718000000000-0
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var f hashFlags
