@@ -52,7 +52,7 @@ var hashBackends = []hashBackend{
 
 // startHashServer serves b's hashes, with a Sweeper running (so that
 // fields expire and their events appear), and opts for the Hashes.
-func startHashServer(t *testing.T, b hashBackend, opts *ttlhash.Options, configure func(*httpapi.Server)) *testServer {
+func startHashServer(t testing.TB, b hashBackend, opts *ttlhash.Options, configure func(*httpapi.Server)) *testServer {
 	t.Helper()
 	qs, hs := b.open(t)
 	h, err := ttlhash.New(hs, opts)
