@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -95,4 +96,47 @@ func hashesPanel(ctx context.Context, s *Server) (any, error) {
 	}
 	d.Events = eventStatsOf(st)
 	return d, nil
+}
+
+// recentHashes remembers the names of the hashes a Server's calls touched
+// most recently, at most maxRecentHashes: the store cannot list its
+// hashes, so the dashboard shows these.
+type recentHashes struct {
+	mu    sync.Mutex
+	seq   uint64
+	names map[string]uint64 // name -> when last touched (a sequence number)
+}
+
+// maxRecentHashes bounds the hashes the dashboard remembers.
+const maxRecentHashes = 100
+
+func (rh *recentHashes) note(name string) {
+	rh.mu.Lock()
+	defer rh.mu.Unlock()
+	if rh.names == nil {
+		rh.names = map[string]uint64{}
+	}
+	rh.seq++
+	rh.names[name] = rh.seq
+	if len(rh.names) > maxRecentHashes {
+		oldest, at := "", rh.seq
+		for n, t := range rh.names {
+			if t < at {
+				oldest, at = n, t
+			}
+		}
+		delete(rh.names, oldest)
+	}
+}
+
+// list returns the names, most recently touched first.
+func (rh *recentHashes) list() []string {
+	rh.mu.Lock()
+	defer rh.mu.Unlock()
+	out := make([]string, 0, len(rh.names))
+	for n := range rh.names {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b string) int { return cmp.Compare(rh.names[b], rh.names[a]) })
+	return out
 }
