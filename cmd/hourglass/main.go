@@ -12,6 +12,7 @@
 //	hourglass tubes    [flags]              list the tubes with their job counts
 //	hourglass api      [flags] METHOD PATH [JSON]   call the HTTP API (--http, HOURGLASS_HTTP)
 //	hourglass limit    allow|wait [flags] KEY   ask the rate limits over HTTP
+//	hourglass hash     SUBCOMMAND [flags]   expiring hash fields over the HTTP API (set, get, del, ttl, expire, persist, events, ack)
 //	hourglass bench    [flags]              measure a beanstalkd-protocol server
 //	hourglass help     [COMMAND]            show a command's flags and examples
 //
@@ -82,6 +83,7 @@ var commands = []*command{
 	tubesCommand,
 	apiCommand,
 	limitCommand,
+	hashCommand,
 	benchCommand,
 }
 

@@ -270,10 +270,26 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	}
 
 	metrics := httpapi.NewMetrics(nil)
+	hashes, sweeper, err := openHashes(b, log, metrics)
+	if err != nil {
+		bl.Close()
+		if hl != nil {
+			hl.Close()
+		}
+		return err
+	}
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
 		Observe: metrics.ObserveBeanstalk, ConnState: metrics.BeanstalkConnState}
-	hs := &httpapi.Server{Queue: q, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b),
+	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b),
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits}
+	if err := startSweeper(sweeper, log); err != nil {
+		bl.Close()
+		if hl != nil {
+			hl.Close()
+		}
+		return err
+	}
+	defer stopSweeper(sweeper, log) // before the store closes
 
 	attrs := []any{"store", b.Kind, "url", redact(o.store), "beanstalk_addr", bl.Addr().String()}
 	if hl != nil {

@@ -21,6 +21,12 @@
 //	POST   /v1/limits/allow                rate limits: allow now (200) or not (429, Retry-After)
 //	POST   /v1/limits/wait                 rate limits: wait for the slot, a long poll (Limiter)
 //	GET    /v1/limits                      the named limits (NamedLimits)
+//	POST|GET|DELETE /v1/hashes/{hash}/fields   set, get, delete fields (Server.Hashes: hashes.go)
+//	GET    /v1/hashes/{hash}[/scan|/ttl]   length; a page of live fields; TTLs
+//	POST   /v1/hashes/{hash}/expire|persist   HEXPIRE conditions and codes; HPERSIST
+//	GET    /v1/hash-groups                 expiry event statistics
+//	POST|DELETE /v1/hash-groups/{group}    create, delete a consumer group
+//	POST   /v1/hash-groups/{group}/read|ack   events, a long poll of up to timeout_ms; ack
 //	GET    /v1/openapi.json                the OpenAPI 3 document (OpenAPI())
 //	GET    /metrics                        Prometheus metrics (Metrics)
 //	GET    /healthz                        200 "ok" when the store answers

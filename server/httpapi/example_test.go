@@ -10,6 +10,7 @@ import (
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/httpapi"
+	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
 // A Server's Handler mounted on an httptest server: a put and a reserve.
@@ -58,4 +59,33 @@ func ExampleServer_authToken() {
 	// Output:
 	// 401 {"error":{"code":"unauthorized","message":"httpapi: missing or wrong bearer token"}}
 	// 200
+}
+
+// Expiring hash fields: a field set with a TTL, read back with its
+// deadline, and its expiry event read by a consumer group.
+func ExampleServer_hashes() {
+	store := memstore.New(nil)
+	defer store.Close()
+	q, _ := queue.New(store, nil)
+	defer q.Close()
+	hashes, _ := ttlhash.New(store.Hashes(), nil)
+	ts := httptest.NewServer((&httpapi.Server{Queue: q, Hashes: hashes}).Handler())
+	defer ts.Close()
+
+	post := func(path, body string) string {
+		resp, _ := http.Post(ts.URL+path, "application/json", strings.NewReader(body))
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return fmt.Sprint(resp.StatusCode, " ", string(b))
+	}
+	fmt.Println(strings.TrimSpace(post("/v1/hash-groups/audit", "")))
+	fmt.Print(post("/v1/hashes/sessions/fields", `{"fields":[{"name":"s1","value":"alice"}],"ttl_ms":20}`))
+	// The embedded engine expires the field on its own timer; the read
+	// waits for the event.
+	ev := post("/v1/hash-groups/audit/read", `{"consumer":"w1","timeout_ms":5000}`)
+	fmt.Println(strings.Contains(ev, `"field":"s1"`), strings.Contains(ev, `"value_base64":"YWxpY2U="`))
+	// Output:
+	// 204
+	// 200 {"added":1}
+	// true true
 }

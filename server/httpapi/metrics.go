@@ -59,8 +59,9 @@ const (
 	// limit (a named limit, or "inline": never the key), algorithm and
 	// result ("allowed", "denied", "error").
 	MetricLimiterDecisions = "hourglass_ratelimit_decisions_total"
-	// MetricExpiryLag (reserved for the expiring hashes): seconds between
-	// a field's expiry and its event's delivery, a histogram.
+	// MetricExpiryLag (the expiring hashes, hashes.go): seconds from a
+	// field's deadline to its removal by the store (expired_at - deadline),
+	// observed as its event is first handed out over HTTP, a histogram.
 	MetricExpiryLag = "hourglass_ttlhash_expiry_lag_seconds"
 	// MetricLockGrants (reserved for the locks): grants by lock and mode,
 	// a counter.

@@ -33,6 +33,7 @@ type primitive struct {
 var primitives = []primitive{
 	jobsPrimitive,
 	limitsPrimitive,
+	hashesPrimitive,
 	// ratelimit, ttlhash and lock add their entries here.
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -37,6 +38,10 @@ const (
 type Server struct {
 	// Queue holds the jobs. Required.
 	Queue *queue.Queue
+	// Hashes, when set, serves the expiring hash fields and their expiry
+	// events under /v1/hashes and /v1/hash-groups. Sweeping (emitting the
+	// events) is not the Server's: run a ttlhash.Sweeper beside it.
+	Hashes *ttlhash.Hashes
 	// Logger receives store failures and internal errors. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -71,6 +76,8 @@ type Server struct {
 	handler  http.Handler
 	stop     context.Context // cancelled by Shutdown: long polls end
 	cancel   context.CancelFunc
+
+	hx hashState // hashes.go
 
 	mu  sync.Mutex
 	hs  *http.Server
