@@ -147,8 +147,9 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // clock) and the delivery lag (a consumer's handling time minus the
 // deadline) at p50, p99 and max, and the expiry rate sustained over the
 // window. rate=10k: 100,000 fields over 1,000 hashes due over 10 s;
-// rate=100k: 200,000 fields over 2,000 hashes due over 2 s. Run with
-// -benchtime=1x.
+// rate=100k: 200,000 fields over 2,000 hashes due over 2 s;
+// rate=10k,fields=1M: 1,000,000 fields over 10,000 hashes due over 100 s.
+// Run with -benchtime=1x.
 func BenchmarkTTLHashLag(b *testing.B) {
 	for _, c := range []struct {
 		name           string
@@ -157,6 +158,9 @@ func BenchmarkTTLHashLag(b *testing.B) {
 	}{
 		{"rate=10k", 100_000, 1000, 10 * time.Second, 12 * time.Second},
 		{"rate=100k", 200_000, 2000, 2 * time.Second, 20 * time.Second},
+		// The scale: 1M fields over 10k hashes, 10k falling due
+		// per second for 100 s; about 3 minutes.
+		{"rate=10k,fields=1M", 1_000_000, 10_000, 100 * time.Second, 80 * time.Second},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			srv := redistest.Standalone(b)
