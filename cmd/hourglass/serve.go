@@ -263,6 +263,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
 		Observe: metrics.ObserveBeanstalk, ConnState: metrics.BeanstalkConnState}
 	hs := &httpapi.Server{Queue: q, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b)}
+	hs.Locks = b.Locks
 
 	attrs := []any{"store", b.Kind, "url", redact(o.store), "beanstalk_addr", bl.Addr().String()}
 	if hl != nil {

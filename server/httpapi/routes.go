@@ -32,6 +32,7 @@ type primitive struct {
 // primitives served, in the dashboard's order.
 var primitives = []primitive{
 	jobsPrimitive,
+	locksPrimitive,
 	// ratelimit, ttlhash and lock add their entries here.
 }
 
