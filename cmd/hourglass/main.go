@@ -11,6 +11,7 @@
 //	hourglass stats    [flags]              server, tube (--tube) or job (--job) statistics
 //	hourglass tubes    [flags]              list the tubes with their job counts
 //	hourglass api      [flags] METHOD PATH [JSON]   call the HTTP API (--http, HOURGLASS_HTTP)
+//	hourglass lock     [flags] obtain|release|refresh|ttl NAME [TOKEN]   locks over the HTTP API
 //	hourglass bench    [flags]              measure a beanstalkd-protocol server
 //	hourglass help     [COMMAND]            show a command's flags and examples
 //
@@ -80,6 +81,7 @@ var commands = []*command{
 	statsCommand,
 	tubesCommand,
 	apiCommand,
+	lockCommand,
 	benchCommand,
 }
 
