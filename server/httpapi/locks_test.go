@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -202,12 +203,24 @@ func TestLockObtainLongPoll(t *testing.T) {
 func TestLockShutdownEndsLongPoll(t *testing.T) {
 	ts := startLockServer(t, memStore(t), nil)
 	ts.c.obtain(t, "busy", nil)
-	// The waiter has a connection of its own: a second one open.
-	waiter := newClient(t, ts.url, "")
-	waiter.hc.Transport = &http.Transport{}
-	done := make(chan reply, 1)
+	// The waiter has a connection of its own: a second one open. It
+	// reports what it got rather than failing the test from its goroutine.
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: time.Minute}
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	done := make(chan result, 1)
 	go func() {
-		done <- waiter.do(req{method: "POST", path: lockPath("busy", "obtain"), json: map[string]any{"wait_ms": 25000}})
+		resp, err := hc.Post(ts.url+lockPath("busy", "obtain"), "application/json", strings.NewReader(`{"wait_ms":25000}`))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- result{resp.StatusCode, string(b), err}
 	}()
 	waitFor(t, "the obtain to be in flight", func() bool { return inFlight(t, ts) > 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -215,7 +228,14 @@ func TestLockShutdownEndsLongPoll(t *testing.T) {
 	if err := ts.srv.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	(<-done).want(t, http.StatusServiceUnavailable, httpapi.CodeShuttingDown)
+	select {
+	case r := <-done:
+		if r.err != nil || r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, `"`+httpapi.CodeShuttingDown+`"`) {
+			t.Fatalf("the waiting obtain got %d %s (%v), want 503 %s", r.status, r.body, r.err, httpapi.CodeShuttingDown)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting obtain did not end")
+	}
 }
 
 func TestLockBadInput(t *testing.T) {
