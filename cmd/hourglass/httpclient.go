@@ -42,6 +42,8 @@ type httpClient struct {
 	base  string
 	token string
 	hc    *http.Client
+	// header is sent with every call (a lock's owner token).
+	header map[string]string
 }
 
 // apiError is an error reply of the API: "job 42 not found (not_found)".
@@ -73,6 +75,9 @@ func (c *httpClient) call(ctx context.Context, method, path string, in any) (sta
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range c.header {
+		req.Header.Set(k, v)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -13,6 +13,7 @@
 //	hourglass api      [flags] METHOD PATH [JSON]   call the HTTP API (--http, HOURGLASS_HTTP)
 //	hourglass limit    allow|wait [flags] KEY   ask the rate limits over HTTP
 //	hourglass hash     SUBCOMMAND [flags]   expiring hash fields over the HTTP API (set, get, del, ttl, expire, persist, events, ack)
+//	hourglass lock     [flags] obtain|release|refresh|ttl NAME [TOKEN]   locks over the HTTP API
 //	hourglass bench    [flags]              measure a beanstalkd-protocol server
 //	hourglass help     [COMMAND]            show a command's flags and examples
 //
@@ -84,6 +85,7 @@ var commands = []*command{
 	apiCommand,
 	limitCommand,
 	hashCommand,
+	lockCommand,
 	benchCommand,
 }
 

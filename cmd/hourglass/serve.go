@@ -282,6 +282,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		Observe: metrics.ObserveBeanstalk, ConnState: metrics.BeanstalkConnState}
 	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b),
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits}
+	hs.Locks = b.Locks
 	if err := startSweeper(sweeper, log); err != nil {
 		bl.Close()
 		if hl != nil {

@@ -27,6 +27,9 @@
 //	GET    /v1/hash-groups                 expiry event statistics
 //	POST|DELETE /v1/hash-groups/{group}    create, delete a consumer group
 //	POST   /v1/hash-groups/{group}/read|ack   events, a long poll of up to timeout_ms; ack
+//	POST   /v1/locks/{name}/obtain         a lock or semaphore slot (with Locks set): try, or a long poll of up to wait_ms
+//	POST   /v1/locks/{name}/release|refresh   by the owner token (Hourglass-Lock-Token)
+//	GET    /v1/locks/{name}/ttl            the lease's remainder
 //	GET    /v1/openapi.json                the OpenAPI 3 document (OpenAPI())
 //	GET    /metrics                        Prometheus metrics (Metrics)
 //	GET    /healthz                        200 "ok" when the store answers
@@ -45,6 +48,15 @@
 // job's TTR from the reserve, and each touch renews it. A server that stops
 // does not return its HTTP reservations; they come back when their TTR
 // runs out.
+//
+// # Locks
+//
+// With Locks set (a lock.Store), obtain grants through a lock.Client of
+// the Server over it and replies with the owner token and the fencing
+// token; release, refresh and ttl go to the store with the token of the
+// Hourglass-Lock-Token header, so that any other token gets 409 not_held.
+// The server renews no lease: an HTTP holder refreshes its lease itself
+// before it runs out.
 //
 // # Errors
 //

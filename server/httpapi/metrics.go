@@ -63,9 +63,17 @@ const (
 	// field's deadline to its removal by the store (expired_at - deadline),
 	// observed as its event is first handed out over HTTP, a histogram.
 	MetricExpiryLag = "hourglass_ttlhash_expiry_lag_seconds"
-	// MetricLockGrants (reserved for the locks): grants by lock and mode,
-	// a counter.
+	// MetricLockGrants counts obtains over HTTP by mode ("try", "wait",
+	// "fair") and result ("granted", "refused": still held when the wait
+	// ended, "error": the store failed). Lock names are not labels: they
+	// are unbounded.
 	MetricLockGrants = "hourglass_lock_grants_total"
+	// MetricLockReleases counts releases over HTTP by result ("released",
+	// "not_held", "error").
+	MetricLockReleases = "hourglass_lock_releases_total"
+	// MetricLockWait is the histogram, in seconds, of how long an obtain
+	// over HTTP took, its wait included, by mode and result.
+	MetricLockWait = "hourglass_lock_wait_seconds"
 )
 
 // MaxScrapedTubes bounds the tubes whose job counts a scrape reads.

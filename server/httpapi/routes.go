@@ -34,6 +34,7 @@ var primitives = []primitive{
 	jobsPrimitive,
 	limitsPrimitive,
 	hashesPrimitive,
+	locksPrimitive,
 	// ratelimit, ttlhash and lock add their entries here.
 }
 

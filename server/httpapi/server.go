@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/ttlhash"
@@ -71,8 +72,13 @@ type Server struct {
 	NamedLimits map[string][]ratelimit.Limit
 
 	limitActivity limitActivity // the rate limit panel's counts
+	// Locks, when set, serves locks and semaphores under /v1/locks (see
+	// locks.go): a hourglass.Backend's Locks. The server obtains through a
+	// lock.Client of its own over it.
+	Locks lock.Store
 
 	initOnce sync.Once
+	locks    lockServer // the state of the locks' routes
 	handler  http.Handler
 	stop     context.Context // cancelled by Shutdown: long polls end
 	cancel   context.CancelFunc

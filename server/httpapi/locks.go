@@ -1,0 +1,399 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hourglass-io/hourglass/lock"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Locks and semaphores over HTTP:
+//
+//	POST /v1/locks/{name}/obtain    obtain (wait_ms 0: try once; else a long poll of up to wait_ms, cut to MaxWait)
+//	POST /v1/locks/{name}/release   release (Hourglass-Lock-Token)
+//	POST /v1/locks/{name}/refresh   set the lease to ttl_ms from now (Hourglass-Lock-Token)
+//	GET  /v1/locks/{name}/ttl       the lease's remainder (Hourglass-Lock-Token)
+//
+// A grant's reply carries the owner token and the fencing token. No one
+// renews an HTTP lease: the holder refreshes it before ttl_ms runs out, or
+// loses the lock. The server never renews a lease for a client.
+
+// locksPrimitive serves locks and semaphores under /v1/locks.
+var locksPrimitive = primitive{
+	name:    "locks",
+	enabled: func(s *Server) bool { return s.Locks != nil },
+	routes: func(s *Server) []route {
+		s.locks.setup(s)
+		return []route{
+			{"POST", "/v1/locks/{name}/obtain", "obtain", s.lockObtain},
+			{"POST", "/v1/locks/{name}/release", "release", s.lockRelease},
+			{"POST", "/v1/locks/{name}/refresh", "refresh", s.lockRefresh},
+			{"GET", "/v1/locks/{name}/ttl", "ttl", s.lockTTL},
+		}
+	},
+	panel: locksPanel,
+}
+
+// Error codes of the locks (see the Code constants).
+const (
+	// CodeNotObtained (409): the lock, or every slot of the semaphore, was
+	// still held by others when the obtain's wait ended.
+	CodeNotObtained = "not_obtained"
+	// CodeNotHeld (409): release, refresh or ttl with a token that holds
+	// no live lease of the name: another owner's, a released one, or one
+	// whose lease ran out.
+	CodeNotHeld = "not_held"
+)
+
+// LockTokenHeader carries the owner token of a grant on release, refresh
+// and ttl.
+const LockTokenHeader = "Hourglass-Lock-Token"
+
+// maxLockToken bounds the length of an owner token a request may carry.
+const maxLockToken = 128
+
+// maxRecentLocks bounds the grants the dashboard lists: those this server
+// made over HTTP, the most recent ones.
+const maxRecentLocks = 50
+
+// lockServer is the state of the locks' routes in a Server.
+type lockServer struct {
+	once     sync.Once
+	client   *lock.Client
+	grants   *prometheus.CounterVec
+	releases *prometheus.CounterVec
+	wait     *prometheus.HistogramVec
+
+	mu     sync.Mutex
+	recent []heldLock // grants made over HTTP, oldest first
+}
+
+// heldLock is a grant this server made over HTTP, for the dashboard.
+type heldLock struct {
+	name    string
+	token   string
+	fence   uint64
+	limit   int
+	granted time.Time
+}
+
+// setup makes the Client and registers the metrics, once.
+func (ls *lockServer) setup(s *Server) {
+	ls.once.Do(func() {
+		c, err := lock.New(s.Locks, nil)
+		if err != nil {
+			panic(err) // nil options are always valid
+		}
+		ls.client = c
+		reg := s.Metrics.Registry()
+		ls.grants = registerOnce(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricLockGrants,
+			Help: "Lock and semaphore obtains over HTTP, by mode (try, wait, fair) and result (granted, refused, error)."},
+			[]string{"mode", "result"}))
+		ls.releases = registerOnce(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricLockReleases,
+			Help: "Lock and semaphore releases over HTTP, by result (released, not_held, error)."},
+			[]string{"result"}))
+		ls.wait = registerOnce(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricLockWait,
+			Help:    "Seconds an obtain over HTTP took, its wait included, by mode and result.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}},
+			[]string{"mode", "result"}))
+	})
+}
+
+// registerOnce registers c on reg, or returns the collector of the same
+// description already there (two Servers sharing one Metrics).
+func registerOnce[C prometheus.Collector](reg *prometheus.Registry, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if old, ok := are.ExistingCollector.(C); ok {
+				return old
+			}
+		}
+		panic(err)
+	}
+	return c
+}
+
+func (ls *lockServer) remember(l *lock.Lock, limit int) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if len(ls.recent) == maxRecentLocks {
+		ls.recent = slices.Delete(ls.recent, 0, 1)
+	}
+	ls.recent = append(ls.recent, heldLock{name: l.Name(), token: l.Token(), fence: l.Fence(), limit: limit, granted: time.Now()})
+}
+
+func (ls *lockServer) forget(token string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.recent = slices.DeleteFunc(ls.recent, func(h heldLock) bool { return h.token == token })
+}
+
+// LockObtainRequest is the JSON body of an obtain (optional: the defaults
+// are a lock, a lease of 15 s, no wait).
+type LockObtainRequest struct {
+	// TTLMS is the lease: the store drops the hold this long after the
+	// grant unless the holder refreshes it. Default 15000 (lock.DefaultTTL).
+	TTLMS int64 `json:"ttl_ms"`
+	// WaitMS is how long to wait while the lock is held: 0 tries once. It
+	// is cut to the server's maximum wait.
+	WaitMS int64 `json:"wait_ms"`
+	// Fair makes a waiting obtain wait in line: grants go to waiters in
+	// the order they arrived, across servers. A place in line lasts while
+	// the request waits.
+	Fair bool `json:"fair"`
+	// Limit makes the name a semaphore of that many slots (default 1, a
+	// lock). Every user of a name must give the same limit.
+	Limit int `json:"limit"`
+}
+
+// LockGrant is the reply to an obtain that got the lock.
+type LockGrant struct {
+	Name string `json:"name"`
+	// Token is the owner token, for release, refresh and ttl (in the
+	// Hourglass-Lock-Token header).
+	Token string `json:"token"`
+	// Fence is the fencing token: larger than every earlier grant's of
+	// the name. Pass it to the resource the lock protects.
+	Fence uint64 `json:"fence"`
+	Limit int    `json:"limit"`
+	// TTLMS is the lease granted: refresh before it runs out.
+	TTLMS int64 `json:"ttl_ms"`
+	// WaitedMS is how long the obtain took.
+	WaitedMS int64 `json:"waited_ms"`
+}
+
+// LockRefreshRequest is the JSON body of a refresh.
+type LockRefreshRequest struct {
+	// TTLMS is the new lease, from now. Required.
+	TTLMS int64 `json:"ttl_ms"`
+}
+
+// LockTTL is the reply to a ttl.
+type LockTTL struct {
+	// TTLMS is how long the lease has left on the store's clock.
+	TTLMS int64 `json:"ttl_ms"`
+}
+
+// lockMS converts a lease in milliseconds, refusing what lock refuses.
+func lockMS(n int64, field string) (time.Duration, error) {
+	if n < lock.MinTTL.Milliseconds() || n > lock.MaxTTL.Milliseconds() {
+		return 0, badRequest("httpapi: %s is %d, want %d to %d", field, n, lock.MinTTL.Milliseconds(), lock.MaxTTL.Milliseconds())
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	var req LockObtainRequest
+	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+		return err
+	}
+	if req.TTLMS == 0 {
+		req.TTLMS = lock.DefaultTTL.Milliseconds()
+	}
+	ttl, err := lockMS(req.TTLMS, "ttl_ms")
+	if err != nil {
+		return err
+	}
+	if req.WaitMS < 0 {
+		return badRequest("httpapi: wait_ms is %d, want 0 or more", req.WaitMS)
+	}
+	if req.Limit == 0 {
+		req.Limit = 1
+	}
+	// A TTL is always given, and AutoRenew never set: the server renews
+	// no lease; the holder refreshes it.
+	opts := &lock.ObtainOptions{TTL: ttl, Fair: req.Fair}
+	sem := s.locks.client.NewSemaphore(name, req.Limit)
+	wait := min(ms(req.WaitMS), s.maxWait())
+	mode := "try"
+	start := time.Now()
+	var l *lock.Lock
+	if wait <= 0 {
+		l, err = sem.TryAcquire(r.Context(), opts)
+	} else {
+		mode = "wait"
+		if req.Fair {
+			mode = "fair"
+		}
+		ctx, cancel := s.longPoll(r)
+		defer cancel()
+		ctx, cancelWait := context.WithTimeout(ctx, wait)
+		defer cancelWait()
+		l, err = sem.Acquire(ctx, opts)
+	}
+	took := time.Since(start)
+	if err != nil && lockBadInput(err) {
+		return lockError(err)
+	}
+	result := "granted"
+	switch {
+	case errors.Is(err, lock.ErrNotObtained):
+		result = "refused"
+	case err != nil:
+		result = "error"
+	}
+	s.locks.grants.WithLabelValues(mode, result).Inc()
+	s.locks.wait.WithLabelValues(mode, result).Observe(took.Seconds())
+	if err != nil {
+		if r.Context().Err() == nil && s.stop.Err() != nil {
+			return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+		}
+		return lockError(err)
+	}
+	s.locks.remember(l, req.Limit)
+	writeJSON(w, http.StatusOK, LockGrant{Name: name, Token: l.Token(), Fence: l.Fence(), Limit: req.Limit,
+		TTLMS: ttl.Milliseconds(), WaitedMS: took.Milliseconds()})
+	return nil
+}
+
+// lockTarget reads the name and owner token of a call on a grant.
+func lockTarget(r *http.Request) (name, token string, err error) {
+	name = r.PathValue("name")
+	if name == "" || len(name) > lock.MaxNameLen {
+		return "", "", badRequest("httpapi: lock name of %d bytes, want 1 to %d", len(name), lock.MaxNameLen)
+	}
+	token = r.Header.Get(LockTokenHeader)
+	if token == "" {
+		return "", "", badRequest("httpapi: the %s header is required: the token obtain returned", LockTokenHeader)
+	}
+	if len(token) > maxLockToken {
+		return "", "", badRequest("httpapi: %s of %d bytes, want at most %d", LockTokenHeader, len(token), maxLockToken)
+	}
+	return name, token, nil
+}
+
+func (s *Server) lockRelease(w http.ResponseWriter, r *http.Request) error {
+	name, token, err := lockTarget(r)
+	if err != nil {
+		return err
+	}
+	err = s.Locks.Release(r.Context(), name, token)
+	result := "released"
+	switch {
+	case errors.Is(err, lock.ErrNotHeld):
+		result = "not_held"
+	case err != nil:
+		result = "error"
+	}
+	s.locks.releases.WithLabelValues(result).Inc()
+	if err == nil || errors.Is(err, lock.ErrNotHeld) {
+		s.locks.forget(token)
+	}
+	if err != nil {
+		return lockError(err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) lockRefresh(w http.ResponseWriter, r *http.Request) error {
+	name, token, err := lockTarget(r)
+	if err != nil {
+		return err
+	}
+	var req LockRefreshRequest
+	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+		return err
+	}
+	ttl, err := lockMS(req.TTLMS, "ttl_ms")
+	if err != nil {
+		return err
+	}
+	if err := s.Locks.Refresh(r.Context(), name, token, ttl); err != nil {
+		if errors.Is(err, lock.ErrNotHeld) {
+			s.locks.forget(token)
+		}
+		return lockError(err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) lockTTL(w http.ResponseWriter, r *http.Request) error {
+	name, token, err := lockTarget(r)
+	if err != nil {
+		return err
+	}
+	d, err := s.Locks.TTL(r.Context(), name, token)
+	if err != nil {
+		if errors.Is(err, lock.ErrNotHeld) {
+			s.locks.forget(token)
+		}
+		return lockError(err)
+	}
+	writeJSON(w, http.StatusOK, LockTTL{TTLMS: d.Milliseconds()})
+	return nil
+}
+
+// lockBadInput reports whether err is lock's report of bad input.
+func lockBadInput(err error) bool {
+	return errors.Is(err, lock.ErrInvalidName) || errors.Is(err, lock.ErrInvalidTTL) ||
+		errors.Is(err, lock.ErrInvalidLimit) || errors.Is(err, lock.ErrInvalidOption)
+}
+
+// lockError maps an error of package lock to its reply.
+func lockError(err error) error {
+	switch {
+	case lockBadInput(err):
+		return badRequest("httpapi: %v", err)
+	case errors.Is(err, lock.ErrNotObtained):
+		return apiError{http.StatusConflict, CodeNotObtained, "httpapi: " + err.Error(), 0}
+	case errors.Is(err, lock.ErrNotHeld):
+		return apiError{http.StatusConflict, CodeNotHeld, "httpapi: " + err.Error(), 0}
+	case errors.Is(err, lock.ErrClosed):
+		return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+	}
+	return err
+}
+
+// locksPanelData is what the locks panel shows.
+type locksPanelData struct {
+	Held []panelLock
+	Max  int
+}
+
+type panelLock struct {
+	Name        string
+	TokenPrefix string
+	Fence       uint64
+	Limit       int
+	LeftMS      int64
+	HeldMS      int64
+}
+
+// locksPanel lists the grants this server made over HTTP that are still
+// held, with the remainder of each lease as the store tells it. A
+// lock.Store cannot list its locks, so grants made by other servers or by
+// Go programs are not shown; the panel says so.
+func locksPanel(ctx context.Context, s *Server) (any, error) {
+	s.locks.mu.Lock()
+	recent := slices.Clone(s.locks.recent)
+	s.locks.mu.Unlock()
+	d := locksPanelData{Max: maxRecentLocks}
+	for _, h := range recent {
+		left, err := s.Locks.TTL(ctx, h.name, h.token)
+		if errors.Is(err, lock.ErrNotHeld) {
+			s.locks.forget(h.token) // released elsewhere, or its lease ran out
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		prefix := h.token
+		if len(prefix) > 6 {
+			prefix = prefix[:6] + "…"
+		}
+		d.Held = append(d.Held, panelLock{Name: h.name, TokenPrefix: prefix, Fence: h.fence, Limit: h.limit,
+			LeftMS: left.Milliseconds(), HeldMS: time.Since(h.granted).Milliseconds()})
+	}
+	slices.SortStableFunc(d.Held, func(a, b panelLock) int { return cmp.Compare(a.Name, b.Name) })
+	return d, nil
+}
