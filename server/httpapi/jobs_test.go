@@ -270,7 +270,7 @@ func TestReserveLongPoll(t *testing.T) {
 			}
 		}()
 		// Once the reserve is waiting (its connection is open), put.
-		waitFor(t, "the reserve to be in flight", func() bool { return inFlight(t, ts2) > 0 })
+		waitFor(t, "the reserve to be in flight", func() bool { return inFlight(t, ts2, "jobs", "reserve") > 0 })
 		id := ts2.c.put(t, "lp", map[string]any{"body": "late"})
 		select {
 		case r := <-got:
@@ -292,7 +292,7 @@ func TestShutdownEndsLongPoll(t *testing.T) {
 		r = ts.c.do(req{method: "POST", path: "/v1/reserve", json: map[string]any{"timeout_ms": 25000}})
 	}()
 	// Shutdown waits for the request in flight, which it ends.
-	waitFor(t, "the reserve to be in flight", func() bool { return inFlight(t, ts) > 0 })
+	waitFor(t, "the reserve to be in flight", func() bool { return inFlight(t, ts, "jobs", "reserve") > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := ts.srv.Shutdown(ctx); err != nil {
@@ -302,10 +302,10 @@ func TestShutdownEndsLongPoll(t *testing.T) {
 	r.want(t, http.StatusServiceUnavailable, httpapi.CodeShuttingDown)
 }
 
-// inFlight reads how many reserves the server is serving: a reserve
+// inFlight reads how many requests of a route the server is serving: one
 // counted there has entered its handler.
-func inFlight(t testing.TB, ts *testServer) float64 {
-	return gauge(t, ts.srv.Metrics, "hourglass_http_requests_in_flight", map[string]string{"primitive": "jobs", "command": "reserve"})
+func inFlight(t testing.TB, ts *testServer, primitive, command string) float64 {
+	return gauge(t, ts.srv.Metrics, "hourglass_http_requests_in_flight", map[string]string{"primitive": primitive, "command": command})
 }
 
 // waitFor polls cond until it holds, failing the test after 10 s.

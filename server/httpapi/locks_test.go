@@ -183,7 +183,7 @@ func TestLockObtainLongPoll(t *testing.T) {
 			go func() {
 				got <- ts2.c.do(req{method: "POST", path: lockPath("lp", "obtain"), json: map[string]any{"wait_ms": 20000, "fair": fair}})
 			}()
-			waitFor(t, "the obtain to be in flight", func() bool { return inFlight(t, ts2) > 0 })
+			waitFor(t, "the obtain to be in flight", func() bool { return inFlight(t, ts2, "locks", "obtain") > 0 })
 			c.do(req{method: "POST", path: lockPath("lp", "release"), header: lockToken(g.Token)}).want(t, http.StatusNoContent, "")
 			var g2 lockGrant
 			select {
@@ -203,8 +203,8 @@ func TestLockObtainLongPoll(t *testing.T) {
 func TestLockShutdownEndsLongPoll(t *testing.T) {
 	ts := startLockServer(t, memStore(t), nil)
 	ts.c.obtain(t, "busy", nil)
-	// The waiter has a connection of its own: a second one open. It
-	// reports what it got rather than failing the test from its goroutine.
+	// The waiter reports what it got rather than failing the test from its
+	// goroutine.
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: time.Minute}
 	type result struct {
 		status int
@@ -222,7 +222,7 @@ func TestLockShutdownEndsLongPoll(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		done <- result{resp.StatusCode, string(b), err}
 	}()
-	waitFor(t, "the obtain to be in flight", func() bool { return inFlight(t, ts) > 1 })
+	waitFor(t, "the obtain to be in flight", func() bool { return inFlight(t, ts, "locks", "obtain") > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := ts.srv.Shutdown(ctx); err != nil {
