@@ -12,8 +12,8 @@
 --              varint(hash id) varint(#field) field (about 11 bytes for an
 --              8-byte field name).
 --   KEYS[2] q  sorted set: bucket -> due time (ms): a level-0 bucket's
---              deadline; a coarser bucket's start less a finer bucket's width,
---              when its entries are refined into finer buckets
+--              deadline; a coarser bucket's start less its own width, when
+--              its entries are refined into finer buckets
 --   KEYS[3] n  hash: hash id -> hash name
 --   KEYS[4] i  hash: hash name -> hash id (ids are never reused)
 --   KEYS[5] m  hash: seq (hash ids issued), dropped (events the cap removed)
@@ -88,9 +88,9 @@ end
 
 -- bucket of deadline dl seen at now, at level maxl at most: the finest
 -- level whose 16 buckets from now reach dl. Returns the bucket and its
--- due time: a level-0 bucket is due at its deadline, a coarser one a
--- finer bucket's width before its start, so that its entries are refined
--- before the first of them is due.
+-- due time: a level-0 bucket is due at its deadline, a coarser one its
+-- own width before its start, so that refining its entries (finer buckets
+-- first, a share of every sweep) ends long before the first of them is due.
 local function bucketOf(dl, now, maxl)
   local delta, l = dl - now, 0
   while delta >= 16 * width(l) and l < maxl do
@@ -99,7 +99,7 @@ local function bucketOf(dl, now, maxl)
   local idx = math.floor(dl / width(l))
   local due = idx * width(l)
   if l > 0 then
-    due = due - width(l - 1)
+    due = due - width(l)
   end
   return l .. ':' .. idx, due
 end

@@ -1,7 +1,7 @@
 #!lua
 -- hx_sweep: expires the due fields of one shard, about max of them at most:
--- takes the due buckets of the wheel a chunk at a time, level-0 buckets
--- (fields due now) before coarser ones (to refine); an entry whose
+-- takes the due buckets of the wheel a chunk at a time, the finest first:
+-- level-0 buckets (fields due now), then coarser ones (to refine); an entry whose
 -- field is due expires (event appended), one due later moves to a finer
 -- bucket (written at the end of the call), one whose field is gone or has
 -- another deadline is dropped.
@@ -42,11 +42,17 @@ while work < max do
   if #due == 0 then
     break
   end
-  local b = due[1]
+  -- The finest due bucket first: level 0 holds fields due now, and a
+  -- finer bucket's entries fall due before a coarser one's, which was made
+  -- due a whole bucket width early so that refining it can wait.
+  local b, bl = due[1], 99
   for _, d in ipairs(due) do
-    if string.sub(d, 1, 2) == '0:' then
-      b = d
-      break
+    local dlv = tonumber(string.match(d, '^(%d+):'))
+    if dlv < bl then
+      b, bl = d, dlv
+      if dlv == 0 then
+        break
+      end
     end
   end
   local l, idx = string.match(b, '^(%d+):(%d+)$')
