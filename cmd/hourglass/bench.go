@@ -20,8 +20,8 @@ import (
 
 var benchCommand = &command{
 	name:    "bench",
-	args:    "[flags]",
-	summary: "measure a beanstalkd-protocol server: puts/s, reserves+deletes/s, lateness of delayed jobs",
+	args:    "[flags] | bench limits [flags]",
+	summary: "measure a beanstalkd-protocol server (puts/s, reserves+deletes/s, lateness), or rate limit decisions/s over HTTP",
 	help: `Runs three phases against the server, each on fresh connections and each
 bounded by --phase-timeout:
 
@@ -42,11 +42,20 @@ one are reserved through the others.
 A progress line is shown on standard error when it is a terminal. The
 results go to standard output: a table, or one JSON object with --json.
 
+'hourglass bench limits' measures rate limit decisions instead: --clients
+(default 16) keep-alive clients POST /v1/limits/allow to the HTTP API of
+--http (or HOURGLASS_HTTP, with --auth-token or HOURGLASS_AUTH_TOKEN) on
+--keys keys under --limit SPEC or the server's --name NAME, until
+--decisions or --duration; it prints decisions/s, allowed and denied, and
+the latency p50, p99 and max. Its flags follow the word limits; run
+'hourglass bench limits -h' for them.
+
 Examples:
 
   hourglass bench
   hourglass bench --addr 127.0.0.1:11300,127.0.0.1:11301 --json
   hourglass bench --jobs 5000 --lateness-jobs 200 --conns 4
+  hourglass bench limits --http http://127.0.0.1:7480 --clients 16 --decisions 200000 --keys 1000 --json
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var o benchOptions
@@ -59,8 +68,20 @@ Examples:
 		fs.DurationVar(&o.phaseTimeout, "phase-timeout", 5*time.Minute, "longest a phase may take before the benchmark fails (a `duration`)")
 		fs.BoolVar(&o.json, "json", false, "print the figures as one JSON object")
 		return func(ctx context.Context, c *cli, args []string) error {
+			if len(args) > 0 && args[0] == "limits" {
+				var before []string
+				fs.Visit(func(f *flag.Flag) {
+					if f.Name != "addr" { // HOURGLASS_ADDR may have set it
+						before = append(before, "--"+f.Name)
+					}
+				})
+				if len(before) > 0 {
+					return usagef("bench limits: the flags go after limits, got %s before it", strings.Join(before, " "))
+				}
+				return c.benchLimitsMain(ctx, args[1:])
+			}
 			if len(args) > 0 {
-				return usagef("bench takes no arguments, got %q", args)
+				return usagef("bench takes no arguments or limits, got %q", args)
 			}
 			for a := range strings.SplitSeq(o.addr, ",") {
 				if a = strings.TrimSpace(a); a != "" {

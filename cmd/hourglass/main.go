@@ -15,6 +15,7 @@
 //	hourglass hash     SUBCOMMAND [flags]   expiring hash fields over the HTTP API (set, get, del, ttl, expire, persist, events, ack)
 //	hourglass lock     [flags] obtain|release|refresh|ttl NAME [TOKEN]   locks over the HTTP API
 //	hourglass bench    [flags]              measure a beanstalkd-protocol server
+//	hourglass bench    limits [flags]       measure rate limit decisions/s over the HTTP API
 //	hourglass help     [COMMAND]            show a command's flags and examples
 //
 // serve keeps jobs in the store its --store URL names: a directory for the
