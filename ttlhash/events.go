@@ -158,9 +158,11 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if len(evs) > 0 {
-			continue
+		if len(evs) == h.opts.batch() {
+			continue // there may be more at once
 		}
+		// Fewer than a batch: wait for the next wake-up (one that came while
+		// these were handled is kept) rather than read again at once.
 		timer.Reset(h.opts.poll())
 		select {
 		case <-ctx.Done():
