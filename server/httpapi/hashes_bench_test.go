@@ -16,10 +16,10 @@ import (
 // calling ttlhash in process ("direct"), on the embedded engine and one
 // redis-server.
 func BenchmarkHashSetGet(b *testing.B) {
-	for _, be := range hashBackends[:2] {
+	for _, be := range backends[:2] {
 		b.Run(be.name, func(b *testing.B) {
 			b.Run("direct", func(b *testing.B) {
-				_, hs := be.open(b)
+				hs := storesOf(b, be.open(b)).hashes
 				h, err := ttlhash.New(hs, nil)
 				if err != nil {
 					b.Fatal(err)

@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -12,49 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
-	"github.com/hourglass-io/hourglass/memstore"
-	"github.com/hourglass-io/hourglass/queue"
-	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
-// hashBackend opens a back end's job store and hash store.
-type hashBackend struct {
-	name string
-	open func(t testing.TB) (queue.Store, ttlhash.Store)
-}
-
-var hashBackends = []hashBackend{
-	{"mem", func(t testing.TB) (queue.Store, ttlhash.Store) {
-		s := memstore.New(nil)
-		t.Cleanup(func() { s.Close() })
-		return s, s.Hashes()
-	}},
-	{"redis", func(t testing.TB) (queue.Store, ttlhash.Store) {
-		s, err := redisstore.New(context.Background(), redistest.StandaloneClient(t), &redisstore.Options{Prefix: redistest.Prefix(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s, s.Hashes()
-	}},
-	{"cluster", func(t testing.TB) (queue.Store, ttlhash.Store) {
-		s, err := redisstore.New(context.Background(), redistest.ClusterClient(t), &redisstore.Options{Prefix: redistest.Prefix(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s, s.Hashes()
-	}},
-}
-
 // startHashServer serves b's hashes, with a Sweeper running (so that
 // fields expire and their events appear), and opts for the Hashes.
-func startHashServer(t testing.TB, b hashBackend, opts *ttlhash.Options, configure func(*httpapi.Server)) *testServer {
+func startHashServer(t testing.TB, b backend, opts *ttlhash.Options, configure func(*httpapi.Server)) *testServer {
 	t.Helper()
-	qs, hs := b.open(t)
+	qs := b.open(t)
+	hs := storesOf(t, qs).hashes
 	h, err := ttlhash.New(hs, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +43,8 @@ func startHashServer(t testing.TB, b hashBackend, opts *ttlhash.Options, configu
 	return ts
 }
 
-func forEachHashBackend(t *testing.T, f func(t *testing.T, b hashBackend)) {
-	for _, b := range hashBackends {
+func forEachHashBackend(t *testing.T, f func(t *testing.T, b backend)) {
+	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) { f(t, b) })
 	}
 }
@@ -181,7 +147,7 @@ func (c *client) readEvents(t testing.TB, group, consumer string, max int, timeo
 }
 
 func TestHashFields(t *testing.T) {
-	forEachHashBackend(t, func(t *testing.T, b hashBackend) {
+	forEachHashBackend(t, func(t *testing.T, b backend) {
 		ts := startHashServer(t, b, nil, nil)
 		c := ts.c
 		const h = "users:42"
@@ -321,7 +287,7 @@ func TestHashFields(t *testing.T) {
 }
 
 func TestHashBadInput(t *testing.T) {
-	ts := startHashServer(t, hashBackends[0], nil, nil)
+	ts := startHashServer(t, backends[0], nil, nil)
 	c := ts.c
 	path := "/v1/hashes/h/fields"
 	for _, tc := range []struct {
@@ -363,7 +329,7 @@ func TestHashBadInput(t *testing.T) {
 // TestHashBinaryValues stores every byte value, alone and all together,
 // and reads them back exactly: by get, by scan and in the expiry events.
 func TestHashBinaryValues(t *testing.T) {
-	forEachHashBackend(t, func(t *testing.T, b hashBackend) {
+	forEachHashBackend(t, func(t *testing.T, b backend) {
 		ts := startHashServer(t, b, nil, nil)
 		c := ts.c
 		want := map[string][]byte{}
@@ -431,7 +397,7 @@ func TestHashBinaryValues(t *testing.T) {
 }
 
 func TestHashEvents(t *testing.T) {
-	forEachHashBackend(t, func(t *testing.T, b hashBackend) {
+	forEachHashBackend(t, func(t *testing.T, b backend) {
 		ts := startHashServer(t, b, &ttlhash.Options{VisibilityTimeout: 300 * time.Millisecond}, nil)
 		c := ts.c
 		c.do(req{method: "POST", path: "/v1/hash-groups/audit"}).want(t, http.StatusNoContent, "")
@@ -500,7 +466,7 @@ func TestHashEvents(t *testing.T) {
 }
 
 func TestHashReadLongPollBounded(t *testing.T) {
-	forEachHashBackend(t, func(t *testing.T, b hashBackend) {
+	forEachHashBackend(t, func(t *testing.T, b backend) {
 		ts := startHashServer(t, b, nil, func(s *httpapi.Server) { s.MaxWait = 200 * time.Millisecond })
 		c := ts.c
 		c.do(req{method: "POST", path: "/v1/hash-groups/g"}).want(t, http.StatusNoContent, "")
@@ -516,7 +482,7 @@ func TestHashReadLongPollBounded(t *testing.T) {
 }
 
 func TestHashMetrics(t *testing.T) {
-	ts := startHashServer(t, hashBackends[1], nil, nil) // Redis: the Sweeper expires the fields
+	ts := startHashServer(t, backends[1], nil, nil) // Redis: the Sweeper expires the fields
 	c := ts.c
 	m := ts.srv.Metrics
 	c.do(req{method: "POST", path: "/v1/hash-groups/m"}).want(t, http.StatusNoContent, "")
@@ -556,7 +522,7 @@ func TestHashMetrics(t *testing.T) {
 }
 
 func TestDashboardListsHashes(t *testing.T) {
-	ts := startHashServer(t, hashBackends[0], nil, nil)
+	ts := startHashServer(t, backends[0], nil, nil)
 	c := ts.c
 	page := string(c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body)
 	if !strings.Contains(page, `id="panel-hashes"`) || !strings.Contains(page, "there are none yet") {

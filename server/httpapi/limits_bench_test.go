@@ -30,7 +30,7 @@ func BenchmarkLimitAllow(b *testing.B) {
 	for _, be := range backends[:2] { // the embedded engine and one redis-server
 		b.Run(be.name, func(b *testing.B) {
 			b.Run("direct", func(b *testing.B) {
-				l := ratelimit.New(limitsOf(b, be.open(b)), nil)
+				l := ratelimit.New(storesOf(b, be.open(b)).limits, nil)
 				ctx := context.Background()
 				parallel(b, func() func() error {
 					return func() error {

@@ -11,26 +11,12 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/redistest"
-	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 	"github.com/redis/go-redis/v9"
 )
-
-// limitsOf returns the rate limit store of a back end's store.
-func limitsOf(t testing.TB, s queue.Store) ratelimit.Store {
-	t.Helper()
-	switch s := s.(type) {
-	case *memstore.Store:
-		return s.Limits()
-	case *redisstore.Store:
-		return s.Limits()
-	}
-	t.Fatalf("no rate limit store in %T", s)
-	return nil
-}
 
 // startLimitServer serves the rate limits of store, with the named limits
 // given as serve --limit takes them.
@@ -45,7 +31,7 @@ func startLimitServer(t testing.TB, store queue.Store, named []string, configure
 		nl[name] = ls
 	}
 	return startServer(t, store, func(srv *httpapi.Server) {
-		srv.Limiter = ratelimit.New(limitsOf(t, store), nil)
+		srv.Limiter = ratelimit.New(storesOf(t, store).limits, nil)
 		srv.NamedLimits = nl
 		if configure != nil {
 			configure(srv)

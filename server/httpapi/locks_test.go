@@ -12,30 +12,16 @@ import (
 
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/lock"
-	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 	"github.com/redis/go-redis/v9"
 )
 
-// locksOf returns the lock store of a back end's store.
-func locksOf(t testing.TB, s queue.Store) lock.Store {
-	t.Helper()
-	switch s := s.(type) {
-	case *memstore.Store:
-		return s.Locks()
-	case *redisstore.Store:
-		return s.Locks()
-	}
-	t.Fatalf("no lock store for %T", s)
-	return nil
-}
-
 // startLockServer serves the queue and the locks of store.
 func startLockServer(t testing.TB, store queue.Store, configure func(*httpapi.Server)) *testServer {
 	t.Helper()
-	ls := locksOf(t, store)
+	ls := storesOf(t, store).locks
 	return startServer(t, store, func(s *httpapi.Server) {
 		s.Locks = ls
 		if configure != nil {

@@ -20,10 +20,13 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/httpapi"
+	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
 func TestMain(m *testing.M) {
@@ -72,6 +75,27 @@ func memStore(t testing.TB) queue.Store {
 }
 
 // forEachBackend runs f as a subtest on each back end.
+// stores are the other primitives' stores of a back end.
+type stores struct {
+	limits ratelimit.Store
+	hashes ttlhash.Store
+	locks  lock.Store
+}
+
+// storesOf returns the other primitives' stores of the back end whose job
+// store is s.
+func storesOf(t testing.TB, s queue.Store) stores {
+	t.Helper()
+	switch s := s.(type) {
+	case *memstore.Store:
+		return stores{s.Limits(), s.Hashes(), s.Locks()}
+	case *redisstore.Store:
+		return stores{s.Limits(), s.Hashes(), s.Locks()}
+	}
+	t.Fatalf("no stores of the other primitives beside a %T", s)
+	return stores{}
+}
+
 func forEachBackend(t *testing.T, f func(t *testing.T, open func(testing.TB) queue.Store)) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) { f(t, b.open) })
