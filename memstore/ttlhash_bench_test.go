@@ -8,56 +8,27 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
 // BenchmarkTTLHashSetTTL sets one 200-byte field with a TTL per call in an
-// in-memory Store, from GOMAXPROCS×8 goroutines.
+// in-memory Store (storetest.BenchTTLHashSetTTL).
 func BenchmarkTTLHashSetTTL(b *testing.B) {
 	s := New(nil)
 	defer s.Close()
-	hs, _ := ttlhash.New(s.Hashes(), nil)
-	value := make([]byte, 200)
-	var n atomic.Int64
-	b.SetParallelism(8)
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		for pb.Next() {
-			i := n.Add(1)
-			if _, err := hs.Hash("h"+strconv.FormatInt(i%1000, 10)).SetTTL(ctx, "f"+strconv.FormatInt(i%100000, 10), value, time.Hour); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	storetest.BenchTTLHashSetTTL(b, s.Hashes())
 }
 
-// BenchmarkTTLHashGet reads one field of 10,000 per call.
+// BenchmarkTTLHashGet reads one field of 10,000 per call
+// (storetest.BenchTTLHashGet).
 func BenchmarkTTLHashGet(b *testing.B) {
 	s := New(nil)
 	defer s.Close()
-	hs, _ := ttlhash.New(s.Hashes(), nil)
-	ctx := context.Background()
-	value := make([]byte, 200)
-	for i := range 10000 {
-		hs.Hash("h"+strconv.Itoa(i%100)).SetTTL(ctx, "f"+strconv.Itoa(i), value, time.Hour)
-	}
-	var n atomic.Int64
-	b.ResetTimer()
-	b.SetParallelism(8)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := int(n.Add(1) % 10000)
-			if _, ok, err := hs.Hash("h"+strconv.Itoa(i%100)).Get(ctx, "f"+strconv.Itoa(i)); err != nil || !ok {
-				b.Error(err, ok)
-				return
-			}
-		}
-	})
+	storetest.BenchTTLHashGet(b, s.Hashes())
 }
 
 // BenchmarkTTLHashBytes reports the Go heap per field with a TTL: 100,000

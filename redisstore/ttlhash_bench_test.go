@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/ttlhash"
 	"github.com/redis/go-redis/v9"
@@ -268,24 +269,10 @@ func BenchmarkTTLHashLag(b *testing.B) {
 	}
 }
 
-// BenchmarkTTLHashSetTTL sets one 200-byte field with a TTL per call, from
-// GOMAXPROCS×8 goroutines; BenchmarkHSetPlain is the same with HSET.
+// BenchmarkTTLHashSetTTL sets one 200-byte field with a TTL per call
+// (storetest.BenchTTLHashSetTTL); BenchmarkHSetPlain is the same with HSET.
 func BenchmarkTTLHashSetTTL(b *testing.B) {
-	s := newStore(b, standaloneClient(b), nil)
-	hs, _ := ttlhash.New(s.Hashes(), nil)
-	value := make([]byte, 200)
-	var n atomic.Int64
-	b.SetParallelism(8)
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		for pb.Next() {
-			i := n.Add(1)
-			if _, err := hs.Hash("h"+strconv.FormatInt(i%1000, 10)).SetTTL(ctx, "f"+strconv.FormatInt(i%100000, 10), value, time.Hour); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	storetest.BenchTTLHashSetTTL(b, newStore(b, standaloneClient(b), nil).Hashes())
 }
 
 // BenchmarkHSetPlain is HSET of one 200-byte field per call.
@@ -307,31 +294,10 @@ func BenchmarkHSetPlain(b *testing.B) {
 	})
 }
 
-// BenchmarkTTLHashGet reads one field of 10,000 per call (ttlhash);
-// BenchmarkHGetPlain the same with HGET.
+// BenchmarkTTLHashGet reads one field of 10,000 per call
+// (storetest.BenchTTLHashGet); BenchmarkHGetPlain is the same with HGET.
 func BenchmarkTTLHashGet(b *testing.B) {
-	s := newStore(b, standaloneClient(b), nil)
-	hs, _ := ttlhash.New(s.Hashes(), nil)
-	ctx := context.Background()
-	value := make([]byte, 200)
-	if err := parallel(10000, func(i int) error {
-		_, err := hs.Hash("h"+strconv.Itoa(i%100)).SetTTL(ctx, "f"+strconv.Itoa(i), value, time.Hour)
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	var n atomic.Int64
-	b.ResetTimer()
-	b.SetParallelism(8)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := int(n.Add(1) % 10000)
-			if _, ok, err := hs.Hash("h"+strconv.Itoa(i%100)).Get(ctx, "f"+strconv.Itoa(i)); err != nil || !ok {
-				b.Error(err, ok)
-				return
-			}
-		}
-	})
+	storetest.BenchTTLHashGet(b, newStore(b, standaloneClient(b), nil).Hashes())
 }
 
 // BenchmarkHGetPlain is HGET of one field of 10,000 per call.
