@@ -288,19 +288,27 @@ func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Gran
 	return lock.Grant{Wait: time.Duration(wait)}, nil
 }
 
+// held returns name's state and the lease end of token's grant of it; ok
+// is false (and the state tidied) when token holds no live grant of name.
+func (l *Locks) held(name, token string, now int64) (st *lockState, until int64, ok bool) {
+	if st = l.state(name, now); st == nil {
+		return nil, 0, false
+	}
+	if until, ok = st.holders[token]; !ok {
+		l.tidy(name, st)
+		return nil, 0, false
+	}
+	return st, until, true
+}
+
 // Release implements lock.Store.
 func (l *Locks) Release(ctx context.Context, name, token string) error {
 	now, err := l.begin(ctx)
 	if err != nil {
 		return err
 	}
-	st := l.state(name, now)
-	if st == nil {
-		l.mu.Unlock()
-		return lock.ErrNotHeld
-	}
-	if _, ok := st.holders[token]; !ok {
-		l.tidy(name, st)
+	st, _, ok := l.held(name, token, now)
+	if !ok {
 		l.mu.Unlock()
 		return lock.ErrNotHeld
 	}
@@ -316,13 +324,8 @@ func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Durati
 	if err != nil {
 		return err
 	}
-	st := l.state(name, now)
-	if st == nil {
-		l.mu.Unlock()
-		return lock.ErrNotHeld
-	}
-	if _, ok := st.holders[token]; !ok {
-		l.tidy(name, st)
+	st, _, ok := l.held(name, token, now)
+	if !ok {
 		l.mu.Unlock()
 		return lock.ErrNotHeld
 	}
@@ -339,13 +342,8 @@ func (l *Locks) TTL(ctx context.Context, name, token string) (time.Duration, err
 		return 0, err
 	}
 	defer l.mu.Unlock()
-	st := l.state(name, now)
-	if st == nil {
-		return 0, lock.ErrNotHeld
-	}
-	until, ok := st.holders[token]
+	_, until, ok := l.held(name, token, now)
 	if !ok {
-		l.tidy(name, st)
 		return 0, lock.ErrNotHeld
 	}
 	return time.Duration(until - now), nil
