@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -76,39 +74,5 @@ func BenchmarkTTLHashLag(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var mu sync.Mutex
-	var expiry, delivery []time.Duration
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for k := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			hs.Consume(cctx, "g", fmt.Sprint("c", k), func(_ context.Context, e ttlhash.Event) error {
-				now := time.Now()
-				mu.Lock()
-				defer mu.Unlock()
-				expiry = append(expiry, e.ExpiredAt.Sub(e.Deadline))
-				delivery = append(delivery, now.Sub(e.Deadline))
-				if len(expiry) == fields {
-					cancel()
-				}
-				return nil
-			})
-		}()
-	}
-	wg.Wait()
-	if len(expiry) != fields {
-		b.Fatalf("%d of %d events", len(expiry), fields)
-	}
-	pct := func(d []time.Duration, p float64) float64 {
-		slices.Sort(d)
-		return float64(d[min(len(d)-1, int(p*float64(len(d))))]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(pct(expiry, 0.5), "expiry-p50-ms")
-	b.ReportMetric(pct(expiry, 0.99), "expiry-p99-ms")
-	b.ReportMetric(pct(expiry, 1), "expiry-max-ms")
-	b.ReportMetric(pct(delivery, 0.5), "delivery-p50-ms")
-	b.ReportMetric(pct(delivery, 0.99), "delivery-p99-ms")
+	storetest.ConsumeTTLHashLag(b, hs, fields, 30*time.Second)
 }

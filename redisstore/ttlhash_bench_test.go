@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,14 +133,6 @@ func BenchmarkTTLHashMemory(b *testing.B) {
 	}
 }
 
-func percentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	slices.Sort(d)
-	return d[min(len(d)-1, int(p*float64(len(d))))]
-}
-
 // BenchmarkTTLHashLag loads fields whose deadlines fall uniformly over a
 // window, runs 2 Sweepers and one group of 3 consumers, and reports the
 // expiry lag (the sweep's removal time minus the deadline, on Redis's
@@ -208,39 +199,7 @@ func BenchmarkTTLHashLag(b *testing.B) {
 				w.Start()
 				defer w.Close()
 			}
-			var mu sync.Mutex
-			var expiry, delivery []time.Duration
-			var first, last time.Time
-			cctx, cancel := context.WithTimeout(ctx, c.lead+c.window+30*time.Second)
-			defer cancel()
-			var wg sync.WaitGroup
-			for k := range 3 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					hs.Consume(cctx, "g", fmt.Sprint("c", k), func(_ context.Context, e ttlhash.Event) error {
-						now := time.Now()
-						mu.Lock()
-						defer mu.Unlock()
-						expiry = append(expiry, e.ExpiredAt.Sub(e.Deadline))
-						delivery = append(delivery, now.Sub(e.Deadline))
-						if first.IsZero() || e.Deadline.Before(first) {
-							first = e.Deadline
-						}
-						if e.ExpiredAt.After(last) {
-							last = e.ExpiredAt
-						}
-						if len(expiry) == c.fields {
-							cancel()
-						}
-						return nil
-					})
-				}()
-			}
-			wg.Wait()
-			if len(expiry) != c.fields {
-				b.Fatalf("%d of %d events before the time limit", len(expiry), c.fields)
-			}
+			storetest.ConsumeTTLHashLag(b, hs, c.fields, c.lead+c.window+30*time.Second)
 			if logs, err := rc.SlowLogGet(ctx, 1000).Result(); err == nil {
 				var longest time.Duration
 				kinds := map[string]int{}
@@ -256,15 +215,6 @@ func BenchmarkTTLHashLag(b *testing.B) {
 				}
 				b.Logf("%d commands took over 5 ms in Redis, the longest %v: %v", len(logs), longest, kinds)
 			}
-			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-			b.ReportMetric(ms(percentile(expiry, 0.5)), "expiry-p50-ms")
-			b.ReportMetric(ms(percentile(expiry, 0.9)), "expiry-p90-ms")
-			b.ReportMetric(ms(percentile(expiry, 0.99)), "expiry-p99-ms")
-			b.ReportMetric(ms(percentile(expiry, 1)), "expiry-max-ms")
-			b.ReportMetric(ms(percentile(delivery, 0.5)), "delivery-p50-ms")
-			b.ReportMetric(ms(percentile(delivery, 0.99)), "delivery-p99-ms")
-			b.ReportMetric(ms(percentile(delivery, 1)), "delivery-max-ms")
-			b.ReportMetric(float64(c.fields)/last.Sub(first).Seconds(), "expired/s")
 		})
 	}
 }

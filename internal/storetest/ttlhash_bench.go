@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -69,4 +70,56 @@ func BenchTTLHashGet(b *testing.B, s ttlhash.Store) {
 			}
 		}
 	})
+}
+
+// ConsumeTTLHashLag consumes the events of group "g" (which must exist)
+// with 3 consumers until n have come or limit has passed, and reports the
+// expiry lag (ExpiredAt − Deadline, the sweep's lateness on the store's
+// clock) and the delivery lag (handling time − Deadline) at p50, p90, p99
+// and max, and the expiries per second from the first deadline to the last
+// expiry.
+func ConsumeTTLHashLag(b *testing.B, hs *ttlhash.Hashes, n int, limit time.Duration) {
+	var mu sync.Mutex
+	var expiry, delivery []time.Duration
+	var first, last time.Time
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var wg sync.WaitGroup
+	for k := range 3 {
+		wg.Go(func() {
+			hs.Consume(ctx, "g", "c"+strconv.Itoa(k), func(_ context.Context, e ttlhash.Event) error {
+				now := time.Now()
+				mu.Lock()
+				defer mu.Unlock()
+				expiry = append(expiry, e.ExpiredAt.Sub(e.Deadline))
+				delivery = append(delivery, now.Sub(e.Deadline))
+				if first.IsZero() || e.Deadline.Before(first) {
+					first = e.Deadline
+				}
+				if e.ExpiredAt.After(last) {
+					last = e.ExpiredAt
+				}
+				if len(expiry) == n {
+					cancel()
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	if len(expiry) != n {
+		b.Fatalf("%d of %d events before the time limit of %v", len(expiry), n, limit)
+	}
+	ms := func(d []time.Duration, p float64) float64 {
+		slices.Sort(d)
+		return float64(d[min(len(d)-1, int(p*float64(len(d))))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(ms(expiry, 0.5), "expiry-p50-ms")
+	b.ReportMetric(ms(expiry, 0.9), "expiry-p90-ms")
+	b.ReportMetric(ms(expiry, 0.99), "expiry-p99-ms")
+	b.ReportMetric(ms(expiry, 1), "expiry-max-ms")
+	b.ReportMetric(ms(delivery, 0.5), "delivery-p50-ms")
+	b.ReportMetric(ms(delivery, 0.99), "delivery-p99-ms")
+	b.ReportMetric(ms(delivery, 1), "delivery-max-ms")
+	b.ReportMetric(float64(n)/last.Sub(first).Seconds(), "expired/s")
 }
