@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"github.com/hourglass-io/hourglass/internal/redistest"
-	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
-	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
 )
 
@@ -36,22 +35,8 @@ var backends = []backend{
 	{"mem", memStore},
 }
 
-func redisStore(t testing.TB) queue.Store {
-	t.Helper()
-	s, err := redisstore.New(context.Background(), redistest.StandaloneClient(t), &redisstore.Options{Prefix: redistest.Prefix(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func memStore(t testing.TB) queue.Store {
-	t.Helper()
-	s := memstore.New(nil)
-	t.Cleanup(func() { s.Close() })
-	return s
-}
+func memStore(t testing.TB) queue.Store   { return backendtest.Memory(t) }
+func redisStore(t testing.TB) queue.Store { return backendtest.Redis(t) }
 
 // testLogger logs to t, so that a failing test shows what the server said.
 func testLogger(t testing.TB) *slog.Logger {

@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/memstore"
@@ -47,32 +48,9 @@ var backends = []backend{
 	{"cluster", clusterStore},
 }
 
-func clusterStore(t testing.TB) queue.Store {
-	t.Helper()
-	s, err := redisstore.New(context.Background(), redistest.ClusterClient(t), &redisstore.Options{Prefix: redistest.Prefix(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func redisStore(t testing.TB) queue.Store {
-	t.Helper()
-	s, err := redisstore.New(context.Background(), redistest.StandaloneClient(t), &redisstore.Options{Prefix: redistest.Prefix(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func memStore(t testing.TB) queue.Store {
-	t.Helper()
-	s := memstore.New(nil)
-	t.Cleanup(func() { s.Close() })
-	return s
-}
+func memStore(t testing.TB) queue.Store     { return backendtest.Memory(t) }
+func redisStore(t testing.TB) queue.Store   { return backendtest.Redis(t) }
+func clusterStore(t testing.TB) queue.Store { return backendtest.Cluster(t) }
 
 // forEachBackend runs f as a subtest on each back end.
 // stores are the other primitives' stores of a back end.
