@@ -1,6 +1,12 @@
 package redisstore
 
-// ScriptSources returns the source of every script, by name, for tests.
-func ScriptSources() map[string]string {
-	return sources
+// Library returns the functions library's name and source, and the name of
+// the function of every operation, by file, for tests.
+func Library() (name, source string, functions map[string]string) {
+	assemble()
+	functions = map[string]string{}
+	for file, o := range ops {
+		functions[file] = o.fn
+	}
+	return library.name, library.source, functions
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,12 +17,34 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Every script loads: a syntax error fails here, by name.
-func TestScriptsLoad(t *testing.T) {
+// The library loads, and it holds a function for every operation file: a
+// syntax error fails here, with its line in the library.
+func TestLibraryLoads(t *testing.T) {
 	c := standaloneClient(t)
-	for name, src := range redisstore.ScriptSources() {
-		if err := c.ScriptLoad(context.Background(), src).Err(); err != nil {
-			t.Errorf("script %s: %v", name, err)
+	ctx := context.Background()
+	name, src, fns := redisstore.Library()
+	if err := c.FunctionLoadReplace(ctx, src).Err(); err != nil {
+		t.Fatalf("loading library %s: %v", name, err)
+	}
+	libs, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: name}).Result()
+	if err != nil || len(libs) != 1 {
+		t.Fatalf("FUNCTION LIST %s: %v, %v", name, libs, err)
+	}
+	have := map[string]bool{}
+	for _, f := range libs[0].Functions {
+		have[f.Name] = true
+	}
+	files, err := fs.Glob(os.DirFS("scripts"), "*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		file := strings.TrimSuffix(f, ".lua")
+		if strings.HasSuffix(file, "lib") {
+			continue
+		}
+		if fn, ok := fns[file]; !ok || !have[fn] {
+			t.Errorf("scripts/%s: no function in the library (registered as %q)", f, fn)
 		}
 	}
 }

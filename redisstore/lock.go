@@ -19,14 +19,17 @@ var (
 )
 
 var lockScripts = struct {
-	acquire, release, refresh, ttl, leave *redis.Script
+	acquire, release, refresh, ttl, leave *op
 }{
-	acquire: scriptWith("lk_acquire", "lk_lib"),
-	release: scriptWith("lk_release", "lk_lib"),
-	refresh: scriptWith("lk_refresh", "lk_lib"),
-	ttl:     scriptWith("lk_ttl", "lk_lib"),
-	leave:   scriptWith("lk_leave", "lk_lib"),
+	acquire: operation("lk_acquire"),
+	release: operation("lk_release"),
+	refresh: operation("lk_refresh"),
+	ttl:     operation("lk_ttl"),
+	leave:   operation("lk_leave"),
 }
+
+// lockErrs maps the runner's failures to the lock package's sentinels.
+var lockErrs = errTable{closed: lock.ErrClosed}
 
 // Locks is the lock.Store and lock.Notifier on Redis, sharing its Store's
 // client, prefix and clock. The keys of a lock named n live under
@@ -65,12 +68,20 @@ func (k keys) lockChannel(name string) string {
 	return b + "w"
 }
 
-func (l *Locks) run(ctx context.Context, sc *redis.Script, name string, args ...any) (any, error) {
-	if l.s.closed.Load() {
-		return nil, lock.ErrClosed
+func (l *Locks) run(ctx context.Context, o *op, name string, args ...any) (any, error) {
+	v, err := l.s.r.run(ctx, call{op: o, keys: l.s.k.lockKeys(name), args: append([]any{l.s.now()}, args...)})
+	return v, lockErrs.mapErr(err)
+}
+
+// status runs an operation whose reply is one integer.
+func (l *Locks) status(ctx context.Context, o *op, name string, args ...any) (int64, error) {
+	v, err := l.run(ctx, o, name, args...)
+	if err != nil {
+		return 0, err
 	}
-	v, err := sc.Run(ctx, l.s.c, l.s.k.lockKeys(name), append([]any{l.s.now()}, args...)...).Result()
-	return v, l.s.storeErr(ctx, err)
+	r := replyOf(o)
+	n := r.int(v)
+	return n, r.done()
 }
 
 func micros(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
@@ -97,18 +108,19 @@ func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Gran
 	if err != nil {
 		return lock.Grant{}, err
 	}
-	r, ok := v.([]any)
-	if !ok || len(r) != 3 {
-		return lock.Grant{}, fmt.Errorf("redisstore: lk_acquire returned %v", v)
-	}
-	g := lock.Grant{Acquired: r[0].(int64) == 1, Fence: uint64(r[1].(int64)), Replicas: replicas}
+	r := replyOf(lockScripts.acquire)
+	a := r.arr(v, 3)
+	g := lock.Grant{Acquired: r.int(a[0]) == 1, Fence: uint64(r.int(a[1])), Replicas: replicas}
 	if !g.Acquired {
-		g.Wait = time.Duration(r[2].(int64)) * time.Microsecond
+		g.Wait = time.Duration(r.int(a[2])) * time.Microsecond
 		g.Replicas = 0
 	}
-	return g, nil
+	return g, r.done()
 }
 
+// acquireWait runs lk_acquire and a WAIT in one pipeline on the
+// connection of the lock's master, outside the runner's shared batches (a
+// WAIT holds its connection until the replicas answer).
 func (l *Locks) acquireWait(ctx context.Context, req lock.AcquireRequest, args []any) (any, int, error) {
 	if l.s.closed.Load() {
 		return nil, 0, lock.ErrClosed
@@ -118,33 +130,33 @@ func (l *Locks) acquireWait(ctx context.Context, req lock.AcquireRequest, args [
 	if cc, ok := l.s.c.(*redis.ClusterClient); ok {
 		m, err := cc.MasterForKey(ctx, ks[0])
 		if err != nil {
-			return nil, 0, l.s.storeErr(ctx, err)
+			return nil, 0, lockErrs.mapErr(l.s.r.failure(ctx, err))
 		}
 		node = m
 	}
-	sc := lockScripts.acquire
+	fn := lockScripts.acquire.fn
 	argv := append([]any{l.s.now()}, args...)
 	for attempt := 0; ; attempt++ {
 		var ev *redis.Cmd
 		var wait *redis.Cmd
 		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			ev = sc.EvalSha(ctx, p, ks, argv...)
+			ev = p.FCall(ctx, fn, ks, argv...)
 			wait = p.Do(ctx, "WAIT", req.Replicas, req.ReplicaTimeout.Milliseconds())
 			return nil
 		})
 		v, err := ev.Result()
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
-			if err := sc.Load(ctx, node).Err(); err != nil {
-				return nil, 0, l.s.storeErr(ctx, err)
+		if err != nil && isNoFunction(err) && attempt == 0 {
+			if err := l.s.r.load(ctx); err != nil {
+				return nil, 0, lockErrs.mapErr(l.s.r.failure(ctx, err))
 			}
 			continue
 		}
 		if err != nil {
-			return nil, 0, l.s.storeErr(ctx, err)
+			return nil, 0, lockErrs.mapErr(l.s.r.failure(ctx, err))
 		}
 		n, err := wait.Int()
 		if err != nil {
-			return nil, 0, l.s.storeErr(ctx, err)
+			return nil, 0, lockErrs.mapErr(l.s.r.failure(ctx, err))
 		}
 		return v, n, nil
 	}
@@ -152,11 +164,11 @@ func (l *Locks) acquireWait(ctx context.Context, req lock.AcquireRequest, args [
 
 // Release implements lock.Store.
 func (l *Locks) Release(ctx context.Context, name, token string) error {
-	v, err := l.run(ctx, lockScripts.release, name, token, l.s.k.lockChannel(name))
+	n, err := l.status(ctx, lockScripts.release, name, token, l.s.k.lockChannel(name))
 	if err != nil {
 		return err
 	}
-	if v.(int64) == 0 {
+	if n == 0 {
 		return lock.ErrNotHeld
 	}
 	return nil
@@ -164,11 +176,11 @@ func (l *Locks) Release(ctx context.Context, name, token string) error {
 
 // Refresh implements lock.Store.
 func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Duration) error {
-	v, err := l.run(ctx, lockScripts.refresh, name, token, micros(ttl))
+	n, err := l.status(ctx, lockScripts.refresh, name, token, micros(ttl))
 	if err != nil {
 		return err
 	}
-	if v.(int64) == 0 {
+	if n == 0 {
 		return lock.ErrNotHeld
 	}
 	return nil
@@ -176,14 +188,14 @@ func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Durati
 
 // TTL implements lock.Store.
 func (l *Locks) TTL(ctx context.Context, name, token string) (time.Duration, error) {
-	v, err := l.run(ctx, lockScripts.ttl, name, token)
+	n, err := l.status(ctx, lockScripts.ttl, name, token)
 	if err != nil {
 		return 0, err
 	}
-	if v.(int64) < 0 {
+	if n < 0 {
 		return 0, lock.ErrNotHeld
 	}
-	return time.Duration(v.(int64)) * time.Microsecond, nil
+	return time.Duration(n) * time.Microsecond, nil
 }
 
 // Leave implements lock.Store.

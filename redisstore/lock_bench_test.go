@@ -3,10 +3,11 @@ package redisstore_test
 import (
 	"strconv"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
-	"github.com/redis/go-redis/v9"
 	"testing"
 	"time"
+
+	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hourglass-io/hourglass/lock"
 )

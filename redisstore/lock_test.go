@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"testing"
+
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/redis/go-redis/v9"
-	"testing"
 
 	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/lock"

@@ -173,7 +173,7 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		if sess := queue.SessionOf(req.Owner); sess != "" {
 			ks = append(ks, s.k.sessionIndex(g.tag, sess))
 		}
-		return call{sc: scripts.reserve, keys: ks, args: args}
+		return call{op: scripts.reserve, keys: ks, args: args}
 	}
 	// absorb takes in one group's reply.
 	absorb := func(gi int, v any, dels []del) []any {
@@ -255,11 +255,12 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		if want == 0 && len(withGroup[gi]) == 0 {
 			continue
 		}
-		replies, err := s.runMany(ctx, []call{mkcall(gi, want, withGroup[gi])})
+		c := mkcall(gi, want, withGroup[gi])
+		v, err := s.r.run(ctx, c)
 		if err != nil {
-			return res, err
+			return res, queueErrs.mapErr(err)
 		}
-		absorb(gi, replies[0], withGroup[gi])
+		absorb(gi, v, withGroup[gi])
 	}
 	if len(res.Jobs) > 0 {
 		res.Next, res.NextTube = -1, ""
@@ -413,7 +414,7 @@ func codeErr(code int64, id queue.ID) error {
 }
 
 // owned runs release, bury or touch: scripts whose ARGV are now, owner, tube, id, extra...
-func (s *Store) owned(ctx context.Context, sc *redis.Script, owner string, id queue.ID, extra ...any) error {
+func (s *Store) owned(ctx context.Context, sc *op, owner string, id queue.ID, extra ...any) error {
 	tube, err := s.locateOne(ctx, id)
 	if err != nil {
 		return err
@@ -686,7 +687,7 @@ func (s *Store) allTubes(ctx context.Context) ([]queue.TubeStats, error) {
 	for tag, m := range per {
 		for tube := range m {
 			parts = append(parts, part{tag, tube})
-			calls = append(calls, call{sc: scripts.statsTube, keys: append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...), args: []any{s.now(), tube}})
+			calls = append(calls, call{op: scripts.statsTube, keys: append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...), args: []any{s.now(), tube}})
 		}
 	}
 	if len(calls) == 0 {
@@ -829,12 +830,16 @@ func (s *Store) CheckInvariants(ctx context.Context) error {
 			ks = append(ks, s.k.tubeKeys(tag, tube)...)
 			args = append(args, tube)
 		}
-		v, err := scripts.check.Run(ctx, s.c, ks, args...).StringSlice()
+		vs, err := s.runMany(ctx, []call{{op: scripts.check, keys: ks, args: args}})
 		if err != nil {
-			return s.storeErr(ctx, err)
+			return err
 		}
-		for _, p := range v {
-			problems = append(problems, fmt.Sprintf("tag %d: %s", tag, p))
+		r := replyOf(scripts.check)
+		for _, p := range r.arr(vs[0], 0) {
+			problems = append(problems, fmt.Sprintf("tag %d: %s", tag, r.str(p)))
+		}
+		if err := r.done(); err != nil {
+			return err
 		}
 	}
 	if len(problems) > 0 {

@@ -3,21 +3,23 @@ package redisstore
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
-	"github.com/redis/go-redis/v9"
 )
 
-var rlScripts = struct{ gcra, log, window *redis.Script }{
-	gcra:   scriptWith("rl_gcra", "rl_lib"),
-	log:    scriptWith("rl_log", "rl_lib"),
-	window: scriptWith("rl_window", "rl_lib"),
+var rlScripts = struct{ gcra, log, window *op }{
+	gcra:   operation("rl_gcra"),
+	log:    operation("rl_log"),
+	window: operation("rl_window"),
 }
+
+// limitErrs maps the runner's failures for the rate limits, which have no
+// sentinel of their own for a closed store (the Limiter wraps every store
+// failure in ratelimit.ErrStore).
+var limitErrs = errTable{closed: errStoreClosed}
 
 var (
 	_ ratelimit.Store   = (*Limits)(nil)
@@ -79,12 +81,12 @@ func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 		ks[i] = base + "g" + b36(t) + "." + b36(b)
 		args = append(args, t, b, lim.QuotaOrDefault())
 	}
-	return call{sc: rlScripts.gcra, keys: ks, args: args}
+	return call{op: rlScripts.gcra, keys: ks, args: args}
 }
 
 // windowCall is the script call of a sliding log (kind 'l') or sliding
 // window (kind 'w') decision.
-func (l *Limits) windowCall(sc *redis.Script, kind, key string, n int, limits []ratelimit.Limit) call {
+func (l *Limits) windowCall(o *op, kind, key string, n int, limits []ratelimit.Limit) call {
 	base := l.rlBase(key)
 	ks := make([]string, len(limits))
 	args := make([]any, 2, 2+3*len(limits))
@@ -94,7 +96,7 @@ func (l *Limits) windowCall(sc *redis.Script, kind, key string, n int, limits []
 		ks[i] = base + kind + b36(w) + "." + b36(int64(lim.Events))
 		args = append(args, w, lim.Events, lim.QuotaOrDefault())
 	}
-	return call{sc: sc, keys: ks, args: args}
+	return call{op: o, keys: ks, args: args}
 }
 
 // GCRA implements ratelimit.Store.
@@ -119,9 +121,9 @@ func (l *Limits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.
 	for i, k := range keys {
 		calls[i] = l.gcraCall(k, reqs[i])
 	}
-	vs, err := l.s.runMany(ctx, calls)
+	vs, err := l.s.r.runMany(ctx, calls)
 	if err != nil {
-		return nil, err
+		return nil, limitErrs.mapErr(err)
 	}
 	out := make([]ratelimit.Decision, len(vs))
 	for i, v := range vs {
@@ -132,37 +134,25 @@ func (l *Limits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.
 	return out, nil
 }
 
-// one runs a single decision: EVALSHA, and on a node that has forgotten
-// the script (a restart, a failover), the pipeline path that loads it.
+// one runs a single decision.
 func (l *Limits) one(ctx context.Context, c call) (ratelimit.Decision, error) {
-	if l.s.closed.Load() {
-		return ratelimit.Decision{}, queue.ErrClosed
-	}
-	v, err := c.sc.EvalSha(ctx, l.s.c, c.keys, c.args...).Result()
+	v, err := l.s.r.run(ctx, c)
 	if err != nil {
-		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
-			return ratelimit.Decision{}, l.s.storeErr(ctx, err)
-		}
-		vs, err := l.s.runMany(ctx, []call{c})
-		if err != nil {
-			return ratelimit.Decision{}, err
-		}
-		v = vs[0]
+		return ratelimit.Decision{}, limitErrs.mapErr(err)
 	}
 	return decision(v)
 }
 
 // decision reads a script's reply {ok, remaining, retry, reset, delay, now}.
 func decision(v any) (ratelimit.Decision, error) {
-	a, ok := v.([]any)
-	if !ok || len(a) != 6 {
-		return ratelimit.Decision{}, fmt.Errorf("redisstore: unexpected rate limit reply %v", v)
-	}
+	r := replyOf(rlScripts.gcra)
+	a := r.arr(v, 6)
 	var n [6]int64
-	for i, x := range a {
-		if n[i], ok = x.(int64); !ok {
-			return ratelimit.Decision{}, fmt.Errorf("redisstore: unexpected rate limit reply %v", v)
-		}
+	for i := range n {
+		n[i] = r.int(a[i])
+	}
+	if err := r.done(); err != nil {
+		return ratelimit.Decision{}, err
 	}
 	d := time.Microsecond
 	return ratelimit.Decision{

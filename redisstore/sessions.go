@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
-	"github.com/redis/go-redis/v9"
 )
 
 var _ queue.Sessions = (*Store)(nil)
@@ -17,11 +16,10 @@ func (s *Store) KeepAlive(ctx context.Context, session string, lease time.Durati
 	if err := checkSession(session); err != nil {
 		return err
 	}
-	if s.closed.Load() {
-		return queue.ErrClosed
-	}
-	err := scripts.keepAlive.Run(ctx, s.c, []string{s.k.sessions()}, s.now(), session, ms(lease)).Err()
-	return s.storeErr(ctx, err)
+	// Not through the shared batches: a renewal never waits behind other
+	// callers' work.
+	_, err := s.runMany(ctx, []call{{op: scripts.keepAlive, keys: []string{s.k.sessions()}, args: []any{s.now(), session, ms(lease)}}})
+	return err
 }
 
 // EndSession implements queue.Sessions.
@@ -45,18 +43,24 @@ func (s *Store) EndSession(ctx context.Context, session string) error {
 // session's index on every tag (one pipeline), returns the jobs still
 // reserved by the session's owners with unreserve, and forgets the session.
 func (s *Store) Reap(ctx context.Context) (int, error) {
-	if s.closed.Load() {
-		return 0, queue.ErrClosed
+	vs, err := s.runMany(ctx, []call{{op: scripts.lapsed, keys: []string{s.k.sessions()}, args: []any{s.now()}}})
+	if err != nil {
+		return 0, err
 	}
-	v, err := scripts.lapsed.Run(ctx, s.c, []string{s.k.sessions()}, s.now()).StringSlice()
-	if err != nil && err != redis.Nil {
-		return 0, s.storeErr(ctx, err)
+	r := replyOf(scripts.lapsed)
+	lapsed := r.arr(vs[0], 0)
+	if err := r.done(); err != nil {
+		return 0, err
 	}
 	total := 0
-	for _, session := range v {
+	for _, sv := range lapsed {
+		session := r.str(sv)
+		if err := r.done(); err != nil {
+			return total, err
+		}
 		calls := make([]call, NumTags)
 		for tag := range NumTags {
-			calls[tag] = call{sc: scripts.reap, keys: append(s.k.tagKeys(tag), s.k.sessionIndex(tag, session)), args: []any{s.now(), session}}
+			calls[tag] = call{op: scripts.reap, keys: append(s.k.tagKeys(tag), s.k.sessionIndex(tag, session)), args: []any{s.now(), session}}
 		}
 		replies, err := s.runMany(ctx, calls)
 		if err != nil {

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -51,6 +50,7 @@ type Store struct {
 	tubes  tubeCache
 	notify notifier
 	closed atomic.Bool
+	r      *runner
 }
 
 var (
@@ -84,13 +84,14 @@ func New(ctx context.Context, c redis.UniversalClient, opts *Options) (*Store, e
 	if strings.ContainsAny(s.k.prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: Options.Prefix %q must not contain braces (they would change the hash tag)", s.k.prefix)
 	}
+	s.r = newRunner(c, &s.closed)
 	s.tubes.init(1 << 16)
 	s.notify.init(s)
 	if err := s.checkLayout(ctx); err != nil {
 		return nil, err
 	}
-	if err := loadScripts(ctx, c); err != nil {
-		return nil, fmt.Errorf("redisstore: loading scripts: %w", err)
+	if err := s.r.load(ctx); err != nil {
+		return nil, fmt.Errorf("redisstore: loading the functions library: %w", err)
 	}
 	s.warnEviction(ctx, log)
 	return s, nil
@@ -156,18 +157,15 @@ func (s *Store) partitions(tube string) int {
 	return k
 }
 
-// run runs a script on the slot of one tag, with the tag's keys and, when
-// tube is not empty, the tube's keys.
-func (s *Store) run(ctx context.Context, sc *redis.Script, tag int, tube string, args ...any) (any, error) {
-	return s.runAs(ctx, sc, tag, tube, "", args...)
+// run runs an operation on the slot of one tag, with the tag's keys and,
+// when tube is not empty, the tube's keys.
+func (s *Store) run(ctx context.Context, o *op, tag int, tube string, args ...any) (any, error) {
+	return s.runAs(ctx, o, tag, tube, "", args...)
 }
 
 // runAs is run for a call made by owner: when owner belongs to a session,
 // the session's index of the tag is the last key.
-func (s *Store) runAs(ctx context.Context, sc *redis.Script, tag int, tube, owner string, args ...any) (any, error) {
-	if s.closed.Load() {
-		return nil, queue.ErrClosed
-	}
+func (s *Store) runAs(ctx context.Context, o *op, tag int, tube, owner string, args ...any) (any, error) {
 	ks := s.k.tagKeys(tag)
 	if tube != "" {
 		ks = append(ks, s.k.tubeKeys(tag, tube)...)
@@ -175,29 +173,20 @@ func (s *Store) runAs(ctx context.Context, sc *redis.Script, tag int, tube, owne
 	if sess := queue.SessionOf(owner); sess != "" {
 		ks = append(ks, s.k.sessionIndex(tag, sess))
 	}
-	v, err := sc.Run(ctx, s.c, ks, append([]any{s.now()}, args...)...).Result()
-	return v, s.storeErr(ctx, err)
+	v, err := s.r.run(ctx, call{op: o, keys: ks, args: append([]any{s.now()}, args...)})
+	return v, queueErrs.mapErr(err)
 }
 
-// storeErr maps Redis's refusal for lack of memory to queue.ErrFull and
-// leaves every other failure as it is (never a queue outcome sentinel).
-//
-// On a cluster, a failure that is not a reply from Redis (a node down, a
-// timeout) makes the client reload the slot layout now: go-redis otherwise
-// learns of a failover only on a redirect or once a minute, and with retries
-// off no redirect comes while the old master is down.
+// runMany runs calls of queue operations in one pipeline.
+func (s *Store) runMany(ctx context.Context, calls []call) ([]any, error) {
+	v, err := s.r.runMany(ctx, calls)
+	return v, queueErrs.mapErr(err)
+}
+
+// storeErr gives a failure of a plain command (not an operation of the
+// library) the queue's sentinels.
 func (s *Store) storeErr(ctx context.Context, err error) error {
-	if err == nil || errors.Is(err, redis.Nil) {
-		return err
-	}
-	var re redis.Error
-	if cc, ok := s.c.(*redis.ClusterClient); ok && !errors.As(err, &re) {
-		cc.ReloadState(ctx)
-	}
-	if errors.As(err, &re) && strings.HasPrefix(re.Error(), "OOM ") {
-		return fmt.Errorf("%w: %v", queue.ErrFull, err)
-	}
-	return fmt.Errorf("redisstore: %w", err)
+	return queueErrs.mapErr(s.r.failure(ctx, err))
 }
 
 func idhex(id queue.ID) string {
@@ -248,59 +237,4 @@ func (c *tubeCache) get(id queue.ID) (string, bool) {
 	t, ok := c.m[id]
 	c.mu.Unlock()
 	return t, ok
-}
-
-// call is one script call for runMany.
-type call struct {
-	sc   *redis.Script
-	keys []string
-	args []any // ARGV, the time first
-}
-
-// runMany runs script calls in one pipeline (EVALSHA), loading the scripts
-// and trying once more if a node has forgotten them (a restart, a failover).
-func (s *Store) runMany(ctx context.Context, calls []call) ([]any, error) {
-	if s.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	for attempt := 0; ; attempt++ {
-		var cmds []*redis.Cmd
-		if len(calls) == 1 {
-			c := calls[0]
-			cmds = []*redis.Cmd{c.sc.EvalSha(ctx, s.c, c.keys, c.args...)}
-		} else {
-			pipe := s.c.Pipeline()
-			for _, c := range calls {
-				cmds = append(cmds, c.sc.EvalSha(ctx, pipe, c.keys, c.args...))
-			}
-			_, _ = pipe.Exec(ctx)
-		}
-		out := make([]any, len(cmds))
-		noscript := false
-		var firstErr error
-		for i, c := range cmds {
-			v, err := c.Result()
-			if err != nil {
-				if redis.HasErrorPrefix(err, "NOSCRIPT") {
-					noscript = true
-				} else if firstErr == nil {
-					firstErr = err
-				}
-				continue
-			}
-			out[i] = v
-		}
-		if firstErr != nil {
-			return nil, s.storeErr(ctx, firstErr)
-		}
-		if !noscript {
-			return out, nil
-		}
-		if attempt > 0 {
-			return nil, fmt.Errorf("redisstore: scripts missing after loading them")
-		}
-		if err := loadScripts(ctx, s.c); err != nil {
-			return nil, s.storeErr(ctx, err)
-		}
-	}
 }

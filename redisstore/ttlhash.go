@@ -62,14 +62,14 @@ import (
 )
 
 var hxScripts = struct {
-	set, get, getAll, scan, length, del, ttl, expire, persist, sweep, ack, trim *redis.Script
+	set, get, getAll, scan, length, del, ttl, expire, persist, sweep, ack, trim *op
 }{
-	set: scriptWith("hx_set", "hx_lib"), get: scriptWith("hx_get", "hx_lib"),
-	getAll: scriptWith("hx_getall", "hx_lib"), scan: scriptWith("hx_scan", "hx_lib"),
-	length: scriptWith("hx_len", "hx_lib"), del: scriptWith("hx_del", "hx_lib"),
-	ttl: scriptWith("hx_ttl", "hx_lib"), expire: scriptWith("hx_expire", "hx_lib"),
-	persist: scriptWith("hx_persist", "hx_lib"), sweep: scriptWith("hx_sweep", "hx_lib"),
-	ack: scriptWith("hx_ack", "hx_lib"), trim: scriptWith("hx_trim", "hx_lib"),
+	set: operation("hx_set"), get: operation("hx_get"),
+	getAll: operation("hx_getall"), scan: operation("hx_scan"),
+	length: operation("hx_len"), del: operation("hx_del"),
+	ttl: operation("hx_ttl"), expire: operation("hx_expire"),
+	persist: operation("hx_persist"), sweep: operation("hx_sweep"),
+	ack: operation("hx_ack"), trim: operation("hx_trim"),
 }
 
 // DefaultHashShards is HashesOptions.Shards when it is 0.
@@ -155,26 +155,34 @@ func (h *Hashes) keys(shard int, hash string) []string {
 
 func (h *Hashes) stream(shard int) string { return h.base(shard) + "e" }
 
-func (h *Hashes) run(ctx context.Context, sc *redis.Script, shard int, hash string, args ...any) (any, error) {
-	if h.s.closed.Load() {
-		return nil, ttlhash.ErrClosed
-	}
+// hashErrs maps the runner's failures to ttlhash's sentinels.
+var hashErrs = errTable{closed: ttlhash.ErrClosed}
+
+func (h *Hashes) run(ctx context.Context, o *op, shard int, hash string, args ...any) (any, error) {
 	argv := append([]any{h.s.now(), h.cap}, args...)
-	v, err := sc.Run(ctx, h.s.c, h.keys(shard, hash), argv...).Result()
-	return v, h.hxErr(ctx, err)
+	v, err := h.s.r.run(ctx, call{op: o, keys: h.keys(shard, hash), args: argv})
+	return v, h.hxErr(err)
 }
 
-func (h *Hashes) hxErr(ctx context.Context, err error) error {
+// runMany runs calls of hash operations in one pipeline.
+func (h *Hashes) runMany(ctx context.Context, calls []call) ([]any, error) {
+	v, err := h.s.r.runMany(ctx, calls)
+	return v, h.hxErr(err)
+}
+
+// hxErr maps a failure of the runner or of a plain command to ttlhash's
+// sentinels.
+func (h *Hashes) hxErr(err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
 		return err
 	}
 	if redis.HasErrorPrefix(err, "NOGROUP") {
 		return fmt.Errorf("%w: %v", ttlhash.ErrNoGroup, err)
 	}
-	return h.s.storeErr(ctx, err)
+	return hashErrs.mapErr(err)
 }
 
-func (h *Hashes) hashCall(ctx context.Context, sc *redis.Script, hash string, args ...any) (any, error) {
+func (h *Hashes) hashCall(ctx context.Context, sc *op, hash string, args ...any) (any, error) {
 	return h.run(ctx, sc, h.shardOf(hash), hash, args...)
 }
 
@@ -367,9 +375,9 @@ func (h *Hashes) SweepAll(ctx context.Context, max int) ([]ttlhash.SweepResult, 
 	calls := make([]call, h.shards)
 	now := h.s.now()
 	for i := range calls {
-		calls[i] = call{sc: hxScripts.sweep, keys: h.keys(i, ""), args: []any{now, h.cap, max}}
+		calls[i] = call{op: hxScripts.sweep, keys: h.keys(i, ""), args: []any{now, h.cap, max}}
 	}
-	out, err := h.s.runMany(ctx, calls)
+	out, err := h.runMany(ctx, calls)
 	if err != nil {
 		if errors.Is(err, queueErrClosed) {
 			return nil, ttlhash.ErrClosed
@@ -414,7 +422,7 @@ func (h *Hashes) CreateGroup(ctx context.Context, group string) error {
 	}
 	for _, c := range cmds {
 		if err := c.Err(); err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
-			return h.hxErr(ctx, err)
+			return h.hxErr(h.s.r.failure(ctx, err))
 		}
 	}
 	return nil
@@ -432,7 +440,7 @@ func (h *Hashes) DeleteGroup(ctx context.Context, group string) error {
 	for _, c := range cmds {
 		n, err := c.(*redis.IntCmd).Result()
 		if err != nil && !strings.Contains(err.Error(), "requires the key to exist") {
-			return h.hxErr(ctx, err)
+			return h.hxErr(h.s.r.failure(ctx, err))
 		}
 		found = found || n > 0
 	}
@@ -440,9 +448,11 @@ func (h *Hashes) DeleteGroup(ctx context.Context, group string) error {
 		return fmt.Errorf("%w: %q", ttlhash.ErrNoGroup, group)
 	}
 	// Events only that group held back may go now.
-	_, err = h.forShards(ctx, func(p redis.Pipeliner, i int) redis.Cmder {
-		return hxScripts.trim.EvalSha(ctx, p, h.keys(i, ""), h.s.now(), h.cap)
-	})
+	calls := make([]call, h.shards)
+	for i := range h.shards {
+		calls[i] = call{op: hxScripts.trim, keys: h.keys(i, ""), args: []any{h.s.now(), h.cap}}
+	}
+	_, err = h.runMany(ctx, calls)
 	return err
 }
 
@@ -547,7 +557,7 @@ func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]t
 		return func() ([]ttlhash.Event, error) {
 			ss, err := c.Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, h.hxErr(ctx, err)
+				return nil, h.hxErr(h.s.r.failure(ctx, err))
 			}
 			var out []ttlhash.Event
 			for _, s := range ss {
@@ -570,7 +580,7 @@ func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time
 		return func() ([]ttlhash.Event, error) {
 			ms, _, err := c.Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, h.hxErr(ctx, err)
+				return nil, h.hxErr(h.s.r.failure(ctx, err))
 			}
 			var out []ttlhash.Event
 			for _, m := range ms {
@@ -600,9 +610,9 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 	var calls []call
 	for s, sids := range by {
 		args := append([]any{h.s.now(), h.cap, group, ackLow}, sids...)
-		calls = append(calls, call{sc: hxScripts.ack, keys: h.keys(s, ""), args: args})
+		calls = append(calls, call{op: hxScripts.ack, keys: h.keys(s, ""), args: args})
 	}
-	out, err := h.s.runMany(ctx, calls)
+	out, err := h.runMany(ctx, calls)
 	if err != nil {
 		return 0, err
 	}
@@ -634,17 +644,17 @@ func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
 	for i := range h.shards {
 		n, err := lens[i].Result()
 		if err != nil {
-			return st, h.hxErr(ctx, err)
+			return st, h.hxErr(h.s.r.failure(ctx, err))
 		}
 		st.Retained += n
 		d, err := drops[i].Int64()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return st, h.hxErr(ctx, err)
+			return st, h.hxErr(h.s.r.failure(ctx, err))
 		}
 		st.Dropped += d
 		gs, err := groups[i].Result()
 		if err != nil && !strings.Contains(err.Error(), "no such key") {
-			return st, h.hxErr(ctx, err)
+			return st, h.hxErr(h.s.r.failure(ctx, err))
 		}
 		for _, g := range gs {
 			if _, ok := pending[g.Name]; !ok {

@@ -30,11 +30,23 @@
 -- ARGV[1] is the time in µs, or '' for Redis's TIME; ARGV[2] the cap on the
 -- events kept in the shard.
 
-local W, Q, N, I, M, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local BASE = string.sub(W, 1, -2)
-local CAP = tonumber(ARGV[2])
 local CHUNK = 480 -- bytes of an open chunk before it is sealed (a sealed one fits 512-byte allocations)
+
+-- The state of one call, set by hx_enter when it starts.
+local W, Q, N, I, M, E, BASE, CAP
 local emitted = 0
+local pend, pendDue, pendOrder = {}, {}, {} -- see insert
+local sooner = nil -- the due time (ms) of a bucket made sooner than every other, to announce
+
+-- hx_enter starts a call: the shard's keys, the event cap, nothing pending.
+local function hx_enter()
+  W, Q, N, I, M, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+  BASE = string.sub(W, 1, -2)
+  CAP = tonumber(ARGV[2])
+  emitted = 0
+  pend, pendDue, pendOrder = {}, {}, {}
+  sooner = nil
+end
 
 local function nowms()
   if ARGV[1] ~= '' then
@@ -104,10 +116,9 @@ local function bucketOf(dl, now, maxl)
   return l .. ':' .. idx, due
 end
 
--- Entries to append, by bucket, written by flush: one read and one write
--- of a bucket's open chunk per script call, however many entries it gets.
-local pend, pendDue, pendOrder = {}, {}, {}
-local sooner = nil -- the due time (ms) of a bucket made sooner than every other, to announce
+-- Entries to append, by bucket (pend, pendDue, pendOrder), are written by
+-- flush: one read and one write of a bucket's open chunk per call, however
+-- many entries it gets.
 
 -- index the entry (hash id, field) for deadline dl, at level maxl at most
 local function insert(id, field, dl, now, maxl)

@@ -32,6 +32,10 @@ if stored > 0 then
 end
 local seq = tonumber(redis.call('HINCRBY', KEYS[1], 'seq', stored)) - stored
 local ids = {}
+-- Waiters are woken when a job is ready, or when a delayed job falls due
+-- before what they may be sleeping towards: the tube's next due time
+-- before this call (due0, read at the first delayed job).
+local woken, due0 = false, nil
 for i = 0, n - 1 do
   local a = 4 + i * 5
   local d = dup[i]
@@ -49,9 +53,14 @@ for i = 0, n - 1 do
     local state = READY
     if delay > 0 then
       state = DELAYED
+      if not woken then
+        due0 = due0 or next_due(T, now) or math.huge
+        woken = now + delay < due0
+      end
       redis.call('ZADD', T.d, now + delay, idh)
       schedule(T, now + delay)
     else
+      woken = true
       redis.call('ZADD', T.r, pri, idh)
     end
     save(idh, { T.ix, pri, state, delay, ttr, now, 0, 0, 0, 0, 0, '', ukey }, body)
@@ -65,6 +74,8 @@ end
 if stored > 0 then
   set(T, 'total', T.total + stored)
   set(T, 'live', T.live + stored)
-  wake(T)
+  if woken then
+    wake(T)
+  end
 end
 return done(T, out)

@@ -1,0 +1,167 @@
+package redisstore
+
+import (
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+// The server-side code is one Redis Functions library, assembled at start
+// from scripts/*.lua and loaded once on every master (FUNCTION LOAD). Each
+// operation is one file, headed by its KEYS/ARGV/returns contract; each
+// family of operations shares one helper file:
+//
+//	family   files          helpers
+//	queue    every other    lib.lua
+//	hashes   hx_*.lua       hx_lib.lua
+//	locks    lk_*.lua       lk_lib.lua
+//	limits   rl_*.lua       rl_lib.lua
+//
+// A family's helpers are defined once, when the library loads, not on
+// every call as they would be if each script carried them: a call runs
+// only its operation. An operation file's body becomes the body of a Lua
+// function; KEYS and ARGV, globals in a script, are the library's two
+// upvalues, set on entry to each call (Redis runs one call at a time). A
+// helper file that keeps per-call state declares an enter function, named
+// <family>_enter, which the entry calls before the operation.
+//
+// The library's name and every function's name carry a digest of the
+// whole source, so that processes of different versions sharing one Redis
+// each call their own code.
+
+// family is a group of operations sharing one helper file.
+type family struct {
+	lib   string // helper file, without .lua
+	enter string // the helper file's per-call set-up function, or ""
+}
+
+var families = map[string]family{
+	"hx_": {lib: "hx_lib", enter: "hx_enter"},
+	"lk_": {lib: "lk_lib"},
+	"rl_": {lib: "rl_lib"},
+	"":    {lib: "lib"},
+}
+
+// familyOf returns the prefix of the family of the operation file name.
+func familyOf(name string) string {
+	for p := range families {
+		if p != "" && strings.HasPrefix(name, p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// op is one server-side operation: a function of the library.
+type op struct {
+	file   string // scripts/<file>.lua
+	fn     string // the function's name in Redis, set by assemble
+	flags  []string
+	family string
+	merge  *merger // how concurrent calls merge into one, or nil
+}
+
+// Name is the operation's file name, for errors and tests.
+func (o *op) Name() string { return o.file }
+
+// ops holds every operation by file name.
+var ops = map[string]*op{}
+
+// library is the assembled source and its name.
+var library struct {
+	name, source string
+	digest       string
+}
+
+// operation registers scripts/<file>.lua as an operation of the library.
+func operation(file string) *op {
+	if _, dup := ops[file]; dup {
+		panic("redisstore: operation " + file + " registered twice")
+	}
+	o := &op{file: file, family: familyOf(file)}
+	ops[file] = o
+	library.source = "" // assembled again on first use
+	return o
+}
+
+// assemble builds the library from every registered operation (once all
+// package-level registrations are done) and names each function.
+func assemble() {
+	if library.source != "" {
+		return
+	}
+	byFamily := map[string][]*op{}
+	for _, o := range ops {
+		byFamily[o.family] = append(byFamily[o.family], o)
+	}
+	prefixes := make([]string, 0, len(byFamily))
+	for p := range byFamily {
+		prefixes = append(prefixes, p)
+	}
+	sort.Strings(prefixes)
+
+	// The body, with placeholder function names; the digest of the body
+	// then names the library and the functions.
+	var b strings.Builder
+	b.WriteString("local KEYS, ARGV\n")
+	for _, p := range prefixes {
+		fam := families[p]
+		list := byFamily[p]
+		sort.Slice(list, func(i, j int) bool { return list[i].file < list[j].file })
+		b.WriteString("do\n")
+		b.Write(read(fam.lib))
+		b.WriteString("\n")
+		for _, o := range list {
+			src := string(read(o.file))
+			nl := strings.IndexByte(src, '\n')
+			shebang := src[:nl]
+			if !strings.HasPrefix(shebang, "#!lua") {
+				panic("redisstore: scripts/" + o.file + ".lua does not start with #!lua")
+			}
+			if f, ok := strings.CutPrefix(shebang, "#!lua flags="); ok {
+				o.flags = strings.Split(f, ",")
+			}
+			fmt.Fprintf(&b, "local function op_%s()\n%s\nend\n", o.file, src[nl+1:])
+		}
+		for _, o := range list {
+			enter := ""
+			if fam.enter != "" {
+				enter = fam.enter + "(); "
+			}
+			flags := ""
+			for i, f := range o.flags {
+				if i > 0 {
+					flags += ", "
+				}
+				flags += "'" + f + "'"
+			}
+			fmt.Fprintf(&b, "redis.register_function{function_name = '@%s', flags = {%s}, callback = function(k, a) KEYS, ARGV = k, a; %sreturn op_%s() end}\n",
+				o.file, flags, enter, o.file)
+		}
+		b.WriteString("end\n")
+	}
+	body := b.String()
+	sum := sha1.Sum([]byte(body))
+	digest := hex.EncodeToString(sum[:])[:12]
+	for _, o := range ops {
+		o.fn = "hg_" + o.file + "_" + digest
+		body = strings.Replace(body, "'@"+o.file+"'", "'"+o.fn+"'", 1)
+	}
+	library.digest = digest
+	library.name = "hourglass_" + digest
+	library.source = "#!lua name=" + library.name + "\n" + body
+}
+
+func read(file string) []byte {
+	src, err := scriptFS.ReadFile("scripts/" + file + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return src
+}

@@ -1,0 +1,207 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/lock"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/hourglass-io/hourglass/ttlhash"
+	"github.com/redis/go-redis/v9"
+)
+
+// commandCalls reads the number of calls of each command since the last
+// CONFIG RESETSTAT (commands run by functions count too).
+func commandCalls(t testing.TB, c *redis.Client) map[string]int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(info, "\r\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		for _, f := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				out[name], _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return out
+}
+
+// A put wakes waiting reservers when it makes a job ready, or when a
+// delayed job falls due before the tube's next due time; a delayed put
+// behind an earlier one publishes nothing.
+func TestPutWakesOnlyWhenSooner(t *testing.T) {
+	ctx := context.Background()
+	_, c, q := ownServer(t, nil)
+	cases := []struct {
+		name  string
+		delay time.Duration
+		wakes int64
+	}{
+		{"first delayed job of the tube", time.Hour, 1},
+		{"later than the tube's next due", 2 * time.Hour, 0},
+		{"sooner than the tube's next due", time.Minute, 1},
+		{"between the two", 30 * time.Minute, 0},
+		{"ready now", 0, 1},
+	}
+	for _, tc := range cases {
+		if err := c.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Put(ctx, "w", queue.NewJob{Body: []byte("x"), Delay: tc.delay, TTR: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if got := commandCalls(t, c)["spublish"]; got != tc.wakes {
+			t.Errorf("%s: %d wake-ups published, want %d", tc.name, got, tc.wakes)
+		}
+	}
+}
+
+// Concurrent puts to one tube go out together: fewer function calls than
+// puts, every job stored once with its own id, each caller's order kept.
+func TestPutsMerge(t *testing.T) {
+	ctx := context.Background()
+	_, c, q := ownServer(t, nil)
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const callers, each = 16, 200
+	ids := make([][]queue.ID, callers)
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				id, err := q.Put(ctx, "m", queue.NewJob{Body: fmt.Appendf(nil, "%d/%d", g, i), TTR: time.Minute})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids[g] = append(ids[g], id)
+			}
+		}()
+	}
+	wg.Wait()
+	calls := commandCalls(t, c)
+	if calls["fcall"] >= callers*each {
+		t.Errorf("%d function calls for %d puts: none merged", calls["fcall"], callers*each)
+	}
+	seen := map[queue.ID]bool{}
+	for g := range callers {
+		for i, id := range ids[g] {
+			if seen[id] {
+				t.Fatalf("id %d given twice", id)
+			}
+			seen[id] = true
+			if i > 0 && id <= ids[g][i-1] {
+				t.Errorf("caller %d: put %d got id %d after %d", g, i, id, ids[g][i-1])
+			}
+			j, err := q.Peek(ctx, id)
+			if err != nil || string(j.Body) != fmt.Sprintf("%d/%d", g, i) {
+				t.Fatalf("peek %d: %q, %v; want %d/%d", id, j.Body, err, g, i)
+			}
+		}
+	}
+	t.Logf("%d puts in %d function calls", callers*each, calls["fcall"])
+}
+
+// After Redis loses the library (a restart without persistence, FUNCTION
+// FLUSH), the next call loads it again and succeeds, for every primitive.
+func TestLibraryReloaded(t *testing.T) {
+	ctx := context.Background()
+	_, c, q := ownServer(t, nil)
+	s, err := redisstore.New(ctx, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	steps := []struct {
+		name string
+		f    func() error
+	}{
+		{"put", func() error { _, err := q.Put(ctx, "r", queue.NewJob{Body: []byte("x"), TTR: time.Minute}); return err }},
+		{"limit", func() error {
+			_, err := s.Limits().GCRA(ctx, "k", ratelimit.GCRARequest{N: 1, MaxWait: -1, Limits: []ratelimit.Limit{ratelimit.PerSecond(10)}})
+			return err
+		}},
+		{"lock", func() error {
+			_, err := s.Locks().Acquire(ctx, lock.AcquireRequest{Name: "l", Token: "t", Limit: 1, TTL: time.Second})
+			return err
+		}},
+		{"hash", func() error {
+			_, err := s.Hashes().Set(ctx, "h", ttlhash.SetRequest{Fields: []ttlhash.Field{{Name: "f", Value: []byte("v")}}, TTL: time.Minute})
+			return err
+		}},
+	}
+	for _, st := range steps {
+		if err := c.FunctionFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.f(); err != nil {
+			t.Errorf("%s after FUNCTION FLUSH: %v", st.name, err)
+		}
+	}
+}
+
+// A caller whose context ends while it waits for its turn leaves the queue
+// without its call being made; the others are served.
+func TestCancelledCallerLeaves(t *testing.T) {
+	ctx := context.Background()
+	_, _, q := ownServer(t, nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var made, cancelled int
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				cctx, cancel := context.WithCancel(ctx)
+				if (g+i)%3 == 0 {
+					cancel()
+				}
+				_, err := q.Put(cctx, "c", queue.NewJob{Body: []byte("x"), TTR: time.Minute})
+				cancel()
+				mu.Lock()
+				switch {
+				case err == nil:
+					made++
+				case errors.Is(err, context.Canceled):
+					cancelled++
+				default:
+					t.Error(err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	st, err := q.StatsTube(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(st.Ready) != made {
+		t.Errorf("%d jobs ready, %d puts succeeded (%d cancelled)", st.Ready, made, cancelled)
+	}
+	// The queue is not stuck: one more put goes through.
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := q.Put(tctx, "c", queue.NewJob{Body: []byte("x"), TTR: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+}
