@@ -64,7 +64,7 @@ type op struct {
 	fn     string // the function's name in Redis, set by assemble
 	flags  []string
 	family string
-	merge  *merger // how concurrent calls merge into one, or nil
+	merge  merger // how concurrent calls merge into one, or nil
 }
 
 // Name is the operation's file name, for errors and tests.

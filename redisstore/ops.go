@@ -55,11 +55,17 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 			if err != nil {
 				return nil, err
 			}
-			a := v.([]any)
+			r := replyOf(scripts.put)
+			a := r.arr(v, 2*(end-start))
 			for n, i := range idx[start:end] {
-				id := queue.ID(a[2*n].(int64))
-				out[i] = queue.PutResult{ID: id, Duplicate: a[2*n+1].(int64) == 1}
-				s.tubes.add(id, tube)
+				id := queue.ID(r.int(a[2*n]))
+				out[i] = queue.PutResult{ID: id, Duplicate: r.int(a[2*n+1]) == 1}
+			}
+			if err := r.done(); err != nil {
+				return nil, err
+			}
+			for _, i := range idx[start:end] {
+				s.tubes.add(out[i].ID, tube)
 			}
 		}
 	}
@@ -158,11 +164,12 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 	res.Next = -1
 	mkcall := func(gi, want int, dels []del) call {
 		g := gs[gi]
-		args := make([]any, 0, 4+len(g.tubes)+2*len(dels))
-		args = append(args, s.now(), req.Owner, want, len(g.tubes))
+		args := make([]any, 0, 6+len(g.tubes)+2*len(dels))
+		args = append(args, s.now(), len(g.tubes))
 		for _, t := range g.tubes {
 			args = append(args, t)
 		}
+		args = append(args, 1, req.Owner, want, len(dels))
 		for _, d := range dels {
 			args = append(args, indexOf(g.tubes, d.tube)+1, idhex(req.Delete[d.i]))
 		}
@@ -176,22 +183,35 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		return call{op: scripts.reserve, keys: ks, args: args}
 	}
 	// absorb takes in one group's reply.
-	absorb := func(gi int, v any, dels []del) []any {
-		a := v.([]any)
-		for n, code := range a[0].([]any) {
-			res.Deleted[dels[n].i] = deleteOutcome(code.(int64))
+	absorb := func(gi int, v any, dels []del, look bool) ([]any, error) {
+		r := replyOf(scripts.reserve)
+		n := 4
+		if look {
+			n = 6
 		}
-		for _, j := range parseJobs(a[1].([]any)) {
+		a := r.arr(r.arr(v, 1)[0], n)
+		codes := r.arr(a[0], len(dels))
+		for n, d := range dels {
+			res.Deleted[d.i] = deleteOutcome(r.int(codes[n]))
+		}
+		jobs, err := parseJobs(r, r.arr(a[1], 0))
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range jobs {
 			s.tubes.add(j.ID, j.Tube)
 			res.Jobs = append(res.Jobs, j)
 		}
-		if next := a[2].(int64); next >= 0 {
+		if next := r.int(a[2]); next >= 0 {
 			d := time.Duration(next) * time.Microsecond
-			if res.Next < 0 || d < res.Next {
-				res.Next, res.NextTube = d, gs[gi].tubes[a[3].(int64)-1]
+			ti := int(r.int(a[3])) - 1
+			if ti < 0 || ti >= len(gs[gi].tubes) {
+				r.fail("a tube index", a[3])
+			} else if res.Next < 0 || d < res.Next {
+				res.Next, res.NextTube = d, gs[gi].tubes[ti]
 			}
 		}
-		return a
+		return a, r.done()
 	}
 
 	order := []int{0}
@@ -230,9 +250,16 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		}
 		var heads []head
 		for gi, v := range replies {
-			a := absorb(gi, v, withGroup[gi])
-			if pri := a[4].(int64); pri >= 0 {
-				heads = append(heads, head{gi, pri, a[5].(string)})
+			a, err := absorb(gi, v, withGroup[gi], true)
+			if err != nil {
+				return res, err
+			}
+			r := replyOf(scripts.reserve)
+			if pri := r.int(a[4]); pri >= 0 {
+				heads = append(heads, head{gi, pri, r.str(a[5])})
+			}
+			if err := r.done(); err != nil {
+				return res, err
 			}
 		}
 		if len(heads) == 0 {
@@ -260,7 +287,9 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		if err != nil {
 			return res, queueErrs.mapErr(err)
 		}
-		absorb(gi, v, withGroup[gi])
+		if _, err := absorb(gi, v, withGroup[gi], false); err != nil {
+			return res, err
+		}
 	}
 	if len(res.Jobs) > 0 {
 		res.Next, res.NextTube = -1, ""
@@ -290,23 +319,25 @@ func deleteOutcome(code int64) error {
 	}
 }
 
-// parseJobs reads the flat job replies of a script (6 values per job).
-func parseJobs(a []any) []queue.Job {
+// parseJobs reads the flat job replies of an operation (6 values per job).
+func parseJobs(r *reply, a []any) ([]queue.Job, error) {
 	jobs := make([]queue.Job, 0, len(a)/6)
 	for i := 0; i+5 < len(a); i += 6 {
-		jobs = append(jobs, parseJob(a[i:i+6]))
+		jobs = append(jobs, parseJob(r, a[i:i+6]))
 	}
-	return jobs
+	return jobs, r.done()
 }
 
-func parseJob(a []any) queue.Job {
+// parseJob reads one job reply: id, tube, pri, ttr ms, reserves, body.
+func parseJob(r *reply, v any) queue.Job {
+	a := r.arr(v, 6)
 	return queue.Job{
-		ID:       queue.ID(a[0].(int64)),
-		Tube:     a[1].(string),
-		Priority: uint32(a[2].(int64)),
-		TTR:      time.Duration(a[3].(int64)) * time.Millisecond,
-		Reserves: uint32(a[4].(int64)),
-		Body:     []byte(a[5].(string)),
+		ID:       queue.ID(r.int(a[0])),
+		Tube:     r.str(a[1]),
+		Priority: uint32(r.int(a[2])),
+		TTR:      time.Duration(r.int(a[3])) * time.Millisecond,
+		Reserves: uint32(r.int(a[4])),
+		Body:     []byte(r.str(a[5])),
 	}
 }
 
@@ -334,11 +365,15 @@ func (s *Store) locate(ctx context.Context, ids []queue.ID) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for n, t := range v.([]any) {
-			if t, ok := t.(string); ok {
+		r := replyOf(scripts.locate)
+		for n, t := range r.arr(v, len(idx)) {
+			if t, ok := t.(string); ok { // false (nil here) when there is no such job
 				out[idx[n]] = t
 				s.tubes.add(ids[idx[n]], t)
 			}
+		}
+		if err := r.done(); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -382,8 +417,8 @@ func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]err
 	}
 	for _, k := range order {
 		idx := groups[k]
-		args := make([]any, 0, 2+len(idx))
-		args = append(args, owner, k.tube)
+		args := make([]any, 0, 4+len(idx))
+		args = append(args, k.tube, 1, owner, len(idx))
 		for _, i := range idx {
 			args = append(args, idhex(ids[i]))
 		}
@@ -391,8 +426,13 @@ func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]err
 		if err != nil {
 			return nil, err
 		}
-		for n, code := range v.([]any) {
-			out[idx[n]] = deleteOutcome(code.(int64))
+		r := replyOf(scripts.delete)
+		codes := r.arr(r.arr(v, 1)[0], len(idx))
+		for n, i := range idx {
+			out[i] = deleteOutcome(r.int(codes[n]))
+		}
+		if err := r.done(); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -419,11 +459,11 @@ func (s *Store) owned(ctx context.Context, sc *op, owner string, id queue.ID, ex
 	if err != nil {
 		return err
 	}
-	v, err := s.runAs(ctx, sc, tagOf(id), tube, owner, append([]any{owner, tube, idhex(id)}, extra...)...)
+	code, err := s.status(ctx, sc, tagOf(id), tube, owner, append([]any{owner, tube, idhex(id)}, extra...)...)
 	if err != nil {
 		return err
 	}
-	return codeErr(v.(int64), id)
+	return codeErr(code, id)
 }
 
 // Release implements queue.Store.
@@ -460,11 +500,11 @@ func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (in
 	}
 	total := 0
 	for k, hs := range groups {
-		v, err := s.runAs(ctx, scripts.unreserve, k.tag, k.tube, owner, append([]any{owner, k.tube}, hs...)...)
+		n, err := s.status(ctx, scripts.unreserve, k.tag, k.tube, owner, append([]any{owner, k.tube}, hs...)...)
 		if err != nil {
 			return total, err
 		}
-		total += int(v.(int64))
+		total += int(n)
 	}
 	return total, nil
 }
@@ -479,10 +519,16 @@ func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queu
 	if err != nil {
 		return queue.Job{}, err
 	}
-	a := v.([]any)
-	switch a[0].(int64) {
+	r := replyOf(scripts.reserveJob)
+	a := r.arr(v, 1)
+	code := r.int(a[0])
+	if err := r.done(); err != nil {
+		return queue.Job{}, err
+	}
+	switch code {
 	case 1:
-		return parseJob(a[1].([]any)), nil
+		j := parseJob(r, r.arr(a, 2)[1])
+		return j, r.done()
 	case -1:
 		return queue.Job{}, fmt.Errorf("%w: %d", queue.ErrReserved, id)
 	}
@@ -498,11 +544,11 @@ func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
 		tag := tubeTag(tube, p, k)
 		for total < n {
 			want := min(n-total, maxBatch)
-			v, err := s.run(ctx, scripts.kick, tag, tube, tube, want)
+			n, err := s.status(ctx, scripts.kick, tag, tube, "", tube, want)
 			if err != nil {
 				return total, err
 			}
-			got := int(v.(int64))
+			got := int(n)
 			total += got
 			if got < want {
 				break
@@ -518,15 +564,15 @@ func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.run(ctx, scripts.kickJob, tagOf(id), tube, tube, idhex(id))
+	code, err := s.status(ctx, scripts.kickJob, tagOf(id), tube, "", tube, idhex(id))
 	if err != nil {
 		return err
 	}
-	return codeErr(v.(int64), id)
+	return codeErr(code, id)
 }
 
 // peek runs peek.lua: the job and its stats.
-func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []any, error) {
+func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, error) {
 	tube, err := s.locateOne(ctx, id)
 	if err != nil {
 		return queue.Job{}, nil, err
@@ -535,11 +581,22 @@ func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []any, error)
 	if err != nil {
 		return queue.Job{}, nil, err
 	}
-	a := v.([]any)
-	if a[0].(int64) != 1 {
+	r := replyOf(scripts.peek)
+	a := r.arr(v, 1)
+	if r.int(a[0]) != 1 {
+		if err := r.done(); err != nil {
+			return queue.Job{}, nil, err
+		}
 		return queue.Job{}, nil, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
 	}
-	return parseJob(a[1].([]any)), a[2].([]any), nil
+	a = r.arr(a, 3)
+	j := parseJob(r, a[1])
+	st := r.arr(a[2], 11)
+	stats := make([]int64, len(st))
+	for i, x := range st {
+		stats[i] = r.int(x)
+	}
+	return j, stats, r.done()
 }
 
 // Peek implements queue.Store.
@@ -554,7 +611,7 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 	if err != nil {
 		return queue.JobStats{}, err
 	}
-	n := func(i int) int64 { return st[i].(int64) }
+	n := func(i int) int64 { return st[i] }
 	d := func(i int) time.Duration { return time.Duration(n(i)) * time.Millisecond }
 	return queue.JobStats{
 		ID: j.ID, Tube: j.Tube, State: queue.State(n(0)), Priority: uint32(n(1)),
@@ -596,9 +653,13 @@ func (s *Store) PeekStateN(ctx context.Context, tube string, st queue.State, n i
 		if err != nil {
 			return nil, err
 		}
-		a := v.([]any)
+		r := replyOf(scripts.peekState)
+		a := r.arr(v, 0)
 		for i := 0; i+1 < len(a); i += 2 {
-			all = append(all, scored{a[i].(int64), parseJob(a[i+1].([]any))})
+			all = append(all, scored{r.int(a[i]), parseJob(r, a[i+1])})
+		}
+		if err := r.done(); err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(all, func(a, b scored) int {
@@ -625,9 +686,13 @@ func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, er
 		if err != nil {
 			return queue.TubeStats{}, err
 		}
-		if a := v.([]any); len(a) > 0 {
-			addTubeStats(&st, a)
+		r := replyOf(scripts.statsTube)
+		if a := r.arr(v, 0); len(a) > 0 {
+			addTubeStats(&st, r, a)
 			known = true
+		}
+		if err := r.done(); err != nil {
+			return queue.TubeStats{}, err
 		}
 	}
 	if !known {
@@ -700,19 +765,24 @@ func (s *Store) allTubes(ctx context.Context) ([]queue.TubeStats, error) {
 	byName := map[string]*queue.TubeStats{}
 	created := map[string]int64{}
 	for i, v := range replies {
-		a := v.([]any)
+		r := replyOf(scripts.statsTube)
+		a := r.arr(v, 0)
 		if len(a) == 0 {
 			continue // emptied since the registry was read, or its pause ended
 		}
+		a = r.arr(a, 11)
 		name := parts[i].tube
 		st := byName[name]
 		if st == nil {
 			st = &queue.TubeStats{Name: name}
 			byName[name] = st
-			created[name] = a[10].(int64)
+			created[name] = r.int(a[10])
 		}
-		addTubeStats(st, a)
-		created[name] = min(created[name], a[10].(int64))
+		addTubeStats(st, r, a)
+		created[name] = min(created[name], r.int(a[10]))
+		if err := r.done(); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]queue.TubeStats, 0, len(byName))
 	for _, st := range byName {
@@ -729,8 +799,9 @@ func (s *Store) allTubes(ctx context.Context) ([]queue.TubeStats, error) {
 }
 
 // addTubeStats adds one partition's statstube reply to st.
-func addTubeStats(st *queue.TubeStats, a []any) {
-	n := func(i int) int64 { return a[i].(int64) }
+func addTubeStats(st *queue.TubeStats, r *reply, a []any) {
+	a = r.arr(a, 10)
+	n := func(i int) int64 { return r.int(a[i]) }
 	st.Urgent += n(0)
 	st.Ready += n(1)
 	st.Reserved += n(2)

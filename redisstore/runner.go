@@ -30,9 +30,9 @@ type runner struct {
 
 	loadMu sync.Mutex
 
-	mu      sync.Mutex
-	busy    bool       // a batch is in flight
-	pending []*request // calls waiting for the next batch
+	mu       sync.Mutex
+	inflight int        // batches in flight, at most maxInflight
+	pending  []*request // calls waiting for the next batch
 }
 
 // call is one function call: its operation, KEYS and ARGV (the time first).
@@ -97,8 +97,8 @@ func (r *runner) run(ctx context.Context, c call) (any, error) {
 	req := &request{call: c, done: make(chan struct{}), lead: make(chan struct{}, 1)}
 	r.mu.Lock()
 	r.pending = append(r.pending, req)
-	if !r.busy {
-		r.busy = true
+	if r.inflight < maxInflight {
+		r.inflight++
 		r.mu.Unlock()
 		r.commit(ctx)
 		return req.val, req.err
@@ -122,7 +122,7 @@ func (r *runner) run(ctx context.Context, c call) (any, error) {
 			if len(r.pending) > 0 {
 				r.pending[0].lead <- struct{}{}
 			} else {
-				r.busy = false
+				r.inflight--
 			}
 		default:
 		}
@@ -153,6 +153,11 @@ const (
 	maxBatchCalls = 256
 )
 
+// maxInflight is how many batches may be in flight at once: with two,
+// Redis works on one while the client reads the replies of the other and
+// writes the next.
+var maxInflight = 1
+
 // commit sends the waiting calls, then hands the turn to the first call
 // that arrived meanwhile, or ends the run of batches.
 func (r *runner) commit(ctx context.Context) {
@@ -171,7 +176,7 @@ func (r *runner) commit(ctx context.Context) {
 
 	r.mu.Lock()
 	if len(r.pending) == 0 {
-		r.busy = false
+		r.inflight--
 	} else {
 		r.pending[0].lead <- struct{}{}
 	}
@@ -208,74 +213,151 @@ type part struct {
 	split func(v any, reqs []*request) // shares a merged reply out, nil when not merged
 }
 
-// mergeCalls turns a batch into calls: consecutive requests that an
-// operation knows how to merge (puts to one tube partition) become one
-// call; the rest stay as they are.
+// mergeCalls turns a batch into calls: requests that an operation knows
+// how to merge (the same operation, the same KEYS, and what its merger
+// says) become one call, up to its limit; the rest stay as they are. The
+// requests of one batch come from callers that wait at the same time, so
+// their order among themselves is free; each caller has one request in
+// a batch at most, so a caller's own order is kept.
 func mergeCalls(batch []*request) ([]call, []part) {
-	var calls []call
 	var parts []part
-	for i := 0; i < len(batch); {
-		q := batch[i]
+	open := map[string]int{} // merge group -> its part, while it has room
+	sizes := []int{}
+	for _, q := range batch {
 		m := q.op.merge
-		j := i + 1
-		if m != nil {
-			items := m.items(q.args)
-			for j < len(batch) && batch[j].op == q.op && m.same(q.call, batch[j].call) && items+m.items(batch[j].args) <= m.max {
-				items += m.items(batch[j].args)
-				j++
-			}
-		}
-		if j == i+1 {
-			calls = append(calls, q.call)
+		if m == nil {
 			parts = append(parts, part{reqs: []*request{q}})
-			i++
+			sizes = append(sizes, 0)
 			continue
 		}
-		group := batch[i:j]
-		args := slices.Clone(q.args)
-		for _, o := range group[1:] {
-			args = append(args, o.args[m.head:]...)
+		k := m.group(q.call)
+		if i, ok := open[k]; ok && sizes[i]+m.size(q.call) <= m.limit() {
+			parts[i].reqs = append(parts[i].reqs, q)
+			sizes[i] += m.size(q.call)
+			continue
 		}
-		calls = append(calls, call{op: q.op, keys: q.keys, args: args})
-		parts = append(parts, part{reqs: slices.Clone(group), split: m.split})
-		i = j
+		open[k] = len(parts)
+		parts = append(parts, part{reqs: []*request{q}})
+		sizes = append(sizes, m.size(q.call))
+	}
+	calls := make([]call, len(parts))
+	for i := range parts {
+		p := &parts[i]
+		if len(p.reqs) == 1 {
+			calls[i] = p.reqs[0].call
+			continue
+		}
+		cs := make([]call, len(p.reqs))
+		for n, q := range p.reqs {
+			cs[n] = q.call
+		}
+		m := p.reqs[0].op.merge
+		calls[i] = m.join(cs)
+		p.split = m.split
 	}
 	return calls, parts
 }
 
-// merger says how calls of one operation merge into one: calls whose KEYS
-// and first head ARGV are equal merge by appending the rest of their
-// ARGV, items of per ARGV each; the reply holds replyPer values per item,
-// in order.
-type merger struct {
+// groupOf names what calls must share to merge: the operation, the KEYS and
+// the head of the ARGV (the first head values).
+func groupOf(c call, head int) string {
+	var b strings.Builder
+	b.WriteString(c.op.file)
+	for _, k := range c.keys {
+		b.WriteByte(0)
+		b.WriteString(k)
+	}
+	b.WriteByte(1)
+	for _, a := range c.args[:head] {
+		b.WriteByte(0)
+		fmt.Fprint(&b, a)
+	}
+	return b.String()
+}
+
+// A merger says which calls of one operation merge into one call, and how
+// the reply is shared out.
+type merger interface {
+	group(c call) string          // calls of one group may merge
+	size(c call) int              // the work of a call, counted against limit
+	limit() int                   // the most work of a merged call
+	join(cs []call) call          // the merged call
+	split(v any, reqs []*request) // shares the merged reply out
+}
+
+// itemMerger merges calls whose ARGV are head values, equal in every call,
+// then items of per values each, by appending their items; the reply holds
+// replyPer values per item, in order. (Puts to one tube partition.)
+type itemMerger struct {
 	head, per, replyPer, max int
 }
 
-func (m *merger) items(args []any) int { return (len(args) - m.head) / m.per }
+func (m *itemMerger) size(c call) int { return (len(c.args) - m.head) / m.per }
 
-func (m *merger) same(a, b call) bool {
-	if !slices.Equal(a.keys, b.keys) {
-		return false
+func (m *itemMerger) limit() int { return m.max }
+
+func (m *itemMerger) group(c call) string { return groupOf(c, m.head) }
+
+func (m *itemMerger) join(cs []call) call {
+	args := slices.Clone(cs[0].args)
+	for _, c := range cs[1:] {
+		args = append(args, c.args[m.head:]...)
 	}
-	for i := range m.head {
-		if a.args[i] != b.args[i] {
-			return false
-		}
-	}
-	return true
+	return call{op: cs[0].op, keys: cs[0].keys, args: args}
 }
 
-func (m *merger) split(v any, reqs []*request) {
+func (m *itemMerger) split(v any, reqs []*request) {
+	shareOut(v, reqs, func(q *request) int { return m.size(q.call) * m.replyPer })
+}
+
+// listMerger merges calls whose ARGV are a head (equal in every call; its
+// length given by headLen), a count of requests, and the requests, by
+// summing the counts and appending the requests; the reply is a list with
+// one entry per request, in order. (Reserves on one tag; deletes in one
+// tube.)
+type listMerger struct {
+	headLen func(args []any) int
+	max     int
+}
+
+func (m *listMerger) size(c call) int {
+	n, _ := c.args[m.headLen(c.args)].(int)
+	return n
+}
+
+func (m *listMerger) limit() int { return m.max }
+
+func (m *listMerger) group(c call) string { return groupOf(c, m.headLen(c.args)) }
+
+func (m *listMerger) join(cs []call) call {
+	h := m.headLen(cs[0].args)
+	args := slices.Clone(cs[0].args[:h])
+	args = append(args, 0)
+	total := 0
+	for _, c := range cs {
+		total += m.size(c)
+		args = append(args, c.args[h+1:]...)
+	}
+	args[h] = total
+	return call{op: cs[0].op, keys: cs[0].keys, args: args}
+}
+
+func (m *listMerger) split(v any, reqs []*request) {
+	shareOut(v, reqs, func(q *request) int { return m.size(q.call) })
+}
+
+// shareOut gives each request its n(q) values of the merged reply v, in order.
+func shareOut(v any, reqs []*request, n func(q *request) int) {
 	a, ok := v.([]any)
 	at := 0
 	for _, q := range reqs {
-		n := m.items(q.args) * m.replyPer
-		if !ok || at+n > len(a) {
-			q.err = fmt.Errorf("redisstore: %s replied with %T of unexpected length", q.op.file, v)
+		k := n(q)
+		if !ok || at+k > len(a) {
+			q.err = fmt.Errorf("redisstore: %s replied %T of unexpected length to a merged call", q.op.file, v)
 			continue
 		}
-		q.val = a[at : at+n : at+n]
-		at += n
+		q.val = a[at : at+k : at+k]
+		at += k
 	}
 }
 

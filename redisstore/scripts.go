@@ -17,7 +17,14 @@ var scripts = struct {
 func init() {
 	// Puts to one tube partition that wait together go out as one call:
 	// ARGV now, tube, tag, then 5 per job; the reply holds 2 per job.
-	scripts.put.merge = &merger{head: 3, per: 5, replyPer: 2, max: maxBatch}
+	scripts.put.merge = &itemMerger{head: 3, per: 5, replyPer: 2, max: maxBatch}
+	// Reserves on one tag that wait together go out as one call, each
+	// request with its own owner: ARGV now, N, N tube names, then the
+	// count of requests and the requests.
+	scripts.reserve.merge = &listMerger{headLen: func(args []any) int { return 2 + args[1].(int) }, max: 64}
+	// Deletes in one tube likewise: ARGV now, tube, then the count of
+	// requests and the requests (owner, id count, ids).
+	scripts.delete.merge = &listMerger{headLen: func(args []any) int { return 2 }, max: 64}
 }
 
 // queueErrs maps the runner's failures to the queue's sentinels.

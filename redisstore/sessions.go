@@ -71,19 +71,23 @@ func (s *Store) Reap(ctx context.Context) (int, error) {
 			tube string
 		}
 		groups := map[key][]any{}
-		for tag, r := range replies {
-			a := r.([]any)
+		rr := replyOf(scripts.reap)
+		for tag, v := range replies {
+			a := rr.arr(v, 0)
 			for i := 0; i+1 < len(a); i += 2 {
-				k := key{tag, a[i].(string)}
+				k := key{tag, rr.str(a[i])}
 				groups[k] = append(groups[k], a[i+1])
 			}
 		}
+		if err := rr.done(); err != nil {
+			return total, err
+		}
 		for k, ids := range groups {
-			n, err := s.run(ctx, scripts.unreserve, k.tag, k.tube, append([]any{session + "/", k.tube}, ids...)...)
+			n, err := s.status(ctx, scripts.unreserve, k.tag, k.tube, "", append([]any{session + "/", k.tube}, ids...)...)
 			if err != nil {
 				return total, err
 			}
-			total += int(n.(int64))
+			total += int(n)
 		}
 		if err := s.c.ZRem(ctx, s.k.sessions(), session).Err(); err != nil {
 			return total, s.storeErr(ctx, err)

@@ -177,6 +177,17 @@ func (s *Store) runAs(ctx context.Context, o *op, tag int, tube, owner string, a
 	return v, queueErrs.mapErr(err)
 }
 
+// status runs an operation whose reply is one integer.
+func (s *Store) status(ctx context.Context, o *op, tag int, tube, owner string, args ...any) (int64, error) {
+	v, err := s.runAs(ctx, o, tag, tube, owner, args...)
+	if err != nil {
+		return 0, err
+	}
+	r := replyOf(o)
+	n := r.int(v)
+	return n, r.done()
+}
+
 // runMany runs calls of queue operations in one pipeline.
 func (s *Store) runMany(ctx context.Context, calls []call) ([]any, error) {
 	v, err := s.r.runMany(ctx, calls)

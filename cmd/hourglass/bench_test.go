@@ -77,7 +77,8 @@ func TestBenchLimits(t *testing.T) {
 	})
 	t.Run("duration", func(t *testing.T) {
 		t.Parallel()
-		m := decode(t, ok(t, env, "bench", "limits", "--clients", "2", "--decisions", "0", "--duration", "200ms", "--keys", "3", "--json"))
+		// Its own limit: the named limit "bench" and its keys belong to the json case.
+		m := decode(t, ok(t, env, "bench", "limits", "--clients", "2", "--decisions", "0", "--duration", "200ms", "--keys", "3", "--limit", "1000/1s", "--json"))
 		if d := m["decisions"].(float64); d < 1 || m["allowed"].(float64)+m["denied"].(float64) != d {
 			t.Errorf("bench limits --duration: %v", m)
 		}

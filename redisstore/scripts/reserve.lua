@@ -1,28 +1,25 @@
 #!lua
--- reserve: deletes some jobs, then reserves up to max ready jobs from the
--- tubes of one tag, lowest (priority, id) first, skipping paused tubes.
+-- reserve: for each of R requests in turn (each an owner's, merged from
+-- callers that waited together), deletes some jobs, then reserves up to max
+-- ready jobs from the tubes of one tag, lowest (priority, id) first,
+-- skipping paused tubes.
 -- KEYS: m j tubes, then 6 keys per tube (see lib.lua)
--- ARGV: now, owner, max, tube count N, N tube names, then pairs (tube index 1..N, job id hex) to delete
--- Returns: { delete outcomes (1, 0, -1 per pair), jobs (flat, 6 per job as jobreply),
---            next (µs until a job may be ready, -1 if nothing is scheduled; only when no job was reserved),
+-- ARGV: now, tube count N, N tube names, request count R, then per request:
+--       owner, max, pair count D, D pairs (tube index 1..N, job id hex) to delete
+-- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 6 per job as jobreply),
+--            next (µs until a job may be ready, -1 if nothing is scheduled; only when fewer than max jobs were reserved),
 --            index of the tube next refers to,
 --            and when max is 0 (a look before choosing among tags): the priority and id of the job it would take, or -1 and '' }
-local owner, max, n = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local n = tonumber(ARGV[2])
 local Ts, names = {}, {}
 for i = 1, n do
   Ts[i] = tubekeys(i)
-  names[i] = ARGV[4 + i]
+  names[i] = ARGV[2 + i]
 end
 local sk = session_key(3 + 6 * n)
 local us, now = open(Ts)
 for i = 1, n do
   tick(Ts[i], names[i], now)
-end
-
-local deleted = {}
-for a = 5 + n, #ARGV, 2 do
-  local i = tonumber(ARGV[a])
-  deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[a + 1], owner, sk)
 end
 
 local live = {}
@@ -47,54 +44,71 @@ local function head()
   return best, bestpri, bestid
 end
 
-local jobs = {}
-local got = 0
-while got < max do
-  local best, idh
-  if #live == 1 then
-    best = live[1]
-    local h = redis.call('ZPOPMIN', Ts[best].r)
-    idh = h[1]
-  else
-    local _
-    best, _, idh = head()
-    if best then
-      redis.call('ZREM', Ts[best].r, idh)
+-- serve answers one request whose ARGV start at a; it returns the reply
+-- and the ARGV index of the next request.
+local function serve(a)
+  local owner, max, d = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local deleted = {}
+  for p = a + 3, a + 1 + 2 * d, 2 do
+    local i = tonumber(ARGV[p])
+    deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[p + 1], owner, sk)
+  end
+  local jobs = {}
+  local got = 0
+  while got < max do
+    local best, idh
+    if #live == 1 then
+      best = live[1]
+      local h = redis.call('ZPOPMIN', Ts[best].r)
+      idh = h[1]
+    else
+      local _
+      best, _, idh = head()
+      if best then
+        redis.call('ZREM', Ts[best].r, idh)
+      end
     end
+    if idh == nil then
+      break
+    end
+    local T = Ts[best]
+    local rec, body = load(idh)
+    reserve_rec(T, idh, rec, body, owner, now, sk)
+    local r = jobreply(idh, rec, body, names[best])
+    for k = 1, #r do
+      jobs[#jobs + 1] = r[k]
+    end
+    got = got + 1
   end
-  if idh == nil then
-    break
-  end
-  local T = Ts[best]
-  local rec, body = load(idh)
-  reserve_rec(T, idh, rec, body, owner, now, sk)
-  local r = jobreply(idh, rec, body, names[best])
-  for k = 1, #r do
-    jobs[#jobs + 1] = r[k]
-  end
-  got = got + 1
-end
 
-local next, nexttube = -1, 0
-if got == 0 then
-  for i = 1, n do
-    local due = next_due(Ts[i], now) -- exact, not the lower bound nd: a waiter sleeps until then
-    if due then
-      local d = due * 1000 - us
-      if d < 0 then d = 0 end
-      if next < 0 or d < next then
-        next, nexttube = d, i
+  local next, nexttube = -1, 0
+  if got < max or max == 0 then
+    for i = 1, n do
+      local due = next_due(Ts[i], now) -- exact, not the lower bound nd: a waiter sleeps until then
+      if due then
+        local wait = due * 1000 - us
+        if wait < 0 then wait = 0 end
+        if next < 0 or wait < next then
+          next, nexttube = wait, i
+        end
       end
     end
   end
+
+  if max == 0 then
+    local _, pri, idh = head()
+    return { deleted, jobs, next, nexttube, pri or -1, idh or '' }, a + 3 + 2 * d
+  end
+  return { deleted, jobs, next, nexttube }, a + 3 + 2 * d
 end
 
+local out = {}
+local a = 4 + n
+for r = 1, tonumber(ARGV[3 + n]) do
+  out[r], a = serve(a)
+end
 for i = 1, n do
   gc(Ts[i], names[i], now)
   flush(Ts[i])
 end
-if max == 0 then
-  local _, pri, idh = head()
-  return { deleted, jobs, next, nexttube, pri or -1, idh or '' }
-end
-return { deleted, jobs, next, nexttube }
+return out
