@@ -17,10 +17,13 @@ type hub struct {
 	poll     time.Duration
 	done     chan struct{}
 
-	listenMu sync.Mutex // serialises Listen calls; guards listening
-	// listening holds the stop functions of the store subscriptions, one per
-	// tube ever waited on; they end at close.
-	listening map[string]func()
+	listenMu sync.Mutex // serialises Listen calls; guards listening and idle
+	// listening holds the store subscription of every tube a reserve
+	// waits on now, and of the tubes waited on lately (idle, newest last):
+	// an idle subscription ends after idleLinger, or sooner when more than
+	// maxIdle are idle, so what a process holds follows what it waits on.
+	listening map[string]*subscription
+	idle      list.List // of *subscription with no waiter
 
 	mu      sync.Mutex
 	waiters list.List            // of *waiter, oldest first
@@ -28,6 +31,22 @@ type hub struct {
 	timer   *time.Timer          // fires at the earliest of due and the next poll
 	closed  bool
 }
+
+// subscription is the store's wake-ups of one tube for this hub.
+type subscription struct {
+	tube  string
+	stop  func()
+	refs  int           // reserves waiting on the tube
+	since time.Time     // when it became idle
+	elem  *list.Element // in hub.idle while refs is 0
+}
+
+// How long a subscription nobody waits on is kept for the next waiter, and
+// how many are kept at most.
+const (
+	idleLinger = 30 * time.Second
+	maxIdle    = 256
+)
 
 type waiter struct {
 	tubes []string
@@ -37,35 +56,86 @@ type waiter struct {
 }
 
 func newHub(n Notifier, poll time.Duration) *hub {
-	h := &hub{notifier: n, poll: poll, done: make(chan struct{}), listening: map[string]func(){}, due: map[string]time.Time{}}
+	h := &hub{notifier: n, poll: poll, done: make(chan struct{}), listening: map[string]*subscription{}, due: map[string]time.Time{}}
 	h.timer = time.AfterFunc(time.Hour, h.fire)
 	h.timer.Stop()
 	return h
 }
 
-// listen makes sure the store wakes this hub for each of tubes.
+// listen makes sure the store wakes this hub for each of tubes until the
+// caller calls unlisten with the same tubes.
 func (h *hub) listen(ctx context.Context, tubes []string) error {
 	if h.notifier == nil {
 		return nil
 	}
 	h.listenMu.Lock()
 	defer h.listenMu.Unlock()
-	for _, t := range tubes {
-		if _, ok := h.listening[t]; ok {
+	for i, t := range tubes {
+		if s, ok := h.listening[t]; ok {
+			if s.refs == 0 {
+				h.idle.Remove(s.elem)
+				s.elem = nil
+			}
+			s.refs++
 			continue
 		}
+		var err error
 		select {
 		case <-h.done:
-			return ErrClosed
+			err = ErrClosed
 		default:
 		}
-		stop, err := h.notifier.Listen(ctx, t, h.wake)
+		var stop func()
+		if err == nil {
+			stop, err = h.notifier.Listen(ctx, t, h.wake)
+		}
 		if err != nil {
+			h.unlistenLocked(tubes[:i])
 			return err
 		}
-		h.listening[t] = stop
+		h.listening[t] = &subscription{tube: t, stop: stop, refs: 1}
 	}
+	h.trimLocked()
 	return nil
+}
+
+// unlisten ends what listen began.
+func (h *hub) unlisten(tubes []string) {
+	if h.notifier == nil {
+		return
+	}
+	h.listenMu.Lock()
+	defer h.listenMu.Unlock()
+	h.unlistenLocked(tubes)
+	h.trimLocked()
+}
+
+func (h *hub) unlistenLocked(tubes []string) {
+	now := time.Now()
+	for _, t := range tubes {
+		s := h.listening[t]
+		if s == nil || s.refs == 0 {
+			continue // ended by close
+		}
+		if s.refs--; s.refs == 0 {
+			s.since = now
+			s.elem = h.idle.PushBack(s)
+		}
+	}
+}
+
+// trimLocked ends the idle subscriptions that are too old or too many.
+func (h *hub) trimLocked() {
+	now := time.Now()
+	for e := h.idle.Front(); e != nil; e = h.idle.Front() {
+		s := e.Value.(*subscription)
+		if h.idle.Len() <= maxIdle && now.Sub(s.since) < idleLinger {
+			return
+		}
+		h.idle.Remove(e)
+		delete(h.listening, s.tube)
+		s.stop()
+	}
 }
 
 // enter registers a waiter; the caller must leave it.
@@ -210,8 +280,9 @@ func (h *hub) close() {
 
 	h.listenMu.Lock()
 	defer h.listenMu.Unlock()
-	for t, stop := range h.listening {
-		stop()
+	for t, s := range h.listening {
+		s.stop()
 		delete(h.listening, t)
 	}
+	h.idle.Init()
 }

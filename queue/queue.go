@@ -204,6 +204,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 	if err := q.hub.listen(ctx, tubes); err != nil {
 		return nil, deleted, err
 	}
+	defer q.hub.unlisten(tubes)
 	w, err := q.hub.enter(tubes)
 	if err != nil {
 		return nil, deleted, err

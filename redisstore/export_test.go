@@ -10,3 +10,10 @@ func Library() (name, source string, functions map[string]string) {
 	}
 	return library.name, library.source, functions
 }
+
+// Subscriptions reports the channels s is subscribed to and the
+// connections they use.
+func Subscriptions(s *Store) (channels, conns int) { return s.notify.channels() }
+
+// Channel is the wake-up channel of a tube of one partition.
+func Channel(s *Store, tube string) string { return s.k.channel(tubeTag(tube, 0, 1), tube) }

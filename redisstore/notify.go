@@ -11,7 +11,10 @@ import (
 // notifier shares sharded pub/sub subscriptions among the listeners of a
 // process: one subscription connection per tag listened to (a shard channel
 // lives in its tag's slot, and a cluster connection serves the slots of one
-// node), and any number of listeners per channel.
+// node), and any number of listeners per channel. Channels are counted: a
+// channel whose last listener leaves is unsubscribed, and a tag whose last
+// channel goes has its connection closed, so what a process holds follows
+// what it listens to now, not everything it ever listened to.
 type notifier struct {
 	s *Store
 
@@ -21,6 +24,7 @@ type notifier struct {
 }
 
 type tagSub struct {
+	ctx       context.Context // of the connection's commands: the first listener's, without its cancellation
 	ps        *redis.PubSub
 	handlers  map[string]map[*func(string)]string // channel -> handler -> tube
 	confirmed map[string]bool
@@ -72,7 +76,8 @@ func (n *notifier) add(ctx context.Context, tag int, ch, tube string, h *func(st
 			waiting: map[string][]chan struct{}{}, done: make(chan struct{}),
 		}
 		n.subs[tag] = ts
-		ts.ps = n.s.c.SSubscribe(context.WithoutCancel(ctx), ch)
+		ts.ctx = context.WithoutCancel(ctx)
+		ts.ps = n.s.c.SSubscribe(ts.ctx, ch)
 		confirm = make(chan struct{})
 		ts.waiting[ch] = append(ts.waiting[ch], confirm)
 		go n.read(ts)
@@ -93,11 +98,8 @@ func (n *notifier) add(ctx context.Context, tag int, ch, tube string, h *func(st
 	ts.handlers[ch][h] = tube
 	n.mu.Unlock()
 
-	undo := func() {
-		n.mu.Lock()
-		delete(ts.handlers[ch], h)
-		n.mu.Unlock()
-	}
+	var once sync.Once
+	undo := func() { once.Do(func() { n.remove(tag, ts, ch, h) }) }
 	if confirm != nil {
 		select {
 		case <-confirm:
@@ -107,6 +109,46 @@ func (n *notifier) add(ctx context.Context, tag int, ch, tube string, h *func(st
 		}
 	}
 	return undo, nil
+}
+
+// remove takes listener h of channel ch away; the channel's last listener
+// unsubscribes it, and the tag's last channel closes its connection.
+func (n *notifier) remove(tag int, ts *tagSub, ch string, h *func(string)) {
+	n.mu.Lock()
+	delete(ts.handlers[ch], h)
+	if len(ts.handlers[ch]) > 0 || n.subs[tag] != ts {
+		n.mu.Unlock()
+		return
+	}
+	delete(ts.handlers, ch)
+	delete(ts.confirmed, ch)
+	for _, c := range ts.waiting[ch] {
+		close(c)
+	}
+	delete(ts.waiting, ch)
+	if len(ts.handlers) > 0 {
+		// Under n.mu, so that a listener arriving for ch subscribes after
+		// this unsubscription, on the same connection.
+		_ = ts.ps.SUnsubscribe(ts.ctx, ch)
+		n.mu.Unlock()
+		return
+	}
+	delete(n.subs, tag)
+	n.mu.Unlock()
+	_ = ts.ps.Close()
+	<-ts.done
+}
+
+// channels reports how many channels the process is subscribed to, on how
+// many connections (for tests and diagnostics).
+func (n *notifier) channels() (channels, conns int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, ts := range n.subs {
+		channels += len(ts.handlers)
+		conns++
+	}
+	return channels, conns
 }
 
 // read delivers the messages of one tag's subscription until it is closed.

@@ -205,3 +205,67 @@ func TestCancelledCallerLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Waiting on many tubes, one after another, leaves a bounded number of
+// subscriptions behind, and none once the queue closes; a channel whose
+// last listener leaves is unsubscribed on Redis too.
+func TestSubscriptionsReleased(t *testing.T) {
+	ctx := context.Background()
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			c := topo.client(t)
+			s := newStore(t, c, nil)
+			q, err := queue.New(s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const tubes = 600
+			for i := range tubes {
+				_, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{fmt.Sprintf("t%d", i)}, Timeout: time.Millisecond})
+				if !errors.Is(err, queue.ErrTimeout) {
+					t.Fatalf("reserve on t%d: %v, want ErrTimeout", i, err)
+				}
+			}
+			channels, _ := redisstore.Subscriptions(s)
+			if channels == 0 || channels > 300 {
+				t.Errorf("after waiting on %d tubes: %d channels subscribed, want some and at most about 256", tubes, channels)
+			}
+			if err := q.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if channels, conns := redisstore.Subscriptions(s); channels != 0 || conns != 0 {
+				t.Errorf("after Close: %d channels on %d connections", channels, conns)
+			}
+
+			// Redis's side: a channel with a listener counts one subscriber,
+			// and none once the listener stops.
+			stop, err := s.Listen(ctx, "solo", func(string) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := shardSubscribers(t, c, s, "solo"); n != 1 {
+				t.Errorf("%d subscribers while listening, want 1", n)
+			}
+			stop()
+			deadline := time.Now().Add(5 * time.Second)
+			for shardSubscribers(t, c, s, "solo") != 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the channel still has a subscriber 5 s after its listener stopped")
+				}
+				time.Sleep(5 * time.Millisecond) // polls Redis's count; the unsubscription is asynchronous
+			}
+		})
+	}
+}
+
+// shardSubscribers is PUBSUB SHARDNUMSUB of tube's wake-up channel, on the
+// node that owns it.
+func shardSubscribers(t *testing.T, c redis.UniversalClient, s *redisstore.Store, tube string) int64 {
+	t.Helper()
+	ch := redisstore.Channel(s, tube)
+	m, err := c.PubSubShardNumSub(context.Background(), ch).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m[ch]
+}
