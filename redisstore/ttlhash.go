@@ -101,10 +101,11 @@ type Hashes struct {
 }
 
 var (
-	_ ttlhash.Store        = (*Hashes)(nil)
-	_ ttlhash.Notifier     = (*Hashes)(nil)
-	_ ttlhash.ShardSweeper = (*Hashes)(nil)
-	_ ttlhash.DueNotifier  = (*Hashes)(nil)
+	_ ttlhash.Store         = (*Hashes)(nil)
+	_ ttlhash.Notifier      = (*Hashes)(nil)
+	_ ttlhash.ShardSweeper  = (*Hashes)(nil)
+	_ ttlhash.DueNotifier   = (*Hashes)(nil)
+	_ ttlhash.ShardNotifier = (*Hashes)(nil)
 )
 
 // Hashes returns the Store's ttlhash.Store with the default options.
@@ -482,7 +483,7 @@ func toEvent(shard int, m redis.XMessage, redelivered bool) ttlhash.Event {
 // most max - (events so far) shards. Then, while a shard returned all it
 // was asked for (it may have more) and fewer than max came, the rest goes
 // to those shards.
-func (h *Hashes) fill(ctx context.Context, max int, read func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error)) ([]ttlhash.Event, error) {
+func (h *Hashes) fill(ctx context.Context, max int, only []int, read func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error)) ([]ttlhash.Event, error) {
 	if h.s.closed.Load() {
 		return nil, ttlhash.ErrClosed
 	}
@@ -525,10 +526,15 @@ func (h *Hashes) fill(ctx context.Context, max int, read func(p redis.Pipeliner,
 		}
 		return counts
 	}
-	start := int(h.nextRR()) % h.shards
-	ring := make([]int, h.shards)
-	for i := range ring {
-		ring[i] = (start + i) % h.shards
+	var ring []int
+	if only != nil {
+		ring = only
+	} else {
+		start := int(h.nextRR()) % h.shards
+		ring = make([]int, h.shards)
+		for i := range ring {
+			ring[i] = (start + i) % h.shards
+		}
 	}
 	for tried := 0; tried < len(ring) && len(out) < max; {
 		left := max - len(out)
@@ -550,7 +556,18 @@ func (h *Hashes) fill(ctx context.Context, max int, read func(p redis.Pipeliner,
 
 // Read implements ttlhash.Store.
 func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]ttlhash.Event, error) {
-	return h.fill(ctx, max, func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error) {
+	return h.ReadShards(ctx, group, consumer, nil, max)
+}
+
+// ReadShards implements ttlhash.ShardNotifier: Read from some shards only
+// (every shard when shards is nil).
+func (h *Hashes) ReadShards(ctx context.Context, group, consumer string, shards []int, max int) ([]ttlhash.Event, error) {
+	for _, i := range shards {
+		if i < 0 || i >= h.shards {
+			return nil, fmt.Errorf("%w: shard %d of %d", ttlhash.ErrInvalid, i, h.shards)
+		}
+	}
+	return h.fill(ctx, max, shards, func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error) {
 		c := p.XReadGroup(ctx, &redis.XReadGroupArgs{
 			Group: group, Consumer: consumer, Streams: []string{h.stream(shard), ">"}, Count: int64(count), Block: -1,
 		})
@@ -573,7 +590,7 @@ func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]t
 // Claim implements ttlhash.Store. The idle time is measured on Redis's own
 // clock, not on an injected one.
 func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time.Duration, max int) ([]ttlhash.Event, error) {
-	return h.fill(ctx, max, func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error) {
+	return h.fill(ctx, max, nil, func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error) {
 		c := p.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 			Stream: h.stream(shard), Group: group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count),
 		})
@@ -672,23 +689,33 @@ func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
 // ListenEvents implements ttlhash.Notifier: wake is called after events
 // are appended to any shard, and after a subscription reconnects.
 func (h *Hashes) ListenEvents(ctx context.Context, wake func()) (func(), error) {
+	return h.listen(ctx, "c", func(int) { wake() })
+}
+
+// ListenEventShards implements ttlhash.ShardNotifier: as ListenEvents,
+// naming the shard whose channel the wake-up came on.
+func (h *Hashes) ListenEventShards(ctx context.Context, wake func(shard int)) (func(), error) {
 	return h.listen(ctx, "c", wake)
 }
 
 // ListenDue implements ttlhash.DueNotifier: the scripts publish on each
 // shard's channel "s" when they make a bucket due sooner than every other.
 func (h *Hashes) ListenDue(ctx context.Context, wake func()) (func(), error) {
-	return h.listen(ctx, "s", wake)
+	return h.listen(ctx, "s", func(int) { wake() })
 }
 
-// listen subscribes wake to channel suffix of every shard.
-func (h *Hashes) listen(ctx context.Context, suffix string, wake func()) (func(), error) {
-	f := func(string) { wake() }
+// listen subscribes wake to channel suffix of every shard; wake is told
+// the shard.
+func (h *Hashes) listen(ctx context.Context, suffix string, wake func(shard int)) (func(), error) {
+	f := func(shard string) {
+		n, _ := strconv.Atoi(shard)
+		wake(n)
+	}
 	hf := &f
 	var undos []func()
 	for i := range h.shards {
 		tag := i * (NumTags / h.shards)
-		undo, err := h.s.notify.add(ctx, tag, h.base(i)+suffix, "", hf)
+		undo, err := h.s.notify.add(ctx, tag, h.base(i)+suffix, strconv.Itoa(i), hf)
 		if err != nil {
 			for _, u := range undos {
 				u()

@@ -207,7 +207,7 @@ func BenchmarkTTLHashLag(b *testing.B) {
 					longest = max(longest, l.Duration)
 					if len(l.Args) > 0 {
 						k := l.Args[0]
-						if len(l.Args) > 3 && strings.EqualFold(k, "evalsha") {
+						if len(l.Args) > 3 && (strings.EqualFold(k, "evalsha") || strings.EqualFold(k, "fcall")) {
 							k += " " + l.Args[3] // the first key names the script's kind
 						}
 						kinds[k]++

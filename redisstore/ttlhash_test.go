@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -178,4 +179,45 @@ func sumExpired(rs []ttlhash.SweepResult) int {
 		n += r.Expired
 	}
 	return n
+}
+
+// A wake-up of hash events names the shard that has them, and ReadShards
+// reads that shard only.
+func TestTTLHashWakeNamesShard(t *testing.T) {
+	clock := storetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	s := newStore(t, standaloneClient(t), &redisstore.Options{Clock: clock.Now}).Hashes()
+	ctx := context.Background()
+	if err := s.CreateGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	woken := make(chan int, 64)
+	stop, err := s.ListenEventShards(ctx, func(shard int) { woken <- shard })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if _, err := s.Set(ctx, "one", ttlhash.SetRequest{Fields: []ttlhash.Field{{Name: "f", Value: []byte("v")}}, TTL: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if _, err := s.SweepAll(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	var shard int
+	select {
+	case shard = <-woken:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up 5 s after the sweep")
+	}
+	other := (shard + 1) % s.Shards()
+	if evs, err := s.ReadShards(ctx, "g", "c", []int{other}, 10); err != nil || len(evs) != 0 {
+		t.Fatalf("ReadShards(shard %d) = %d events, %v; want none (the event is in shard %d)", other, len(evs), err, shard)
+	}
+	evs, err := s.ReadShards(ctx, "g", "c", []int{shard}, 10)
+	if err != nil || len(evs) != 1 || evs[0].Field != "f" {
+		t.Fatalf("ReadShards(shard %d) = %v, %v; want the event of f", shard, evs, err)
+	}
+	if _, err := s.ReadShards(ctx, "g", "c", []int{s.Shards()}, 10); !errors.Is(err, ttlhash.ErrInvalid) {
+		t.Fatalf("ReadShards of shard %d of %d: %v, want ttlhash.ErrInvalid", s.Shards(), s.Shards(), err)
+	}
 }

@@ -3,6 +3,8 @@ package ttlhash
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -86,17 +88,42 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		return err
 	}
 	wake := make(chan struct{}, 1)
-	if n, ok := h.s.(Notifier); ok {
-		stop, err := n.ListenEvents(ctx, func() {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	// With a ShardNotifier, the shards woken since the last read (all of
+	// them when any is nil) are read, not every shard.
+	var (
+		woken   shardSet
+		sharded ShardNotifier
+	)
+	if n, ok := h.s.(ShardNotifier); ok {
+		sharded = n
+		stop, err := n.ListenEventShards(ctx, func(shard int) {
+			woken.add(shard)
+			poke()
 		})
 		if err != nil {
 			return err
 		}
 		defer stop()
+	} else if n, ok := h.s.(Notifier); ok {
+		stop, err := n.ListenEvents(ctx, poke)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	read := func() ([]Event, error) {
+		if sharded != nil {
+			if shards, all := woken.take(); !all {
+				return sharded.ReadShards(ctx, group, consumer, shards, h.opts.batch())
+			}
+		}
+		return h.s.Read(ctx, group, consumer, h.opts.batch())
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -113,7 +140,7 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
 		}
 		if err == nil && len(evs) == 0 {
-			evs, err = h.s.Read(ctx, group, consumer, h.opts.batch())
+			evs, err = read()
 		}
 		if err == nil && len(evs) == 0 && !lastClaim.IsZero() && time.Since(lastClaim) >= h.opts.visibility()/8 {
 			lastClaim = time.Now()
@@ -159,7 +186,8 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			return ctx.Err()
 		}
 		if len(evs) == h.opts.batch() {
-			continue // there may be more at once
+			woken.add(-1) // there may be more at once, in any shard
+			continue
 		}
 		// Fewer than a batch: wait for the next wake-up (one that came while
 		// these were handled is kept) rather than read again at once.
@@ -172,6 +200,36 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 				<-timer.C
 			}
 		case <-timer.C:
+			woken.add(-1) // the poll reads every shard
 		}
 	}
+}
+
+// shardSet is the shards woken since the last read, or all of them.
+type shardSet struct {
+	mu     sync.Mutex
+	all    bool
+	shards []int
+}
+
+// add notes that shard has events; a negative shard means any.
+func (s *shardSet) add(shard int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case shard < 0:
+		s.all, s.shards = true, s.shards[:0]
+	case !s.all && !slices.Contains(s.shards, shard):
+		s.shards = append(s.shards, shard)
+	}
+}
+
+// take returns the shards noted and empties the set. all is true when any
+// shard may have events; the first read of a consumer reads every shard.
+func (s *shardSet) take() (shards []int, all bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	shards, all = slices.Clone(s.shards), s.all || len(s.shards) == 0
+	s.all, s.shards = false, s.shards[:0]
+	return shards, all
 }

@@ -219,6 +219,18 @@ type Notifier interface {
 	ListenEvents(ctx context.Context, wake func()) (stop func(), err error)
 }
 
+// ShardNotifier is implemented by stores that keep events in shards and
+// can say which shard has new ones, so that a consumer reads only that
+// shard instead of all of them.
+type ShardNotifier interface {
+	// ListenEventShards is ListenEvents, naming the shard that has new
+	// events; shard is negative when any shard may have them (after a
+	// reconnect, when wake-ups may have been lost).
+	ListenEventShards(ctx context.Context, wake func(shard int)) (stop func(), err error)
+	// ReadShards is Read from the given shards only.
+	ReadShards(ctx context.Context, group, consumer string, shards []int, max int) ([]Event, error)
+}
+
 // DueNotifier is implemented by stores that can tell a process when a
 // field was given a deadline sooner than every other the store had, so a
 // Sweeper can sleep until the next deadline it knows of instead of
