@@ -7,13 +7,12 @@
 local m, h, q, qe = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = lk_now(ARGV[1])
 local token, limit, ttl = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-lk_prune(h, q, qe, now)
+local holders, queued = lk_prune(h, q, qe, now)
 
-local free = limit - redis.call('ZCARD', h)
-local queued = redis.call('ZCARD', q)
+local free = limit - holders
 local rank = false
 if queued > 0 then rank = redis.call('ZRANK', q, token) end
-if free > 0 and not redis.call('ZSCORE', h, token) and (queued == 0 or (rank and rank < free)) then
+if free > 0 and (holders == 0 or not redis.call('ZSCORE', h, token)) and (queued == 0 or (rank and rank < free)) then
   if rank then
     redis.call('ZREM', q, token)
     redis.call('ZREM', qe, token)
@@ -21,7 +20,7 @@ if free > 0 and not redis.call('ZSCORE', h, token) and (queued == 0 or (rank and
   local f = math.max(tonumber(redis.call('HGET', m, 'f') or '0') + 1, now)
   redis.call('HSET', m, 'f', f)
   redis.call('ZADD', h, now + ttl, token)
-  lk_retain(m, h, q, qe, now)
+  lk_retain(m, h, q, qe, now, f, queued > 0)
   return {1, f, 0}
 end
 
@@ -30,7 +29,7 @@ if ARGV[5] == '1' then
     redis.call('ZADD', q, redis.call('HINCRBY', m, 's', 1), token)
   end
   redis.call('ZADD', qe, now + tonumber(ARGV[6]), token)
-  lk_retain(m, h, q, qe, now)
+  lk_retain(m, h, q, qe, now, nil, true)
 end
 
 local wait = 1000

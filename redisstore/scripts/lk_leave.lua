@@ -9,5 +9,5 @@ lk_prune(h, q, qe, now)
 redis.call('ZREM', qe, ARGV[2])
 if redis.call('ZREM', q, ARGV[2]) == 0 then return 0 end
 redis.call('SPUBLISH', ARGV[3], 'l')
-lk_retain(m, h, q, qe, now)
+lk_retain(m, h, q, qe, now, nil, true)
 return 1
