@@ -4,11 +4,16 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/hourglass-io/hourglass/ttlhash"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -130,62 +135,185 @@ func usedMemory(b *testing.B, c *redis.Client) int64 {
 	return 0
 }
 
-// BenchmarkRedisCPU reports the Redis CPU time (INFO commandstats) each put
-// and each delete-and-reserve of a Worker costs, on a server of its own.
+// BenchmarkRedisCPU reports the Redis CPU time (INFO commandstats, µs)
+// of one operation of each primitive, on a server of its own: the time of
+// the function calls for hourglass's operations, one caller at a time and
+// from 8 callers at once (whose calls merge), beside the plain commands a
+// hand-made version would send. Each sub-benchmark runs its operation 20,000
+// times whatever b.N is.
+//
+//	go test -run '^$' -bench RedisCPU -benchtime 1x ./redisstore/
 func BenchmarkRedisCPU(b *testing.B) {
+	const n = 20000
 	ctx := context.Background()
 	_, c, q := ownServer(b, nil)
-	const n = 20000
-	c.ConfigResetStat(ctx)
-	for range n {
-		if _, err := q.Put(ctx, "cpu", queue.NewJob{Body: body100}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(callMicros(b, c, n), "redis-µs/put")
-	c.ConfigResetStat(ctx)
-	done := make(chan struct{})
-	var handled atomic.Int64
-	w, err := queue.NewWorker(q, queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
-		if handled.Add(1) == n {
-			close(done)
-		}
-		return nil
-	}), &queue.WorkerOptions{Tubes: []string{"cpu"}, Concurrency: 8})
+	s, err := redisstore.New(ctx, c, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	go w.Run(ctx)
-	<-done
-	if err := w.Shutdown(ctx); err != nil {
+	defer s.Close()
+	locks, err := lock.New(s.Locks(), nil)
+	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(callMicros(b, c, n), "redis-µs/consume")
+	limits := ratelimit.New(s.Limits(), nil)
+	hashes, err := ttlhash.New(s.Hashes(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hash := hashes.Hash("h")
+	seq := atomic.Int64{}
+	// parallel runs f n times from callers goroutines.
+	parallel := func(callers int, f func(i int) error) error {
+		var wg sync.WaitGroup
+		var first atomic.Value
+		for range callers {
+			wg.Go(func() {
+				for {
+					i := int(seq.Add(1))
+					if i > n {
+						return
+					}
+					if err := f(i); err != nil {
+						first.CompareAndSwap(nil, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		seq.Store(0)
+		if err, ok := first.Load().(error); ok {
+			return err
+		}
+		return nil
+	}
+	fill := func(tube string) {
+		jobs := make([]queue.NewJob, 100)
+		for i := range jobs {
+			jobs[i] = queue.NewJob{Body: body100, TTR: time.Minute}
+		}
+		for i := 0; i < n; i += len(jobs) {
+			if _, err := q.PutMany(ctx, tube, jobs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	type row struct {
+		name     string
+		callers  int
+		prepare  func()
+		op       func(i int) error
+		commands []string // the top-level commands whose time counts
+	}
+	fcall := []string{"fcall"}
+	rows := []row{
+		{"put/callers=1", 1, nil, func(int) error { _, err := q.Put(ctx, "p1", queue.NewJob{Body: body100, TTR: time.Minute}); return err }, fcall},
+		{"put/callers=8", 8, nil, func(int) error { _, err := q.Put(ctx, "p8", queue.NewJob{Body: body100, TTR: time.Minute}); return err }, fcall},
+		{"delayed-put/callers=1", 1, nil, func(int) error {
+			_, err := q.Put(ctx, "d1", queue.NewJob{Body: body100, TTR: time.Minute, Delay: time.Hour})
+			return err
+		}, fcall},
+		{"reserve+delete/callers=1", 1, func() { fill("r1") }, func(int) error { return reserveDelete(ctx, q, "r1") }, fcall},
+		{"reserve+delete/callers=8", 8, func() { fill("r8") }, func(int) error { return reserveDelete(ctx, q, "r8") }, fcall},
+		{"gcra-allow/callers=1", 1, nil, func(i int) error {
+			_, err := limits.Allow(ctx, "k"+strconv.Itoa(i%1000), ratelimit.PerSecond(1000000))
+			return err
+		}, fcall},
+		{"gcra-allow/callers=16,one-key", 16, nil, func(int) error {
+			_, err := limits.Allow(ctx, "hot", ratelimit.PerSecond(1000000))
+			return err
+		}, fcall},
+		{"lock-obtain+release/callers=1", 1, nil, func(int) error {
+			l, err := locks.TryObtain(ctx, "lk", &lock.ObtainOptions{TTL: time.Minute})
+			if err != nil {
+				return err
+			}
+			return l.Release(ctx)
+		}, fcall},
+		{"hash-set-ttl/callers=1", 1, nil, func(i int) error {
+			_, err := hash.SetTTL(ctx, "f"+strconv.Itoa(i), body100, time.Hour)
+			return err
+		}, fcall},
+		{"hash-get/callers=1", 1, nil, func(i int) error { _, _, err := hash.Get(ctx, "f"+strconv.Itoa(i)); return err }, fcall},
+		// What a hand-made version sends: a job hash and a delay index; SET
+		// NX PX and a compare-and-delete; a plain HSET and HGET.
+		{"plain-hset+zadd/callers=1", 1, nil, func(i int) error {
+			id := strconv.Itoa(i)
+			if err := c.HSet(ctx, "plain:jobs", id, body100).Err(); err != nil {
+				return err
+			}
+			return c.ZAdd(ctx, "plain:delayed", redis.Z{Score: float64(i), Member: id}).Err()
+		}, []string{"hset", "zadd"}},
+		{"plain-set-nx+compare-del/callers=1", 1, nil, func(int) error {
+			if err := c.SetNX(ctx, "plain:lock", "token", time.Minute).Err(); err != nil {
+				return err
+			}
+			return c.Eval(ctx, "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", []string{"plain:lock"}, "token").Err()
+		}, []string{"set", "eval"}},
+		{"plain-hset/callers=1", 1, nil, func(i int) error { return c.HSet(ctx, "plain:h", "f"+strconv.Itoa(i), body100).Err() }, []string{"hset"}},
+		{"plain-hget/callers=1", 1, nil, func(i int) error { return c.HGet(ctx, "plain:h", "f"+strconv.Itoa(i)).Err() }, []string{"hget"}},
+	}
+	for _, r := range rows {
+		b.Run(r.name, func(b *testing.B) {
+			for b.Loop() {
+				if r.prepare != nil {
+					r.prepare()
+				}
+				if err := c.ConfigResetStat(ctx).Err(); err != nil {
+					b.Fatal(err)
+				}
+				if err := parallel(r.callers, r.op); err != nil {
+					b.Fatal(err)
+				}
+				stats := commandStats(b, c)
+				var usec, calls float64
+				for _, cmd := range r.commands {
+					usec += stats[cmd].usec
+					calls += stats[cmd].calls
+				}
+				b.ReportMetric(usec/n, "redis-µs/op")
+				b.ReportMetric(calls/n, "calls/op")
+			}
+		})
+	}
 }
 
-// callMicros is the Redis CPU time (µs) per operation since the last reset:
-// the time of every function call (FCALL) and script call (EVALSHA), over
-// ops operations (a merged call serves several).
-func callMicros(b *testing.B, c *redis.Client, ops int) float64 {
+func reserveDelete(ctx context.Context, q *queue.Queue, tube string) error {
+	j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{tube}, Timeout: -1})
+	if err != nil {
+		return err
+	}
+	return q.Delete(ctx, j.ID)
+}
+
+type cmdStat struct{ calls, usec float64 }
+
+// commandStats reads INFO commandstats: per command, its calls and µs.
+func commandStats(b *testing.B, c *redis.Client) map[string]cmdStat {
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var usec float64
+	out := map[string]cmdStat{}
 	for _, line := range strings.Split(info, "\r\n") {
-		for _, cmd := range []string{"cmdstat_fcall:", "cmdstat_evalsha:"} {
-			if v, ok := strings.CutPrefix(line, cmd); ok {
-				for _, f := range strings.Split(v, ",") {
-					if x, ok := strings.CutPrefix(f, "usec="); ok {
-						us, _ := strconv.ParseFloat(x, 64)
-						usec += us
-					}
-				}
+		rest, ok := strings.CutPrefix(line, "cmdstat_")
+		if !ok {
+			continue
+		}
+		name, fields, _ := strings.Cut(rest, ":")
+		var st cmdStat
+		for _, f := range strings.Split(fields, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			x, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				st.calls = x
+			case "usec":
+				st.usec = x
 			}
 		}
+		out[name] = st
 	}
-	if usec == 0 {
-		b.Fatal("no fcall or evalsha in INFO commandstats")
-	}
-	return usec / float64(ops)
+	return out
 }
