@@ -17,3 +17,11 @@ func Subscriptions(s *Store) (channels, conns int) { return s.notify.channels() 
 
 // Channel is the wake-up channel of a tube of one partition.
 func Channel(s *Store, tube string) string { return s.k.channel(tubeTag(tube, 0, 1), tube) }
+
+// SetMaxInflight sets how many batches may be in flight at once, until the
+// function it returns restores it.
+func SetMaxInflight(n int) (restore func()) {
+	old := maxInflight
+	maxInflight = n
+	return func() { maxInflight = old }
+}

@@ -99,53 +99,58 @@ func (r *runner) run(ctx context.Context, c call) (any, error) {
 	r.pending = append(r.pending, req)
 	if r.inflight < maxInflight {
 		r.inflight++
-		r.mu.Unlock()
-		r.commit(ctx)
-		return req.val, req.err
+		req.turn = true
+		req.lead <- struct{}{}
 	}
 	r.mu.Unlock()
-	select {
-	case <-req.done:
-		return req.val, req.err
-	case <-req.lead:
-		r.commit(ctx)
-		return req.val, req.err
-	case <-ctx.Done():
-	}
-	// Leave the queue if the call has not gone out yet; once it has, its
-	// outcome is awaited (it may have changed state, a job reserved, say).
-	r.mu.Lock()
-	if i := slices.Index(r.pending, req); i >= 0 && !req.taken {
-		r.pending = slices.Delete(r.pending, i, i+1)
+	cancelled := ctx.Done()
+	for {
 		select {
-		case <-req.lead: // it had just been given the turn: pass it on
-			if len(r.pending) > 0 {
-				r.pending[0].lead <- struct{}{}
-			} else {
-				r.inflight--
+		case <-req.done:
+			r.doneWaiting(req)
+			return req.val, req.err
+		case <-req.lead:
+			r.commit(ctx, req)
+		case <-cancelled:
+			// Leave the queue if the call has not gone out yet; once it
+			// has, its outcome is awaited (it may have changed state, a
+			// job reserved, say).
+			cancelled = nil
+			r.mu.Lock()
+			if i := slices.Index(r.pending, req); i >= 0 {
+				r.pending = slices.Delete(r.pending, i, i+1)
+				if req.turn {
+					req.turn = false
+					r.handOffLocked() // the turn it was given goes to the next
+				}
+				r.mu.Unlock()
+				return nil, ctx.Err()
 			}
-		default:
+			r.mu.Unlock()
 		}
-		r.mu.Unlock()
-		return nil, ctx.Err()
+	}
+}
+
+// doneWaiting is for a call whose batch ended while it waited: a turn it
+// was given meanwhile goes to the next.
+func (r *runner) doneWaiting(req *request) {
+	r.mu.Lock()
+	if req.turn {
+		req.turn = false
+		r.handOffLocked()
 	}
 	r.mu.Unlock()
-	select {
-	case <-req.done:
-	case <-req.lead:
-		r.commit(ctx)
-	}
-	return req.val, req.err
 }
 
 // request is a call waiting in the queue of run.
 type request struct {
 	call
 	taken bool          // in a batch (guarded by runner.mu)
+	turn  bool          // holds a turn to send a batch, not yet used (guarded by runner.mu)
 	val   any           // the reply, set before done is closed
 	err   error         // the failure, set before done is closed
 	done  chan struct{} // closed when val and err are set
-	lead  chan struct{} // told to send the next batch
+	lead  chan struct{} // told to send a batch
 }
 
 // Bounds of one batch, so that no pipeline or merged call runs long.
@@ -153,15 +158,37 @@ const (
 	maxBatchCalls = 256
 )
 
-// maxInflight is how many batches may be in flight at once: with two,
-// Redis works on one while the client reads the replies of the other and
-// writes the next.
-var maxInflight = 1
+// maxInflight is how many batches may be in flight at once. One would
+// merge the most, but leave Redis idle while the client reads replies and
+// writes the next batch; measured with 16 callers (GCRA decisions, and the
+// beanstalkd protocol over 8 connections), 4 did best: 1.0–1.1× redis_rate's
+// decisions/s against 0.8× with 1, and about 25% more protocol commands.
+var maxInflight = 4
 
-// commit sends the waiting calls, then hands the turn to the first call
-// that arrived meanwhile, or ends the run of batches.
-func (r *runner) commit(ctx context.Context) {
+// handOffLocked gives the turn its caller holds to the first waiting call
+// that has none, or ends it.
+func (r *runner) handOffLocked() {
+	for _, q := range r.pending {
+		if !q.turn {
+			q.turn = true
+			q.lead <- struct{}{}
+			return
+		}
+	}
+	r.inflight--
+}
+
+// commit is a turn of req's: it sends the waiting calls (the oldest
+// first, up to a batch), then hands the turn on. When another turn's batch
+// already took req, it only hands the turn on.
+func (r *runner) commit(ctx context.Context, req *request) {
 	r.mu.Lock()
+	req.turn = false
+	if req.taken {
+		r.handOffLocked()
+		r.mu.Unlock()
+		return
+	}
 	n := min(len(r.pending), maxBatchCalls)
 	batch := slices.Clone(r.pending[:n])
 	r.pending = slices.Delete(r.pending, 0, n)
@@ -175,11 +202,7 @@ func (r *runner) commit(ctx context.Context) {
 	r.send(context.WithoutCancel(ctx), batch)
 
 	r.mu.Lock()
-	if len(r.pending) == 0 {
-		r.inflight--
-	} else {
-		r.pending[0].lead <- struct{}{}
-	}
+	r.handOffLocked()
 	r.mu.Unlock()
 	for _, q := range batch {
 		close(q.done)

@@ -159,8 +159,18 @@ func TestLibraryReloaded(t *testing.T) {
 }
 
 // A caller whose context ends while it waits for its turn leaves the queue
-// without its call being made; the others are served.
+// without its call being made; the others are served; with one batch in
+// flight at a time or several.
 func TestCancelledCallerLeaves(t *testing.T) {
+	for _, inflight := range []int{1, 3} {
+		t.Run(fmt.Sprintf("inflight=%d", inflight), func(t *testing.T) {
+			defer redisstore.SetMaxInflight(inflight)()
+			testCancelledCallerLeaves(t)
+		})
+	}
+}
+
+func testCancelledCallerLeaves(t *testing.T) {
 	ctx := context.Background()
 	_, _, q := ownServer(t, nil)
 	var wg sync.WaitGroup
@@ -170,10 +180,13 @@ func TestCancelledCallerLeaves(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 50 {
+			for i := range 200 {
 				cctx, cancel := context.WithCancel(ctx)
-				if (g+i)%3 == 0 {
+				switch (g + i) % 4 {
+				case 0:
 					cancel()
+				case 1:
+					go cancel() // races the call
 				}
 				_, err := q.Put(cctx, "c", queue.NewJob{Body: []byte("x"), TTR: time.Minute})
 				cancel()
