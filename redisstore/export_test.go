@@ -25,3 +25,6 @@ func SetMaxInflight(n int) (restore func()) {
 	maxInflight = n
 	return func() { maxInflight = old }
 }
+
+// TubeTag is the tag of a tube of one partition.
+func TubeTag(tube string) int { return tubeTag(tube, 0, 1) }

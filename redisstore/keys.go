@@ -77,6 +77,10 @@ func (k keys) channel(tag int, tube string) string { return k.base(tag) + "t:" +
 
 func (k keys) layout() string { return k.prefix + "layout" }
 
+// ids is the hash whose field id is the last job sequence number issued,
+// on a Redis that is not a cluster (there, one counter orders every put).
+func (k keys) ids() string { return k.prefix + "ids" }
+
 // sessions is the sorted set of live sessions: session -> lease end (ms).
 func (k keys) sessions() string { return k.prefix + "sessions" }
 

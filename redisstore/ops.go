@@ -51,7 +51,10 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 				j := jobs[i]
 				args = append(args, j.Priority, ms(j.Delay), ms(j.TTR), j.UniqueKey, j.Body)
 			}
-			v, err := s.run(ctx, scripts.put, tag, tube, args...)
+			ks := append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...)
+			ks = append(ks, s.idKey(ks[0]))
+			v, err := s.r.run(ctx, call{op: scripts.put, keys: ks, args: append([]any{s.now()}, args...)})
+			err = queueErrs.mapErr(err)
 			if err != nil {
 				return nil, err
 			}
@@ -121,11 +124,13 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		tube string
 	}
 	withGroup := map[int][]del{}
+	var cached []bool
 	if len(req.Delete) > 0 {
-		located, err := s.locate(ctx, req.Delete)
+		located, c, err := s.locateCached(ctx, req.Delete)
 		if err != nil {
 			return res, err
 		}
+		cached = c
 		var alone []int
 		for i, id := range req.Delete {
 			tube := located[i]
@@ -263,7 +268,7 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			}
 		}
 		if len(heads) == 0 {
-			return res, nil
+			return s.recheckDeleted(ctx, req, cached, res)
 		}
 		sort.Slice(heads, func(i, j int) bool {
 			if heads[i].pri != heads[j].pri {
@@ -293,6 +298,31 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 	}
 	if len(res.Jobs) > 0 {
 		res.Next, res.NextTube = -1, ""
+	}
+	return s.recheckDeleted(ctx, req, cached, res)
+}
+
+// recheckDeleted looks again for the finished jobs of a reserve that were
+// not found in the tube the cache named, where Redis says they are.
+func (s *Store) recheckDeleted(ctx context.Context, req queue.ReserveRequest, cached []bool, res queue.ReserveResult) (queue.ReserveResult, error) {
+	var again []queue.ID
+	var at []int
+	for i, e := range res.Deleted {
+		if cached[i] && errors.Is(e, queue.ErrNotFound) {
+			s.tubes.drop(req.Delete[i])
+			again = append(again, req.Delete[i])
+			at = append(at, i)
+		}
+	}
+	if len(again) == 0 {
+		return res, nil
+	}
+	errs, err := s.Delete(ctx, req.Owner, again)
+	if err != nil {
+		return res, err
+	}
+	for n, i := range at {
+		res.Deleted[i] = errs[n]
 	}
 	return res, nil
 }
@@ -344,14 +374,21 @@ func parseJob(r *reply, v any) queue.Job {
 // locate returns the tube of each job ("" when there is no such job), from
 // the cache or, for the rest, one script call per tag.
 func (s *Store) locate(ctx context.Context, ids []queue.ID) ([]string, error) {
+	out, _, err := s.locateCached(ctx, ids)
+	return out, err
+}
+
+// locateCached is locate, saying which tubes came from the cache.
+func (s *Store) locateCached(ctx context.Context, ids []queue.ID) ([]string, []bool, error) {
 	out := make([]string, len(ids))
+	cached := make([]bool, len(ids))
 	missing := map[int][]int{}
 	for i, id := range ids {
 		if id == 0 || id > queue.MaxID {
 			continue
 		}
 		if t, ok := s.tubes.get(id); ok {
-			out[i] = t
+			out[i], cached[i] = t, true
 			continue
 		}
 		missing[tagOf(id)] = append(missing[tagOf(id)], i)
@@ -363,7 +400,7 @@ func (s *Store) locate(ctx context.Context, ids []queue.ID) ([]string, error) {
 		}
 		v, err := s.run(ctx, scripts.locate, tag, "", args...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r := replyOf(scripts.locate)
 		for n, t := range r.arr(v, len(idx)) {
@@ -373,10 +410,41 @@ func (s *Store) locate(ctx context.Context, ids []queue.ID) ([]string, error) {
 			}
 		}
 		if err := r.done(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return out, cached, nil
+}
+
+// withTube runs f on the tube of job id; f reports whether it found the
+// job not there (no such job, or in another tube) with the error to return.
+// A tube from this process's cache is checked, not trusted: when f finds
+// the job not there, the cache forgets id and f runs once more on the tube
+// Redis names now, if it is another. So a cache never makes a job that
+// exists "not found".
+func (s *Store) withTube(ctx context.Context, id queue.ID, f func(tube string) (notThere bool, err error)) error {
+	tube, cached := s.tubes.get(id)
+	if !cached {
+		t, err := s.locateOne(ctx, id)
+		if err != nil {
+			return err
+		}
+		tube = t
+	}
+	notThere, err := f(tube)
+	if !notThere || !cached {
+		return err
+	}
+	s.tubes.drop(id)
+	fresh, lerr := s.locateOne(ctx, id)
+	if lerr != nil {
+		return lerr
+	}
+	if fresh == tube {
+		return err
+	}
+	_, err = f(fresh)
+	return err
 }
 
 // locateOne returns the tube of one job, or queue.ErrNotFound.
@@ -391,12 +459,44 @@ func (s *Store) locateOne(ctx context.Context, id queue.ID) (string, error) {
 	return t[0], nil
 }
 
-// Delete implements queue.Store.
+// Delete implements queue.Store. A job not found in the tube this
+// process's cache named is looked for again in the tube Redis names.
 func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]error, error) {
-	out := make([]error, len(ids))
-	tubes, err := s.locate(ctx, ids)
+	out, cached, err := s.delete(ctx, owner, ids)
 	if err != nil {
 		return nil, err
+	}
+	var again []int
+	for i, e := range out {
+		if cached[i] && errors.Is(e, queue.ErrNotFound) {
+			s.tubes.drop(ids[i])
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return out, nil
+	}
+	retry := make([]queue.ID, len(again))
+	for n, i := range again {
+		retry[n] = ids[i]
+	}
+	errs, _, err := s.delete(ctx, owner, retry)
+	if err != nil {
+		return nil, err
+	}
+	for n, i := range again {
+		out[i] = errs[n]
+	}
+	return out, nil
+}
+
+// delete deletes jobs in the tubes locate names, and says which came from
+// the cache.
+func (s *Store) delete(ctx context.Context, owner string, ids []queue.ID) ([]error, []bool, error) {
+	out := make([]error, len(ids))
+	tubes, cached, err := s.locateCached(ctx, ids)
+	if err != nil {
+		return nil, nil, err
 	}
 	type key struct {
 		tag  int
@@ -424,7 +524,7 @@ func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]err
 		}
 		v, err := s.runAs(ctx, scripts.delete, k.tag, k.tube, owner, args...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r := replyOf(scripts.delete)
 		codes := r.arr(r.arr(v, 1)[0], len(idx))
@@ -432,10 +532,10 @@ func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]err
 			out[i] = deleteOutcome(r.int(codes[n]))
 		}
 		if err := r.done(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return out, cached, nil
 }
 
 // codeErr turns the status of a by-ID script into an error.
@@ -455,15 +555,13 @@ func codeErr(code int64, id queue.ID) error {
 
 // owned runs release, bury or touch: scripts whose ARGV are now, owner, tube, id, extra...
 func (s *Store) owned(ctx context.Context, sc *op, owner string, id queue.ID, extra ...any) error {
-	tube, err := s.locateOne(ctx, id)
-	if err != nil {
-		return err
-	}
-	code, err := s.status(ctx, sc, tagOf(id), tube, owner, append([]any{owner, tube, idhex(id)}, extra...)...)
-	if err != nil {
-		return err
-	}
-	return codeErr(code, id)
+	return s.withTube(ctx, id, func(tube string) (bool, error) {
+		code, err := s.status(ctx, sc, tagOf(id), tube, owner, append([]any{owner, tube, idhex(id)}, extra...)...)
+		if err != nil {
+			return false, err
+		}
+		return code == 0 || code == -2, codeErr(code, id)
+	})
 }
 
 // Release implements queue.Store.
@@ -511,28 +609,28 @@ func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (in
 
 // ReserveJob implements queue.Store.
 func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queue.Job, error) {
-	tube, err := s.locateOne(ctx, id)
-	if err != nil {
-		return queue.Job{}, err
-	}
-	v, err := s.runAs(ctx, scripts.reserveJob, tagOf(id), tube, owner, owner, tube, idhex(id))
-	if err != nil {
-		return queue.Job{}, err
-	}
-	r := replyOf(scripts.reserveJob)
-	a := r.arr(v, 1)
-	code := r.int(a[0])
-	if err := r.done(); err != nil {
-		return queue.Job{}, err
-	}
-	switch code {
-	case 1:
-		j := parseJob(r, r.arr(a, 2)[1])
-		return j, r.done()
-	case -1:
-		return queue.Job{}, fmt.Errorf("%w: %d", queue.ErrReserved, id)
-	}
-	return queue.Job{}, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
+	var j queue.Job
+	err := s.withTube(ctx, id, func(tube string) (bool, error) {
+		v, err := s.runAs(ctx, scripts.reserveJob, tagOf(id), tube, owner, owner, tube, idhex(id))
+		if err != nil {
+			return false, err
+		}
+		r := replyOf(scripts.reserveJob)
+		a := r.arr(v, 1)
+		code := r.int(a[0])
+		if err := r.done(); err != nil {
+			return false, err
+		}
+		switch code {
+		case 1:
+			j = parseJob(r, r.arr(a, 2)[1])
+			return false, r.done()
+		case -1:
+			return false, fmt.Errorf("%w: %d", queue.ErrReserved, id)
+		}
+		return true, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
+	})
+	return j, err
 }
 
 // Kick implements queue.Store. A partitioned tube is kicked partition by
@@ -560,43 +658,44 @@ func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
 
 // KickJob implements queue.Store.
 func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
-	tube, err := s.locateOne(ctx, id)
-	if err != nil {
-		return err
-	}
-	code, err := s.status(ctx, scripts.kickJob, tagOf(id), tube, "", tube, idhex(id))
-	if err != nil {
-		return err
-	}
-	return codeErr(code, id)
+	return s.withTube(ctx, id, func(tube string) (bool, error) {
+		code, err := s.status(ctx, scripts.kickJob, tagOf(id), tube, "", tube, idhex(id))
+		if err != nil {
+			return false, err
+		}
+		return code == 0 || code == -2, codeErr(code, id)
+	})
 }
 
 // peek runs peek.lua: the job and its stats.
 func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, error) {
-	tube, err := s.locateOne(ctx, id)
-	if err != nil {
-		return queue.Job{}, nil, err
-	}
-	v, err := s.run(ctx, scripts.peek, tagOf(id), tube, tube, idhex(id))
-	if err != nil {
-		return queue.Job{}, nil, err
-	}
-	r := replyOf(scripts.peek)
-	a := r.arr(v, 1)
-	if r.int(a[0]) != 1 {
-		if err := r.done(); err != nil {
-			return queue.Job{}, nil, err
+	var (
+		j     queue.Job
+		stats []int64
+	)
+	err := s.withTube(ctx, id, func(tube string) (bool, error) {
+		v, err := s.run(ctx, scripts.peek, tagOf(id), tube, tube, idhex(id))
+		if err != nil {
+			return false, err
 		}
-		return queue.Job{}, nil, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
-	}
-	a = r.arr(a, 3)
-	j := parseJob(r, a[1])
-	st := r.arr(a[2], 11)
-	stats := make([]int64, len(st))
-	for i, x := range st {
-		stats[i] = r.int(x)
-	}
-	return j, stats, r.done()
+		r := replyOf(scripts.peek)
+		a := r.arr(v, 1)
+		if r.int(a[0]) != 1 {
+			if err := r.done(); err != nil {
+				return false, err
+			}
+			return true, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
+		}
+		a = r.arr(a, 3)
+		j = parseJob(r, a[1])
+		st := r.arr(a[2], 11)
+		stats = make([]int64, len(st))
+		for i, x := range st {
+			stats[i] = r.int(x)
+		}
+		return false, r.done()
+	})
+	return j, stats, err
 }
 
 // Peek implements queue.Store.

@@ -177,6 +177,17 @@ func (s *Store) runAs(ctx context.Context, o *op, tag int, tube, owner string, a
 	return v, queueErrs.mapErr(err)
 }
 
+// idKey is the key of the counter a put takes job sequence numbers from:
+// one for the whole store on a Redis that is not a cluster, so IDs increase
+// in put order across every tube; the tag's own m (m) on a cluster, where
+// one key cannot be in every slot.
+func (s *Store) idKey(m string) string {
+	if _, ok := s.c.(*redis.ClusterClient); ok {
+		return m
+	}
+	return s.k.ids()
+}
+
 // status runs an operation whose reply is one integer.
 func (s *Store) status(ctx context.Context, o *op, tag int, tube, owner string, args ...any) (int64, error) {
 	v, err := s.runAs(ctx, o, tag, tube, owner, args...)
@@ -216,8 +227,9 @@ func randInt(n int) int { return rand.IntN(n) }
 
 // tubeCache remembers the tube of job IDs this process has seen, so that a
 // command naming only an ID needs no lookup. A job never changes tube and
-// IDs are never reused, so an entry never goes stale; the oldest entries are
-// dropped when it is full.
+// IDs are not reused, but an entry is checked, not trusted: the operation
+// that uses it finds the job in the named tube or looks again (withTube).
+// The oldest entries are dropped when it is full.
 type tubeCache struct {
 	mu   sync.Mutex
 	m    map[queue.ID]string
@@ -232,7 +244,9 @@ func (c *tubeCache) init(n int) {
 
 func (c *tubeCache) add(id queue.ID, tube string) {
 	c.mu.Lock()
-	if _, ok := c.m[id]; !ok {
+	if t, ok := c.m[id]; ok && t != tube {
+		c.m[id] = tube // what Redis said last wins
+	} else if !ok {
 		if old := c.ring[c.pos]; old != 0 {
 			delete(c.m, old)
 		}
@@ -240,6 +254,14 @@ func (c *tubeCache) add(id queue.ID, tube string) {
 		c.pos = (c.pos + 1) % len(c.ring)
 		c.m[id] = tube
 	}
+	c.mu.Unlock()
+}
+
+// drop forgets id (its slot in the ring is reused when the ring comes
+// round to it).
+func (c *tubeCache) drop(id queue.ID) {
+	c.mu.Lock()
+	delete(c.m, id)
 	c.mu.Unlock()
 }
 

@@ -2,8 +2,9 @@
 -- after each script's shebang line, so every script starts with these locals.
 --
 -- Conventions of every script that includes it:
---   KEYS[1] m      per-tag hash: seq (job IDs issued: jobs ever put), timeouts (TTR expiries),
---                  tix (tube numbers issued), t:<n> (the name of tube number n)
+--   KEYS[1] m      per-tag hash: seq (jobs ever put), timeouts (TTR expiries),
+--                  tix (tube numbers issued), t:<n> (the name of tube number n),
+--                  id (on a cluster: the last job sequence number issued in this tag)
 --   KEYS[2] j      per-tag hash: job id (14 hex digits) -> cmsgpack(record, body)
 --   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (µs)
 --   KEYS[4..]      per tube, 6 keys each:
@@ -151,6 +152,31 @@ local function number(T, tube)
     set(T, 'ix', redis.call('HINCRBY', KEYS[1], 'tix', 1))
     redis.call('HSET', KEYS[1], 't:' .. T.ix, tube)
   end
+end
+
+-- Job IDs are sequence * 256 + tag. Sequence numbers come from one counter
+-- (the put's ID key: on one Redis, a key of its own, so IDs increase in put
+-- order across every tube; on a cluster, the tag's m, so across tags they
+-- follow the masters' clocks to the millisecond). No sequence number is
+-- below Redis's clock, IDS_PER_MS for each millisecond since ID_EPOCH_MS:
+-- so one that Redis issued and then lost (a failover, a restart, a flush)
+-- is not issued again once the clock has moved past it, which is at once
+-- while puts keep below IDS_PER_MS a millisecond on the counter, and after
+-- the time they ran ahead of it otherwise. 2^45 sequence numbers last
+-- until 2060.
+local ID_EPOCH_MS = 1767225600000 -- 2026-01-01T00:00:00Z
+local IDS_PER_MS = 32
+
+-- alloc_ids reserves n sequence numbers in hash key ck (field id) at now
+-- (ms) and returns the one before the first.
+local function alloc_ids(ck, n, now)
+  local last = tonumber(redis.call('HGET', ck, 'id') or '0')
+  local floor = (now - ID_EPOCH_MS) * IDS_PER_MS
+  if last < floor then
+    last = floor
+  end
+  redis.call('HSET', ck, 'id', last + n)
+  return last
 end
 
 local function idnum(idh)

@@ -1,6 +1,6 @@
 #!lua
 -- put: stores jobs in one tube partition.
--- KEYS: m j tubes, then the 6 keys of the tube (see lib.lua)
+-- KEYS: m j tubes, then the 6 keys of the tube (see lib.lua), then the ID key (see alloc_ids)
 -- ARGV: now, tube, tag index (0-255), then 5 per job: pri, delay ms, ttr ms, unique key, body
 -- Returns: a flat array, 2 per job: id, 1 if a live job held the unique key (its id is returned) else 0.
 local T = tubekeys(1)
@@ -30,7 +30,11 @@ if stored > 0 then
   register(T, tube, us)
   number(T, tube)
 end
-local seq = tonumber(redis.call('HINCRBY', KEYS[1], 'seq', stored)) - stored
+local seq = 0
+if stored > 0 then
+  redis.call('HINCRBY', KEYS[1], 'seq', stored)
+  seq = alloc_ids(KEYS[10], stored, now)
+end
 local ids = {}
 -- Waiters are woken when a job is ready, or when a delayed job falls due
 -- before what they may be sleeping towards: the tube's next due time
