@@ -78,7 +78,7 @@ var allSystems = map[string]system{"hourglass": hourglass{}, "asynq": asynqSys{}
 
 var systemOrder = []string{"hourglass", "asynq", "bullmq"}
 
-var workloadOrder = []string{"put", "consume", "lateness", "memory", "cluster"}
+var workloadOrder = []string{"put", "putdelayed", "consume", "reservedelete", "latency", "lateness", "memory", "cluster"}
 
 func main() { os.Exit(realMain()) }
 
@@ -336,6 +336,18 @@ func runStandalone(ctx context.Context, cfg *config, rep *report) error {
 					err = measureLateness(ctx, e, rep, r, name, s.Lateness)
 				case "memory":
 					err = measure(ctx, e, rep, r, "bytes_per_delayed_job", name, s.Memory)
+				case "putdelayed":
+					if x, ok := s.(delayedPutter); ok {
+						err = measure(ctx, e, rep, r, "put_delayed", name, x.PutDelayed)
+					}
+				case "reservedelete":
+					if x, ok := s.(reserveDeleter); ok {
+						err = measure(ctx, e, rep, r, "reserve_delete", name, x.ReserveDelete)
+					}
+				case "latency":
+					if x, ok := s.(singleCaller); ok {
+						err = measureLatency(ctx, e, rep, r, name, x)
+					}
 				}
 				if err != nil {
 					return err
@@ -582,6 +594,12 @@ func metricDefs(cfg *config) []metricDef {
 		{"lateness_p99", "delay lateness p99", "ms", false, nil},
 		{"lateness_max", "delay lateness max", "ms", false, nil},
 		{"bytes_per_delayed_job", "bytes per delayed job", "B", false, nil},
+		{"put_delayed", "delayed put/s, workers waiting", "jobs/s", true, map[string]string{"hourglass": "Queue.Put with Delay", "asynq": "Client.Enqueue with ProcessIn"}},
+		{"reserve_delete", "reserve+delete/s", "jobs/s", true, map[string]string{"hourglass": "Queue.Reserve + Queue.Delete"}},
+		{"latency_put_p50", "one caller: put p50", "ms", false, nil},
+		{"latency_put_p99", "one caller: put p99", "ms", false, nil},
+		{"latency_rd_p50", "one caller: reserve+delete p50", "ms", false, nil},
+		{"latency_rd_p99", "one caller: reserve+delete p99", "ms", false, nil},
 	}
 	for _, what := range []string{"put", "consume"} {
 		for _, k := range cfg.partitions {
@@ -706,7 +724,10 @@ func (r *report) computeTargets() {
 	}
 	ratio("consume/s hourglass / asynq", "consume", "hourglass", "consume", "asynq", 3)
 	ratio("consume/s hourglass / bullmq", "consume", "hourglass", "consume", "bullmq", 2)
-	ratio("put/s hourglass Put / asynq Enqueue", "put", "hourglass", "put", "asynq", 1.2)
+	ratio("put/s hourglass Put / asynq Enqueue", "put", "hourglass", "put", "asynq", 1.5)
+	ratio("delayed put/s hourglass / asynq", "put_delayed", "hourglass", "put_delayed", "asynq", 1.5)
+	ratio("reserve+delete/s hourglass / asynq consume", "reserve_delete", "hourglass", "consume", "asynq", 2)
+	ratio("reserve+delete/s hourglass / bullmq consume", "reserve_delete", "hourglass", "consume", "bullmq", 1.5)
 	ratio("put/s hourglass PutMany / asynq Enqueue", "put_batch", "hourglass", "put", "asynq", 3)
 	if v, ok := r.med("lateness_p99", "hourglass"); ok {
 		r.Targets = append(r.Targets, target{"lateness p99 hourglass (ms)", v, "<= 5 ms", v <= 5})
@@ -722,6 +743,8 @@ func fmtVal(v float64, unit string) string {
 	switch {
 	case math.IsNaN(v):
 		return "-"
+	case unit == "ms" && v < 10:
+		return fmt.Sprintf("%.2f", v)
 	case unit == "ms":
 		return fmt.Sprintf("%.1f", v)
 	default:
