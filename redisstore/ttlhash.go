@@ -271,6 +271,9 @@ func (h *Hashes) Scan(ctx context.Context, hash, cursor string, count int) ([]tt
 	if cursor == "" {
 		cursor = "0"
 	}
+	if _, err := strconv.ParseUint(cursor, 10, 64); err != nil {
+		return nil, "", fmt.Errorf("%w: scan cursor %q is not one a scan returned", ttlhash.ErrInvalid, cursor)
+	}
 	v, err := h.hashCall(ctx, hxScripts.scan, hash, cursor, count)
 	if err != nil {
 		return nil, "", err
@@ -462,10 +465,22 @@ func eventID(shard int, id string) string { return strconv.Itoa(shard) + ":" + i
 func (h *Hashes) parseEventID(id string) (int, string, error) {
 	s, rest, ok := strings.Cut(id, ":")
 	n, err := strconv.Atoi(s)
-	if !ok || err != nil || n < 0 || n >= h.shards || rest == "" {
+	if !ok || err != nil || n < 0 || n >= h.shards || !isStreamID(rest) {
 		return 0, "", fmt.Errorf("%w: %q", ttlhash.ErrBadEventID, id)
 	}
 	return n, rest, nil
+}
+
+// isStreamID reports whether s is a stream entry ID, <ms>-<seq>, both
+// decimal 64-bit numbers: what Redis accepts, checked before it is asked.
+func isStreamID(s string) bool {
+	ms, seq, ok := strings.Cut(s, "-")
+	if !ok {
+		return false
+	}
+	_, err1 := strconv.ParseUint(ms, 10, 64)
+	_, err2 := strconv.ParseUint(seq, 10, 64)
+	return err1 == nil && err2 == nil
 }
 
 func toEvent(shard int, m redis.XMessage, redelivered bool) ttlhash.Event {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,15 +91,27 @@ func newConn(s *Server, base context.Context, nc net.Conn, owner string) *conn {
 	return c
 }
 
+// maxUnflushed is how many commands a connection runs from one pipelined
+// burst before it sends their replies: a client that closed its end is
+// noticed when a write fails, so at most about twice this many of its
+// commands run after it left.
+const maxUnflushed = 32
+
 // serve runs the connection's commands until it closes.
 func (c *conn) serve() {
 	defer c.close()
+	first, unflushed := true, 0
 	for c.idle() {
 		line, err := c.readLine()
 		switch {
 		case errors.Is(err, errLineTooLong):
 			c.replyErr("", errBadFormat)
 		case err != nil:
+			return
+		case first && looksLikeHTTP(line):
+			// A browser's request (a page posting to this port): its
+			// headers and body are not commands. Close without a word.
+			c.log.Debug("beanstalk: closing a connection that speaks HTTP", "line", line)
 			return
 		default:
 			c.busy()
@@ -109,12 +122,25 @@ func (c *conn) serve() {
 				c.replyErr(commandName(line), err)
 			}
 		}
-		if c.br.Buffered() == 0 {
+		first = false
+		if unflushed++; c.br.Buffered() == 0 || unflushed >= maxUnflushed {
+			unflushed = 0
 			if err := c.bw.Flush(); err != nil {
 				return
 			}
 		}
 	}
+}
+
+// looksLikeHTTP reports whether line is an HTTP request line
+// ("POST / HTTP/1.1"): no beanstalkd command has that form.
+func looksLikeHTTP(line string) bool {
+	method, rest, ok := strings.Cut(line, " ")
+	if !ok || method == "" || strings.ToUpper(method) != method {
+		return false
+	}
+	_, proto, ok := strings.Cut(rest, " ")
+	return ok && strings.HasPrefix(proto, "HTTP/")
 }
 
 // idle marks the connection reading its next command and arms the idle

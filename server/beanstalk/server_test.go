@@ -2,6 +2,7 @@ package beanstalk_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -547,4 +548,62 @@ func TestDeadServersJobsReturn(t *testing.T) {
 	if r := c.read(); r != "RESERVED "+id.String()+" 1\r\nx\r\n" {
 		t.Fatalf("reserve after the dead server's lease lapsed: %q, want job %d", r, id)
 	}
+}
+
+// A connection whose first line is an HTTP request line (a page posting to
+// this port) is closed without a reply, and nothing in its body runs.
+func TestHTTPRequestClosed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		_, addr := startServer(t, b.open(t), nil)
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		body := "use evil\r\nput 0 0 60 1\r\nx\r\n"
+		fmt.Fprintf(nc, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		nc.SetReadDeadline(time.Now().Add(replyTimeout))
+		got, err := io.ReadAll(nc)
+		if err != nil || len(got) != 0 {
+			t.Fatalf("the server answered %q (%v); want the connection closed without a word", got, err)
+		}
+		c := dial(t, addr)
+		if v := field(t, c.do("stats"), "total-jobs"); v != "0" {
+			t.Errorf("total-jobs %s after the HTTP request, want 0", v)
+		}
+		// A command that merely has three words still runs.
+		c.expect("use GET", "USING GET\r\n")
+	})
+}
+
+// A client that pipelines many commands and closes its end without reading
+// the replies does not have them all run: the server stops once it cannot
+// write.
+func TestClosedConnectionStopsPipeline(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		_, addr := startServer(t, b.open(t), nil)
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 20000
+		var buf bytes.Buffer
+		for range n {
+			buf.WriteString("put 0 0 60 1\r\nx\r\n")
+		}
+		go func() {
+			nc.Write(buf.Bytes())
+			nc.Close()
+		}()
+		c := dial(t, addr)
+		waitFor(t, c, "current-connections", "1") // the pipelining one is gone
+		got, _ := strconv.Atoi(field(t, c.do("stats"), "total-jobs"))
+		// The client's whole burst is in the kernel's buffers at once, and
+		// it closes then: what runs is what the server ran before its
+		// writes failed, about two flushes' worth (64), not thousands.
+		if got > 1000 {
+			t.Errorf("%d of %d pipelined puts ran after their client closed, want at most 1000", got, n)
+		}
+		t.Logf("%d of %d pipelined puts ran", got, n)
+	})
 }

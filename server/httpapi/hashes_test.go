@@ -543,3 +543,25 @@ func TestDashboardListsHashes(t *testing.T) {
 		t.Errorf("the next expiries are not soonest first")
 	}
 }
+
+// A malformed scan cursor or event ID is bad input on every back end: a
+// 4xx (the embedded engine may take any cursor), never the store's error.
+func TestHashMalformedCursorAndEventID(t *testing.T) {
+	forEachHashBackend(t, func(t *testing.T, b backend) {
+		ts := startHashServer(t, b, nil, nil)
+		c := ts.c
+		c.do(req{method: "POST", path: "/v1/hash-groups/g", offSpec: true})
+		for _, cursor := range []string{"%FF", "-1", "abc", "1.5", "99999999999999999999999"} {
+			r := c.do(req{method: "GET", path: "/v1/hashes/h/scan?cursor=" + cursor, offSpec: true})
+			if r.status >= 500 || (b.name != "mem" && r.status != 400) {
+				t.Errorf("scan with cursor %q: %d %s, want 400 (or 200 on the embedded engine)", cursor, r.status, r.body)
+			}
+		}
+		for _, id := range []string{"0:x", "0:1-", "0:-1", "0:1-2-3", "0:18446744073709551616-0"} {
+			r := c.do(req{method: "POST", path: "/v1/hash-groups/g/ack", json: map[string]any{"ids": []string{id}}, offSpec: true})
+			if r.status >= 500 {
+				t.Errorf("ack of event %q: %d %s, want a 4xx", id, r.status, r.body)
+			}
+		}
+	})
+}

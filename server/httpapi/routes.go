@@ -114,7 +114,9 @@ func (s *Server) checkToken(r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.AuthToken)) == 1
+	// No trimming: HTTP has already dropped the spaces and tabs around a
+	// header's value, and a token is compared as it was given.
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.AuthToken)) == 1
 }
 
 // healthz answers 200 "ok" when the store answers, 503 otherwise.

@@ -67,6 +67,13 @@ type Server struct {
 	// Limiter decides the rate limits of /v1/limits; nil: no such routes.
 	// Typically ratelimit.New(backend.Limits, nil).
 	Limiter *ratelimit.Limiter
+	// AllowedHosts are the host names or addresses (without a port) that
+	// a request's Host header may name; "*" allows every host. Nil means
+	// the loopback names (localhost, 127.0.0.1, ::1) and the host of each
+	// address Serve listens on (every host when that is 0.0.0.0 or ::).
+	// A page that rebinds its own name to this server's address is thus
+	// refused. See guard.go for the other cross-site rules.
+	AllowedHosts []string
 	// NamedLimits are the limits a request may name instead of giving
 	// them (hourglass serve --limit NAME=SPEC; see ParseNamedLimit).
 	NamedLimits map[string][]ratelimit.Limit
@@ -85,9 +92,10 @@ type Server struct {
 
 	hx hashState // hashes.go
 
-	mu  sync.Mutex
-	hs  *http.Server
-	err error // why the Server cannot run (no Queue)
+	mu          sync.Mutex
+	hs          *http.Server
+	err         error    // why the Server cannot run (no Queue)
+	listenHosts []string // the hosts of the addresses Serve listens on
 }
 
 func (s *Server) init() {
@@ -104,7 +112,7 @@ func (s *Server) init() {
 			s.Metrics = NewMetrics(nil)
 		}
 		s.Metrics.watchQueue(s.Queue)
-		s.handler = s.routes()
+		s.handler = s.guard(s.routes())
 		s.hs = &http.Server{
 			Handler:           s.handler,
 			ReadHeaderTimeout: or(s.ReadHeaderTimeout, DefaultReadHeaderTimeout),
@@ -150,6 +158,7 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return s.err
 	}
+	s.listening(l.Addr())
 	return s.hs.Serve(l)
 }
 
@@ -161,6 +170,7 @@ func (s *Server) ServeTLS(l net.Listener, certFile, keyFile string) error {
 		l.Close()
 		return s.err
 	}
+	s.listening(l.Addr())
 	return s.hs.ServeTLS(l, certFile, keyFile)
 }
 
