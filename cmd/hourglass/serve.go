@@ -81,6 +81,7 @@ Examples:
 		fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7480", "`host:port` to serve HTTP on (the API, dashboard, /metrics, /healthz); empty: none")
 		fs.StringVar(&o.authToken, "auth-token", "", "bearer `token` every HTTP API call must carry; required to listen beyond loopback")
 		fs.StringVar(&o.authTokenFile, "auth-token-file", "", "`file` holding the bearer token (its first line), instead of --auth-token")
+		fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "comma-separated `hosts` the HTTP API answers to in the Host header, * for any (default: localhost, 127.0.0.1, ::1 and the host of --http-addr)")
 		fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file`: serve both listeners over TLS (with --tls-key)")
 		fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
 		fs.DurationVar(&o.maxWait, "max-wait", httpapi.DefaultMaxWait, "longest `duration` an HTTP long poll (reserve) waits")
@@ -122,6 +123,7 @@ type serveOptions struct {
 	level                   slog.Level // parsed from logLevel
 	authToken               string
 	authTokenFile           string
+	allowedHosts            string
 	tlsCert, tlsKey         string
 	maxWait                 time.Duration
 	limits                  []string // --limit NAME=SPEC
@@ -283,6 +285,13 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b),
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits}
 	hs.Locks = b.Locks
+	if o.allowedHosts != "" {
+		for _, h := range strings.Split(o.allowedHosts, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				hs.AllowedHosts = append(hs.AllowedHosts, h)
+			}
+		}
+	}
 	if err := startSweeper(sweeper, log); err != nil {
 		bl.Close()
 		if hl != nil {

@@ -129,3 +129,24 @@ func TestAPICommand(t *testing.T) {
 		t.Errorf("without the token: %v", r)
 	}
 }
+
+// --allowed-hosts names the hosts the HTTP API answers to; others get 403.
+func TestServeAllowedHosts(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://", "--allowed-hosts", "queue.internal, 127.0.0.1")
+	get := func(host string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+p.httpAddr+"/v1/stats", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for host, want := range map[string]int{"queue.internal": 200, "127.0.0.1": 200, "localhost": 403, "evil.example": 403} {
+		if got := get(host); got != want {
+			t.Errorf("Host %s: %d, want %d", host, got, want)
+		}
+	}
+}
