@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // What a browser may send to the server from a page of another site, and
@@ -45,10 +46,31 @@ func (s *Server) guard(h http.Handler) http.Handler {
 	})
 }
 
-// checkRequest applies the host, site and media-type rules to r.
+// checkRequest applies the host, site and media-type rules to r, and
+// refuses a path or query that is not UTF-8, or a query the server could
+// not read whole (Go's parser keeps at most 10,000 parameters).
 func (s *Server) checkRequest(r *http.Request) error {
 	if !s.hostAllowed(r.Host) {
 		return apiError{http.StatusForbidden, CodeForbiddenHost, "httpapi: host " + quote(r.Host) + " is not one this server answers to (see --allowed-hosts)", 0}
+	}
+	if !utf8.ValidString(r.URL.Path) {
+		return badRequest("httpapi: the path is not UTF-8")
+	}
+	if r.URL.RawQuery != "" {
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			return badRequest("httpapi: the query cannot be read whole: %v", err)
+		}
+		for k, vs := range q {
+			if !utf8.ValidString(k) {
+				return badRequest("httpapi: a query parameter's name is not UTF-8")
+			}
+			for _, v := range vs {
+				if !utf8.ValidString(v) {
+					return badRequest("httpapi: query parameter %s is not UTF-8", k)
+				}
+			}
+		}
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:

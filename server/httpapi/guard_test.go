@@ -150,3 +150,41 @@ func TestTokenNotTrimmed(t *testing.T) {
 		t.Errorf("the token itself: %d, want 200", status)
 	}
 }
+
+// Input the server could only half read is refused, not silently changed:
+// a JSON body that is not UTF-8 (Go's decoder would store U+FFFD), a path
+// or query that is not UTF-8, a query beyond the 10,000 parameters Go
+// keeps, a pause or a kick without its required field. Nothing changes.
+func TestExactInput(t *testing.T) {
+	ts := startServer(t, memStore(t), nil)
+	json := map[string]string{"Content-Type": "application/json"}
+	cases := []struct {
+		name, method, path, body string
+	}{
+		{"body not UTF-8", "POST", "/v1/tubes/t/jobs", "{\"body\":\"a\xffb\"}"},
+		{"path not UTF-8", "POST", "/v1/tubes/t%FF/jobs", `{"body":"x"}`},
+		{"query not UTF-8", "POST", "/v1/tubes/t/jobs?unique_key=%FF", `{"body":"x"}`},
+		{"pause without delay_ms", "POST", "/v1/tubes/t/pause", `{}`},
+		{"kick without bound", "POST", "/v1/tubes/t/kick", `{}`},
+	}
+	for _, tc := range cases {
+		if status, code, _ := rawDo(t, ts.url, tc.method, tc.path, "", json, tc.body); status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", tc.name, status, code)
+		}
+	}
+	many := strings.Repeat("a=1&", 10001)
+	if status, code, _ := rawDo(t, ts.url, "GET", "/v1/stats?"+many, "", nil, ""); status != http.StatusBadRequest {
+		t.Errorf("a query of 10,001 parameters: %d %s, want 400", status, code)
+	}
+	var st struct {
+		TotalJobs int `json:"total_jobs"`
+	}
+	ts.c.do(req{method: "GET", path: "/v1/stats"}).want(t, http.StatusOK, "").decode(t, &st)
+	if st.TotalJobs != 0 {
+		t.Fatalf("%d jobs stored by refused requests", st.TotalJobs)
+	}
+	// A pause of 0 is still how a pause ends.
+	if status, code, _ := rawDo(t, ts.url, "POST", "/v1/tubes/t/pause", "", json, `{"delay_ms":0}`); status != http.StatusNoContent && status != http.StatusNotFound {
+		t.Errorf("pause of 0: %d %s", status, code)
+	}
+}

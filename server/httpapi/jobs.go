@@ -398,11 +398,16 @@ type KickReply struct {
 }
 
 func (s *Server) kick(w http.ResponseWriter, r *http.Request) error {
-	var req KickRequest
+	var req struct {
+		Bound *int `json:"bound"` // required, as KickRequest says
+	}
 	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
 		return err
 	}
-	n, err := s.Queue.Kick(r.Context(), r.PathValue("tube"), req.Bound)
+	if req.Bound == nil {
+		return badRequest("httpapi: bound is required (the most jobs to kick)")
+	}
+	n, err := s.Queue.Kick(r.Context(), r.PathValue("tube"), *req.Bound)
 	if err != nil {
 		return err
 	}
@@ -417,14 +422,19 @@ type PauseRequest struct {
 }
 
 func (s *Server) pause(w http.ResponseWriter, r *http.Request) error {
-	var req PauseRequest
+	var req struct {
+		DelayMS *int64 `json:"delay_ms"` // required, as PauseRequest says
+	}
 	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
 		return err
 	}
-	if req.DelayMS < 0 {
-		return badRequest("httpapi: delay_ms is %d, want 0 or more", req.DelayMS)
+	if req.DelayMS == nil {
+		return badRequest("httpapi: delay_ms is required (0 ends a pause)")
 	}
-	if err := s.Queue.PauseTube(r.Context(), r.PathValue("tube"), ms(req.DelayMS)); err != nil {
+	if *req.DelayMS < 0 {
+		return badRequest("httpapi: delay_ms is %d, want 0 or more", *req.DelayMS)
+	}
+	if err := s.Queue.PauseTube(r.Context(), r.PathValue("tube"), ms(*req.DelayMS)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -597,6 +607,11 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 	b, err := readBody(w, r, max)
 	if err != nil || len(b) == 0 {
 		return err
+	}
+	if !utf8.Valid(b) {
+		// JSON is UTF-8; Go's decoder would turn bad bytes into U+FFFD
+		// and store what the client did not send.
+		return badRequest("httpapi: JSON body: not UTF-8 (send bytes as base64, or the body as application/octet-stream)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -46,7 +46,41 @@ func buildOpenAPI() ([]byte, error) {
 			return nil, err
 		}
 	}
+	addGuardResponses(doc)
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// addGuardResponses adds to every operation the replies the server's guard
+// (guard.go) can give it whatever its route: 403 (a host not allowed, or a
+// state change from another site), and for a call that changes state 413
+// and 415 (a body too large, or of a media type other than JSON or
+// octet-stream).
+func addGuardResponses(doc map[string]any) {
+	paths, _ := doc["paths"].(map[string]any)
+	for _, item := range paths {
+		ops, _ := item.(map[string]any)
+		for method, op := range ops {
+			o, ok := op.(map[string]any)
+			if !ok {
+				continue
+			}
+			rs, _ := o["responses"].(map[string]any)
+			if rs == nil {
+				continue
+			}
+			add := func(status, ref string) {
+				if _, ok := rs[status]; !ok {
+					rs[status] = map[string]any{"$ref": "#/components/responses/" + ref}
+				}
+			}
+			add("403", "Forbidden")
+			switch method {
+			case "post", "put", "patch", "delete":
+				add("413", "TooLarge")
+				add("415", "Unsupported")
+			}
+		}
+	}
 }
 
 func readFragment(name string, v any) error {
