@@ -1,8 +1,11 @@
-// Command queuebench compares hourglass (redisstore), asynq and BullMQ on
-// one fresh redis-server that it starts itself, alternating the systems over
-// several rounds, and prints the medians and the raw figures.
+// Command queuebench compares hourglass (redisstore) with asynq and BullMQ,
+// and, workload by workload, with go-redis/redis_rate (GCRA), bsm/redislock
+// (locks) and beanstalkd (the protocol, against hourglass serve on Redis),
+// on one fresh redis-server that it starts itself, alternating the systems
+// over several rounds. It prints the medians, the raw figures, the ratios
+// hourglass / peer, and Redis's CPU per command of every hourglass run.
 //
-//	cd bench && go run ./cmd/queuebench [-quick] [-rounds 3] [-json out.json]
+//	cd bench && go run ./cmd/queuebench [-quick] [-rounds 3] [-json out.json] [-workloads put,gcra,...]
 //
 // See bench/README.md for what each workload measures.
 package main
