@@ -123,6 +123,9 @@ func realMain() int {
 		logf("warning: load average %s: other work on this machine will skew the figures", rep.Machine["loadavg_start"])
 	}
 	err = run(ctx, cfg, rep)
+	if buildBin != "" { // the hourglass binary of the beanstalk workload
+		_ = os.RemoveAll(filepath.Dir(buildBin))
+	}
 	rep.Machine["loadavg_end"] = loadavg()
 	if err != nil {
 		rep.Error = err.Error()
