@@ -1,8 +1,11 @@
-// Command queuebench compares hourglass (redisstore), asynq and BullMQ on
-// one fresh redis-server that it starts itself, alternating the systems over
-// several rounds, and prints the medians and the raw figures.
+// Command queuebench compares hourglass (redisstore) with asynq and BullMQ,
+// and, workload by workload, with go-redis/redis_rate (GCRA), bsm/redislock
+// (locks) and beanstalkd (the protocol, against hourglass serve on Redis),
+// on one fresh redis-server that it starts itself, alternating the systems
+// over several rounds. It prints the medians, the raw figures, the ratios
+// hourglass / peer, and Redis's CPU per command of every hourglass run.
 //
-//	cd bench && go run ./cmd/queuebench [-quick] [-rounds 3] [-json out.json]
+//	cd bench && go run ./cmd/queuebench [-quick] [-rounds 3] [-json out.json] [-workloads put,gcra,...]
 //
 // See bench/README.md for what each workload measures.
 package main
@@ -34,6 +37,7 @@ import (
 
 type config struct {
 	jobs, delayJobs, memJobs int
+	ops, latencyOps          int
 	producers, concurrency   int
 	batch, body              int
 	minDelay, maxDelay       time.Duration
@@ -46,6 +50,7 @@ type config struct {
 	asynqPoll                time.Duration
 	node, bullScript         string
 	redisServer, redisCLI    string
+	beanstalkd, hourglassSrc string
 	maxOtherLoad             float64
 	waitIdle                 time.Duration
 	retries                  int
@@ -76,9 +81,12 @@ type system interface {
 
 var allSystems = map[string]system{"hourglass": hourglass{}, "asynq": asynqSys{}, "bullmq": bullmq{}}
 
-var systemOrder = []string{"hourglass", "asynq", "bullmq"}
+var systemOrder = []string{"hourglass", "asynq", "bullmq", "redis_rate", "redislock", "beanstalkd"}
 
-var workloadOrder = []string{"put", "putdelayed", "consume", "reservedelete", "latency", "lateness", "memory", "cluster"}
+var workloadOrder = []string{"put", "putdelayed", "reservedelete", "consume", "beanstalk", "gcra", "lock", "lateness", "latency", "memory", "cluster"}
+
+// defaultWorkloads are the workloads run when -workloads is not given.
+var defaultWorkloads = []string{"put", "consume", "lateness", "memory", "cluster"}
 
 func main() { os.Exit(realMain()) }
 
@@ -115,6 +123,9 @@ func realMain() int {
 		logf("warning: load average %s: other work on this machine will skew the figures", rep.Machine["loadavg_start"])
 	}
 	err = run(ctx, cfg, rep)
+	if buildBin != "" { // the hourglass binary of the beanstalk workload
+		_ = os.RemoveAll(filepath.Dir(buildBin))
+	}
 	rep.Machine["loadavg_end"] = loadavg()
 	if err != nil {
 		rep.Error = err.Error()
@@ -150,8 +161,12 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.maxDelay, "max-delay", 10*time.Second, "longest delay of the lateness workload")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds; each runs every workload on every system, in a rotating order")
 	fs.DurationVar(&c.timeout, "timeout", 120*time.Second, "a single workload run that takes longer aborts the benchmark")
-	fs.StringVar(&systems, "systems", strings.Join(systemOrder, ","), "systems to run")
-	fs.StringVar(&workloads, "workloads", strings.Join(workloadOrder, ","), "workloads to run (cluster is hourglass only)")
+	fs.StringVar(&systems, "systems", "hourglass,asynq,bullmq", "queue systems to run beside hourglass (hourglass,asynq,bullmq); the gcra, lock and beanstalk workloads always run their own peer")
+	fs.StringVar(&workloads, "workloads", strings.Join(defaultWorkloads, ","), "workloads to run, of "+strings.Join(workloadOrder, ",")+" (cluster is hourglass only)")
+	fs.IntVar(&c.ops, "ops", 20000, "jobs, decisions or lock cycles of the putdelayed, reservedelete, beanstalk, gcra and lock workloads")
+	fs.IntVar(&c.latencyOps, "latency-ops", 5000, "calls of each single-caller latency series")
+	fs.StringVar(&c.beanstalkd, "beanstalkd", "beanstalkd", "beanstalkd binary (the beanstalk workload)")
+	fs.StringVar(&c.hourglassSrc, "hourglass-src", "..", "directory of the hourglass module, whose ./cmd/hourglass the beanstalk workload builds")
 	fs.StringVar(&parts, "partitions", "1,3", "partition counts K of the cluster workload")
 	fs.IntVar(&c.clusterMasters, "cluster-masters", 3, "masters of the cluster workload")
 	fs.DurationVar(&c.asynqPoll, "asynq-poll", 0, "asynq TaskCheckInterval and DelayedTaskCheckInterval (0: asynq's defaults, 1 s and 5 s)")
@@ -184,6 +199,8 @@ func parseFlags(args []string) (*config, error) {
 		def("mem-jobs", func() { c.memJobs = 5000 })
 		def("max-delay", func() { c.maxDelay = 3 * time.Second })
 		def("rounds", func() { c.rounds = 1 })
+		def("ops", func() { c.ops = 2000 })
+		def("latency-ops", func() { c.latencyOps = 500 })
 	}
 	for _, s := range splitList(systems) {
 		if allSystems[s] == nil {
@@ -205,8 +222,8 @@ func parseFlags(args []string) (*config, error) {
 		c.partitions = append(c.partitions, k)
 	}
 	switch {
-	case c.jobs < 1 || c.delayJobs < 1 || c.memJobs < 1 || c.producers < 1 || c.concurrency < 1 || c.rounds < 1:
-		return nil, errors.New("-jobs, -delay-jobs, -mem-jobs, -producers, -concurrency and -rounds must be at least 1")
+	case c.jobs < 1 || c.delayJobs < 1 || c.memJobs < 1 || c.producers < 1 || c.concurrency < 1 || c.rounds < 1 || c.ops < 1 || c.latencyOps < 1:
+		return nil, errors.New("-jobs, -delay-jobs, -mem-jobs, -ops, -latency-ops, -producers, -concurrency and -rounds must be at least 1")
 	case c.batch < 1 || c.batch > 1000:
 		return nil, errors.New("-batch must be 1 to 1000")
 	case c.body < 8:
@@ -235,7 +252,7 @@ func (c *config) has(workload string) bool { return slices.Contains(c.workloads,
 
 func (c *config) summary() map[string]any {
 	return map[string]any{
-		"jobs": c.jobs, "delay_jobs": c.delayJobs, "mem_jobs": c.memJobs,
+		"jobs": c.jobs, "delay_jobs": c.delayJobs, "mem_jobs": c.memJobs, "ops": c.ops, "latency_ops": c.latencyOps,
 		"producers": c.producers, "concurrency": c.concurrency, "batch": c.batch, "body": c.body,
 		"min_delay_ms": c.minDelay.Milliseconds(), "max_delay_ms": c.maxDelay.Milliseconds(),
 		"rounds": c.rounds, "timeout_s": c.timeout.Seconds(), "systems": c.systems, "workloads": c.workloads,
@@ -257,9 +274,18 @@ func preflight(cfg *config, rep *report) error {
 			return fmt.Errorf("%s not found (apt-get install redis-tools): %w", cfg.redisCLI, err)
 		}
 	}
+	if cfg.has("beanstalk") {
+		if _, err := exec.LookPath(cfg.beanstalkd); err != nil {
+			return fmt.Errorf("%s not found (apt-get install beanstalkd): %w", cfg.beanstalkd, err)
+		}
+		if _, err := hourglassBinary(cfg); err != nil {
+			return err
+		}
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
-			if d.Path == "github.com/hibiken/asynq" || d.Path == "github.com/redis/go-redis/v9" {
+			switch d.Path {
+			case "github.com/hibiken/asynq", "github.com/redis/go-redis/v9", "github.com/bsm/redislock", "github.com/go-redis/redis_rate/v10":
 				rep.Machine[d.Path] = d.Version
 			}
 		}
@@ -321,6 +347,12 @@ func runStandalone(ctx context.Context, cfg *config, rep *report) error {
 	for r := 0; r < cfg.rounds; r++ {
 		order := rotate(cfg.systems, r)
 		for _, w := range cfg.workloads {
+			if slices.Contains(compareWorkloads, w) {
+				if err := runCompare(ctx, e, rep, r, w); err != nil {
+					return err
+				}
+				continue
+			}
 			for _, name := range order {
 				s := allSystems[name]
 				var err error
@@ -336,18 +368,6 @@ func runStandalone(ctx context.Context, cfg *config, rep *report) error {
 					err = measureLateness(ctx, e, rep, r, name, s.Lateness)
 				case "memory":
 					err = measure(ctx, e, rep, r, "bytes_per_delayed_job", name, s.Memory)
-				case "putdelayed":
-					if x, ok := s.(delayedPutter); ok {
-						err = measure(ctx, e, rep, r, "put_delayed", name, x.PutDelayed)
-					}
-				case "reservedelete":
-					if x, ok := s.(reserveDeleter); ok {
-						err = measure(ctx, e, rep, r, "reserve_delete", name, x.ReserveDelete)
-					}
-				case "latency":
-					if x, ok := s.(singleCaller); ok {
-						err = measureLatency(ctx, e, rep, r, name, x)
-					}
 				}
 				if err != nil {
 					return err
@@ -423,6 +443,10 @@ func runWith(ctx context.Context, e *env, rep *report, round int, what, sys stri
 	for _, m := range best.ms {
 		rep.add(m.metric, sys, round, m.value, best.load)
 	}
+	if best.cpu != nil {
+		rep.RedisCPU = append(rep.RedisCPU, redisCPU{Round: round + 1, Workload: what, System: sys, Commands: best.cpu})
+		logf("round %d/%d  %-22s %-10s Redis: %s", round+1, cfg.rounds, what, sys, fmtCommands(best.cpu))
+	}
 	rep.Runs++
 	if best.load > cfg.maxOtherLoad {
 		rep.Disturbed++
@@ -436,7 +460,8 @@ type attempt struct {
 	msg  string
 	ms   []measurement
 	secs float64
-	load float64 // cores used by other programs meanwhile
+	load float64    // cores used by other programs meanwhile
+	cpu  []cmdDelta // hourglass on a standalone server: Redis CPU per command
 }
 
 // runOnce flushes the server and runs fn under cfg.timeout.
@@ -454,9 +479,24 @@ func runOnce(ctx context.Context, e *env, round int, what, sys string, fn func(c
 		os.Exit(1)
 	})
 	defer watchdog.Stop()
+	var stats0 map[string]commandStats
+	if sys == "hourglass" && e.cluster == nil {
+		var err error
+		if stats0, err = readCommandStats(ctx, e.admin); err != nil {
+			return attempt{}, fmt.Errorf("INFO commandstats: %w", err)
+		}
+	}
 	before := sampleCPU()
 	msg, ms, err := fn(rctx)
 	after := sampleCPU()
+	var cpu []cmdDelta
+	if stats0 != nil && err == nil {
+		stats1, serr := readCommandStats(ctx, e.admin)
+		if serr != nil {
+			return attempt{}, fmt.Errorf("INFO commandstats: %w", serr)
+		}
+		cpu = diffCommandStats(stats0, stats1)
+	}
 	if err != nil {
 		if cause := context.Cause(rctx); cause != nil && !strings.Contains(err.Error(), cause.Error()) {
 			err = fmt.Errorf("%w (%v)", cause, err)
@@ -466,7 +506,7 @@ func runOnce(ctx context.Context, e *env, round int, what, sys string, fn func(c
 		}
 		return attempt{}, fmt.Errorf("round %d, %s, %s: %w", round+1, what, sys, err)
 	}
-	return attempt{msg: msg, ms: ms, secs: after.at.Sub(before.at).Seconds(), load: otherLoad(before, after)}, nil
+	return attempt{msg: msg, ms: ms, secs: after.at.Sub(before.at).Seconds(), load: otherLoad(before, after), cpu: cpu}, nil
 }
 
 // waitIdle waits, up to cfg.waitIdle, for a half second in which other
@@ -594,12 +634,18 @@ func metricDefs(cfg *config) []metricDef {
 		{"lateness_p99", "delay lateness p99", "ms", false, nil},
 		{"lateness_max", "delay lateness max", "ms", false, nil},
 		{"bytes_per_delayed_job", "bytes per delayed job", "B", false, nil},
-		{"put_delayed", "delayed put/s, workers waiting", "jobs/s", true, map[string]string{"hourglass": "Queue.Put with Delay", "asynq": "Client.Enqueue with ProcessIn"}},
-		{"reserve_delete", "reserve+delete/s", "jobs/s", true, map[string]string{"hourglass": "Queue.Reserve + Queue.Delete"}},
-		{"latency_put_p50", "one caller: put p50", "ms", false, nil},
-		{"latency_put_p99", "one caller: put p99", "ms", false, nil},
-		{"latency_rd_p50", "one caller: reserve+delete p50", "ms", false, nil},
-		{"latency_rd_p99", "one caller: reserve+delete p99", "ms", false, nil},
+		{"put_delayed", "delayed put/s, 1 job per call, workers waiting", "jobs/s", true, map[string]string{"hourglass": "Queue.Put(Delay) + 8 blocking Reserve", "asynq": "Enqueue(ProcessIn) + Server"}},
+		{"reserve_delete", "reserve+delete/s", "jobs/s", true, map[string]string{"hourglass": "Queue.Reserve + Queue.Delete, 8 goroutines", "asynq": "asynq.Server", "bullmq": "Worker"}},
+		{"bs_put", "beanstalkd protocol put/s", "jobs/s", true, map[string]string{"hourglass": "hourglass serve --store redis://", "beanstalkd": "beanstalkd (memory)"}},
+		{"bs_reserve_delete", "beanstalkd protocol reserve+delete/s", "jobs/s", true, map[string]string{"hourglass": "hourglass serve --store redis://", "beanstalkd": "beanstalkd (memory)"}},
+		{"gcra_1key", "GCRA decisions/s, 16 goroutines, 1 key", "/s", true, map[string]string{"hourglass": "Limiter.Allow", "redis_rate": "Limiter.Allow"}},
+		{"gcra_10k", "GCRA decisions/s, 16 goroutines, 10k keys", "/s", true, map[string]string{"hourglass": "Limiter.Allow", "redis_rate": "Limiter.Allow"}},
+		{"lock_1", "lock obtain+release/s, 1 goroutine", "/s", true, map[string]string{"hourglass": "Client.TryObtain + Lock.Release", "redislock": "Obtain + Release"}},
+		{"lock_8", "lock obtain+release/s, 8 goroutines, own names", "/s", true, map[string]string{"hourglass": "Client.TryObtain + Lock.Release", "redislock": "Obtain + Release"}},
+		{"lat_put_p50", "single caller put p50", "µs", false, map[string]string{"hourglass": "Queue.Put", "asynq": "Client.Enqueue"}},
+		{"lat_put_p99", "single caller put p99", "µs", false, map[string]string{"hourglass": "Queue.Put", "asynq": "Client.Enqueue"}},
+		{"lat_rd_p50", "single caller reserve+delete p50", "µs", false, map[string]string{"hourglass": "Queue.Reserve + Queue.Delete"}},
+		{"lat_rd_p99", "single caller reserve+delete p99", "µs", false, map[string]string{"hourglass": "Queue.Reserve + Queue.Delete"}},
 	}
 	for _, what := range []string{"put", "consume"} {
 		for _, k := range cfg.partitions {
@@ -659,6 +705,9 @@ type report struct {
 	// which other programs used more than -max-other-load cores.
 	Runs      int `json:"runs"`
 	Disturbed int `json:"disturbed_runs"`
+	// RedisCPU is, per hourglass run on the standalone server, the
+	// commands Redis ran and the CPU they took (INFO commandstats deltas).
+	RedisCPU []redisCPU `json:"redis_cpu,omitempty"`
 
 	maxOtherLoad float64
 	Error        string `json:"error,omitempty"`
@@ -724,10 +773,7 @@ func (r *report) computeTargets() {
 	}
 	ratio("consume/s hourglass / asynq", "consume", "hourglass", "consume", "asynq", 3)
 	ratio("consume/s hourglass / bullmq", "consume", "hourglass", "consume", "bullmq", 2)
-	ratio("put/s hourglass Put / asynq Enqueue", "put", "hourglass", "put", "asynq", 1.5)
-	ratio("delayed put/s hourglass / asynq", "put_delayed", "hourglass", "put_delayed", "asynq", 1.5)
-	ratio("reserve+delete/s hourglass / asynq consume", "reserve_delete", "hourglass", "consume", "asynq", 2)
-	ratio("reserve+delete/s hourglass / bullmq consume", "reserve_delete", "hourglass", "consume", "bullmq", 1.5)
+	ratio("put/s hourglass Put / asynq Enqueue", "put", "hourglass", "put", "asynq", 1.2)
 	ratio("put/s hourglass PutMany / asynq Enqueue", "put_batch", "hourglass", "put", "asynq", 3)
 	if v, ok := r.med("lateness_p99", "hourglass"); ok {
 		r.Targets = append(r.Targets, target{"lateness p99 hourglass (ms)", v, "<= 5 ms", v <= 5})
@@ -743,8 +789,6 @@ func fmtVal(v float64, unit string) string {
 	switch {
 	case math.IsNaN(v):
 		return "-"
-	case unit == "ms" && v < 10:
-		return fmt.Sprintf("%.2f", v)
 	case unit == "ms":
 		return fmt.Sprintf("%.1f", v)
 	default:
@@ -828,6 +872,8 @@ func (r *report) print(out io.Writer) {
 		}
 	}
 	_ = tw.Flush()
+	r.printCompare(out)
+	r.printRedisCPU(out)
 	fmt.Fprintf(out, "\n%d of %d runs were disturbed: other programs used more than %v cores during them.\n", r.Disturbed, r.Runs, r.Config["max_other_load"])
 	if r.Error != "" {
 		fmt.Fprintf(out, "\nABORTED: %s\n", r.Error)

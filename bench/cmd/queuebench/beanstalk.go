@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The beanstalk workload drives a beanstalkd-protocol server over 8
+// connections: `hourglass serve --store redis://…` (built from the parent
+// module) and Debian's in-memory beanstalkd.
+
+// bsServer is a protocol server this program started; stop ends it by PID.
+type bsServer struct {
+	addr string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (s *bsServer) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// startProc starts bin with args and waits until addr accepts connections.
+func startProc(ctx context.Context, addr, bin string, args ...string) (*bsServer, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &bsServer{addr: addr, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("%s exited: %s", bin, tail(stderr.String(), 500))
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("%s does not listen on %s after 15 s", bin, addr)
+		}
+	}
+}
+
+// loopbackAddr returns 127.0.0.1 with a port free right now.
+func loopbackAddr() (string, error) {
+	p, err := freePort(false)
+	if err != nil {
+		return "", err
+	}
+	return "127.0.0.1:" + strconv.Itoa(p), nil
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// hourglassBinary builds ../cmd/hourglass once into a temporary directory.
+func hourglassBinary(cfg *config) (string, error) {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "queuebench-hourglass-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		bin := filepath.Join(dir, "hourglass")
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/hourglass")
+		cmd.Dir = cfg.hourglassSrc
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/hourglass in %s: %v: %s", cfg.hourglassSrc, err, tail(string(out), 1000))
+			return
+		}
+		buildBin = bin
+	})
+	return buildBin, buildErr
+}
+
+func startHourglassServe(ctx context.Context, e *env) (*bsServer, error) {
+	bin, err := hourglassBinary(e.cfg)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := loopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	return startProc(ctx, addr, bin, "serve", "--store", "redis://"+e.addr, "--beanstalk-addr", addr, "--http-addr", "", "--log-level", "warn")
+}
+
+func startBeanstalkd(ctx context.Context, e *env) (*bsServer, error) {
+	addr, err := loopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	return startProc(ctx, addr, e.cfg.beanstalkd, "-l", "127.0.0.1", "-p", port)
+}
+
+// bsRun starts a server with start, then measures put/s (cfg.ops jobs,
+// cfg.producers connections) and reserve+delete/s (cfg.concurrency
+// connections) until the tube is empty.
+func bsRun(start func(context.Context, *env) (*bsServer, error)) func(context.Context, *env) (string, []measurement, error) {
+	return func(ctx context.Context, e *env) (string, []measurement, error) {
+		srv, err := start(ctx, e)
+		if err != nil {
+			return "", nil, err
+		}
+		defer srv.stop()
+		conns := make([]*bsConn, max(e.cfg.producers, e.cfg.concurrency))
+		for i := range conns {
+			c, err := dialBeanstalk(srv.addr, hgTube)
+			if err != nil {
+				return "", nil, err
+			}
+			defer c.close()
+			conns[i] = c
+		}
+		b := body(e.cfg.body)
+		if _, err := conns[0].put(b); err != nil { // warm-up
+			return "", nil, err
+		}
+		n := e.cfg.ops
+		start := time.Now()
+		if err := perWorker(ctx, e.cfg.producers, n, func(_ context.Context, w int) error {
+			_, err := conns[w].put(b)
+			return err
+		}); err != nil {
+			return "", nil, fmt.Errorf("put: %w", err)
+		}
+		put := float64(n) / time.Since(start).Seconds()
+		start = time.Now()
+		if err := perWorker(ctx, e.cfg.concurrency, n+1, func(_ context.Context, w int) error {
+			id, err := conns[w].reserve()
+			if err != nil {
+				return err
+			}
+			return conns[w].delete(id)
+		}); err != nil {
+			return "", nil, fmt.Errorf("reserve+delete: %w", err)
+		}
+		rd := float64(n+1) / time.Since(start).Seconds()
+		return fmt.Sprintf("put %.0f/s, reserve+delete %.0f/s", put, rd),
+			[]measurement{{"bs_put", put}, {"bs_reserve_delete", rd}}, nil
+	}
+}
+
+// bsConn is a minimal beanstalkd protocol client: put, reserve-with-timeout
+// and delete on one tube, enough for the workload.
+type bsConn struct {
+	c net.Conn
+	r *bufio.Reader
+	w *bufio.Writer
+}
+
+func dialBeanstalk(addr, tube string) (*bsConn, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	bc := &bsConn{c: c, r: bufio.NewReader(c), w: bufio.NewWriter(c)}
+	if _, err := bc.cmd("use "+tube+"\r\n", "USING"); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := bc.cmd("watch "+tube+"\r\n", "WATCHING"); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return bc, nil
+}
+
+func (b *bsConn) close() { _ = b.c.Close() }
+
+// cmd sends line and returns the reply's words after want, or an error
+// naming any other reply.
+func (b *bsConn) cmd(line, want string) ([]string, error) {
+	_ = b.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := b.w.WriteString(line); err != nil {
+		return nil, err
+	}
+	if err := b.w.Flush(); err != nil {
+		return nil, err
+	}
+	reply, err := b.r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	f := strings.Fields(reply)
+	if len(f) == 0 || f[0] != want {
+		return nil, fmt.Errorf("%s: reply %q", strings.TrimSpace(line), strings.TrimSpace(reply))
+	}
+	return f[1:], nil
+}
+
+func (b *bsConn) put(body []byte) (uint64, error) {
+	f, err := b.cmd("put 0 0 60 "+strconv.Itoa(len(body))+"\r\n"+string(body)+"\r\n", "INSERTED")
+	if err != nil {
+		return 0, err
+	}
+	if len(f) != 1 {
+		return 0, errors.New("put: malformed INSERTED")
+	}
+	return strconv.ParseUint(f[0], 10, 64)
+}
+
+func (b *bsConn) reserve() (uint64, error) {
+	f, err := b.cmd("reserve-with-timeout 5\r\n", "RESERVED")
+	if err != nil {
+		return 0, err
+	}
+	if len(f) != 2 {
+		return 0, errors.New("reserve: malformed RESERVED")
+	}
+	id, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	size, err := strconv.Atoi(f[1])
+	if err != nil || size < 0 {
+		return 0, fmt.Errorf("reserve: bad size %q", f[1])
+	}
+	buf := make([]byte, size+2)
+	if _, err := io.ReadFull(b.r, buf); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+func (b *bsConn) delete(id uint64) error {
+	_, err := b.cmd("delete "+strconv.FormatUint(id, 10)+"\r\n", "DELETED")
+	return err
+}
