@@ -129,3 +129,26 @@ func TestAPICommand(t *testing.T) {
 		t.Errorf("without the token: %v", r)
 	}
 }
+
+// --allowed-hosts replaces the Host names the HTTP server answers.
+func TestServeAllowedHosts(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://", "--allowed-hosts", "queue.test, [::1]")
+	for host, want := range map[string]int{"queue.test:7480": 200, "[::1]": 200, "127.0.0.1": 421, "rebound.example": 421} {
+		hr, err := http.NewRequest("GET", "http://"+p.httpAddr+"/v1/stats", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr.Host = host
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+	if r := run(t, nil, "", "serve", "--allowed-hosts", " "); r.code != 2 || !strings.Contains(r.stderr, "--allowed-hosts") {
+		t.Errorf("a blank --allowed-hosts: %v", r)
+	}
+}

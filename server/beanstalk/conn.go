@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,12 +94,18 @@ func newConn(s *Server, base context.Context, nc net.Conn, owner string) *conn {
 // serve runs the connection's commands until it closes.
 func (c *conn) serve() {
 	defer c.close()
-	for c.idle() {
+	for first := true; c.idle(); first = false {
 		line, err := c.readLine()
 		switch {
 		case errors.Is(err, errLineTooLong):
 			c.replyErr("", errBadFormat)
 		case err != nil:
+			return
+		case first && httpRequestLine(line):
+			// A browser (or any HTTP client) talking to this port: a
+			// page can POST beanstalkd commands here cross-site, so
+			// nothing it sends is run or answered.
+			c.log.Debug("closing a connection that speaks HTTP")
 			return
 		default:
 			c.busy()
@@ -115,6 +122,24 @@ func (c *conn) serve() {
 			}
 		}
 	}
+}
+
+// httpRequestLine reports whether line looks like the request line of
+// HTTP/1 ("POST / HTTP/1.1") or HTTP/2's preface ("PRI * HTTP/2.0"): an
+// upper-case method, a target and an HTTP version. No beanstalkd command
+// is upper-case.
+func httpRequestLine(line string) bool {
+	method, rest, ok := strings.Cut(line, " ")
+	if !ok || method == "" {
+		return false
+	}
+	for _, r := range method {
+		if r < 'A' || r > 'Z' {
+			return false
+		}
+	}
+	i := strings.LastIndexByte(rest, ' ')
+	return i > 0 && strings.HasPrefix(rest[i+1:], "HTTP/")
 }
 
 // idle marks the connection reading its next command and arms the idle

@@ -46,7 +46,39 @@ func buildOpenAPI() ([]byte, error) {
 			return nil, err
 		}
 	}
+	addGuardResponses(doc)
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// addGuardResponses adds to every operation the replies of the guard
+// (guard.go), which answers before any route: 421 for a Host not allowed,
+// and for a state-changing call 403 cross-site and 415 for a body that is
+// not JSON (or raw bytes).
+func addGuardResponses(doc map[string]any) {
+	paths, _ := doc["paths"].(map[string]any)
+	for _, item := range paths {
+		ops, _ := item.(map[string]any)
+		for method, op := range ops {
+			o, ok := op.(map[string]any)
+			if !ok {
+				continue
+			}
+			resps, ok := o["responses"].(map[string]any)
+			if !ok {
+				continue
+			}
+			add := func(status, name string) {
+				if _, ok := resps[status]; !ok {
+					resps[status] = map[string]any{"$ref": "#/components/responses/" + name}
+				}
+			}
+			add("421", "Misdirected")
+			if stateChanging(strings.ToUpper(method)) {
+				add("403", "CrossSite")
+				add("415", "Unsupported")
+			}
+		}
+	}
 }
 
 func readFragment(name string, v any) error {

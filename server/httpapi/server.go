@@ -70,6 +70,13 @@ type Server struct {
 	// NamedLimits are the limits a request may name instead of giving
 	// them (hourglass serve --limit NAME=SPEC; see ParseNamedLimit).
 	NamedLimits map[string][]ratelimit.Limit
+	// AllowedHosts are the names the Host header of a request may carry
+	// (a port in it is ignored); any other is answered 421
+	// misdirected_host, against DNS rebinding. "*" allows every host.
+	// Nil: DefaultAllowedHosts, plus the host named by the address of each
+	// listener given to Serve.
+	AllowedHosts []string
+	hosts        hostSet
 
 	limitActivity limitActivity // the rate limit panel's counts
 	// Locks, when set, serves locks and semaphores under /v1/locks (see
@@ -104,7 +111,14 @@ func (s *Server) init() {
 			s.Metrics = NewMetrics(nil)
 		}
 		s.Metrics.watchQueue(s.Queue)
-		s.handler = s.routes()
+		hosts := s.AllowedHosts
+		if hosts == nil {
+			hosts = DefaultAllowedHosts
+		}
+		for _, h := range hosts {
+			s.hosts.add(h)
+		}
+		s.handler = s.guard(s.routes())
 		s.hs = &http.Server{
 			Handler:           s.handler,
 			ReadHeaderTimeout: or(s.ReadHeaderTimeout, DefaultReadHeaderTimeout),
@@ -150,6 +164,9 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return s.err
 	}
+	if s.AllowedHosts == nil {
+		s.hosts.addListener(l)
+	}
 	return s.hs.Serve(l)
 }
 
@@ -160,6 +177,9 @@ func (s *Server) ServeTLS(l net.Listener, certFile, keyFile string) error {
 	if s.err != nil {
 		l.Close()
 		return s.err
+	}
+	if s.AllowedHosts == nil {
+		s.hosts.addListener(l)
 	}
 	return s.hs.ServeTLS(l, certFile, keyFile)
 }
