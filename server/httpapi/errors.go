@@ -80,7 +80,7 @@ func asAPIError(err error) apiError {
 	case errors.Is(err, queue.ErrClosed), errors.Is(err, context.Canceled):
 		return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
 	default:
-		return apiError{http.StatusServiceUnavailable, CodeUnavailable, "httpapi: store unavailable: " + err.Error(), 0}
+		return apiError{http.StatusServiceUnavailable, CodeUnavailable, "httpapi: the store did not answer (the server's log says why)", 0}
 	}
 }
 

@@ -461,6 +461,9 @@ func (s *Server) hashScan(w http.ResponseWriter, r *http.Request) error {
 	if err := hashErr(checkHashName(h.Name())); err != nil {
 		return err
 	}
+	if err := hashErr(ttlhash.CheckCursor(q.Get("cursor"))); err != nil {
+		return err
+	}
 	es, next, err := s.Hashes.Store().Scan(r.Context(), h.Name(), q.Get("cursor"), count)
 	if err != nil {
 		return hashErr(err)

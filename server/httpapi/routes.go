@@ -87,6 +87,9 @@ func (s *Server) api(prim, command string, h func(w http.ResponseWriter, r *http
 			err = h(w, r)
 		}
 		if err != nil {
+			if storeFailure(err) {
+				s.logger().Warn("store failure", "primitive", prim, "command", command, "err", err)
+			}
 			writeError(w, r, err)
 		}
 		s.Metrics.observe("http", prim, command, time.Since(start), err)
