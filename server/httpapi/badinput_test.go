@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
@@ -34,4 +35,42 @@ func TestMalformedCursorsAndEventIDs(t *testing.T) {
 		// A cursor the scan returned still works.
 		ts.c.do(req{method: "GET", path: "/v1/hashes/h/scan?cursor=0"}).want(t, http.StatusOK, "")
 	})
+}
+
+// TestRequiredFields: a pause or kick without its one field is refused and
+// changes nothing (an empty pause body used to unpause).
+func TestRequiredFields(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
+		ts := startServer(t, open(t), nil)
+		ts.c.put(t, "t", map[string]any{"body": "x"})
+		ts.c.do(req{method: "POST", path: "/v1/tubes/t/pause", json: map[string]any{"delay_ms": 60000}}).want(t, http.StatusNoContent, "")
+		for _, tc := range []struct{ path, body string }{
+			{"/v1/tubes/t/pause", ""}, {"/v1/tubes/t/pause", "{}"}, {"/v1/tubes/t/kick", "{}"}, {"/v1/tubes/t/kick", ""},
+		} {
+			ts.c.do(req{method: "POST", path: tc.path, raw: []byte(tc.body), contentType: "application/json", offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		}
+		var st httpapi.TubeStats
+		ts.c.do(req{method: "GET", path: "/v1/tubes/t"}).want(t, http.StatusOK, "").decode(t, &st)
+		if !st.Paused {
+			t.Fatalf("the tube is no longer paused: %+v", st)
+		}
+	})
+}
+
+// TestTooManyQueryParams: a query beyond what Go's parser keeps is refused,
+// not cut short (a delete would then name fewer fields than sent).
+func TestTooManyQueryParams(t *testing.T) {
+	ts := startServer(t, memStore(t), nil)
+	q := strings.Repeat("field=a&", httpapi.MaxQueryParams) + "field=b"
+	ts.c.do(req{method: "GET", path: "/v1/stats?" + q, offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+	ts.c.do(req{method: "GET", path: "/v1/stats?" + strings.Repeat("x=1&", httpapi.MaxQueryParams-1) + "x=1", offSpec: true}).want(t, http.StatusOK, "")
+}
+
+// TestTokenUnicodeSpaces: a token with Unicode spaces around it is wrong.
+func TestTokenUnicodeSpaces(t *testing.T) {
+	ts := startServer(t, memStore(t), func(s *httpapi.Server) { s.AuthToken = "s3cret" })
+	for _, tok := range []string{"\u00a0s3cret", "s3cret\u2003", "\u3000s3cret\u3000", "s3cret\u0085"} {
+		newClient(t, ts.url, tok).do(req{method: "GET", path: "/v1/stats"}).want(t, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+	}
+	newClient(t, ts.url, "s3cret").do(req{method: "GET", path: "/v1/stats"}).want(t, http.StatusOK, "")
 }

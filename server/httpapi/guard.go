@@ -91,6 +91,19 @@ func (h *hostSet) addListener(l net.Listener) {
 	h.add(host)
 }
 
+// MaxQueryParams is the most query parameters a request may carry: what
+// net/url parses (it drops those beyond). More is 400 bad_request, never a
+// silently shortened list.
+const MaxQueryParams = 10000
+
+// queryParams counts the parameters of a raw query as net/url splits them.
+func queryParams(raw string) int {
+	if raw == "" {
+		return 0
+	}
+	return strings.Count(raw, "&") + 1
+}
+
 // stateChanging reports whether a request of this method may change state.
 func stateChanging(method string) bool {
 	switch method {
@@ -130,6 +143,9 @@ func (s *Server) checkRequest(r *http.Request) error {
 	// it by address, and it tells nothing but up or down.
 	if r.URL.Path != "/healthz" && !s.hosts.allows(r.Host) {
 		return apiError{http.StatusMisdirectedRequest, CodeMisdirected, "httpapi: host " + quoteHost(r.Host) + " is not an allowed host (hourglass serve --allowed-hosts)", 0}
+	}
+	if n := queryParams(r.URL.RawQuery); n > MaxQueryParams {
+		return badRequest("httpapi: %d query parameters: want at most %d", n, MaxQueryParams)
 	}
 	if !stateChanging(r.Method) {
 		return nil

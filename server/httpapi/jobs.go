@@ -388,7 +388,7 @@ func (s *Server) kickJob(w http.ResponseWriter, r *http.Request) error {
 
 // KickRequest is the JSON body of a tube's kick.
 type KickRequest struct {
-	// Bound is the most jobs to kick.
+	// Bound is the most jobs to kick. Required.
 	Bound int `json:"bound"`
 }
 
@@ -398,11 +398,16 @@ type KickReply struct {
 }
 
 func (s *Server) kick(w http.ResponseWriter, r *http.Request) error {
-	var req KickRequest
+	var req struct {
+		Bound *int `json:"bound"` // KickRequest's, required
+	}
 	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
 		return err
 	}
-	n, err := s.Queue.Kick(r.Context(), r.PathValue("tube"), req.Bound)
+	if req.Bound == nil {
+		return badRequest("httpapi: bound is required: the most jobs to kick")
+	}
+	n, err := s.Queue.Kick(r.Context(), r.PathValue("tube"), *req.Bound)
 	if err != nil {
 		return err
 	}
@@ -412,19 +417,25 @@ func (s *Server) kick(w http.ResponseWriter, r *http.Request) error {
 
 // PauseRequest is the JSON body of a tube's pause.
 type PauseRequest struct {
-	// DelayMS is how long the pause lasts; 0 ends a pause.
+	// DelayMS is how long the pause lasts; 0 ends a pause. Required: a
+	// body without it is refused, so an empty one never ends a pause.
 	DelayMS int64 `json:"delay_ms"`
 }
 
 func (s *Server) pause(w http.ResponseWriter, r *http.Request) error {
-	var req PauseRequest
+	var req struct {
+		DelayMS *int64 `json:"delay_ms"` // PauseRequest's, required
+	}
 	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
 		return err
 	}
-	if req.DelayMS < 0 {
-		return badRequest("httpapi: delay_ms is %d, want 0 or more", req.DelayMS)
+	if req.DelayMS == nil {
+		return badRequest("httpapi: delay_ms is required (0 ends a pause)")
 	}
-	if err := s.Queue.PauseTube(r.Context(), r.PathValue("tube"), ms(req.DelayMS)); err != nil {
+	if *req.DelayMS < 0 {
+		return badRequest("httpapi: delay_ms is %d, want 0 or more", *req.DelayMS)
+	}
+	if err := s.Queue.PauseTube(r.Context(), r.PathValue("tube"), ms(*req.DelayMS)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

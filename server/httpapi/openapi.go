@@ -51,7 +51,8 @@ func buildOpenAPI() ([]byte, error) {
 }
 
 // addGuardResponses adds to every operation the replies of the guard
-// (guard.go), which answers before any route: 421 for a Host not allowed,
+// (guard.go), which answers before any route: 400 for too many query
+// parameters, 421 for a Host not allowed,
 // and for a state-changing call 403 cross-site and 415 for a body that is
 // not JSON (or raw bytes).
 func addGuardResponses(doc map[string]any) {
@@ -72,6 +73,7 @@ func addGuardResponses(doc map[string]any) {
 					resps[status] = map[string]any{"$ref": "#/components/responses/" + name}
 				}
 			}
+			add("400", "BadRequest") // more query parameters than MaxQueryParams
 			add("421", "Misdirected")
 			if stateChanging(strings.ToUpper(method)) {
 				add("403", "CrossSite")

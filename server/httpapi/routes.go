@@ -117,7 +117,9 @@ func (s *Server) checkToken(r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.AuthToken)) == 1
+	// No trimming: net/http already drops the spaces and tabs around a
+	// header's value, and any other space around the token is a wrong token.
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.AuthToken)) == 1
 }
 
 // healthz answers 200 "ok" when the store answers, 503 otherwise.
