@@ -74,3 +74,33 @@ func TestTokenUnicodeSpaces(t *testing.T) {
 	}
 	newClient(t, ts.url, "s3cret").do(req{method: "GET", path: "/v1/stats"}).want(t, http.StatusOK, "")
 }
+
+// TestInvalidUTF8: text the API takes as UTF-8 is refused when it is not,
+// instead of being changed (each bad byte became U+FFFD, so two field names
+// collapsed into one and a job's body changed).
+func TestInvalidUTF8(t *testing.T) {
+	forEachHashBackend(t, func(t *testing.T, b backend) {
+		ts := startHashServer(t, b, nil, nil)
+		for _, tc := range []struct{ path, body string }{
+			{"/v1/tubes/t/jobs", "{\"body\":\"a\xffb\"}"},
+			{"/v1/hashes/h/fields", "{\"fields\":[{\"name\":\"f\xfe\",\"value\":\"1\"}]}"},
+			{"/v1/hashes/h/fields", "{\"fields\":[{\"name\":\"f\",\"value\":\"\xc3\"}]}"},
+		} {
+			ts.c.do(req{method: "POST", path: tc.path, raw: []byte(tc.body), contentType: "application/json", offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		}
+		ts.c.do(req{method: "GET", path: "/v1/hashes/h/fields?field=%FF", offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		ts.c.do(req{method: "DELETE", path: "/v1/hashes/h/fields?field=a%FE", offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		var st httpapi.TubeStats
+		if r := ts.c.do(req{method: "GET", path: "/v1/tubes/t", offSpec: true}); r.status == http.StatusOK {
+			r.decode(t, &st)
+			if st.TotalJobs != 0 {
+				t.Fatalf("a job was stored: %+v", st)
+			}
+		}
+		var l struct{ Len int }
+		ts.c.do(req{method: "GET", path: "/v1/hashes/h"}).want(t, http.StatusOK, "").decode(t, &l)
+		if l.Len != 0 {
+			t.Fatalf("%d fields stored", l.Len)
+		}
+	})
+}

@@ -283,6 +283,11 @@ func queryFields(r *http.Request, required bool) ([]string, error) {
 	if required && len(fs) == 0 {
 		return nil, badRequest("httpapi: name at least one field (?field=…)")
 	}
+	for _, f := range fs {
+		if !utf8.ValidString(f) {
+			return nil, badRequest("httpapi: field %q is not valid UTF-8", f)
+		}
+	}
 	return fs, checkFieldCount(fs)
 }
 

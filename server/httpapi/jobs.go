@@ -609,6 +609,11 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 	if err != nil || len(b) == 0 {
 		return err
 	}
+	if !utf8.Valid(b) {
+		// encoding/json would turn each bad byte into U+FFFD: two
+		// different names would become one, a body would change.
+		return badRequest("httpapi: the JSON body is not valid UTF-8 (send bytes as base64, or a put's body as application/octet-stream)")
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
