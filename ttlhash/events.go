@@ -64,6 +64,11 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids ...string) (int, err
 	if len(ids) == 0 {
 		return 0, nil
 	}
+	for _, id := range ids {
+		if err := CheckEventID(id); err != nil {
+			return 0, err
+		}
+	}
 	return h.s.Ack(ctx, group, ids)
 }
 

@@ -69,7 +69,7 @@ Examples:
   hourglass serve
   hourglass serve --store mem:// --log-level debug
   hourglass serve --store redis://:secret@10.0.0.5:6379/0 --beanstalk-addr 0.0.0.0:11300 \
-      --http-addr 0.0.0.0:7480 --auth-token-file /etc/hourglass/token \
+      --http-addr 0.0.0.0:7480 --allowed-hosts queue.example.com --auth-token-file /etc/hourglass/token \
       --tls-cert /etc/hourglass/cert.pem --tls-key /etc/hourglass/key.pem
   HOURGLASS_STORE=/var/lib/hourglass HOURGLASS_FSYNC=everysec hourglass serve
 `,
@@ -80,8 +80,8 @@ Examples:
 		fs.StringVar(&o.beanstalkAddr, "beanstalk-addr", "127.0.0.1:11300", "`host:port` to serve the beanstalkd protocol on")
 		fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7480", "`host:port` to serve HTTP on (the API, dashboard, /metrics, /healthz); empty: none")
 		fs.StringVar(&o.authToken, "auth-token", "", "bearer `token` every HTTP API call must carry; required to listen beyond loopback")
+		fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "comma-separated `hosts` the HTTP Host header may name, against DNS rebinding; * allows all (default: localhost, 127.0.0.1, ::1 and the host --http-addr names)")
 		fs.StringVar(&o.authTokenFile, "auth-token-file", "", "`file` holding the bearer token (its first line), instead of --auth-token")
-		fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "comma-separated `hosts` the HTTP API answers to in the Host header, * for any (default: localhost, 127.0.0.1, ::1 and the host of --http-addr)")
 		fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file`: serve both listeners over TLS (with --tls-key)")
 		fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
 		fs.DurationVar(&o.maxWait, "max-wait", httpapi.DefaultMaxWait, "longest `duration` an HTTP long poll (reserve) waits")
@@ -123,11 +123,26 @@ type serveOptions struct {
 	level                   slog.Level // parsed from logLevel
 	authToken               string
 	authTokenFile           string
-	allowedHosts            string
+	allowedHosts            string // --allowed-hosts, comma-separated; empty: the defaults
 	tlsCert, tlsKey         string
 	maxWait                 time.Duration
 	limits                  []string // --limit NAME=SPEC
 	limitsFile              string
+}
+
+// hostList returns --allowed-hosts as httpapi.Server.AllowedHosts: nil
+// (the defaults) when not given.
+func (o *serveOptions) hostList() []string {
+	if o.allowedHosts == "" {
+		return nil
+	}
+	var hosts []string
+	for _, h := range strings.Split(o.allowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
 }
 
 func (o *serveOptions) validate() error {
@@ -140,6 +155,8 @@ func (o *serveOptions) validate() error {
 	switch {
 	case o.store == "":
 		return usagef("--store is empty")
+	case strings.TrimSpace(o.allowedHosts) == "" && o.allowedHosts != "":
+		return usagef("--allowed-hosts is blank")
 	case o.beanstalkAddr == "":
 		return usagef("--beanstalk-addr is empty")
 	case o.maxJobSize < 1 || o.maxJobSize > queue.MaxJobSizeLimit:
@@ -283,15 +300,8 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
 		Observe: metrics.ObserveBeanstalk, ConnState: metrics.BeanstalkConnState}
 	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b),
-		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits}
+		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits, AllowedHosts: o.hostList()}
 	hs.Locks = b.Locks
-	if o.allowedHosts != "" {
-		for _, h := range strings.Split(o.allowedHosts, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				hs.AllowedHosts = append(hs.AllowedHosts, h)
-			}
-		}
-	}
 	if err := startSweeper(sweeper, log); err != nil {
 		bl.Close()
 		if hl != nil {

@@ -100,18 +100,19 @@ const maxUnflushed = 32
 // serve runs the connection's commands until it closes.
 func (c *conn) serve() {
 	defer c.close()
-	first, unflushed := true, 0
-	for c.idle() {
+	unflushed := 0
+	for first := true; c.idle(); first = false {
 		line, err := c.readLine()
 		switch {
 		case errors.Is(err, errLineTooLong):
 			c.replyErr("", errBadFormat)
 		case err != nil:
 			return
-		case first && looksLikeHTTP(line):
-			// A browser's request (a page posting to this port): its
-			// headers and body are not commands. Close without a word.
-			c.log.Debug("beanstalk: closing a connection that speaks HTTP", "line", line)
+		case first && httpRequestLine(line):
+			// A browser (or any HTTP client) talking to this port: a
+			// page can POST beanstalkd commands here cross-site, so
+			// nothing it sends is run or answered.
+			c.log.Debug("closing a connection that speaks HTTP")
 			return
 		default:
 			c.busy()
@@ -122,7 +123,6 @@ func (c *conn) serve() {
 				c.replyErr(commandName(line), err)
 			}
 		}
-		first = false
 		if unflushed++; c.br.Buffered() == 0 || unflushed >= maxUnflushed {
 			unflushed = 0
 			if err := c.bw.Flush(); err != nil {
@@ -132,15 +132,22 @@ func (c *conn) serve() {
 	}
 }
 
-// looksLikeHTTP reports whether line is an HTTP request line
-// ("POST / HTTP/1.1"): no beanstalkd command has that form.
-func looksLikeHTTP(line string) bool {
+// httpRequestLine reports whether line looks like the request line of
+// HTTP/1 ("POST / HTTP/1.1") or HTTP/2's preface ("PRI * HTTP/2.0"): an
+// upper-case method, a target and an HTTP version. No beanstalkd command
+// is upper-case.
+func httpRequestLine(line string) bool {
 	method, rest, ok := strings.Cut(line, " ")
-	if !ok || method == "" || strings.ToUpper(method) != method {
+	if !ok || method == "" {
 		return false
 	}
-	_, proto, ok := strings.Cut(rest, " ")
-	return ok && strings.HasPrefix(proto, "HTTP/")
+	for _, r := range method {
+		if r < 'A' || r > 'Z' {
+			return false
+		}
+	}
+	i := strings.LastIndexByte(rest, ' ')
+	return i > 0 && strings.HasPrefix(rest[i+1:], "HTTP/")
 }
 
 // idle marks the connection reading its next command and arms the idle

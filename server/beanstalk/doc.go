@@ -22,6 +22,10 @@
 // lives while the store holds a job of it or a connection uses or watches
 // it; "default" always lives.
 //
+// A connection whose first line is an HTTP request line ("POST / HTTP/1.1")
+// is closed without an answer and nothing it sent is run, so that a web
+// page cannot post commands to the port from a browser.
+//
 // Durations on the wire are whole seconds; a TTR of 0 is taken as 1 second.
 //
 // # Lifecycle

@@ -550,29 +550,33 @@ func TestDeadServersJobsReturn(t *testing.T) {
 	}
 }
 
-// A connection whose first line is an HTTP request line (a page posting to
-// this port) is closed without a reply, and nothing in its body runs.
-func TestHTTPRequestClosed(t *testing.T) {
+// TestHTTPClosed: a connection whose first line is an HTTP request line (a
+// page POSTing to this port cross-site) is closed unanswered, and none of
+// the commands in what it sent is run.
+func TestHTTPClosed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		_, addr := startServer(t, b.open(t), nil)
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		body := "use evil\r\nput 0 0 60 1\r\nx\r\n"
-		fmt.Fprintf(nc, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		nc.SetReadDeadline(time.Now().Add(replyTimeout))
-		got, err := io.ReadAll(nc)
-		if err != nil || len(got) != 0 {
-			t.Fatalf("the server answered %q (%v); want the connection closed without a word", got, err)
+		for _, first := range []string{"POST / HTTP/1.1", "GET /stats HTTP/1.0", "PUT /x?y=z HTTP/1.1", "PRI * HTTP/2.0"} {
+			c := dial(t, addr)
+			c.send(first + "\r\nHost: 127.0.0.1:11300\r\nContent-Type: text/plain\r\n\r\nuse evil\r\nput 0 0 10 2\r\nhi\r\n")
+			c.nc.SetReadDeadline(time.Now().Add(replyTimeout))
+			rest, err := io.ReadAll(c.br)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("%q: the connection stayed open", first)
+			}
+			if len(rest) > 0 {
+				t.Fatalf("%q: answered %q", first, rest)
+			}
 		}
 		c := dial(t, addr)
-		if v := field(t, c.do("stats"), "total-jobs"); v != "0" {
-			t.Errorf("total-jobs %s after the HTTP request, want 0", v)
+		if r := c.do("stats-tube evil"); r != "NOT_FOUND\r\n" {
+			t.Fatalf("stats-tube evil after the HTTP requests: %q, want NOT_FOUND", r)
 		}
-		// A command that merely has three words still runs.
-		c.expect("use GET", "USING GET\r\n")
+		// Upper-case beanstalkd-looking lines that are not HTTP are
+		// answered as beanstalkd answers them.
+		c.expect("GET x", "UNKNOWN_COMMAND\r\n")
+		c.expect("POST / HTTP/1.1", "UNKNOWN_COMMAND\r\n") // not the first line
 	})
 }
 

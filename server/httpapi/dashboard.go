@@ -61,8 +61,7 @@ func (s *Server) serveDashboard(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:")
-	w.Header().Set("X-Frame-Options", "DENY")
+	// The Content-Security-Policy is set by the guard (guard.go).
 	w.Write(buf.Bytes())
 }
 

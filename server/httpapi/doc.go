@@ -62,8 +62,9 @@
 //
 // Every error is {"error":{"code":"…","message":"…"}}, with a stable code
 // (the Code constants) and its status: 400 bad input, 401 no or wrong
-// token, 404 not found, 409 wrong state or not the holder, 413 too large,
-// 429 with Retry-After (limits), 503 store unreachable or shutting down,
+// token, 403 cross-site, 404 not found, 409 wrong state or not the holder,
+// 413 too large, 415 a body neither JSON nor raw bytes, 421 a Host not
+// allowed, 429 with Retry-After (limits), 503 store unreachable or shutting down,
 // 507 store full.
 //
 // # Security and limits
@@ -74,6 +75,17 @@
 // queue's MaxJobSize (413 beyond), other bodies by 64 KiB; a long poll by
 // MaxWait; Serve sets ReadHeaderTimeout, ReadTimeout and IdleTimeout so that
 // slow or idle clients cannot hold connections.
+//
+// Before any route, every request is checked against pages in a browser:
+// its Host header must name one of AllowedHosts (421 misdirected_host,
+// against DNS rebinding; /healthz is exempt), and a state-changing request
+// (POST, PUT, PATCH, DELETE) is refused when it comes from another site
+// (Sec-Fetch-Site: cross-site, or an Origin that does not match the Host:
+// 403 cross_site) or carries a body or Content-Type other than
+// application/json or application/octet-stream (415). Every reply carries
+// X-Content-Type-Options: nosniff, API data and /metrics Cache-Control:
+// no-store, and the dashboard a Content-Security-Policy that allows only
+// its own script, style and fetches.
 //
 // # Adding a primitive
 //

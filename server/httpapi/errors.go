@@ -14,24 +14,22 @@ import (
 // Error codes: the stable "code" of an error reply. Clients branch on the
 // code, never on the message.
 const (
-	CodeBadRequest    = "bad_request"            // 400: malformed JSON, a bad parameter or argument
-	CodeBadTube       = "bad_tube"               // 400: a tube name queue.CheckTube refuses
-	CodeBadLease      = "bad_lease"              // 400: a lease token that is not one reserve could have issued
-	CodeUnauthorized  = "unauthorized"           // 401: missing or wrong bearer token
-	CodeForbiddenHost = "forbidden_host"         // 403: a Host the server does not answer to (Server.AllowedHosts)
-	CodeCrossSite     = "cross_site"             // 403: a state change a page of another site sent
-	CodeNotFound      = "not_found"              // 404: no such job (or no job in the asked state), tube or route
-	CodeNotAllowed    = "method_not_allowed"     // 405
-	CodeNotReserved   = "not_reserved"           // 409: the lease does not hold the job (wrong token, or its TTR ran out)
-	CodeReserved      = "reserved"               // 409: someone else holds the job
-	CodeNotKickable   = "not_kickable"           // 409: kick of a job neither buried nor delayed
-	CodeTooLarge      = "too_large"              // 413: a body beyond the limit
-	CodeUnsupported   = "unsupported_media_type" // 415
-	CodeRateLimited   = "rate_limited"           // 429: with Retry-After (used by limits)
-	CodeStoreFull     = "store_full"             // 507: the store holds as many jobs as it may
-	CodeUnavailable   = "unavailable"            // 503: the store did not answer
-	CodeShuttingDown  = "shutting_down"          // 503: the server is stopping
-	CodeInternal      = "internal"               // 500
+	CodeBadRequest   = "bad_request"            // 400: malformed JSON, a bad parameter or argument
+	CodeBadTube      = "bad_tube"               // 400: a tube name queue.CheckTube refuses
+	CodeBadLease     = "bad_lease"              // 400: a lease token that is not one reserve could have issued
+	CodeUnauthorized = "unauthorized"           // 401: missing or wrong bearer token
+	CodeNotFound     = "not_found"              // 404: no such job (or no job in the asked state), tube or route
+	CodeNotAllowed   = "method_not_allowed"     // 405
+	CodeNotReserved  = "not_reserved"           // 409: the lease does not hold the job (wrong token, or its TTR ran out)
+	CodeReserved     = "reserved"               // 409: someone else holds the job
+	CodeNotKickable  = "not_kickable"           // 409: kick of a job neither buried nor delayed
+	CodeTooLarge     = "too_large"              // 413: a body beyond the limit
+	CodeUnsupported  = "unsupported_media_type" // 415
+	CodeRateLimited  = "rate_limited"           // 429: with Retry-After (used by limits)
+	CodeStoreFull    = "store_full"             // 507: the store holds as many jobs as it may
+	CodeUnavailable  = "unavailable"            // 503: the store did not answer
+	CodeShuttingDown = "shutting_down"          // 503: the server is stopping
+	CodeInternal     = "internal"               // 500
 )
 
 // apiError is an error reply: a status, a code and a message.
@@ -82,7 +80,7 @@ func asAPIError(err error) apiError {
 	case errors.Is(err, queue.ErrClosed), errors.Is(err, context.Canceled):
 		return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
 	default:
-		return apiError{http.StatusServiceUnavailable, CodeUnavailable, "httpapi: store unavailable: " + err.Error(), 0}
+		return apiError{http.StatusServiceUnavailable, CodeUnavailable, "httpapi: the store did not answer (the server's log says why)", 0}
 	}
 }
 

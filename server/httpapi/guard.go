@@ -6,135 +6,201 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode/utf8"
+	"sync"
 )
 
-// What a browser may send to the server from a page of another site, and
-// how the server refuses it (guard, in front of every route):
-//
-//   - The Host of every request must be one the server answers to
-//     (Server.AllowedHosts; by default the loopback names and the host the
-//     server listens on): a page that rebinds its own DNS name to 127.0.0.1
-//     names its own host, and is refused (403 forbidden_host).
-//   - A request that changes state (any method but GET, HEAD, OPTIONS) is
-//     refused (403 cross_site) when the browser says it comes from another
-//     site (Sec-Fetch-Site other than same-origin or none) or names an
-//     Origin other than the server's own.
-//   - Its body, when it has one, must be application/json or
-//     application/octet-stream (415): the media types a page can send
-//     without the browser asking the server first are text/plain, forms
-//     and multipart.
-//
-// Every reply carries X-Content-Type-Options: nosniff, and the API's and
-// the metrics' Cache-Control: no-store.
+// DefaultAllowedHosts are the Host header names a Server answers when
+// Server.AllowedHosts is nil: the loopback names. Serve adds the host its
+// listener's address names (unless it is an unspecified address such as
+// 0.0.0.0, which names no host).
+var DefaultAllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
 
-// loopbackHosts are the names the server answers to by default.
-var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
+// The codes of the replies of the guard (see guard).
+const (
+	CodeMisdirected = "misdirected_host" // 421: a Host header not in the allowed hosts
+	CodeCrossSite   = "cross_site"       // 403: a state-changing request a browser sent from another site
+)
 
-// guard wraps h with the checks above.
+// contentSecurityPolicy is the dashboard page's: its own scripts, styles
+// and fetches, nothing inline, no frames, no forms.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// hostSet is the set of Host names a Server answers.
+type hostSet struct {
+	mu    sync.RWMutex
+	any   bool
+	names map[string]bool
+}
+
+// add adds a host name (or "*": every host).
+func (h *hostSet) add(name string) {
+	name = normHost(name)
+	if name == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if name == "*" {
+		h.any = true
+		return
+	}
+	if h.names == nil {
+		h.names = make(map[string]bool)
+	}
+	h.names[name] = true
+}
+
+// allows reports whether the Host header hostport names an allowed host.
+func (h *hostSet) allows(hostport string) bool {
+	name := hostOf(hostport)
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.any || h.names[name]
+}
+
+// hostOf returns the host of a Host header ("[::1]:7480" → "::1"),
+// lower-cased.
+func hostOf(hostport string) string {
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		return normHost(host)
+	}
+	return normHost(hostport)
+}
+
+// normHost lower-cases a host name and strips an IPv6 literal's brackets
+// and a fully qualified name's final dot.
+func normHost(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	if len(s) > 1 {
+		s = strings.TrimSuffix(s, ".")
+	}
+	return s
+}
+
+// addListener adds the host a listener's address names, unless it names
+// every interface (0.0.0.0, ::), which names no host.
+func (h *hostSet) addListener(l net.Listener) {
+	host, _, err := net.SplitHostPort(l.Addr().String())
+	if err != nil {
+		return
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return
+	}
+	h.add(host)
+}
+
+// MaxQueryParams is the most query parameters a request may carry: what
+// net/url parses (it drops those beyond). More is 400 bad_request, never a
+// silently shortened list.
+const MaxQueryParams = 10000
+
+// queryParams counts the parameters of a raw query as net/url splits them.
+func queryParams(raw string) int {
+	if raw == "" {
+		return 0
+	}
+	return strings.Count(raw, "&") + 1
+}
+
+// stateChanging reports whether a request of this method may change state.
+func stateChanging(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+// guard wraps the whole handler: the Host allow-list (against DNS
+// rebinding), the refusal of state-changing requests a browser could send
+// from another site without a preflight, and the security headers.
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/metrics" {
-			w.Header().Set("Cache-Control", "no-store")
+		hd := w.Header()
+		hd.Set("X-Content-Type-Options", "nosniff")
+		if !strings.HasPrefix(r.URL.Path, "/dashboard/static/") {
+			hd.Set("Cache-Control", "no-store")
+		}
+		if r.URL.Path == "/" {
+			hd.Set("Content-Security-Policy", contentSecurityPolicy)
+			hd.Set("X-Frame-Options", "DENY")
+			hd.Set("Referrer-Policy", "no-referrer")
 		}
 		if err := s.checkRequest(r); err != nil {
 			writeError(w, r, err)
+			s.Metrics.observe("http", "http", "refused", 0, err)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-// checkRequest applies the host, site and media-type rules to r, and
-// refuses a path or query that is not UTF-8, or a query the server could
-// not read whole (Go's parser keeps at most 10,000 parameters).
+// checkRequest returns the error reply of a request the guard refuses.
 func (s *Server) checkRequest(r *http.Request) error {
-	if !s.hostAllowed(r.Host) {
-		return apiError{http.StatusForbidden, CodeForbiddenHost, "httpapi: host " + quote(r.Host) + " is not one this server answers to (see --allowed-hosts)", 0}
+	// /healthz answers every host: load balancers and orchestrators probe
+	// it by address, and it tells nothing but up or down.
+	if r.URL.Path != "/healthz" && !s.hosts.allows(r.Host) {
+		return apiError{http.StatusMisdirectedRequest, CodeMisdirected, "httpapi: host " + quoteHost(r.Host) + " is not an allowed host (hourglass serve --allowed-hosts)", 0}
 	}
-	if !utf8.ValidString(r.URL.Path) {
-		return badRequest("httpapi: the path is not UTF-8")
+	if n := queryParams(r.URL.RawQuery); n > MaxQueryParams {
+		return badRequest("httpapi: %d query parameters: want at most %d", n, MaxQueryParams)
 	}
-	if r.URL.RawQuery != "" {
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			return badRequest("httpapi: the query cannot be read whole: %v", err)
-		}
-		for k, vs := range q {
-			if !utf8.ValidString(k) {
-				return badRequest("httpapi: a query parameter's name is not UTF-8")
-			}
-			for _, v := range vs {
-				if !utf8.ValidString(v) {
-					return badRequest("httpapi: query parameter %s is not UTF-8", k)
-				}
-			}
-		}
-	}
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	if !stateChanging(r.Method) {
 		return nil
 	}
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return apiError{http.StatusForbidden, CodeCrossSite, "httpapi: a " + site + " request may not change state", 0}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return apiError{http.StatusForbidden, CodeCrossSite, "httpapi: a cross-site request may not change state (Sec-Fetch-Site: cross-site)", 0}
 	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
-			return apiError{http.StatusForbidden, CodeCrossSite, "httpapi: a request from origin " + quote(origin) + " may not change state", 0}
+	if origin, ok := r.Header["Origin"]; ok {
+		if len(origin) != 1 || !sameHost(origin[0], r.Host) {
+			return apiError{http.StatusForbidden, CodeCrossSite, "httpapi: a request from another origin may not change state (Origin does not match Host)", 0}
 		}
 	}
-	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
-		ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		if err != nil || (ct != "application/json" && ct != "application/octet-stream") {
-			return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "httpapi: a body must be application/json or application/octet-stream, not " + quote(r.Header.Get("Content-Type")), 0}
+	ct := r.Header.Get("Content-Type")
+	if _, has := r.Header["Content-Type"]; has || r.ContentLength != 0 {
+		mt, _, err := mime.ParseMediaType(ct)
+		if ct == "" || err != nil || (mt != "application/json" && mt != "application/octet-stream") {
+			if ct == "" {
+				ct = "none"
+			}
+			return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "httpapi: a request body must be application/json (or application/octet-stream where the API takes raw bytes), not " + quoteHost(ct), 0}
 		}
 	}
 	return nil
 }
 
-// hostAllowed reports whether the server answers to host (a Host header:
-// a name or address, with or without a port).
-func (s *Server) hostAllowed(host string) bool {
-	name := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		name = h
+// sameHost reports whether origin (a URL) names the host and port of the
+// Host header.
+func sameHost(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
 	}
-	name = strings.TrimSuffix(strings.Trim(name, "[]"), ".")
-	allowed := s.AllowedHosts
-	if allowed == nil {
-		s.mu.Lock()
-		allowed = append(append([]string(nil), loopbackHosts...), s.listenHosts...)
-		s.mu.Unlock()
-	}
-	for _, a := range allowed {
-		if a == "*" || strings.EqualFold(strings.Trim(a, "[]"), name) {
-			return true
+	oh, op := u.Hostname(), u.Port()
+	if op == "" {
+		switch u.Scheme {
+		case "http":
+			op = "80"
+		case "https":
+			op = "443"
 		}
 	}
-	return false
+	hh, hp, err := net.SplitHostPort(host)
+	if err != nil {
+		hh, hp = host, ""
+	}
+	if hp == "" {
+		hp = op // the Host header leaves the scheme's default port out
+	}
+	return normHost(oh) == normHost(hh) && op == hp
 }
 
-// listening notes the host of an address the server serves on, for the
-// default AllowedHosts: an unspecified address (0.0.0.0, ::) answers to any
-// name, which the server cannot know, so it allows every host.
-func (s *Server) listening(addr net.Addr) {
-	host := addr.String()
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "*"
-	}
-	s.mu.Lock()
-	s.listenHosts = append(s.listenHosts, host)
-	s.mu.Unlock()
-}
-
-func quote(s string) string {
+// quoteHost quotes a client's value for an error message, cut short.
+func quoteHost(s string) string {
 	if len(s) > 100 {
 		s = s[:100] + "…"
 	}
-	return `"` + s + `"`
+	return sprintf("%q", s)
 }

@@ -1,190 +1,155 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
-// rawDo sends a request as a browser or a careless client would, with
-// exactly the given headers (Host among them), and returns the status, the
-// error code and the reply's headers.
-func rawDo(t *testing.T, base, method, path, host string, header map[string]string, body string) (int, string, http.Header) {
+// rawDo sends a request built by the test as it is (no checks against the
+// OpenAPI document) and returns its reply.
+func rawDo(t *testing.T, method, url, body string, header map[string]string) reply {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	r, err := http.NewRequest(method, base+path, rd)
+	hr, err := http.NewRequest(method, url, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if host != "" {
-		r.Host = host
-	}
 	for k, v := range header {
-		r.Header.Set(k, v)
+		if k == "Host" {
+			hr.Host = v
+			continue
+		}
+		hr.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(r)
+	resp, err := http.DefaultClient.Do(hr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	code := ""
-	if i := bytes.Index(b, []byte(`"code":"`)); i >= 0 {
-		rest := b[i+8:]
-		code = string(rest[:bytes.IndexByte(rest, '"')])
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return resp.StatusCode, code, resp.Header
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
-// A page of another site cannot change state: not by naming itself in
-// Origin or Sec-Fetch-Site, not with a body a form or fetch can send
-// without asking (text/plain, a form, no Content-Type), not by rebinding
-// its own name to the server's address. Nothing it sends is stored.
-func TestCrossSiteRefused(t *testing.T) {
-	ts := startServer(t, memStore(t), nil)
-	json := map[string]string{"Content-Type": "application/json"}
-	with := func(h map[string]string) map[string]string {
-		out := map[string]string{"Content-Type": "application/json"}
-		for k, v := range h {
-			out[k] = v
+// TestCrossSiteWrites: a state-changing request a browser could send from
+// another site without a preflight is refused and changes nothing.
+func TestCrossSiteWrites(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
+		ts := startServer(t, open(t), nil)
+		ts.c.put(t, "t", map[string]any{"body": "x", "delay_ms": 3600000})
+		const job = `{"body":"from elsewhere"}`
+		for _, tc := range []struct {
+			name, method, path, body string
+			header                   map[string]string
+			status                   int
+			code                     string
+		}{
+			{"text/plain put", "POST", "/v1/tubes/t/jobs", job, map[string]string{"Content-Type": "text/plain"}, 415, httpapi.CodeUnsupported},
+			{"put without a type", "POST", "/v1/tubes/t/jobs", job, nil, 415, httpapi.CodeUnsupported},
+			{"form kick", "POST", "/v1/tubes/t/kick", "bound=5", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, httpapi.CodeUnsupported},
+			{"empty form pause", "POST", "/v1/tubes/t/pause", "", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, httpapi.CodeUnsupported},
+			{"multipart lock", "POST", "/v1/locks/l/obtain", "--x--", map[string]string{"Content-Type": "multipart/form-data; boundary=x"}, 415, httpapi.CodeUnsupported},
+			{"Sec-Fetch-Site cross-site", "POST", "/v1/tubes/t/jobs", job, map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, 403, httpapi.CodeCrossSite},
+			{"foreign Origin", "POST", "/v1/tubes/t/jobs", job, map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example"}, 403, httpapi.CodeCrossSite},
+			{"Origin on another port", "DELETE", "/v1/jobs/1", "", map[string]string{"Origin": "http://127.0.0.1:1"}, 403, httpapi.CodeCrossSite},
+			{"null Origin", "POST", "/v1/tubes/t/kick", "", map[string]string{"Origin": "null"}, 403, httpapi.CodeCrossSite},
+			{"foreign Host", "GET", "/v1/stats", "", map[string]string{"Host": "rebound.example:7480"}, 421, httpapi.CodeMisdirected},
+			{"foreign Host on the dashboard", "GET", "/", "", map[string]string{"Host": "rebound.example"}, 421, httpapi.CodeMisdirected},
+			{"foreign Host on /metrics", "GET", "/metrics", "", map[string]string{"Host": "rebound.example"}, 421, httpapi.CodeMisdirected},
+		} {
+			r := rawDo(t, tc.method, ts.url+tc.path, tc.body, tc.header)
+			if strings.HasPrefix(tc.path, "/v1/") {
+				checkReply(t, tc.method, tc.path, r)
+			}
+			if r.status != tc.status || r.errCode() != tc.code {
+				t.Errorf("%s: %d %s, want %d %s", tc.name, r.status, r.body, tc.status, tc.code)
+			}
 		}
-		return out
-	}
-	cases := []struct {
-		name   string
-		host   string
-		header map[string]string
-		body   string
-		status int
-		code   string
-	}{
-		{"other origin", "", with(map[string]string{"Origin": "http://evil.example"}), `{"body":"x"}`, http.StatusForbidden, httpapi.CodeCrossSite},
-		{"null origin", "", with(map[string]string{"Origin": "null"}), `{"body":"x"}`, http.StatusForbidden, httpapi.CodeCrossSite},
-		{"cross-site fetch", "", with(map[string]string{"Sec-Fetch-Site": "cross-site"}), `{"body":"x"}`, http.StatusForbidden, httpapi.CodeCrossSite},
-		{"same-site fetch", "", with(map[string]string{"Sec-Fetch-Site": "same-site"}), `{"body":"x"}`, http.StatusForbidden, httpapi.CodeCrossSite},
-		{"text/plain", "", map[string]string{"Content-Type": "text/plain"}, `{"body":"x"}`, http.StatusUnsupportedMediaType, httpapi.CodeUnsupported},
-		{"form", "", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, `body=x`, http.StatusUnsupportedMediaType, httpapi.CodeUnsupported},
-		{"no Content-Type", "", nil, `{"body":"x"}`, http.StatusUnsupportedMediaType, httpapi.CodeUnsupported},
-		{"rebound host", "evil.example:7480", json, `{"body":"x"}`, http.StatusForbidden, httpapi.CodeForbiddenHost},
-	}
-	for _, tc := range cases {
-		status, code, _ := rawDo(t, ts.url, "POST", "/v1/tubes/t/jobs", tc.host, tc.header, tc.body)
-		if status != tc.status || code != tc.code {
-			t.Errorf("%s: %d %s, want %d %s", tc.name, status, code, tc.status, tc.code)
+		var st httpapi.TubeStats
+		ts.c.do(req{method: "GET", path: "/v1/tubes/t"}).want(t, http.StatusOK, "").decode(t, &st)
+		if st.TotalJobs != 1 || st.Ready != 0 || st.Delayed != 1 || st.Paused {
+			t.Fatalf("after the refused requests: %+v, want the one delayed job only, not paused", st)
 		}
-	}
-	// A rebound page cannot read either.
-	if status, code, _ := rawDo(t, ts.url, "GET", "/v1/stats", "evil.example", nil, ""); status != http.StatusForbidden || code != httpapi.CodeForbiddenHost {
-		t.Errorf("GET /v1/stats as evil.example: %d %s, want 403 %s", status, code, httpapi.CodeForbiddenHost)
-	}
-	if status, _, _ := rawDo(t, ts.url, "GET", "/", "evil.example", nil, ""); status != http.StatusForbidden {
-		t.Errorf("the dashboard as evil.example: %d, want 403", status)
-	}
-	var st struct {
-		TotalJobs int `json:"total_jobs"`
-	}
-	ts.c.do(req{method: "GET", path: "/v1/stats"}).want(t, http.StatusOK, "").decode(t, &st)
-	if st.TotalJobs != 0 {
-		t.Fatalf("%d jobs stored by refused requests", st.TotalJobs)
-	}
-	// The same page's own requests, and the loopback names, pass.
-	port := ts.url[strings.LastIndexByte(ts.url, ':'):]
-	for _, host := range []string{"localhost" + port, "127.0.0.1" + port, "LOCALHOST"} {
-		h := with(map[string]string{"Origin": "http://" + host, "Sec-Fetch-Site": "same-origin"})
-		if status, code, _ := rawDo(t, ts.url, "POST", "/v1/tubes/t/jobs", host, h, `{"body":"x"}`); status != http.StatusCreated {
-			t.Errorf("a same-origin put as %s: %d %s, want 201", host, status, code)
+		// What a page on the same origin, or a program, sends is served.
+		for _, tc := range []struct {
+			name   string
+			header map[string]string
+		}{
+			{"same Origin", map[string]string{"Content-Type": "application/json", "Origin": ts.url, "Sec-Fetch-Site": "same-origin"}},
+			{"localhost Host", map[string]string{"Content-Type": "application/json; charset=utf-8", "Host": "LOCALHOST:" + ts.url[strings.LastIndex(ts.url, ":")+1:]}},
+		} {
+			if r := rawDo(t, "POST", ts.url+"/v1/tubes/t/jobs", job, tc.header); r.status != http.StatusCreated {
+				t.Errorf("%s: %d %s, want 201", tc.name, r.status, r.body)
+			}
 		}
-	}
+	})
 }
 
-// AllowedHosts names the hosts a server answers to; "*" is any.
 func TestAllowedHosts(t *testing.T) {
-	ts := startServer(t, memStore(t), func(s *httpapi.Server) { s.AllowedHosts = []string{"queue.internal"} })
-	if status, _, _ := rawDo(t, ts.url, "GET", "/v1/stats", "queue.internal:7480", nil, ""); status != http.StatusOK {
-		t.Errorf("GET as queue.internal: %d, want 200", status)
+	ts := startServer(t, memStore(t), func(s *httpapi.Server) { s.AllowedHosts = []string{"queue.internal", "[fd00::1]"} })
+	for host, want := range map[string]int{
+		"queue.internal":      200,
+		"QUEUE.internal.:80":  200,
+		"[fd00::1]:7480":      200,
+		"localhost":           421, // a list replaces the defaults
+		"127.0.0.1":           421, // and Serve adds no listener when a list is given
+		"evil.queue.internal": 421,
+	} {
+		if r := rawDo(t, "GET", ts.url+"/v1/stats", "", map[string]string{"Host": host}); r.status != want {
+			t.Errorf("Host %s: %d %s, want %d", host, r.status, r.body, want)
+		}
 	}
-	if status, code, _ := rawDo(t, ts.url, "GET", "/v1/stats", "localhost", nil, ""); status != http.StatusForbidden || code != httpapi.CodeForbiddenHost {
-		t.Errorf("GET as localhost, not in the list: %d %s, want 403", status, code)
+	if r := rawDo(t, "GET", ts.url+"/healthz", "", map[string]string{"Host": "10.1.2.3:7480"}); r.status != 200 {
+		t.Errorf("/healthz by address: %d %s, want 200 (probes name no host)", r.status, r.body)
 	}
-	any := startServer(t, memStore(t), func(s *httpapi.Server) { s.AllowedHosts = []string{"*"} })
-	if status, _, _ := rawDo(t, any.url, "GET", "/v1/stats", "whatever.example", nil, ""); status != http.StatusOK {
-		t.Errorf("GET as whatever.example with *: %d, want 200", status)
+	all := startServer(t, memStore(t), func(s *httpapi.Server) { s.AllowedHosts = []string{"*"} })
+	if r := rawDo(t, "GET", all.url+"/v1/stats", "", map[string]string{"Host": "anything.example"}); r.status != 200 {
+		t.Errorf("with *: %d %s", r.status, r.body)
 	}
 }
 
-// Every reply says nosniff; the API's and the metrics' are not cached.
 func TestSecurityHeaders(t *testing.T) {
 	ts := startServer(t, memStore(t), nil)
-	for _, path := range []string{"/v1/stats", "/metrics", "/v1/jobs/999", "/", "/healthz"} {
-		_, _, h := rawDo(t, ts.url, "GET", path, "", nil, "")
-		if h.Get("X-Content-Type-Options") != "nosniff" {
-			t.Errorf("GET %s: X-Content-Type-Options %q, want nosniff", path, h.Get("X-Content-Type-Options"))
+	for _, path := range []string{"/v1/stats", "/v1/tubes/nope", "/metrics", "/healthz", "/dashboard/panels", "/", "/dashboard/static/app.js", "/v1/openapi.json"} {
+		r := rawDo(t, "GET", ts.url+path, "", nil)
+		if got := r.header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET %s: X-Content-Type-Options %q", path, got)
 		}
-		if h.Get("Cache-Control") != "no-store" {
-			t.Errorf("GET %s: Cache-Control %q, want no-store", path, h.Get("Cache-Control"))
+		if path != "/dashboard/static/app.js" && r.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("GET %s: Cache-Control %q, want no-store", path, r.header.Get("Cache-Control"))
 		}
 	}
-	_, _, h := rawDo(t, ts.url, "GET", "/", "", nil, "")
-	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
-		t.Errorf("the dashboard's Content-Security-Policy: %q", csp)
+	csp := rawDo(t, "GET", ts.url+"/", "", nil).header.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "script-src 'self'", "frame-ancestors 'none'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("the dashboard's Content-Security-Policy %q lacks %q", csp, want)
+		}
 	}
 }
 
-// A token is compared as given: spaces of another kind around it are not
-// trimmed away.
-func TestTokenNotTrimmed(t *testing.T) {
-	ts := startServer(t, memStore(t), func(s *httpapi.Server) { s.AuthToken = "tok" })
-	for _, v := range []string{"Bearer \u00a0tok", "Bearer tok\u2003", "Bearer \u3000tok\u3000"} {
-		if status, code, _ := rawDo(t, ts.url, "GET", "/v1/stats", "", map[string]string{"Authorization": v}, ""); status != http.StatusUnauthorized {
-			t.Errorf("Authorization %q: %d %s, want 401", v, status, code)
-		}
+// checkReply fails the test unless the document lists the reply's status
+// for the operation.
+func checkReply(t *testing.T, method, path string, r reply) {
+	t.Helper()
+	hr, err := http.NewRequest(method, "http://h"+path, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if status, _, _ := rawDo(t, ts.url, "GET", "/v1/stats", "", map[string]string{"Authorization": "Bearer tok"}, ""); status != http.StatusOK {
-		t.Errorf("the token itself: %d, want 200", status)
+	route, _, err := spec(t).FindRoute(hr)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
-}
-
-// Input the server could only half read is refused, not silently changed:
-// a JSON body that is not UTF-8 (Go's decoder would store U+FFFD), a path
-// or query that is not UTF-8, a query beyond the 10,000 parameters Go
-// keeps, a pause or a kick without its required field. Nothing changes.
-func TestExactInput(t *testing.T) {
-	ts := startServer(t, memStore(t), nil)
-	json := map[string]string{"Content-Type": "application/json"}
-	cases := []struct {
-		name, method, path, body string
-	}{
-		{"body not UTF-8", "POST", "/v1/tubes/t/jobs", "{\"body\":\"a\xffb\"}"},
-		{"path not UTF-8", "POST", "/v1/tubes/t%FF/jobs", `{"body":"x"}`},
-		{"query not UTF-8", "POST", "/v1/tubes/t/jobs?unique_key=%FF", `{"body":"x"}`},
-		{"pause without delay_ms", "POST", "/v1/tubes/t/pause", `{}`},
-		{"kick without bound", "POST", "/v1/tubes/t/kick", `{}`},
-	}
-	for _, tc := range cases {
-		if status, code, _ := rawDo(t, ts.url, tc.method, tc.path, "", json, tc.body); status != http.StatusBadRequest {
-			t.Errorf("%s: %d %s, want 400", tc.name, status, code)
-		}
-	}
-	many := strings.Repeat("a=1&", 10001)
-	if status, code, _ := rawDo(t, ts.url, "GET", "/v1/stats?"+many, "", nil, ""); status != http.StatusBadRequest {
-		t.Errorf("a query of 10,001 parameters: %d %s, want 400", status, code)
-	}
-	var st struct {
-		TotalJobs int `json:"total_jobs"`
-	}
-	ts.c.do(req{method: "GET", path: "/v1/stats"}).want(t, http.StatusOK, "").decode(t, &st)
-	if st.TotalJobs != 0 {
-		t.Fatalf("%d jobs stored by refused requests", st.TotalJobs)
-	}
-	// A pause of 0 is still how a pause ends.
-	if status, code, _ := rawDo(t, ts.url, "POST", "/v1/tubes/t/pause", "", json, `{"delay_ms":0}`); status != http.StatusNoContent && status != http.StatusNotFound {
-		t.Errorf("pause of 0: %d %s", status, code)
+	if route.Operation.Responses.Status(r.status) == nil {
+		t.Errorf("%s %s: the OpenAPI document lists no %d reply", method, path, r.status)
 	}
 }

@@ -283,6 +283,11 @@ func queryFields(r *http.Request, required bool) ([]string, error) {
 	if required && len(fs) == 0 {
 		return nil, badRequest("httpapi: name at least one field (?field=…)")
 	}
+	for _, f := range fs {
+		if !utf8.ValidString(f) {
+			return nil, badRequest("httpapi: field %q is not valid UTF-8", f)
+		}
+	}
 	return fs, checkFieldCount(fs)
 }
 
@@ -459,6 +464,9 @@ func (s *Server) hashScan(w http.ResponseWriter, r *http.Request) error {
 	}
 	h := s.hash(r)
 	if err := hashErr(checkHashName(h.Name())); err != nil {
+		return err
+	}
+	if err := hashErr(ttlhash.CheckCursor(q.Get("cursor"))); err != nil {
 		return err
 	}
 	es, next, err := s.Hashes.Store().Scan(r.Context(), h.Name(), q.Get("cursor"), count)

@@ -388,7 +388,7 @@ func (s *Server) kickJob(w http.ResponseWriter, r *http.Request) error {
 
 // KickRequest is the JSON body of a tube's kick.
 type KickRequest struct {
-	// Bound is the most jobs to kick.
+	// Bound is the most jobs to kick. Required.
 	Bound int `json:"bound"`
 }
 
@@ -399,13 +399,13 @@ type KickReply struct {
 
 func (s *Server) kick(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
-		Bound *int `json:"bound"` // required, as KickRequest says
+		Bound *int `json:"bound"` // KickRequest's, required
 	}
 	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
 		return err
 	}
 	if req.Bound == nil {
-		return badRequest("httpapi: bound is required (the most jobs to kick)")
+		return badRequest("httpapi: bound is required: the most jobs to kick")
 	}
 	n, err := s.Queue.Kick(r.Context(), r.PathValue("tube"), *req.Bound)
 	if err != nil {
@@ -417,13 +417,14 @@ func (s *Server) kick(w http.ResponseWriter, r *http.Request) error {
 
 // PauseRequest is the JSON body of a tube's pause.
 type PauseRequest struct {
-	// DelayMS is how long the pause lasts; 0 ends a pause.
+	// DelayMS is how long the pause lasts; 0 ends a pause. Required: a
+	// body without it is refused, so an empty one never ends a pause.
 	DelayMS int64 `json:"delay_ms"`
 }
 
 func (s *Server) pause(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
-		DelayMS *int64 `json:"delay_ms"` // required, as PauseRequest says
+		DelayMS *int64 `json:"delay_ms"` // PauseRequest's, required
 	}
 	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
 		return err
@@ -609,9 +610,9 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 		return err
 	}
 	if !utf8.Valid(b) {
-		// JSON is UTF-8; Go's decoder would turn bad bytes into U+FFFD
-		// and store what the client did not send.
-		return badRequest("httpapi: JSON body: not UTF-8 (send bytes as base64, or the body as application/octet-stream)")
+		// encoding/json would turn each bad byte into U+FFFD: two
+		// different names would become one, a body would change.
+		return badRequest("httpapi: the JSON body is not valid UTF-8 (send bytes as base64, or a put's body as application/octet-stream)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -114,7 +114,7 @@ func limitError(err error) error {
 	case errors.Is(err, ratelimit.ErrInvalidKey), errors.Is(err, ratelimit.ErrInvalidCost):
 		return apiError{http.StatusBadRequest, CodeBadRequest, err.Error(), 0}
 	case errors.Is(err, ratelimit.ErrStore):
-		return apiError{http.StatusServiceUnavailable, CodeUnavailable, "httpapi: store unavailable: " + err.Error(), 0}
+		return err // 503 unavailable (asAPIError), the cause logged, not sent
 	}
 	return err
 }

@@ -50,11 +50,11 @@ func buildOpenAPI() ([]byte, error) {
 	return json.MarshalIndent(doc, "", "  ")
 }
 
-// addGuardResponses adds to every operation the replies the server's guard
-// (guard.go) can give it whatever its route: 403 (a host not allowed, or a
-// state change from another site), and for a call that changes state 413
-// and 415 (a body too large, or of a media type other than JSON or
-// octet-stream).
+// addGuardResponses adds to every operation the replies of the guard
+// (guard.go), which answers before any route: 400 for too many query
+// parameters, 421 for a Host not allowed,
+// and for a state-changing call 403 cross-site and 415 for a body that is
+// not JSON (or raw bytes).
 func addGuardResponses(doc map[string]any) {
 	paths, _ := doc["paths"].(map[string]any)
 	for _, item := range paths {
@@ -64,19 +64,19 @@ func addGuardResponses(doc map[string]any) {
 			if !ok {
 				continue
 			}
-			rs, _ := o["responses"].(map[string]any)
-			if rs == nil {
+			resps, ok := o["responses"].(map[string]any)
+			if !ok {
 				continue
 			}
-			add := func(status, ref string) {
-				if _, ok := rs[status]; !ok {
-					rs[status] = map[string]any{"$ref": "#/components/responses/" + ref}
+			add := func(status, name string) {
+				if _, ok := resps[status]; !ok {
+					resps[status] = map[string]any{"$ref": "#/components/responses/" + name}
 				}
 			}
-			add("403", "Forbidden")
-			switch method {
-			case "post", "put", "patch", "delete":
-				add("413", "TooLarge")
+			add("400", "BadRequest") // more query parameters than MaxQueryParams
+			add("421", "Misdirected")
+			if stateChanging(strings.ToUpper(method)) {
+				add("403", "CrossSite")
 				add("415", "Unsupported")
 			}
 		}

@@ -87,6 +87,9 @@ func (s *Server) api(prim, command string, h func(w http.ResponseWriter, r *http
 			err = h(w, r)
 		}
 		if err != nil {
+			if storeFailure(err) {
+				s.logger().Warn("store failure", "primitive", prim, "command", command, "err", err)
+			}
 			writeError(w, r, err)
 		}
 		s.Metrics.observe("http", prim, command, time.Since(start), err)
@@ -114,8 +117,8 @@ func (s *Server) checkToken(r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	// No trimming: HTTP has already dropped the spaces and tabs around a
-	// header's value, and a token is compared as it was given.
+	// No trimming: net/http already drops the spaces and tabs around a
+	// header's value, and any other space around the token is a wrong token.
 	return subtle.ConstantTimeCompare([]byte(got), []byte(s.AuthToken)) == 1
 }
 

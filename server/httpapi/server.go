@@ -67,16 +67,16 @@ type Server struct {
 	// Limiter decides the rate limits of /v1/limits; nil: no such routes.
 	// Typically ratelimit.New(backend.Limits, nil).
 	Limiter *ratelimit.Limiter
-	// AllowedHosts are the host names or addresses (without a port) that
-	// a request's Host header may name; "*" allows every host. Nil means
-	// the loopback names (localhost, 127.0.0.1, ::1) and the host of each
-	// address Serve listens on (every host when that is 0.0.0.0 or ::).
-	// A page that rebinds its own name to this server's address is thus
-	// refused. See guard.go for the other cross-site rules.
-	AllowedHosts []string
 	// NamedLimits are the limits a request may name instead of giving
 	// them (hourglass serve --limit NAME=SPEC; see ParseNamedLimit).
 	NamedLimits map[string][]ratelimit.Limit
+	// AllowedHosts are the names the Host header of a request may carry
+	// (a port in it is ignored); any other is answered 421
+	// misdirected_host, against DNS rebinding. "*" allows every host.
+	// Nil: DefaultAllowedHosts, plus the host named by the address of each
+	// listener given to Serve.
+	AllowedHosts []string
+	hosts        hostSet
 
 	limitActivity limitActivity // the rate limit panel's counts
 	// Locks, when set, serves locks and semaphores under /v1/locks (see
@@ -92,10 +92,9 @@ type Server struct {
 
 	hx hashState // hashes.go
 
-	mu          sync.Mutex
-	hs          *http.Server
-	err         error    // why the Server cannot run (no Queue)
-	listenHosts []string // the hosts of the addresses Serve listens on
+	mu  sync.Mutex
+	hs  *http.Server
+	err error // why the Server cannot run (no Queue)
 }
 
 func (s *Server) init() {
@@ -112,6 +111,13 @@ func (s *Server) init() {
 			s.Metrics = NewMetrics(nil)
 		}
 		s.Metrics.watchQueue(s.Queue)
+		hosts := s.AllowedHosts
+		if hosts == nil {
+			hosts = DefaultAllowedHosts
+		}
+		for _, h := range hosts {
+			s.hosts.add(h)
+		}
 		s.handler = s.guard(s.routes())
 		s.hs = &http.Server{
 			Handler:           s.handler,
@@ -158,7 +164,9 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return s.err
 	}
-	s.listening(l.Addr())
+	if s.AllowedHosts == nil {
+		s.hosts.addListener(l)
+	}
 	return s.hs.Serve(l)
 }
 
@@ -170,7 +178,9 @@ func (s *Server) ServeTLS(l net.Listener, certFile, keyFile string) error {
 		l.Close()
 		return s.err
 	}
-	s.listening(l.Addr())
+	if s.AllowedHosts == nil {
+		s.hosts.addListener(l)
+	}
 	return s.hs.ServeTLS(l, certFile, keyFile)
 }
 
