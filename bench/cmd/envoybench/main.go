@@ -66,30 +66,41 @@ func main() {
 	}
 	fmt.Printf("envoybench: %d streams, %v per round, %d rounds, %d values, %d/minute each, redis-server %s\n",
 		*streams, *duration, *rounds, *keys, *limit, addr)
-	for _, sys := range systems {
+	// Every system serves throughout; each round measures each in turn, so
+	// that all see the same load on the machine.
+	targets := make([]string, len(systems))
+	for i, sys := range systems {
 		target, stopSys, err := sys.start()
 		if err != nil {
-			fmt.Printf("%-38s could not start: %v\n", sys.name, err)
-			continue
+			fmt.Fprintf(os.Stderr, "%s could not start: %v\n", sys.name, err)
+			os.Exit(1)
 		}
-		var rates, p50s, p99s []float64
-		var ok, over int64
-		for range *rounds {
-			r, err := measure(target, *streams, *duration, *keys)
+		defer stopSys()
+		targets[i] = target
+	}
+	type figures struct {
+		rates, p50s, p99s []float64
+		ok, over          int64
+	}
+	figs := make([]figures, len(systems))
+	for range *rounds {
+		for i, sys := range systems {
+			r, err := measure(targets[i], *streams, *duration, *keys)
 			if err != nil {
-				fmt.Printf("%-38s failed: %v\n", sys.name, err)
-				break
+				fmt.Fprintf(os.Stderr, "%s failed: %v\n", sys.name, err)
+				os.Exit(1)
 			}
-			rates = append(rates, r.rate)
-			p50s = append(p50s, float64(r.p50.Microseconds()))
-			p99s = append(p99s, float64(r.p99.Microseconds()))
-			ok, over = ok+r.ok, over+r.over
+			f := &figs[i]
+			f.rates = append(f.rates, r.rate)
+			f.p50s = append(f.p50s, float64(r.p50.Microseconds()))
+			f.p99s = append(f.p99s, float64(r.p99.Microseconds()))
+			f.ok, f.over = f.ok+r.ok, f.over+r.over
 		}
-		stopSys()
-		if len(rates) == *rounds {
-			fmt.Printf("%-38s %9.0f calls/s   p50 %6.0f µs   p99 %6.0f µs   (OK %d, OVER_LIMIT %d)\n",
-				sys.name, median(rates), median(p50s), median(p99s), ok, over)
-		}
+	}
+	for i, sys := range systems {
+		f := figs[i]
+		fmt.Printf("%-38s %9.0f calls/s   p50 %6.0f µs   p99 %6.0f µs   (OK %d, OVER_LIMIT %d)\n",
+			sys.name, median(f.rates), median(f.p50s), median(f.p99s), f.ok, f.over)
 	}
 }
 
