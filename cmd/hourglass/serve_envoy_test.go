@@ -41,7 +41,7 @@ func TestServeEnvoyRateLimit(t *testing.T) {
 		t.Fatalf("serve --grpc-addr 0.0.0.0:0 without a token exited %d:\n%s", code, e.log)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	os.WriteFile(bad, []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: week, requests_per_unit: 1}\n"), 0o644)
+	os.WriteFile(bad, []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n"), 0o644)
 	b := launchServe(t, nil, "--store", "mem://", "--grpc-addr", "127.0.0.1:0", "--ratelimit-config", bad)
 	if code := b.wait(t, 20*time.Second); code != 1 || !strings.Contains(b.log.String(), "bad.yaml:4") {
 		t.Fatalf("serve with a bad configuration exited %d:\n%s", code, b.log)

@@ -313,9 +313,11 @@ func (p *parser) descriptor(n *yaml.Node, parent string) (*rule, error) {
 	return r, nil
 }
 
-// units are rate_limit.unit's values.
+// units are rate_limit.unit's values; a month is 30 days and a year 365,
+// as envoyproxy/ratelimit counts them.
 var units = map[string]time.Duration{
 	"second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour,
+	"week": 7 * 24 * time.Hour, "month": 30 * 24 * time.Hour, "year": 365 * 24 * time.Hour,
 }
 
 func (p *parser) rateLimit(n, at *yaml.Node, r *rule) error {
@@ -338,7 +340,7 @@ func (p *parser) rateLimit(n, at *yaml.Node, r *rule) error {
 			if s, err = p.str(v); err == nil {
 				var ok bool
 				if unit, ok = units[strings.ToLower(s)]; !ok {
-					err = p.errf(v, "unit %q: want second, minute, hour or day (or the extension per)", s)
+					err = p.errf(v, "unit %q: want second, minute, hour, day, week, month or year (or the extension per)", s)
 				}
 			}
 			unitNode = v

@@ -76,4 +76,12 @@ func TestConfigExample(t *testing.T) {
 	if _, err := envoyrl.LoadConfig("testdata/basic.yaml"); err != nil {
 		t.Fatal(err)
 	}
+	// Every unit envoyproxy/ratelimit knows loads.
+	for _, u := range []string{"second", "minute", "hour", "day", "week", "month", "year", "MINUTE"} {
+		p := filepath.Join(t.TempDir(), "u.yaml")
+		writeFile(t, p, "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: "+u+", requests_per_unit: 1}\n")
+		if _, err := envoyrl.LoadConfig(p); err != nil {
+			t.Errorf("unit %s: %v", u, err)
+		}
+	}
 }

@@ -172,11 +172,23 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 	return resp, nil
 }
 
-// currentLimit states a limit as Envoy's RateLimit: a unit with a
-// multiplier when the period is a whole number of seconds, UNKNOWN with the
-// events per period otherwise.
+// currentLimit states a limit as Envoy's RateLimit: its unit when the
+// period is one (a week, 30 days, 365 days included), else a unit with a
+// multiplier when the period is a whole number of seconds, else UNKNOWN
+// with the events per period.
 func currentLimit(name string, lim ratelimit.Limit) *rlsv3.RateLimitResponse_RateLimit {
 	out := &rlsv3.RateLimitResponse_RateLimit{Name: name, RequestsPerUnit: uint32(lim.Events)}
+	switch lim.Per {
+	case units["week"]:
+		out.Unit = rlsv3.RateLimitResponse_RateLimit_WEEK
+		return out
+	case units["month"]:
+		out.Unit = rlsv3.RateLimitResponse_RateLimit_MONTH
+		return out
+	case units["year"]:
+		out.Unit = rlsv3.RateLimitResponse_RateLimit_YEAR
+		return out
+	}
 	for _, u := range []struct {
 		d    time.Duration
 		unit rlsv3.RateLimitResponse_RateLimit_Unit
