@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -305,7 +306,7 @@ func TestAuthTokenAndHealth(t *testing.T) {
 func TestReload(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "edge.yaml")
-	writeFile(t, p, "domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 1}\n")
+	writeAtomic(t, p, "domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 1}\n")
 	cfg := load(t, dir)
 	reloads := make(chan error, 100)
 	f := serve(t, backendtest.Memory(t).Limits(), cfg, func(s *envoyrl.Server) {
@@ -336,7 +337,7 @@ func TestReload(t *testing.T) {
 	expect(t, "first", f.ask(t, "edge", 0, desc("k", "v")), "OK OK")
 	expect(t, "second", f.ask(t, "edge", 0, desc("k", "v")), "OVER_LIMIT OVER_LIMIT")
 
-	writeFile(t, p, "domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 1}\n  - key: k2\n    rate_limit: {unit: day, requests_per_unit: 1}\n")
+	writeAtomic(t, p, "domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 1}\n  - key: k2\n    rate_limit: {unit: day, requests_per_unit: 1}\n")
 	if err := waitReload(t, reloads); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
@@ -347,7 +348,7 @@ func TestReload(t *testing.T) {
 	expect(t, "new descriptor again", f.ask(t, "edge", 0, desc("k2", "v")), "OVER_LIMIT OVER_LIMIT")
 
 	// A bad file: refused, the old configuration stays.
-	writeFile(t, p, "domain: edge\ndescriptors:\n  - key: k2\n    rate_limit: {unit: eon, requests_per_unit: 1}\n")
+	writeAtomic(t, p, "domain: edge\ndescriptors:\n  - key: k2\n    rate_limit: {unit: eon, requests_per_unit: 1}\n")
 	if err := waitReload(t, reloads); !errors.Is(err, envoyrl.ErrConfig) || !strings.Contains(err.Error(), "edge.yaml:4") {
 		t.Fatalf("Reload: %v, want ErrConfig naming edge.yaml:4", err)
 	}
@@ -358,6 +359,17 @@ func TestReload(t *testing.T) {
 	expect(t, "old config in force again", f.ask(t, "edge", 0, desc("k2", "w")), "OVER_LIMIT OVER_LIMIT")
 	if calls.Load() == 0 {
 		t.Fatal("no call went through during the reloads")
+	}
+}
+
+// writeAtomic replaces a file as deployments do (a new file renamed over
+// the old), so that the poll never sees it half written.
+func writeAtomic(t *testing.T, path, text string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	writeFile(t, tmp, text)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -375,43 +387,51 @@ func waitReload(t *testing.T, reloads <-chan error) error {
 // TestConcurrentStreams: 64 concurrent client connections hammer one limit
 // of 200 a day. GCRA admits at most Burst + d*Events/Per events in any
 // interval d (docs/ratelimit.md), so in a run of d seconds at most
-// 200 + d/432 pass, and with no refill to speak of, all 200 do.
+// 200 + d/432 pass, and with no refill to speak of, all 200 do. The sliding
+// log admits at most 200 in any day: exactly 200.
 func TestConcurrentStreams(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			dir := t.TempDir()
-			p := filepath.Join(dir, "c.yaml")
-			writeFile(t, p, "domain: c\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 200}\n")
-			f := serve(t, b.open(t), load(t, p), nil)
-			start := time.Now()
-			var admitted atomic.Int64
-			var wg sync.WaitGroup
-			for range 64 {
-				conn, err := grpc.NewClient(f.conn.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	for _, alg := range []string{"gcra", "sliding_log"} {
+		for _, b := range backends {
+			t.Run(alg+"/"+b.name, func(t *testing.T) { concurrentStreams(t, b.open(t), alg) })
+		}
+	}
+}
+
+func concurrentStreams(t *testing.T, store ratelimit.Store, alg string) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	writeFile(t, p, "domain: c\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 200, algorithm: "+alg+"}\n")
+	f := serve(t, store, load(t, p), nil)
+	start := time.Now()
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		conn, err := grpc.NewClient(f.conn.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		c := rlsv3.NewRateLimitServiceClient(conn)
+		wg.Go(func() {
+			for range 10 {
+				r, err := c.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "c", Descriptors: []*rlv3.RateLimitDescriptor{desc("k", "hot")}})
 				if err != nil {
-					t.Fatal(err)
+					t.Error(err)
+					return
 				}
-				defer conn.Close()
-				c := rlsv3.NewRateLimitServiceClient(conn)
-				wg.Go(func() {
-					for range 10 {
-						r, err := c.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "c", Descriptors: []*rlv3.RateLimitDescriptor{desc("k", "hot")}})
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if r.GetOverallCode() == rlsv3.RateLimitResponse_OK {
-							admitted.Add(1)
-						}
-					}
-				})
-			}
-			wg.Wait()
-			d := time.Since(start)
-			bound := 200 + int64(d/(432*time.Second))
-			if got := admitted.Load(); got < 200 || got > bound {
-				t.Fatalf("admitted %d of 640 in %v, want 200 to %d", got, d, bound)
+				if r.GetOverallCode() == rlsv3.RateLimitResponse_OK {
+					admitted.Add(1)
+				}
 			}
 		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	bound := int64(200)
+	if alg == "gcra" {
+		bound += int64(d / (432 * time.Second))
+	}
+	if got := admitted.Load(); got < 200 || got > bound {
+		t.Fatalf("admitted %d of 640 in %v, want 200 to %d", got, d, bound)
 	}
 }
