@@ -11,11 +11,17 @@ import (
 // key or key_value per level, joined by dots; with detailed_metric the
 // request's values).
 const (
-	MetricTotalHits   = "hourglass_envoy_rate_limit_total_hits"
-	MetricOverLimit   = "hourglass_envoy_rate_limit_over_limit"
-	MetricNearLimit   = "hourglass_envoy_rate_limit_near_limit"
+	// MetricTotalHits counts every hit on a descriptor's limit.
+	MetricTotalHits = "hourglass_envoy_rate_limit_total_hits"
+	// MetricOverLimit counts hits over the limit (shadow mode included).
+	MetricOverLimit = "hourglass_envoy_rate_limit_over_limit"
+	// MetricNearLimit counts admitted hits that left less than
+	// 1-NearLimitRatio of the limit.
+	MetricNearLimit = "hourglass_envoy_rate_limit_near_limit"
+	// MetricWithinLimit counts admitted hits.
 	MetricWithinLimit = "hourglass_envoy_rate_limit_within_limit"
-	MetricShadowMode  = "hourglass_envoy_rate_limit_shadow_mode"
+	// MetricShadowMode counts hits over a limit in shadow mode, answered OK.
+	MetricShadowMode = "hourglass_envoy_rate_limit_shadow_mode"
 	// MetricStoreErrors counts decisions the store failed, by domain and
 	// policy ("open": answered OK; "closed": answered OVER_LIMIT).
 	MetricStoreErrors = "hourglass_envoy_rate_limit_store_errors_total"
