@@ -19,6 +19,7 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
+	"github.com/hourglass-io/hourglass/server/envoyrl"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 	"github.com/redis/go-redis/v9"
 )
@@ -57,6 +58,13 @@ has no authentication of its own: beyond loopback, put it behind --tls-cert
 and a network you trust. --tls-cert and --tls-key serve both listeners over
 TLS.
 
+--grpc-addr (off by default) serves Envoy's rate limit service,
+envoy.service.ratelimit.v3, with gRPC health checking and reflection, from
+the envoyproxy/ratelimit YAML configuration at --ratelimit-config (a file or
+a directory, reloaded on change). The same token rules apply: beyond
+loopback it needs a token, sent as "authorization: Bearer <token>" gRPC
+metadata; --tls-cert serves it over TLS. See docs/envoy.md.
+
 ` + serveLimitsHelp + `
 SIGTERM or SIGINT stops the server: it stops accepting, lets the
 commands in flight finish (a waiting reserve ends without a reply), returns
@@ -93,6 +101,7 @@ Examples:
 		fs.StringVar(&o.logLevel, "log-level", "info", "least `level` logged: debug, info, warn or error")
 		fs.Func("limit", "a named rate limit, `NAME=SPEC` (repeatable; see below)", func(s string) error { o.limits = append(o.limits, s); return nil })
 		fs.StringVar(&o.limitsFile, "limits-file", "", "`file` of named rate limits, one NAME=SPEC a line (# comments)")
+		o.envoy.flags(fs)
 		return func(ctx context.Context, c *cli, args []string) error {
 			if len(args) > 0 {
 				return usagef("serve takes no arguments, got %q", args)
@@ -128,6 +137,7 @@ type serveOptions struct {
 	maxWait                 time.Duration
 	limits                  []string // --limit NAME=SPEC
 	limitsFile              string
+	envoy                   envoyOptions // --grpc-addr and its companions
 }
 
 // hostList returns --allowed-hosts as httpapi.Server.AllowedHosts: nil
@@ -213,6 +223,9 @@ func (o *serveOptions) tlsConfig() (*tls.Config, error) {
 // serve runs the server until ctx ends (SIGINT, SIGTERM), then shuts it down.
 func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	if err := o.validate(); err != nil {
+		return err
+	}
+	if err := o.envoy.validate(); err != nil {
 		return err
 	}
 	token, err := o.token()
@@ -310,6 +323,14 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		return err
 	}
 	defer stopSweeper(sweeper, log) // before the store closes
+	es, el, err := o.envoy.start(b, token, tlsCfg, metrics.Registry(), log)
+	if err != nil {
+		bl.Close()
+		if hl != nil {
+			hl.Close()
+		}
+		return err
+	}
 
 	attrs := []any{"store", b.Kind, "url", redact(o.store), "beanstalk_addr", bl.Addr().String()}
 	if hl != nil {
@@ -333,7 +354,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	}
 
 	var wg sync.WaitGroup
-	failed := make(chan error, 2)
+	failed := make(chan error, 3)
 	wg.Go(func() {
 		if err := srv.Serve(bl); !errors.Is(err, beanstalk.ErrServerClosed) {
 			failed <- fmt.Errorf("serving the beanstalkd protocol: %w", err)
@@ -343,6 +364,13 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		wg.Go(func() {
 			if err := hs.Serve(hl); !errors.Is(err, httpapi.ErrServerClosed) {
 				failed <- fmt.Errorf("serving HTTP: %w", err)
+			}
+		})
+	}
+	if es != nil {
+		wg.Go(func() {
+			if err := es.Serve(el); !errors.Is(err, envoyrl.ErrServerClosed) {
+				failed <- fmt.Errorf("serving Envoy's rate limit service: %w", err)
 			}
 		})
 	}
@@ -371,6 +399,9 @@ wait:
 	var sdErr [2]error
 	var sd sync.WaitGroup
 	sd.Go(func() { sdErr[0] = srv.Shutdown(sctx) })
+	if es != nil {
+		sd.Go(func() { es.Shutdown(sctx) }) // ends the calls still open when sctx does
+	}
 	if hl != nil {
 		sd.Go(func() { sdErr[1] = hs.Shutdown(sctx) })
 	}

@@ -1,0 +1,317 @@
+// Command envoybench measures Envoy's rate limit service,
+// ShouldRateLimit over gRPC, from concurrent client streams: hourglass's
+// server/envoyrl on redisstore (with GCRA, the approximate sliding window
+// and the exact sliding log), beside envoyproxy/ratelimit itself (its
+// fixed windows), both in this process, on one fresh redis-server that it
+// starts itself, in one run. Each system gets the same configuration in
+// envoyproxy/ratelimit's format and the same requests: one descriptor,
+// a key drawn at random from -keys values, limit -limit per minute.
+//
+// It prints, per system, the calls per second and the p50 and p99
+// latency of a call.
+//
+// cd bench && go run ./cmd/envoybench [-streams 16] [-duration 5s] [-rounds 3]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/envoyproxy/ratelimit/src/service_cmd/runner"
+	"github.com/envoyproxy/ratelimit/src/settings"
+	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/hourglass-io/hourglass/server/envoyrl"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+func main() {
+	streams := flag.Int("streams", 16, "concurrent client streams (one gRPC connection each)")
+	duration := flag.Duration("duration", 5*time.Second, "how long each system is measured per round")
+	rounds := flag.Int("rounds", 3, "rounds; the figures are medians over them")
+	keys := flag.Int("keys", 10000, "distinct descriptor values")
+	limit := flag.Int("limit", 100, "requests per minute per value")
+	flag.Parse()
+
+	addr, stop, err := startRedis()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer stop()
+
+	type system struct {
+		name  string
+		start func() (target string, stop func(), err error)
+	}
+	systems := []system{
+		{"hourglass gcra", func() (string, func(), error) { return startHourglass(addr, *limit, "gcra") }},
+		{"hourglass sliding_window", func() (string, func(), error) { return startHourglass(addr, *limit, "sliding_window") }},
+		{"hourglass sliding_log", func() (string, func(), error) { return startHourglass(addr, *limit, "sliding_log") }},
+		{"envoyproxy/ratelimit (fixed window)", func() (string, func(), error) { return startEnvoyRatelimit(addr, *limit) }},
+	}
+	fmt.Printf("envoybench: %d streams, %v per round, %d rounds, %d values, %d/minute each, redis-server %s\n",
+		*streams, *duration, *rounds, *keys, *limit, addr)
+	// Every system serves throughout; each round measures each in turn, so
+	// that all see the same load on the machine.
+	targets := make([]string, len(systems))
+	for i, sys := range systems {
+		target, stopSys, err := sys.start()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s could not start: %v\n", sys.name, err)
+			os.Exit(1)
+		}
+		defer stopSys()
+		targets[i] = target
+	}
+	type figures struct {
+		rates, p50s, p99s []float64
+		ok, over          int64
+	}
+	figs := make([]figures, len(systems))
+	for range *rounds {
+		for i, sys := range systems {
+			r, err := measure(targets[i], *streams, *duration, *keys)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s failed: %v\n", sys.name, err)
+				os.Exit(1)
+			}
+			f := &figs[i]
+			f.rates = append(f.rates, r.rate)
+			f.p50s = append(f.p50s, float64(r.p50.Microseconds()))
+			f.p99s = append(f.p99s, float64(r.p99.Microseconds()))
+			f.ok, f.over = f.ok+r.ok, f.over+r.over
+		}
+	}
+	for i, sys := range systems {
+		f := figs[i]
+		fmt.Printf("%-38s %9.0f calls/s   p50 %6.0f µs   p99 %6.0f µs   (OK %d, OVER_LIMIT %d)\n",
+			sys.name, median(f.rates), median(f.p50s), median(f.p99s), f.ok, f.over)
+	}
+}
+
+func config(limit int, algorithm string) string {
+	s := "domain: bench\ndescriptors:\n  - key: client\n    rate_limit:\n      unit: minute\n      requests_per_unit: " + strconv.Itoa(limit) + "\n"
+	if algorithm != "" {
+		s += "      algorithm: " + algorithm + "\n"
+	}
+	return s
+}
+
+func startHourglass(addr string, limit int, algorithm string) (string, func(), error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+	st, err := redisstore.New(context.Background(), c, &redisstore.Options{Prefix: "hgbench:" + algorithm + ":"})
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "envoybench")
+	if err != nil {
+		return "", nil, err
+	}
+	p := filepath.Join(dir, "bench.yaml")
+	if err := os.WriteFile(p, []byte(config(limit, algorithm)), 0o644); err != nil {
+		return "", nil, err
+	}
+	cfg, err := envoyrl.LoadConfig(p)
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &envoyrl.Server{Limiter: ratelimit.New(st.Limits(), nil), Config: cfg}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	done := make(chan struct{})
+	go func() { srv.Serve(l); close(done) }()
+	return l.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+		st.Close()
+		c.Close()
+		os.RemoveAll(dir)
+	}, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startEnvoyRatelimit runs envoyproxy/ratelimit's own runner in this
+// process, on the same redis-server, with its defaults but for the ports,
+// the stats sink (Prometheus instead of statsd) and the Redis address.
+func startEnvoyRatelimit(addr string, limit int) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "envoybench-rl")
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "rl", "config"), 0o755); err != nil {
+		return "", nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rl", "config", "bench.yaml"), []byte(config(limit, "")), 0o644); err != nil {
+		return "", nil, err
+	}
+	s := settings.NewSettings()
+	var ports [4]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return "", nil, err
+		}
+	}
+	s.Host, s.Port, s.DebugHost, s.DebugPort, s.GrpcHost, s.GrpcPort = "127.0.0.1", ports[0], "127.0.0.1", ports[1], "127.0.0.1", ports[2]
+	// Its Prometheus sink, as hourglass keeps Prometheus counters (its
+	// default without statsd logs every timer to stderr).
+	s.UseStatsd, s.UsePrometheus, s.PrometheusAddr = false, true, "127.0.0.1:"+strconv.Itoa(ports[3])
+	s.RuntimePath, s.RuntimeSubdirectory, s.RuntimeWatchRoot = dir, "rl", false
+	s.BackendType, s.RedisSocketType, s.RedisType, s.RedisUrl, s.RedisPoolSize = "redis", "tcp", "SINGLE", addr, 64
+	s.LogLevel = "WARN"
+	r := runner.NewRunner(s)
+	done := make(chan struct{})
+	go func() { r.Run(); close(done) }()
+	target := "127.0.0.1:" + strconv.Itoa(ports[2])
+	// Wait until it answers.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, err = rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, request("warm"))
+			cancel()
+			conn.Close()
+			if err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			r.Stop()
+			return "", nil, fmt.Errorf("envoyproxy/ratelimit did not answer: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return target, func() { r.Stop(); os.RemoveAll(dir) }, nil
+}
+
+func request(value string) *rlsv3.RateLimitRequest {
+	return &rlsv3.RateLimitRequest{Domain: "bench", Descriptors: []*rlv3.RateLimitDescriptor{
+		{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "client", Value: value}}}}}
+}
+
+type result struct {
+	rate     float64
+	p50, p99 time.Duration
+	ok, over int64
+}
+
+func measure(target string, streams int, d time.Duration, keys int) (result, error) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var ok, over int64
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for range streams {
+		conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return result{}, err
+		}
+		defer conn.Close()
+		c := rlsv3.NewRateLimitServiceClient(conn)
+		wg.Go(func() {
+			var mine []time.Duration
+			var o, v int64
+			for time.Now().Before(end) {
+				t0 := time.Now()
+				r, err := c.ShouldRateLimit(context.Background(), request(strconv.Itoa(rand.IntN(keys))))
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(t0))
+				if r.GetOverallCode() == rlsv3.RateLimitResponse_OK {
+					o++
+				} else {
+					v++
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			ok, over = ok+o, over+v
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return result{}, firstErr
+	}
+	el := time.Since(start)
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return result{}, fmt.Errorf("no call completed")
+	}
+	return result{rate: float64(len(lat)) / el.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], ok: ok, over: over}, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func startRedis() (string, func(), error) {
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "envoybench-redis")
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--save", "", "--appendonly", "no", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		os.RemoveAll(dir)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	for i := 0; ; i++ {
+		if c.Ping(context.Background()).Err() == nil {
+			return addr, stop, nil
+		}
+		if i > 100 {
+			stop()
+			return "", nil, fmt.Errorf("redis-server on %s did not start", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

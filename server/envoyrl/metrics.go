@@ -1,0 +1,92 @@
+package envoyrl
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names, after envoyproxy/ratelimit's per-descriptor statistics
+// (ratelimit.service.rate_limit.DOMAIN.KEY.total_hits and so on), each a
+// counter of hits (hits_addend summed) with the labels domain and
+// descriptor (the descriptor's key path, as envoyproxy/ratelimit forms it:
+// key or key_value per level, joined by dots; with detailed_metric the
+// request's values).
+const (
+	// MetricTotalHits counts every hit on a descriptor's limit.
+	MetricTotalHits = "hourglass_envoy_rate_limit_total_hits"
+	// MetricOverLimit counts hits over the limit (shadow mode included).
+	MetricOverLimit = "hourglass_envoy_rate_limit_over_limit"
+	// MetricNearLimit counts admitted hits that left less than
+	// 1-NearLimitRatio of the limit.
+	MetricNearLimit = "hourglass_envoy_rate_limit_near_limit"
+	// MetricWithinLimit counts admitted hits.
+	MetricWithinLimit = "hourglass_envoy_rate_limit_within_limit"
+	// MetricShadowMode counts hits over a limit in shadow mode, answered OK.
+	MetricShadowMode = "hourglass_envoy_rate_limit_shadow_mode"
+	// MetricStoreErrors counts decisions the store failed, by domain and
+	// policy ("open": answered OK; "closed": answered OVER_LIMIT).
+	MetricStoreErrors = "hourglass_envoy_rate_limit_store_errors_total"
+	// MetricConfigReloads counts configuration reloads by result ("ok",
+	// "error").
+	MetricConfigReloads = "hourglass_envoy_rate_limit_config_reloads_total"
+)
+
+// NearLimitRatio is the share of a limit above which an admitted hit also
+// counts as near_limit (envoyproxy/ratelimit's default, 0.8).
+const NearLimitRatio = 0.8
+
+// Metrics are the service's Prometheus series. Create them with NewMetrics
+// on the registry that /metrics serves.
+type Metrics struct {
+	total, over, near, within, shadow *prometheus.CounterVec
+	storeErrs, reloads                *prometheus.CounterVec
+}
+
+// NewMetrics registers the series on reg (a new registry when nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	vec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(v)
+		return v
+	}
+	return &Metrics{
+		total:     vec(MetricTotalHits, "Hits on a descriptor's limit (Envoy rate limit service).", "domain", "descriptor"),
+		over:      vec(MetricOverLimit, "Hits over a descriptor's limit.", "domain", "descriptor"),
+		near:      vec(MetricNearLimit, "Admitted hits above 80% of a descriptor's limit.", "domain", "descriptor"),
+		within:    vec(MetricWithinLimit, "Hits within a descriptor's limit.", "domain", "descriptor"),
+		shadow:    vec(MetricShadowMode, "Hits over a limit in shadow mode, answered OK.", "domain", "descriptor"),
+		storeErrs: vec(MetricStoreErrors, "Decisions the store failed, by failure policy.", "domain", "policy"),
+		reloads:   vec(MetricConfigReloads, "Configuration reloads by result.", "result"),
+	}
+}
+
+func (m *Metrics) decided(domain, desc string, n int, over, shadow bool, remaining, events int, failed bool) {
+	f := float64(n)
+	m.total.WithLabelValues(domain, desc).Add(f)
+	switch {
+	case over:
+		m.over.WithLabelValues(domain, desc).Add(f)
+		if shadow {
+			m.shadow.WithLabelValues(domain, desc).Add(f)
+		}
+	default:
+		m.within.WithLabelValues(domain, desc).Add(f)
+		if !failed && float64(events-remaining) > NearLimitRatio*float64(events) {
+			m.near.WithLabelValues(domain, desc).Add(f)
+		}
+	}
+}
+
+func (m *Metrics) storeError(domain, policy string) {
+	m.storeErrs.WithLabelValues(domain, policy).Inc()
+}
+
+func (m *Metrics) reloaded(err error) {
+	if err != nil {
+		m.reloads.WithLabelValues("error").Inc()
+		return
+	}
+	m.reloads.WithLabelValues("ok").Inc()
+}
