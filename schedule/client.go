@@ -75,7 +75,7 @@ func (c *Client) Set(ctx context.Context, s Schedule) (State, error) {
 	if s.Job.Body == nil {
 		s.Job.Body = []byte{}
 	}
-	st, err := c.store.Set(ctx, State{Schedule: s, Next: s.FirstTick(spec, c.opt.Now())})
+	st, err := c.store.Set(ctx, State{Schedule: s, Next: s.FirstTick(spec, c.opt.Now().Add(time.Nanosecond))})
 	if err == nil {
 		c.poke()
 	}
@@ -125,7 +125,7 @@ func (c *Client) Resume(ctx context.Context, name string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	st, err = c.store.SetPaused(ctx, name, false, st.FirstTick(spec, c.opt.Now()))
+	st, err = c.store.SetPaused(ctx, name, false, st.FirstTick(spec, c.opt.Now().Add(time.Nanosecond)))
 	if err == nil {
 		c.poke()
 	}
