@@ -16,7 +16,10 @@ import (
 	"github.com/hourglass-io/hourglass/schedule"
 )
 
-var _ schedule.Store = (*Schedules)(nil)
+var (
+	_ schedule.Store    = (*Schedules)(nil)
+	_ schedule.Notifier = (*Schedules)(nil)
+)
 
 // Schedules is the schedule.Store on Redis. A schedule lives on the hash
 // tag of partition 0 of its job's tube, beside the tube's keys, so firing a
@@ -52,6 +55,42 @@ func (k keys) scKeys(tag int) []string {
 }
 func (k keys) scDir() string  { return k.prefix + "scdir" }
 func (k keys) scTags() string { return k.prefix + "sctags" }
+
+// scChannel is the (classic, cluster-wide) pub/sub channel on which a
+// change of any schedule is announced, so running Clients re-read the
+// earliest due tick.
+func (k keys) scChannel() string { return k.prefix + "sc:w" }
+
+// announce tells running Clients that a schedule changed. It is a hint:
+// a lost one costs a Client at most its PollInterval.
+func (c *Schedules) announce(ctx context.Context) {
+	c.s.c.Publish(ctx, c.s.k.scChannel(), "1")
+}
+
+// Listen implements schedule.Notifier: wake is called soon after any
+// process sets or resumes a schedule of this store's prefix.
+func (c *Schedules) Listen(ctx context.Context, wake func()) (func(), error) {
+	if c.s.closed.Load() {
+		return nil, schedule.ErrClosed
+	}
+	sub := c.s.c.Subscribe(ctx, c.s.k.scChannel())
+	if _, err := sub.Receive(ctx); err != nil {
+		sub.Close()
+		return nil, c.s.storeErr(ctx, err)
+	}
+	ch := sub.Channel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range ch {
+			wake()
+		}
+	}()
+	return func() {
+		sub.Close()
+		<-done
+	}, nil
+}
 
 // call runs one schedule script: every script call of this file goes
 // through it.
@@ -148,6 +187,9 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 		return schedule.State{}, fmt.Errorf("redisstore: sc_set: unexpected reply %v", v)
 	}
 	out, _, err := decodeState(st.Name, a[2:])
+	if code, _ := a[0].(int64); code == scOK && err == nil {
+		c.announce(ctx)
+	}
 	return out, err
 }
 
@@ -304,7 +346,11 @@ func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, nex
 	if err != nil {
 		return schedule.State{}, err
 	}
-	return c.stateReply(name, "sc_pause", v)
+	st, err := c.stateReply(name, "sc_pause", v)
+	if err == nil && !paused {
+		c.announce(ctx)
+	}
+	return st, err
 }
 
 // stateReply maps a {status, job id, state...} reply.

@@ -149,3 +149,55 @@ func TestScheduleExactlyOnceAcrossProcesses(t *testing.T) {
 		})
 	}
 }
+
+// A running Client with a long PollInterval fires a schedule that another
+// process sets while it waits: the store's announcement wakes it.
+func TestScheduleRunWokenByOtherProcess(t *testing.T) {
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			c := topo.client(t)
+			prefix := redistest.Prefix(t)
+			open := func() *redisstore.Store {
+				s, err := redisstore.New(t.Context(), c, &redisstore.Options{Prefix: prefix})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			fired := make(chan schedule.Fire, 1)
+			runner, _ := schedule.New(open().Schedules(), &schedule.Options{PollInterval: time.Hour, OnFire: func(_ string, f schedule.Fire) {
+				select {
+				case fired <- f:
+				default:
+				}
+			}})
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- runner.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			other, _ := schedule.New(open().Schedules(), nil)
+			// A first schedule fires once, 300 ms from now, then hourly: once
+			// it has fired, the runner is subscribed and its timer is an hour away.
+			if _, err := other.Set(t.Context(), schedule.Schedule{Name: "first", Spec: "@every 1h", Start: time.Now().Add(300 * time.Millisecond), Job: schedule.Job{Tube: "w"}}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-fired:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the first schedule did not fire within 10 s")
+			}
+			if _, err := other.Set(t.Context(), schedule.Schedule{Name: "second", Spec: "@every 50ms", Job: schedule.Job{Tube: "w"}}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case f := <-fired:
+				if f.Tick.Before(time.Now().Add(-10 * time.Second)) {
+					t.Fatalf("odd tick %v", f.Tick)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the running Client was not woken within 10 s")
+			}
+		})
+	}
+}

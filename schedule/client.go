@@ -243,21 +243,32 @@ func (c *Client) FireDue(ctx context.Context) (time.Duration, error) {
 			}
 			return max(res.Earliest.Sub(res.Now), 0), nil
 		}
+		progress := false
 		for _, st := range res.Due {
-			if err := c.fireOne(ctx, st, res.Now); err != nil {
+			fired, err := c.fireOne(ctx, st, res.Now)
+			if err != nil {
 				return 0, err
 			}
+			progress = progress || fired
+		}
+		if !progress {
+			// Due schedules that none of this Client's fires could move: another
+			// process is moving them, or the store's clocks (one per Redis
+			// master) disagree by a little. Look again shortly.
+			return time.Millisecond, nil
 		}
 	}
 }
 
 // fireOne fires one due schedule's ticks per its policy, re-reading it
-// after each fire; a conflict means another process got there first.
-func (c *Client) fireOne(ctx context.Context, st State, now time.Time) error {
+// after each fire; a conflict means another process got there first. It
+// reports whether the schedule moved (a fire of this Client or another's).
+func (c *Client) fireOne(ctx context.Context, st State, now time.Time) (bool, error) {
 	spec, err := st.Schedule.Validate()
 	if err != nil {
-		return fmt.Errorf("schedule %q: stored definition: %w", st.Name, err)
+		return false, fmt.Errorf("schedule %q: stored definition: %w", st.Name, err)
 	}
+	moved := false
 	for !st.Paused && !st.Next.IsZero() && !st.Next.After(now) {
 		p := st.PlanFire(spec, st.Next, now)
 		res, err := c.store.Fire(ctx, FireRequest{
@@ -265,17 +276,20 @@ func (c *Client) fireOne(ctx context.Context, st State, now time.Time) error {
 			Tick: p.Tick, NewNext: p.Next, Skipped: p.Skipped,
 		})
 		switch {
-		case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound), errors.Is(err, ErrNotDue):
-			return nil
+		case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
+			return true, nil // changed by another: the next Due sees it
+		case errors.Is(err, ErrNotDue):
+			return moved, nil
 		case err != nil:
-			return err
+			return moved, err
 		}
+		moved = true
 		if res.Fired && c.opt.OnFire != nil && len(res.State.Last) > 0 {
 			c.opt.OnFire(st.Name, res.State.Last[0])
 		}
 		st = res.State
 	}
-	return nil
+	return moved, nil
 }
 
 // equalDefinition reports whether two schedules define the same ticks and
