@@ -114,6 +114,10 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 		out := cloneState(e.st)
 		return out, s.end(now, 0)
 	}
+	if e != nil && e.st.Job.Tube != st.Job.Tube {
+		s.end(now, 0)
+		return schedule.State{}, fmt.Errorf("%w: Job.Tube: schedule %q puts into tube %q; delete it to move it to %q", schedule.ErrInvalidOption, st.Name, e.st.Job.Tube, st.Job.Tube)
+	}
 	if e == nil {
 		e = &scEntry{hidx: -1}
 		e.st.Name = st.Name

@@ -160,8 +160,15 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 	isNew := errors.Is(err, schedule.ErrNotFound)
 	switch {
 	case err == nil && old != tube:
-		return schedule.State{}, fmt.Errorf("%w: Job.Tube: schedule %q puts into tube %q; delete it to move it to %q", schedule.ErrInvalidOption, st.Name, old, tube)
-	case err != nil && !errors.Is(err, schedule.ErrNotFound):
+		// The directory is written before the schedule: it may name a
+		// schedule whose Set failed half-way. Only a stored one holds its tube.
+		if _, gerr := c.Get(ctx, st.Name); gerr == nil {
+			return schedule.State{}, fmt.Errorf("%w: Job.Tube: schedule %q puts into tube %q; delete it to move it to %q", schedule.ErrInvalidOption, st.Name, old, tube)
+		} else if !errors.Is(gerr, schedule.ErrNotFound) {
+			return schedule.State{}, gerr
+		}
+		isNew = true
+	case err != nil && !isNew:
 		return schedule.State{}, err
 	}
 	def, err := definition(st.Schedule)

@@ -73,7 +73,9 @@ type Store interface {
 	// returns it (a service may declare its schedules at every start).
 	// Otherwise the stored definition is replaced, Version increases and
 	// Next becomes st.Next (computed by the caller from the new definition);
-	// counters, Paused and Last are kept.
+	// counters, Paused and Last are kept. The tube of an existing schedule
+	// cannot change (a schedule may live beside its tube):
+	// ErrInvalidOption, and nothing changes.
 	Set(ctx context.Context, st State) (State, error)
 
 	// Get returns the schedule name, or ErrNotFound.

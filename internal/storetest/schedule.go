@@ -484,4 +484,16 @@ func testScBadInput(e *scEnv) {
 	if list, err := e.c.List(e.ctx, "", 10); err != nil || len(list) != 0 {
 		e.t.Fatalf("bad input stored something: %v %v", list, err)
 	}
+	// The tube of an existing schedule does not change.
+	st := e.set(schedule.Schedule{Name: "moved", Spec: "@daily", Job: schedule.Job{Tube: "one"}})
+	if _, err := e.c.Set(e.ctx, schedule.Schedule{Name: "moved", Spec: "@daily", Job: schedule.Job{Tube: "two"}}); !errors.Is(err, schedule.ErrInvalidOption) {
+		e.t.Fatalf("a change of tube: %v, want ErrInvalidOption", err)
+	}
+	if got := e.get("moved"); got.Version != st.Version || got.Job.Tube != "one" {
+		e.t.Fatalf("a refused change of tube changed the schedule: %+v", got)
+	}
+	if err := e.c.Delete(e.ctx, "moved"); err != nil {
+		e.t.Fatal(err)
+	}
+	e.set(schedule.Schedule{Name: "moved", Spec: "@daily", Job: schedule.Job{Tube: "two"}})
 }
