@@ -14,6 +14,7 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/hourglass-io/hourglass/ttlhash"
 	"github.com/redis/go-redis/v9"
 )
@@ -41,6 +42,8 @@ type Backend struct {
 	Queue queue.Store
 	// Locks is the store of locks and semaphores (lock.New(b.Locks, nil)).
 	Locks lock.Store
+	// Schedules is the store of schedules (schedule.New(b.Schedules, nil)).
+	Schedules schedule.Store
 	// Limits is the rate limit store (ratelimit.New(b.Limits, nil)).
 	Limits ratelimit.Store
 	// Hashes is the store of expiring hash fields.
@@ -85,7 +88,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 			return nil, fmt.Errorf("%w: mem:// takes nothing after it, got %q", ErrUnsupportedURL, rawURL)
 		}
 		s := memstore.New(&memstore.Options{MaxJobs: o.MaxJobs})
-		return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "memory", close: s.Close}, nil
+		return &Backend{Queue: s, Locks: s.Locks(), Schedules: s.Schedules(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "memory", close: s.Close}, nil
 	case "file":
 		u, err := url.Parse(rawURL)
 		if err != nil || u.Path == "" || (u.Host != "" && u.Host != "localhost") {
@@ -149,7 +152,7 @@ func openFile(dir string, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "file", close: s.Close}, nil
+	return &Backend{Queue: s, Locks: s.Locks(), Schedules: s.Schedules(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "file", close: s.Close}, nil
 }
 
 func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backend, error) {
@@ -158,7 +161,7 @@ func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backen
 		c.Close()
 		return nil, err
 	}
-	return &Backend{Queue: s, Locks: s.Locks(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "redis", Redis: c, close: func() error {
+	return &Backend{Queue: s, Locks: s.Locks(), Schedules: s.Schedules(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "redis", Redis: c, close: func() error {
 		return errors.Join(s.Close(), c.Close())
 	}}, nil
 }

@@ -92,8 +92,18 @@
 //
 // The log layer lives in internal/wal and knows nothing of jobs: a record is
 // a kind byte and a payload, and the queue owns kinds 1–31 (see record.go),
-// so the primitives to come (expiring hash fields, locks) add
-// their own kinds and snapshot records to the same log.
+// expiring hash fields 32–63 and schedules 128–159, each with their own
+// snapshot records in the same log.
+//
+// # Schedules
+//
+// Store.Schedules returns the engine's schedule.Store. A fire puts the
+// tick's job and advances the schedule under one hold of the Store's lock,
+// and logs the job's put record and the schedule's new state one after the
+// other; after a crash between the two, the schedule fires the tick again
+// and the job's unique key (schedule.JobKey) finds the job already put.
+// Schedules survive a restart with their next tick, and the first
+// schedule.Client to run afterwards applies each one's misfire policy.
 //
 // # Rate limits
 //

@@ -56,29 +56,8 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 				continue
 			}
 		}
-		s.lastID++
-		j := &job{
-			id:      s.lastID,
-			tube:    t,
-			pri:     nj.Priority,
-			hidx:    -1,
-			ttr:     int64(nj.TTR),
-			delay:   int64(nj.Delay),
-			created: now,
-			key:     nj.UniqueKey,
-			body:    append(make([]byte, 0, len(nj.Body)), nj.Body...),
-		}
-		if j.ttr <= 0 {
-			j.ttr = int64(queue.DefaultTTR)
-		}
-		st := queue.Ready
-		if j.delay > 0 {
-			st, j.at = queue.Delayed, now+j.delay
-		}
-		s.addJob(j, st)
-		t.totalJobs++
-		s.totalJobs++
-		tk = s.append(kindPut, s.encodeJob(j, false), j.body)
+		var j *job
+		j, tk = s.putJobLocked(t, nj, now)
 		res[i] = queue.PutResult{ID: j.id}
 	}
 	if n > 0 {
@@ -88,6 +67,35 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 		return nil, err
 	}
 	return res, nil
+}
+
+// putJobLocked stores a new job in t, counts it, and logs it; the caller
+// has checked the cap, the ID space and the unique key.
+func (s *Store) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.Ticket) {
+	s.lastID++
+	j := &job{
+		id:      s.lastID,
+		tube:    t,
+		pri:     nj.Priority,
+		hidx:    -1,
+		ttr:     int64(nj.TTR),
+		delay:   int64(nj.Delay),
+		created: now,
+		key:     nj.UniqueKey,
+		body:    append(make([]byte, 0, len(nj.Body)), nj.Body...),
+	}
+	if j.ttr <= 0 {
+		j.ttr = int64(queue.DefaultTTR)
+	}
+	st := queue.Ready
+	if j.delay > 0 {
+		st, j.at = queue.Delayed, now+j.delay
+	}
+	s.addJob(j, st)
+	t.totalJobs++
+	s.totalJobs++
+	tk := s.append(kindPut, s.encodeJob(j, false), j.body)
+	return j, tk
 }
 
 // Reserve implements queue.Store. When no job is ready, Next is the time

@@ -12,8 +12,9 @@ import (
 )
 
 // Record kinds. Each primitive of the engine owns a range: the job queue
-// 1–31; rate limits, expiring hash fields and locks will take the next
-// ranges (32–63, 64–95, 96–127) and write their own snapshot records.
+// 1–31; expiring hash fields 32–63 (ttlhash.go); schedules 128–159
+// (schedule.go); 64–127 are kept for rate limits and locks. Each writes its
+// own snapshot records.
 // Kind 0 belongs to the log. A kind's layout never changes once released:
 // a new layout is a new kind.
 const (
@@ -139,6 +140,7 @@ func (s *Store) snapshotLocked(w *wal.SnapshotWriter) {
 	}
 	s.scratch = b[:0]
 	s.hxSnapshotLocked(w)
+	s.scSnapshotLocked(w)
 }
 
 func (s *Store) tubesInOrder() []*tube {
@@ -238,6 +240,9 @@ func (s *Store) replay(kind byte, p []byte) error {
 	d := &decoder{b: p}
 	if kind >= kindHXSet && kind <= 63 {
 		return s.hxReplay(kind, d)
+	}
+	if kind >= kindSchedState && kind <= 159 {
+		return s.scReplay(kind, d)
 	}
 	switch kind {
 	case kindQueueMeta:

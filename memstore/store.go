@@ -74,6 +74,7 @@ type Store struct {
 	limitsOnce sync.Once
 	limits     *Limits // the rate limit store, made on first use (ratelimit.go)
 	hx         hxState // expiring hash fields (ttlhash.go)
+	sc         scState // schedules (schedule.go)
 }
 
 type listener struct {
@@ -153,6 +154,7 @@ func (s *Store) Close() error {
 	s.timerAt = never
 	clear(s.listeners)
 	clear(s.hx.lis)
+	clear(s.sc.lis)
 	s.mu.Unlock()
 	s.bg.Wait()
 	if s.log != nil {

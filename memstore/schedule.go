@@ -1,0 +1,487 @@
+package memstore
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wal"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/schedule"
+)
+
+var (
+	_ schedule.Store    = (*Schedules)(nil)
+	_ schedule.Notifier = (*Schedules)(nil)
+)
+
+// Record kinds of schedules: the range 128–159.
+const (
+	kindSchedState  = 128 // a schedule's whole state (log and snapshot); layout in encodeSched
+	kindSchedDelete = 129 // s name
+)
+
+// Schedules is the embedded engine's schedule.Store, sharing the Store's
+// lock, clock and log: a fire puts its job and advances its schedule under
+// one lock hold and in adjacent log records. Get it with Store.Schedules.
+type Schedules struct{ s *Store }
+
+// Schedules returns the Store's schedule.Store.
+func (s *Store) Schedules() *Schedules { return &Schedules{s: s} }
+
+// scState is the schedule state of a Store, guarded by Store.mu.
+type scState struct {
+	byName map[string]*scEntry
+	due    scHeap // unpaused schedules with a next tick, earliest first
+	lis    map[*func()]struct{}
+}
+
+type scEntry struct {
+	st   schedule.State
+	hidx int // index in due, -1 when not in it
+}
+
+type scHeap []*scEntry
+
+func (h scHeap) Len() int { return len(h) }
+func (h scHeap) Less(i, j int) bool {
+	if c := h[i].st.Next.Compare(h[j].st.Next); c != 0 {
+		return c < 0
+	}
+	return h[i].st.Name < h[j].st.Name
+}
+func (h scHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = i, j
+}
+func (h *scHeap) Push(x any) { e := x.(*scEntry); e.hidx = len(*h); *h = append(*h, e) }
+func (h *scHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	e.hidx = -1
+	return e
+}
+
+func (s *Store) scInit() {
+	if s.sc.byName == nil {
+		s.sc.byName = map[string]*scEntry{}
+		s.sc.lis = map[*func()]struct{}{}
+	}
+}
+
+// scIndex puts e in, or takes it out of, the due heap as its state says.
+func (s *Store) scIndex(e *scEntry) {
+	want := !e.st.Paused && !e.st.Next.IsZero()
+	switch {
+	case want && e.hidx >= 0:
+		heap.Fix(&s.sc.due, e.hidx)
+	case want:
+		heap.Push(&s.sc.due, e)
+	case e.hidx >= 0:
+		heap.Remove(&s.sc.due, e.hidx)
+	}
+}
+
+// scBegin is begin with the schedule package's sentinel for a closed store.
+func (c *Schedules) begin(ctx context.Context) (int64, error) {
+	now, err := c.s.begin(ctx)
+	if errors.Is(err, queue.ErrClosed) {
+		return 0, schedule.ErrClosed
+	}
+	if err == nil {
+		c.s.scInit()
+	}
+	return now, err
+}
+
+// Set implements schedule.Store.
+func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State, error) {
+	s := c.s
+	now, err := c.begin(ctx)
+	if err != nil {
+		return schedule.State{}, err
+	}
+	e := s.sc.byName[st.Name]
+	if e != nil && schedule.EqualDefinition(e.st.Schedule, st.Schedule) {
+		out := cloneState(e.st)
+		return out, s.end(now, 0)
+	}
+	if e != nil && e.st.Job.Tube != st.Job.Tube {
+		s.end(now, 0)
+		return schedule.State{}, fmt.Errorf("%w: Job.Tube: schedule %q puts into tube %q; delete it to move it to %q", schedule.ErrInvalidOption, st.Name, e.st.Job.Tube, st.Job.Tube)
+	}
+	if e == nil {
+		e = &scEntry{hidx: -1}
+		e.st.Name = st.Name
+		s.sc.byName[st.Name] = e
+	}
+	e.st.Schedule = st.Schedule
+	e.st.Schedule.Job.Body = slices.Clone(st.Job.Body)
+	e.st.Next = st.Next
+	e.st.Version++
+	s.scIndex(e)
+	tk := s.append(kindSchedState, s.encodeSched(&e.st), nil)
+	s.scWakeLocked()
+	out := cloneState(e.st)
+	return out, s.end(now, tk)
+}
+
+// Get implements schedule.Store.
+func (c *Schedules) Get(ctx context.Context, name string) (schedule.State, error) {
+	s := c.s
+	now, err := c.begin(ctx)
+	if err != nil {
+		return schedule.State{}, err
+	}
+	e := s.sc.byName[name]
+	if e == nil {
+		s.end(now, 0)
+		return schedule.State{}, schedule.ErrNotFound
+	}
+	out := cloneState(e.st)
+	return out, s.end(now, 0)
+}
+
+// List implements schedule.Store.
+func (c *Schedules) List(ctx context.Context, after string, limit int) ([]schedule.State, error) {
+	s := c.s
+	now, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(s.sc.byName))
+	for n := range s.sc.byName {
+		if n > after {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	out := make([]schedule.State, 0, min(limit, len(names)))
+	for _, n := range names[:min(limit, len(names))] {
+		out = append(out, cloneState(s.sc.byName[n].st))
+	}
+	return out, s.end(now, 0)
+}
+
+// Delete implements schedule.Store.
+func (c *Schedules) Delete(ctx context.Context, name string) error {
+	s := c.s
+	now, err := c.begin(ctx)
+	if err != nil {
+		return err
+	}
+	e := s.sc.byName[name]
+	if e == nil {
+		s.end(now, 0)
+		return schedule.ErrNotFound
+	}
+	if e.hidx >= 0 {
+		heap.Remove(&s.sc.due, e.hidx)
+	}
+	delete(s.sc.byName, name)
+	tk := s.append(kindSchedDelete, appendString(s.scratch[:0], name), nil)
+	return s.end(now, tk)
+}
+
+// SetPaused implements schedule.Store.
+func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, next time.Time) (schedule.State, error) {
+	s := c.s
+	now, err := c.begin(ctx)
+	if err != nil {
+		return schedule.State{}, err
+	}
+	e := s.sc.byName[name]
+	if e == nil {
+		s.end(now, 0)
+		return schedule.State{}, schedule.ErrNotFound
+	}
+	if e.st.Paused == paused {
+		out := cloneState(e.st)
+		return out, s.end(now, 0)
+	}
+	e.st.Paused = paused
+	if !paused {
+		e.st.Next = next
+		s.scWakeLocked()
+	}
+	e.st.Version++
+	s.scIndex(e)
+	tk := s.append(kindSchedState, s.encodeSched(&e.st), nil)
+	out := cloneState(e.st)
+	return out, s.end(now, tk)
+}
+
+// Fire implements schedule.Store: the job is put and the schedule advanced
+// under one hold of the Store's lock.
+func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedule.FireResult, error) {
+	s := c.s
+	now, err := c.begin(ctx)
+	if err != nil {
+		return schedule.FireResult{}, err
+	}
+	fail := func(err error) (schedule.FireResult, error) {
+		s.end(now, 0)
+		return schedule.FireResult{}, err
+	}
+	e := s.sc.byName[req.Name]
+	if e == nil {
+		return fail(schedule.ErrNotFound)
+	}
+	tick := req.Tick
+	if req.Manual {
+		tick = time.Unix(0, now)
+	} else {
+		if e.st.Paused || e.st.Version != req.Version || !e.st.Next.Equal(req.Next) {
+			return fail(schedule.ErrConflict)
+		}
+		if req.Next.UnixNano() > now || (!tick.IsZero() && tick.UnixNano() > now) {
+			return fail(schedule.ErrNotDue)
+		}
+	}
+	res := schedule.FireResult{}
+	var tk wal.Ticket
+	if !tick.IsZero() {
+		key := schedule.JobKey(req.Name, tick)
+		t := s.tubes[e.st.Job.Tube]
+		if t != nil && t.keys[key] != nil {
+			res.JobID = uint64(t.keys[key].id)
+		} else {
+			if s.maxJobs > 0 && len(s.jobs)+1 > s.maxJobs {
+				return fail(fmt.Errorf("memstore: schedule %q: tube %q: %d jobs stored, the cap is %d", req.Name, e.st.Job.Tube, len(s.jobs), s.maxJobs))
+			}
+			if s.lastID >= queue.MaxID {
+				return fail(fmt.Errorf("memstore: job IDs exhausted (the last issued is %d)", s.lastID))
+			}
+			if t == nil {
+				t = s.tubeFor(e.st.Job.Tube)
+			}
+			j, _ := s.putJobLocked(t, queue.NewJob{
+				Body: e.st.Job.Body, Priority: e.st.Job.Priority, TTR: e.st.Job.TTR, UniqueKey: key,
+			}, now)
+			s.wakeLocked(t.name)
+			res.JobID = uint64(j.id)
+		}
+		res.Fired = true
+		e.st.Fires++
+		f := schedule.Fire{Tick: tick, JobID: res.JobID, Lateness: time.Duration(now - tick.UnixNano()), Manual: req.Manual}
+		e.st.Last = append([]schedule.Fire{f}, e.st.Last[:min(len(e.st.Last), schedule.KeepFires-1)]...)
+	}
+	if !req.Manual {
+		e.st.Next = req.NewNext
+		e.st.Misfires += uint64(req.Skipped)
+	}
+	e.st.Version++
+	s.scIndex(e)
+	tk = s.append(kindSchedState, s.encodeSched(&e.st), nil)
+	res.State = cloneState(e.st)
+	return res, s.end(now, tk)
+}
+
+// Due implements schedule.Store.
+func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, error) {
+	s := c.s
+	now, err := c.begin(ctx)
+	if err != nil {
+		return schedule.DueResult{}, err
+	}
+	res := schedule.DueResult{Now: time.Unix(0, now)}
+	// The heap's order: collect the due prefix by a bounded walk.
+	var walk func(i int)
+	walk = func(i int) {
+		if i >= len(s.sc.due) || len(res.Due) >= limit {
+			return
+		}
+		e := s.sc.due[i]
+		if e.st.Next.UnixNano() > now {
+			if res.Earliest.IsZero() || e.st.Next.Before(res.Earliest) {
+				res.Earliest = e.st.Next
+			}
+			return
+		}
+		res.Due = append(res.Due, cloneState(e.st))
+		walk(2*i + 1)
+		walk(2*i + 2)
+	}
+	walk(0)
+	if len(res.Due) > 0 {
+		res.Earliest = time.Time{}
+	}
+	return res, s.end(now, 0)
+}
+
+// Listen implements schedule.Notifier: wake is called after a schedule is
+// set or resumed.
+func (c *Schedules) Listen(ctx context.Context, wake func()) (func(), error) {
+	s := c.s
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, schedule.ErrClosed
+	}
+	s.scInit()
+	p := &wake
+	s.sc.lis[p] = struct{}{}
+	return func() {
+		s.mu.Lock()
+		delete(s.sc.lis, p)
+		s.mu.Unlock()
+	}, nil
+}
+
+// scWakeLocked calls the listeners; they only poke a channel, so they may
+// run under the lock.
+func (s *Store) scWakeLocked() {
+	for p := range s.sc.lis {
+		(*p)()
+	}
+}
+
+func cloneState(st schedule.State) schedule.State {
+	st.Job.Body = slices.Clone(st.Job.Body)
+	if st.Job.Body == nil {
+		st.Job.Body = []byte{}
+	}
+	st.Last = slices.Clone(st.Last)
+	return st
+}
+
+// Layout of kindSchedState (t: v Unix ns, MinInt64 for the zero time):
+//
+//	s name, s spec, s zone, t start, t end, s tube, u pri, v ttr, byte policy,
+//	u catch-up n, v grace, u version, t next, byte paused, u fires, u misfires,
+//	u count, count × (t tick, u job id, v lateness, byte manual), s body
+func (s *Store) encodeSched(st *schedule.State) []byte {
+	b := s.scratch[:0]
+	b = appendString(b, st.Name)
+	b = appendString(b, st.Spec)
+	b = appendString(b, st.Zone)
+	b = appendTime(b, st.Start)
+	b = appendTime(b, st.End)
+	b = appendString(b, st.Job.Tube)
+	b = binary.AppendUvarint(b, uint64(st.Job.Priority))
+	b = binary.AppendVarint(b, int64(st.Job.TTR))
+	b = append(b, byte(st.Misfire.Kind))
+	b = binary.AppendUvarint(b, uint64(st.Misfire.N))
+	b = binary.AppendVarint(b, int64(st.Grace))
+	b = binary.AppendUvarint(b, st.Version)
+	b = appendTime(b, st.Next)
+	b = append(b, boolByte(st.Paused))
+	b = binary.AppendUvarint(b, st.Fires)
+	b = binary.AppendUvarint(b, st.Misfires)
+	b = binary.AppendUvarint(b, uint64(len(st.Last)))
+	for _, f := range st.Last {
+		b = appendTime(b, f.Tick)
+		b = binary.AppendUvarint(b, f.JobID)
+		b = binary.AppendVarint(b, int64(f.Lateness))
+		b = append(b, boolByte(f.Manual))
+	}
+	b = appendString(b, string(st.Job.Body))
+	s.scratch = b
+	return b
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return binary.AppendVarint(b, math.MinInt64)
+	}
+	return binary.AppendVarint(b, t.UnixNano())
+}
+
+func (d *decoder) time() time.Time {
+	v := d.varint()
+	if v == math.MinInt64 {
+		return time.Time{}
+	}
+	return time.Unix(0, v)
+}
+
+func (s *Store) decodeSched(d *decoder) (schedule.State, error) {
+	var st schedule.State
+	st.Name, st.Spec, st.Zone = d.string(), d.string(), d.string()
+	st.Start, st.End = d.time(), d.time()
+	st.Job.Tube = d.string()
+	st.Job.Priority = d.u32()
+	st.Job.TTR = time.Duration(d.varint())
+	st.Misfire.Kind = schedule.PolicyKind(d.byte())
+	st.Misfire.N = int(d.uvarint())
+	st.Grace = time.Duration(d.varint())
+	st.Version = d.uvarint()
+	st.Next = d.time()
+	st.Paused = d.byte() == 1
+	st.Fires, st.Misfires = d.uvarint(), d.uvarint()
+	n := d.uvarint()
+	if n > schedule.KeepFires {
+		return st, errBadRecord
+	}
+	for range n {
+		st.Last = append(st.Last, schedule.Fire{Tick: d.time(), JobID: d.uvarint(), Lateness: time.Duration(d.varint()), Manual: d.byte() == 1})
+	}
+	st.Job.Body = []byte(d.string())
+	return st, d.end()
+}
+
+// scReplay applies one schedule record at Open.
+func (s *Store) scReplay(kind byte, d *decoder) error {
+	s.scInit()
+	switch kind {
+	case kindSchedState:
+		st, err := s.decodeSched(d)
+		if err != nil {
+			return err
+		}
+		e := s.sc.byName[st.Name]
+		if e == nil {
+			e = &scEntry{hidx: -1}
+			s.sc.byName[st.Name] = e
+		}
+		e.st = st
+		s.scIndex(e)
+		return nil
+	case kindSchedDelete:
+		name := d.string()
+		if err := d.end(); err != nil {
+			return err
+		}
+		e := s.sc.byName[name]
+		if e == nil {
+			return fmt.Errorf("delete of unknown schedule %q", name)
+		}
+		if e.hidx >= 0 {
+			heap.Remove(&s.sc.due, e.hidx)
+		}
+		delete(s.sc.byName, name)
+		return nil
+	}
+	return fmt.Errorf("unknown record kind %d", kind)
+}
+
+// scSnapshotLocked adds every schedule to a snapshot, in name order.
+func (s *Store) scSnapshotLocked(w *wal.SnapshotWriter) {
+	es := make([]*scEntry, 0, len(s.sc.byName))
+	for _, e := range s.sc.byName {
+		es = append(es, e)
+	}
+	slices.SortFunc(es, func(a, b *scEntry) int { return cmp.Compare(a.st.Name, b.st.Name) })
+	w.Grow(len(es))
+	for _, e := range es {
+		w.Add(kindSchedState, s.encodeSched(&e.st), nil)
+	}
+}

@@ -1,0 +1,117 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/memstore"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/schedule"
+)
+
+func TestScheduleConformance(t *testing.T) {
+	storetest.Schedule(t, func(t *testing.T, clock *storetest.Clock) (schedule.Store, queue.Store) {
+		s := memstore.New(&memstore.Options{Clock: clock.Now})
+		t.Cleanup(func() { s.Close() })
+		return s.Schedules(), s
+	})
+}
+
+// A restart with ticks missed applies each schedule's misfire policy, from
+// the log alone and from a snapshot.
+func TestScheduleRestartMisfire(t *testing.T) {
+	for _, snapshot := range []bool{false, true} {
+		t.Run(map[bool]string{false: "log", true: "snapshot"}[snapshot], func(t *testing.T) {
+			base := time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
+			clock := storetest.NewClock(base)
+			dir := t.TempDir()
+			open := func() (*memstore.Store, *schedule.Client) {
+				s, err := memstore.Open(dir, &memstore.Options{Clock: clock.Now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, _ := schedule.New(s.Schedules(), &schedule.Options{Now: clock.Now})
+				return s, c
+			}
+			s, c := open()
+			ctx := t.Context()
+			policies := map[string]schedule.Policy{"skip": schedule.Skip(), "once": schedule.FireOnce(), "catchup": schedule.CatchUp(3)}
+			for name, p := range policies {
+				if _, err := c.Set(ctx, schedule.Schedule{Name: name, Spec: "@every 1m", Misfire: p, Grace: 10 * time.Second, Job: schedule.Job{Tube: name}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clock.Advance(time.Minute)
+			if _, err := c.FireDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if snapshot {
+				if err := memstore.Compact(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(10*time.Minute + 30*time.Second) // ticks 2..11 missed, the last 30 s late
+			s, c = open()
+			defer s.Close()
+			if _, err := c.FireDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]struct{ jobs, fires, misfires int }{
+				"skip": {1, 1, 10}, "once": {2, 2, 9}, "catchup": {4, 4, 7},
+			}
+			for name, w := range want {
+				st, err := c.Get(ctx, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := s.Reserve(ctx, queue.ReserveRequest{Owner: "t", Tubes: []string{name}, Max: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Jobs) != w.jobs || int(st.Fires) != w.fires || int(st.Misfires) != w.misfires {
+					t.Errorf("%s: %d jobs, %d fires, %d misfires; want %+v", name, len(res.Jobs), st.Fires, st.Misfires, w)
+				}
+				if !st.Next.Equal(base.Add(12 * time.Minute)) {
+					t.Errorf("%s: next %v", name, st.Next)
+				}
+			}
+		})
+	}
+}
+
+// Run fires a schedule set while it waits, woken by the store, with one
+// timer to the tick.
+func TestScheduleRunWakes(t *testing.T) {
+	s := memstore.New(nil)
+	defer s.Close()
+	fired := make(chan schedule.Fire, 10)
+	c, _ := schedule.New(s.Schedules(), &schedule.Options{OnFire: func(_ string, f schedule.Fire) { fired <- f }})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	// Another client declares the schedule; the running one is woken.
+	other, _ := schedule.New(s.Schedules(), nil)
+	if _, err := other.Set(ctx, schedule.Schedule{Name: "w", Spec: "@every 20ms", Job: schedule.Job{Tube: "w"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		select {
+		case f := <-fired:
+			if f.Lateness > time.Second {
+				t.Errorf("lateness %v", f.Lateness)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no fire within 5 s")
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v", err)
+	}
+}

@@ -1,0 +1,456 @@
+package redisstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/schedule"
+)
+
+var (
+	_ schedule.Store    = (*Schedules)(nil)
+	_ schedule.Notifier = (*Schedules)(nil)
+)
+
+// Schedules is the schedule.Store on Redis. A schedule lives on the hash
+// tag of partition 0 of its job's tube, beside the tube's keys, so firing a
+// tick (putting the job and advancing the schedule) is one script on one
+// slot. Per tag: sc (a hash of definitions, job bodies and states), scd (the
+// due sorted set: name -> next tick, µs) and scn (names, for listing). Two
+// keys outside the tags find them: scdir (name -> tube) and sctags (the
+// tags that hold schedules). Get it with Store.Schedules.
+type Schedules struct{ s *Store }
+
+// Schedules returns the Store's schedule.Store.
+func (s *Store) Schedules() *Schedules { return &Schedules{s: s} }
+
+var scScripts = struct {
+	set, get, del, pause, due, fire *op
+}{
+	set: operation("sc_set"), get: operation("sc_get"), del: operation("sc_delete"),
+	pause: operation("sc_pause"), due: operation("sc_due"), fire: operation("sc_fire"),
+}
+
+// scheduleErrs maps the runner's failures for the schedules.
+var scheduleErrs = errTable{closed: schedule.ErrClosed}
+
+// Script status codes.
+const (
+	scOK        = 0
+	scNotFound  = 1
+	scConflict  = 2
+	scNotDue    = 3
+	scUnchanged = 4
+)
+
+func (k keys) scKeys(tag int) []string {
+	b := k.base(tag)
+	return []string{b + "sc", b + "scd", b + "scn"}
+}
+func (k keys) scDir() string  { return k.prefix + "scdir" }
+func (k keys) scTags() string { return k.prefix + "sctags" }
+
+// scChannel is the (classic, cluster-wide) pub/sub channel on which a
+// change of any schedule is announced, so running Clients re-read the
+// earliest due tick.
+func (k keys) scChannel() string { return k.prefix + "sc:w" }
+
+// announce tells running Clients that a schedule changed. It is a hint:
+// a lost one costs a Client at most its PollInterval.
+func (c *Schedules) announce(ctx context.Context) {
+	c.s.c.Publish(ctx, c.s.k.scChannel(), "1")
+}
+
+// Listen implements schedule.Notifier: wake is called soon after any
+// process sets or resumes a schedule of this store's prefix.
+func (c *Schedules) Listen(ctx context.Context, wake func()) (func(), error) {
+	if c.s.closed.Load() {
+		return nil, schedule.ErrClosed
+	}
+	sub := c.s.c.Subscribe(ctx, c.s.k.scChannel())
+	if _, err := sub.Receive(ctx); err != nil {
+		sub.Close()
+		return nil, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+	}
+	ch := sub.Channel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range ch {
+			wake()
+		}
+	}()
+	return func() {
+		sub.Close()
+		<-done
+	}, nil
+}
+
+// call runs one schedule script: every script call of this file goes
+// through it.
+func (c *Schedules) call(ctx context.Context, o *op, ks []string, args ...any) (any, error) {
+	v, err := c.s.r.run(ctx, call{op: o, keys: ks, args: append([]any{c.s.now()}, args...)})
+	return v, scheduleErrs.mapErr(err)
+}
+
+func (c *Schedules) tag(tube string) int { return tubeTag(tube, 0, c.s.partitions(tube)) }
+
+// tubeOf returns the tube of schedule name from the directory, or
+// ErrNotFound.
+func (c *Schedules) tubeOf(ctx context.Context, name string) (string, error) {
+	tube, err := c.s.c.HGet(ctx, c.s.k.scDir(), name).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", schedule.ErrNotFound
+	}
+	if err != nil {
+		return "", scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+	}
+	return tube, nil
+}
+
+// definition encodes the definition of s without its body, with times in
+// UTC, so equal definitions encode equally.
+func definition(s schedule.Schedule) (string, error) {
+	s.Job.Body = nil
+	if !s.Start.IsZero() {
+		s.Start = time.UnixMicro(s.Start.UnixMicro()).UTC()
+	}
+	if !s.End.IsZero() {
+		s.End = time.UnixMicro(s.End.UnixMicro()).UTC()
+	}
+	b, err := json.Marshal(s)
+	return string(b), err
+}
+
+func micro(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return t.UnixMicro()
+}
+
+func fromMicro(v int64) time.Time {
+	if v < 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(v)
+}
+
+// Set implements schedule.Store. The tube of an existing schedule cannot
+// change (delete the schedule first): moving it between tags could not be
+// atomic.
+func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State, error) {
+	tube := st.Job.Tube
+	old, err := c.tubeOf(ctx, st.Name)
+	isNew := errors.Is(err, schedule.ErrNotFound)
+	switch {
+	case err == nil && old != tube:
+		// The directory is written before the schedule: it may name a
+		// schedule whose Set failed half-way. Only a stored one holds its tube.
+		if _, gerr := c.Get(ctx, st.Name); gerr == nil {
+			return schedule.State{}, fmt.Errorf("%w: Job.Tube: schedule %q puts into tube %q; delete it to move it to %q", schedule.ErrInvalidOption, st.Name, old, tube)
+		} else if !errors.Is(gerr, schedule.ErrNotFound) {
+			return schedule.State{}, gerr
+		}
+		isNew = true
+	case err != nil && !isNew:
+		return schedule.State{}, err
+	}
+	def, err := definition(st.Schedule)
+	if err != nil {
+		return schedule.State{}, err
+	}
+	tag := c.tag(tube)
+	if isNew {
+		if _, err := c.s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.SAdd(ctx, c.s.k.scTags(), tag)
+			p.HSet(ctx, c.s.k.scDir(), st.Name, tube)
+			return nil
+		}); err != nil {
+			return schedule.State{}, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+		}
+	}
+	v, err := c.call(ctx, scScripts.set, c.s.k.scKeys(tag), st.Name, def, micro(st.Next), st.Job.Priority, ms(st.Job.TTR), st.Job.Body)
+	if err != nil {
+		return schedule.State{}, err
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) < 10 {
+		return schedule.State{}, fmt.Errorf("redisstore: sc_set: unexpected reply %v", v)
+	}
+	out, _, err := decodeState(st.Name, a[2:])
+	if code, _ := a[0].(int64); code == scOK && err == nil {
+		c.announce(ctx)
+	}
+	return out, err
+}
+
+// decodeState reads {definition, body, version, next, paused, fires,
+// misfires, #last, last...} and returns the state and the rest of a.
+func decodeState(name string, a []any) (schedule.State, []any, error) {
+	bad := fmt.Errorf("redisstore: schedule %q: malformed state", name)
+	if len(a) < 8 {
+		return schedule.State{}, nil, bad
+	}
+	def, _ := a[0].(string)
+	body, _ := a[1].(string)
+	var st schedule.State
+	if err := json.Unmarshal([]byte(def), &st.Schedule); err != nil {
+		return schedule.State{}, nil, fmt.Errorf("%v: %v", bad, err)
+	}
+	st.Job.Body = []byte(body)
+	var n [6]int64
+	for i := range n {
+		v, ok := a[2+i].(int64)
+		if !ok {
+			return schedule.State{}, nil, bad
+		}
+		n[i] = v
+	}
+	st.Version, st.Next, st.Paused, st.Fires, st.Misfires = uint64(n[0]), fromMicro(n[1]), n[2] == 1, uint64(n[3]), uint64(n[4])
+	a = a[8:]
+	if n[5] < 0 || int64(len(a)) < 4*n[5] {
+		return schedule.State{}, nil, bad
+	}
+	for i := range int(n[5]) {
+		f := a[4*i : 4*i+4]
+		tick, _ := f[0].(int64)
+		id, _ := f[1].(int64)
+		late, _ := f[2].(int64)
+		man, _ := f[3].(int64)
+		st.Last = append(st.Last, schedule.Fire{Tick: time.UnixMicro(tick), JobID: uint64(id), Lateness: time.Duration(late) * time.Microsecond, Manual: man == 1})
+	}
+	return st, a[4*n[5]:], nil
+}
+
+// decodeStates reads a flat list of {name, state...}.
+func decodeStates(a []any) ([]schedule.State, error) {
+	var out []schedule.State
+	for len(a) > 0 {
+		name, _ := a[0].(string)
+		st, rest, err := decodeState(name, a[1:])
+		if err != nil {
+			return nil, err
+		}
+		st.Name = name
+		out = append(out, st)
+		a = rest
+	}
+	return out, nil
+}
+
+// Get implements schedule.Store.
+func (c *Schedules) Get(ctx context.Context, name string) (schedule.State, error) {
+	tube, err := c.tubeOf(ctx, name)
+	if err != nil {
+		return schedule.State{}, err
+	}
+	tag := c.tag(tube)
+	v, err := c.call(ctx, scScripts.get, []string{c.s.k.scKeys(tag)[0], c.s.k.scKeys(tag)[2]}, "name", name)
+	if err != nil {
+		return schedule.State{}, err
+	}
+	a, _ := v.([]any)
+	sts, err := decodeStates(a)
+	if err != nil {
+		return schedule.State{}, err
+	}
+	if len(sts) == 0 {
+		return schedule.State{}, schedule.ErrNotFound
+	}
+	return sts[0], nil
+}
+
+// tags returns the tags that hold schedules.
+func (c *Schedules) tags(ctx context.Context) ([]int, error) {
+	ms, err := c.s.c.SMembers(ctx, c.s.k.scTags()).Result()
+	if err != nil {
+		return nil, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+	}
+	out := make([]int, 0, len(ms))
+	for _, m := range ms {
+		t, err := strconv.Atoi(m)
+		if err != nil || t < 0 || t >= NumTags {
+			return nil, fmt.Errorf("redisstore: %s holds %q, not a tag", c.s.k.scTags(), m)
+		}
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// List implements schedule.Store: it merges the lists of every tag that
+// holds schedules (a view that is not atomic across tags).
+func (c *Schedules) List(ctx context.Context, after string, limit int) ([]schedule.State, error) {
+	tags, err := c.tags(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var all []schedule.State
+	for _, tag := range tags {
+		ks := c.s.k.scKeys(tag)
+		v, err := c.call(ctx, scScripts.get, []string{ks[0], ks[2]}, "list", after, limit)
+		if err != nil {
+			return nil, err
+		}
+		a, _ := v.([]any)
+		sts, err := decodeStates(a)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, sts...)
+	}
+	slices.SortFunc(all, func(a, b schedule.State) int { return cmp.Compare(a.Name, b.Name) })
+	return all[:min(limit, len(all))], nil
+}
+
+// Delete implements schedule.Store.
+func (c *Schedules) Delete(ctx context.Context, name string) error {
+	tube, err := c.tubeOf(ctx, name)
+	if err != nil {
+		return err
+	}
+	v, err := c.call(ctx, scScripts.del, c.s.k.scKeys(c.tag(tube)), name)
+	if err != nil {
+		return err
+	}
+	if err := c.s.c.HDel(ctx, c.s.k.scDir(), name).Err(); err != nil {
+		return scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+	}
+	if n, _ := v.(int64); n == 0 {
+		return schedule.ErrNotFound
+	}
+	return nil
+}
+
+// SetPaused implements schedule.Store.
+func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, next time.Time) (schedule.State, error) {
+	tube, err := c.tubeOf(ctx, name)
+	if err != nil {
+		return schedule.State{}, err
+	}
+	p := 0
+	if paused {
+		p = 1
+	}
+	ks := c.s.k.scKeys(c.tag(tube))
+	v, err := c.call(ctx, scScripts.pause, ks[:2], name, p, micro(next))
+	if err != nil {
+		return schedule.State{}, err
+	}
+	st, err := c.stateReply(name, "sc_pause", v)
+	if err == nil && !paused {
+		c.announce(ctx)
+	}
+	return st, err
+}
+
+// stateReply maps a {status, job id, state...} reply.
+func (c *Schedules) stateReply(name, script string, v any) (schedule.State, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) < 1 {
+		return schedule.State{}, fmt.Errorf("redisstore: %s: unexpected reply %v", script, v)
+	}
+	switch code, _ := a[0].(int64); code {
+	case scOK, scUnchanged:
+	case scNotFound:
+		return schedule.State{}, schedule.ErrNotFound
+	case scConflict:
+		return schedule.State{}, schedule.ErrConflict
+	case scNotDue:
+		return schedule.State{}, schedule.ErrNotDue
+	default:
+		return schedule.State{}, fmt.Errorf("redisstore: %s: status %d", script, code)
+	}
+	if len(a) < 10 {
+		return schedule.State{}, fmt.Errorf("redisstore: %s: unexpected reply %v", script, v)
+	}
+	st, _, err := decodeState(name, a[2:])
+	st.Name = name
+	return st, err
+}
+
+// Fire implements schedule.Store in one script on the tag of the tube.
+func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedule.FireResult, error) {
+	tube, err := c.tubeOf(ctx, req.Name)
+	if err != nil {
+		return schedule.FireResult{}, err
+	}
+	tag := c.tag(tube)
+	ks := append(append(c.s.k.tagKeys(tag), c.s.k.tubeKeys(tag, tube)...), c.s.k.scKeys(tag)[:2]...)
+	ks = append(ks, c.s.idKey(ks[0]))
+	manual := 0
+	if req.Manual {
+		manual = 1
+	}
+	v, err := c.call(ctx, scScripts.fire, ks, tube, tag, req.Name, req.Version, micro(req.Next), micro(req.Tick),
+		micro(req.NewNext), req.Skipped, manual, "schedule:"+req.Name+":", schedule.KeepFires)
+	if err != nil {
+		return schedule.FireResult{}, err
+	}
+	st, err := c.stateReply(req.Name, "sc_fire", v)
+	if err != nil {
+		return schedule.FireResult{}, err
+	}
+	id, _ := v.([]any)[1].(int64)
+	if id > 0 {
+		c.s.tubes.add(queue.ID(id), tube)
+	}
+	return schedule.FireResult{Fired: id > 0, JobID: uint64(id), State: st}, nil
+}
+
+// Due implements schedule.Store over every tag that holds schedules; Now is
+// the clock of the first tag's master.
+func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, error) {
+	tags, err := c.tags(ctx)
+	if err != nil {
+		return schedule.DueResult{}, err
+	}
+	var res schedule.DueResult
+	for _, tag := range tags {
+		if len(res.Due) >= limit {
+			break
+		}
+		v, err := c.call(ctx, scScripts.due, c.s.k.scKeys(tag)[:2], limit-len(res.Due))
+		if err != nil {
+			return schedule.DueResult{}, err
+		}
+		a, ok := v.([]any)
+		if !ok || len(a) < 2 {
+			return schedule.DueResult{}, fmt.Errorf("redisstore: sc_due: unexpected reply %v", v)
+		}
+		now, _ := a[0].(int64)
+		earliest, _ := a[1].(int64)
+		if res.Now.IsZero() {
+			res.Now = time.UnixMicro(now)
+		}
+		if e := fromMicro(earliest); !e.IsZero() && (res.Earliest.IsZero() || e.Before(res.Earliest)) {
+			res.Earliest = e
+		}
+		sts, err := decodeStates(a[2:])
+		if err != nil {
+			return schedule.DueResult{}, err
+		}
+		res.Due = append(res.Due, sts...)
+	}
+	if res.Now.IsZero() {
+		t, err := c.s.c.Time(ctx).Result()
+		if err != nil {
+			return schedule.DueResult{}, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+		}
+		if c.s.clock != nil {
+			t = c.s.clock()
+		}
+		res.Now = t
+	}
+	return res, nil
+}

@@ -1,0 +1,39 @@
+#!lua
+-- sc_due: the due schedules of one tag.
+-- KEYS: sc, scd (see sc_set.lua)
+-- ARGV: now ('' for Redis's TIME, or µs), the most to return
+-- Returns: {now µs, earliest next µs of the schedules not due (-1: none), then
+--          per due schedule: name, definition, body, version, next, paused,
+--          fires, misfires, #last, last...}
+local SC, SCD = KEYS[1], KEYS[2]
+local us
+if ARGV[1] ~= '' then
+  us = tonumber(ARGV[1])
+else
+  local t = redis.call('TIME')
+  us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local names = redis.call('ZRANGE', SCD, '-inf', us, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[2]))
+local earliest = -1
+local first = redis.call('ZRANGE', SCD, '(' .. us, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+if first[2] then
+  earliest = tonumber(first[2])
+end
+local out = { us, earliest }
+for _, name in ipairs(names) do
+  local h = redis.call('HMGET', SC, 'd:' .. name, 's:' .. name, 'b:' .. name)
+  if h[2] then
+    local st = cmsgpack.unpack(h[2])
+    out[#out + 1] = name
+    out[#out + 1] = h[1]
+    out[#out + 1] = h[3]
+    for i = 1, 5 do
+      out[#out + 1] = st[i]
+    end
+    out[#out + 1] = #st[8] / 4
+    for _, v in ipairs(st[8]) do
+      out[#out + 1] = v
+    end
+  end
+end
+return out

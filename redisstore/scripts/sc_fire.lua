@@ -1,0 +1,78 @@
+#!lua
+-- sc_fire: fires one tick of a schedule: puts the tick's job into the
+-- schedule's tube and advances the schedule, only if the schedule's version
+-- and next tick are those the caller read (compare-and-set), so processes
+-- racing on one tick put its job once.
+-- KEYS: m j tubes, the 6 keys of the tube (see lib.lua), sc, scd (see sc_set.lua), the ID key (see alloc_ids)
+-- ARGV: now, tube, tag index (0-255), name, version, next µs (-1 none),
+--       tick µs (-1: fire nothing, only advance), new next µs (-1 none),
+--       ticks skipped, manual (1: fire now, compare nothing, keep next),
+--       unique key prefix (the job's key is prefix .. tick ms), last fires kept
+-- Returns: {status, job id, definition, body, version, next, paused, fires, misfires, #last, last...}:
+--          status 0 done, 1 no such schedule, 2 changed since read, 3 tick not due
+--          (statuses 1-3 return nothing else).
+local T = tubekeys(1)
+local SC, SCD = KEYS[10], KEYS[11]
+local tube, tag, name = ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local manual = ARGV[10] == '1'
+local h = redis.call('HMGET', SC, 'd:' .. name, 's:' .. name, 'b:' .. name)
+if not h[2] then
+  return { 1 }
+end
+local st = cmsgpack.unpack(h[2])
+local us, now = open({ T })
+local tickus = tonumber(ARGV[7])
+if manual then
+  tickus = us
+else
+  if st[3] == 1 or st[1] ~= tonumber(ARGV[5]) or st[2] ~= tonumber(ARGV[6]) then
+    return { 2 }
+  end
+  if st[2] > us or tickus > us then
+    return { 3 }
+  end
+end
+tick(T, tube, now)
+local jobid = 0
+if tickus >= 0 then
+  local ukey = ARGV[11] .. math.floor(tickus / 1000)
+  local dup = redis.call('HGET', T.u, ukey)
+  if dup then
+    jobid = idnum(dup)
+  else
+    register(T, tube, us)
+    number(T, tube)
+    redis.call('HINCRBY', KEYS[1], 'seq', 1)
+    local idh = idhex((alloc_ids(KEYS[12], 1, now) + 1) * 256 + tag)
+    redis.call('ZADD', T.r, st[6], idh)
+    save(idh, { T.ix, st[6], READY, 0, st[7], now, 0, 0, 0, 0, 0, '', ukey }, h[3])
+    redis.call('HSET', T.u, ukey, idh)
+    set(T, 'total', T.total + 1)
+    set(T, 'live', T.live + 1)
+    wake(T)
+    jobid = idnum(idh)
+  end
+  st[4] = st[4] + 1
+  local keep = tonumber(ARGV[12])
+  local last = { tickus, jobid, us - tickus, manual and 1 or 0 }
+  for i = 1, math.min(#st[8], (keep - 1) * 4) do
+    last[#last + 1] = st[8][i]
+  end
+  st[8] = last
+end
+if not manual then
+  st[2] = tonumber(ARGV[8])
+  st[5] = st[5] + tonumber(ARGV[9])
+end
+st[1] = st[1] + 1
+redis.call('HSET', SC, 's:' .. name, cmsgpack.pack(st))
+if st[3] == 0 and st[2] >= 0 then
+  redis.call('ZADD', SCD, st[2], name)
+else
+  redis.call('ZREM', SCD, name)
+end
+local out = { 0, jobid, h[1], h[3], st[1], st[2], st[3], st[4], st[5], #st[8] / 4 }
+for _, v in ipairs(st[8]) do
+  out[#out + 1] = v
+end
+return done(T, out)

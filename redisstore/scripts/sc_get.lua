@@ -1,0 +1,36 @@
+#!lua
+-- sc_get: reads schedules of one tag.
+-- KEYS: sc, scn (see sc_set.lua)
+-- ARGV: now (unused), mode ('name' or 'list'), then for 'name': the name; for
+--       'list': the name to list after ('' for the first), the most to return
+-- Returns: a flat array of schedules, each {name, definition, body, version,
+--          next, paused, fires, misfires, #last, last...}; empty when none.
+local SC, SCN = KEYS[1], KEYS[2]
+local names
+if ARGV[2] == 'name' then
+  names = { ARGV[3] }
+else
+  local from = '-'
+  if ARGV[3] ~= '' then
+    from = '(' .. ARGV[3]
+  end
+  names = redis.call('ZRANGE', SCN, from, '+', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[4]))
+end
+local out = {}
+for _, name in ipairs(names) do
+  local h = redis.call('HMGET', SC, 'd:' .. name, 's:' .. name, 'b:' .. name)
+  if h[2] then
+    local st = cmsgpack.unpack(h[2])
+    out[#out + 1] = name
+    out[#out + 1] = h[1]
+    out[#out + 1] = h[3]
+    for i = 1, 5 do
+      out[#out + 1] = st[i]
+    end
+    out[#out + 1] = #st[8] / 4
+    for _, v in ipairs(st[8]) do
+      out[#out + 1] = v
+    end
+  end
+end
+return out

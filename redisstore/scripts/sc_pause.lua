@@ -1,0 +1,31 @@
+#!lua
+-- sc_pause: pauses or resumes a schedule.
+-- KEYS: sc, scd (see sc_set.lua)
+-- ARGV: now (unused), name, 1 pause / 0 resume, next µs after a resume (-1: none)
+-- Returns: {status, 0, definition, body, version, next, paused, fires, misfires, #last, last...}:
+--          status 0 done, 1 no such schedule (nothing else returned).
+local SC, SCD = KEYS[1], KEYS[2]
+local name, paused, nxt = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local h = redis.call('HMGET', SC, 'd:' .. name, 's:' .. name, 'b:' .. name)
+if not h[2] then
+  return { 1 }
+end
+local st = cmsgpack.unpack(h[2])
+if st[3] ~= paused then
+  st[3] = paused
+  if paused == 0 then
+    st[2] = nxt
+  end
+  st[1] = st[1] + 1
+  redis.call('HSET', SC, 's:' .. name, cmsgpack.pack(st))
+  if paused == 0 and st[2] >= 0 then
+    redis.call('ZADD', SCD, st[2], name)
+  else
+    redis.call('ZREM', SCD, name)
+  end
+end
+local out = { 0, 0, h[1], h[3], st[1], st[2], st[3], st[4], st[5], #st[8] / 4 }
+for _, v in ipairs(st[8]) do
+  out[#out + 1] = v
+end
+return out

@@ -1,0 +1,322 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+)
+
+// Options configures a Client. The zero value is usable.
+type Options struct {
+	// Now is the clock used to compute the first tick of a schedule that is
+	// set or resumed; nil means time.Now. Firing reads the store's clock.
+	Now func() time.Time
+	// PollInterval is how often a Scheduler rechecks when its store is not
+	// a Notifier (it still sleeps until the earliest due tick when that is
+	// sooner). Zero means one second.
+	PollInterval time.Duration
+	// BatchSize is the most due schedules one Due call returns; zero means
+	// 100.
+	BatchSize int
+	// OnFire, when set, is called after each tick the Client fires.
+	OnFire func(name string, f Fire)
+	// OnError, when set, is called with errors of the Scheduler's loop
+	// (the store unreachable); the loop retries after PollInterval.
+	OnError func(error)
+}
+
+// Client manages schedules in a Store and, with Run, fires their ticks.
+// Any number of Clients, in any number of processes, may share one store
+// and run at once: each tick is put exactly once. A Client is safe for
+// concurrent use.
+type Client struct {
+	store Store
+	opt   Options
+	wake  chan struct{}
+
+	mu      sync.Mutex
+	running bool
+}
+
+// New returns a Client of store.
+func New(store Store, opt *Options) (*Client, error) {
+	c := &Client{store: store, wake: make(chan struct{}, 1)}
+	if opt != nil {
+		c.opt = *opt
+	}
+	if c.opt.PollInterval < 0 {
+		return nil, fmt.Errorf("%w: PollInterval %v is negative", ErrInvalidOption, c.opt.PollInterval)
+	}
+	if c.opt.BatchSize < 0 || c.opt.BatchSize > 10_000 {
+		return nil, fmt.Errorf("%w: BatchSize %d: want 0 to 10000", ErrInvalidOption, c.opt.BatchSize)
+	}
+	if c.opt.PollInterval == 0 {
+		c.opt.PollInterval = time.Second
+	}
+	if c.opt.BatchSize == 0 {
+		c.opt.BatchSize = 100
+	}
+	if c.opt.Now == nil {
+		c.opt.Now = time.Now
+	}
+	return c, nil
+}
+
+// Set creates or updates a schedule; setting an unchanged definition
+// changes nothing. The first tick is the first after now (Options.Now).
+func (c *Client) Set(ctx context.Context, s Schedule) (State, error) {
+	spec, err := s.Validate()
+	if err != nil {
+		return State{}, err
+	}
+	if s.Job.Body == nil {
+		s.Job.Body = []byte{}
+	}
+	st, err := c.store.Set(ctx, State{Schedule: s, Next: s.FirstTick(spec, c.opt.Now().Add(time.Nanosecond))})
+	if err == nil {
+		c.poke()
+	}
+	return st, err
+}
+
+// Get returns the schedule name (ErrNotFound).
+func (c *Client) Get(ctx context.Context, name string) (State, error) {
+	if err := checkName(name); err != nil {
+		return State{}, err
+	}
+	return c.store.Get(ctx, name)
+}
+
+// List returns up to limit schedules (1 to 1000) named after after.
+func (c *Client) List(ctx context.Context, after string, limit int) ([]State, error) {
+	if limit < 1 || limit > 1000 {
+		return nil, fmt.Errorf("%w: limit %d: want 1 to 1000", ErrInvalidOption, limit)
+	}
+	return c.store.List(ctx, after, limit)
+}
+
+// Delete removes a schedule (ErrNotFound).
+func (c *Client) Delete(ctx context.Context, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	return c.store.Delete(ctx, name)
+}
+
+// Pause stops a schedule firing; its ticks pass unfired.
+func (c *Client) Pause(ctx context.Context, name string) (State, error) {
+	if err := checkName(name); err != nil {
+		return State{}, err
+	}
+	return c.store.SetPaused(ctx, name, true, time.Time{})
+}
+
+// Resume lets a paused schedule fire again from its first tick after now;
+// the ticks that passed while it was paused are not fired.
+func (c *Client) Resume(ctx context.Context, name string) (State, error) {
+	st, err := c.Get(ctx, name)
+	if err != nil {
+		return State{}, err
+	}
+	spec, err := st.Schedule.Validate()
+	if err != nil {
+		return State{}, err
+	}
+	st, err = c.store.SetPaused(ctx, name, false, st.FirstTick(spec, c.opt.Now().Add(time.Nanosecond)))
+	if err == nil {
+		c.poke()
+	}
+	return st, err
+}
+
+// Trigger puts the schedule's job now, outside its spec, and returns the
+// fire; the schedule's next tick is unchanged.
+func (c *Client) Trigger(ctx context.Context, name string) (Fire, error) {
+	if err := checkName(name); err != nil {
+		return Fire{}, err
+	}
+	res, err := c.store.Fire(ctx, FireRequest{Name: name, Manual: true})
+	if err != nil {
+		return Fire{}, err
+	}
+	if len(res.State.Last) == 0 {
+		return Fire{}, fmt.Errorf("schedule: trigger of %q recorded no fire", name)
+	}
+	return res.State.Last[0], nil
+}
+
+// NextTimes returns up to n (1 to 1000) next fire times of schedule name
+// after its stored next tick's predecessor: the stored Next first.
+func (c *Client) NextTimes(ctx context.Context, name string, n int) ([]time.Time, error) {
+	if n < 1 || n > 1000 {
+		return nil, fmt.Errorf("%w: n %d: want 1 to 1000", ErrInvalidOption, n)
+	}
+	st, err := c.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := st.Schedule.Validate()
+	if err != nil {
+		return nil, err
+	}
+	if st.Next.IsZero() {
+		return nil, nil
+	}
+	return append([]time.Time{st.Next}, st.NextTicks(spec, st.Next, n-1)...), nil
+}
+
+func (c *Client) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run fires due ticks until ctx ends, then returns ctx's error. It keeps
+// one timer, set to the earliest due tick and reset when a schedule
+// changes (through this Client, or any process when the store is a
+// Notifier). A Client runs at most one Run at a time.
+func (c *Client) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.running {
+		c.mu.Unlock()
+		return errors.New("schedule: Run already running")
+	}
+	c.running = true
+	c.mu.Unlock()
+	defer func() { c.mu.Lock(); c.running = false; c.mu.Unlock() }()
+
+	notified := false
+	if n, ok := c.store.(Notifier); ok {
+		stop, err := n.Listen(ctx, c.poke)
+		if err == nil {
+			notified = true
+			defer stop()
+		} else if c.opt.OnError != nil {
+			c.opt.OnError(err)
+		}
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		case <-c.wake:
+		}
+		wait, err := c.FireDue(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if c.opt.OnError != nil {
+				c.opt.OnError(err)
+			}
+			wait = c.opt.PollInterval
+		}
+		if (wait < 0 || wait > c.opt.PollInterval) && !notified {
+			wait = c.opt.PollInterval
+		}
+		if wait < 0 {
+			wait = time.Hour
+		}
+		timer.Reset(wait)
+	}
+}
+
+// FireDue fires every tick due now once and returns how long until the
+// earliest next tick (negative when no schedule has one). Run calls it; it
+// is exported for programs that drive their own loop.
+func (c *Client) FireDue(ctx context.Context) (time.Duration, error) {
+	for {
+		res, err := c.store.Due(ctx, c.opt.BatchSize)
+		if err != nil {
+			return 0, err
+		}
+		if len(res.Due) == 0 {
+			if res.Earliest.IsZero() {
+				return -1, nil
+			}
+			return max(res.Earliest.Sub(res.Now), 0), nil
+		}
+		progress := false
+		for _, st := range res.Due {
+			fired, err := c.fireOne(ctx, st, res.Now)
+			if err != nil {
+				return 0, err
+			}
+			progress = progress || fired
+		}
+		if !progress {
+			// Due schedules that none of this Client's fires could move: another
+			// process is moving them, or the store's clocks (one per Redis
+			// master) disagree by a little. Look again shortly.
+			return time.Millisecond, nil
+		}
+	}
+}
+
+// fireOne fires one due schedule's ticks per its policy, re-reading it
+// after each fire; a conflict means another process got there first. It
+// reports whether the schedule moved (a fire of this Client or another's).
+func (c *Client) fireOne(ctx context.Context, st State, now time.Time) (bool, error) {
+	spec, err := st.Schedule.Validate()
+	if err != nil {
+		return false, fmt.Errorf("schedule %q: stored definition: %w", st.Name, err)
+	}
+	moved := false
+	for !st.Paused && !st.Next.IsZero() && !st.Next.After(now) {
+		p := st.PlanFire(spec, st.Next, now)
+		res, err := c.store.Fire(ctx, FireRequest{
+			Name: st.Name, Version: st.Version, Next: st.Next,
+			Tick: p.Tick, NewNext: p.Next, Skipped: p.Skipped,
+		})
+		switch {
+		case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
+			return true, nil // changed by another: the next Due sees it
+		case errors.Is(err, ErrNotDue):
+			return moved, nil
+		case err != nil:
+			return moved, err
+		}
+		moved = true
+		if res.Fired && c.opt.OnFire != nil && len(res.State.Last) > 0 {
+			c.opt.OnFire(st.Name, res.State.Last[0])
+		}
+		st = res.State
+	}
+	return moved, nil
+}
+
+// equalDefinition reports whether two schedules define the same ticks and
+// job; stores use it to make Set idempotent.
+func equalDefinition(a, b Schedule) bool {
+	return reflect.DeepEqual(normal(a), normal(b))
+}
+
+// EqualDefinition reports whether a and b define the same ticks and job
+// (times compared as instants). Stores call it in Set.
+func EqualDefinition(a, b Schedule) bool { return equalDefinition(a, b) }
+
+func normal(s Schedule) Schedule {
+	if s.Job.Body == nil {
+		s.Job.Body = []byte{}
+	}
+	if !s.Start.IsZero() {
+		s.Start = time.UnixMilli(s.Start.UnixMilli()).UTC()
+	}
+	if !s.End.IsZero() {
+		s.End = time.UnixMilli(s.End.UnixMilli()).UTC()
+	}
+	return s
+}
+
+// JobKey returns the unique key of the job of a tick: the put of a tick is
+// idempotent on it.
+func JobKey(name string, tick time.Time) string {
+	return fmt.Sprintf("schedule:%s:%d", name, tick.UnixMilli())
+}

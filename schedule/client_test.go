@@ -1,0 +1,38 @@
+package schedule_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hourglass-io/hourglass/memstore"
+	"github.com/hourglass-io/hourglass/schedule"
+)
+
+func TestClientBadInput(t *testing.T) {
+	s := memstore.New(nil)
+	defer s.Close()
+	for _, o := range []schedule.Options{{PollInterval: -1}, {BatchSize: -1}, {BatchSize: 10_001}} {
+		if _, err := schedule.New(s.Schedules(), &o); !errors.Is(err, schedule.ErrInvalidOption) {
+			t.Errorf("New(%+v): %v", o, err)
+		}
+	}
+	c, _ := schedule.New(s.Schedules(), nil)
+	ctx := t.Context()
+	if _, err := c.List(ctx, "", 0); !errors.Is(err, schedule.ErrInvalidOption) || !strings.Contains(err.Error(), "limit") {
+		t.Errorf("List limit 0: %v", err)
+	}
+	if _, err := c.NextTimes(ctx, "x", 0); !errors.Is(err, schedule.ErrInvalidOption) {
+		t.Errorf("NextTimes 0: %v", err)
+	}
+	if _, err := c.Get(ctx, "bad name"); !errors.Is(err, schedule.ErrInvalidName) {
+		t.Errorf("Get of a bad name: %v", err)
+	}
+	if _, err := c.NextTimes(ctx, "missing", 3); !errors.Is(err, schedule.ErrNotFound) {
+		t.Errorf("NextTimes of a missing schedule: %v", err)
+	}
+	s.Close()
+	if _, err := c.Get(ctx, "x"); !errors.Is(err, schedule.ErrClosed) {
+		t.Errorf("Get after Close: %v", err)
+	}
+}

@@ -1,0 +1,124 @@
+package schedule
+
+import (
+	"context"
+	"time"
+)
+
+// State is a schedule as a store keeps it: its definition and the state of
+// its ticks.
+type State struct {
+	Schedule
+	// Version increases with every change to the schedule (an update, a
+	// fire, a pause); Fire compares it.
+	Version uint64
+	// Next is the next tick to fire; zero when the schedule has ended.
+	Next time.Time
+	// Paused schedules fire nothing; their ticks pass as missed.
+	Paused bool
+	// Fires and Misfires count ticks fired and ticks dropped.
+	Fires, Misfires uint64
+	// Last holds the last fires, newest first, at most KeepFires.
+	Last []Fire
+}
+
+// Fire records one fired tick.
+type Fire struct {
+	Tick time.Time
+	// JobID is the job put for the tick.
+	JobID uint64
+	// Lateness is how long after the tick the job was put (store clock).
+	Lateness time.Duration
+	// Manual marks a fire by Trigger rather than by the spec.
+	Manual bool
+}
+
+// FireRequest is the argument of Store.Fire.
+type FireRequest struct {
+	Name string
+	// Version and Next must equal the schedule's stored ones, or Fire
+	// changes nothing and returns ErrConflict. A manual fire (Manual set)
+	// compares nothing and leaves Next as it is.
+	Version uint64
+	Next    time.Time
+	// Tick is the tick to fire (zero: fire nothing, only advance); it must
+	// not be after the store's clock (ErrNotDue).
+	Tick time.Time
+	// NewNext is the schedule's next tick afterwards; Skipped counts the
+	// ticks dropped on the way, added to Misfires.
+	NewNext time.Time
+	Skipped int
+	Manual  bool
+}
+
+// FireResult is the result of Store.Fire.
+type FireResult struct {
+	// Fired is set when a job was put; JobID names it.
+	Fired bool
+	JobID uint64
+	// State is the schedule afterwards.
+	State State
+}
+
+// Store keeps schedules and fires their ticks. Each method is one atomic
+// operation; a store reads its own clock (Redis: TIME; the embedded engine:
+// the process clock), never a time the caller passes except where a field
+// says so.
+//
+// Errors: the sentinels of this package for outcomes (ErrNotFound,
+// ErrConflict, ErrNotDue); anything else is a failure of the store.
+type Store interface {
+	// Set creates or replaces the schedule st.Schedule. When a schedule of
+	// the name exists with an equal definition, Set changes nothing and
+	// returns it (a service may declare its schedules at every start).
+	// Otherwise the stored definition is replaced, Version increases and
+	// Next becomes st.Next (computed by the caller from the new definition);
+	// counters, Paused and Last are kept. The tube of an existing schedule
+	// cannot change (a schedule may live beside its tube):
+	// ErrInvalidOption, and nothing changes.
+	Set(ctx context.Context, st State) (State, error)
+
+	// Get returns the schedule name, or ErrNotFound.
+	Get(ctx context.Context, name string) (State, error)
+
+	// List returns up to limit schedules whose names sort after after, in
+	// name order.
+	List(ctx context.Context, after string, limit int) ([]State, error)
+
+	// Delete removes schedule name, or returns ErrNotFound.
+	Delete(ctx context.Context, name string) error
+
+	// SetPaused pauses or resumes schedule name; a resume sets Next to
+	// next (the first tick after the resume, computed by the caller).
+	// ErrNotFound when there is no such schedule.
+	SetPaused(ctx context.Context, name string, paused bool, next time.Time) (State, error)
+
+	// Fire puts the job of req.Tick into the schedule's tube and advances
+	// the schedule to req.NewNext in one atomic operation, so that a tick
+	// is put exactly once however many processes fire it: the put is
+	// idempotent on (schedule, tick), and a fire whose Version and Next no
+	// longer match changes nothing (ErrConflict).
+	Fire(ctx context.Context, req FireRequest) (FireResult, error)
+
+	// Due returns up to limit unpaused schedules whose Next is at or before
+	// the store's clock, the store's clock (Now), and the earliest Next of
+	// the unpaused schedules not returned (zero when none).
+	Due(ctx context.Context, limit int) (DueResult, error)
+}
+
+// DueResult is the result of Store.Due.
+type DueResult struct {
+	Due      []State
+	Now      time.Time
+	Earliest time.Time
+}
+
+// Notifier is implemented by stores that can tell a Scheduler that a
+// schedule changed (created, updated, resumed) so that it re-reads the
+// earliest due time. Without it, a Scheduler rechecks every
+// Options.PollInterval.
+type Notifier interface {
+	// Listen arranges for wake to be called soon after any schedule
+	// changes. stop ends it. Wake-ups are hints.
+	Listen(ctx context.Context, wake func()) (stop func(), err error)
+}
