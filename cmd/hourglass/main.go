@@ -16,6 +16,7 @@
 //	hourglass lock     [flags] obtain|release|refresh|ttl NAME [TOKEN]   locks over the HTTP API
 //	hourglass bench    [flags]              measure a beanstalkd-protocol server
 //	hourglass bench    limits [flags]       measure rate limit decisions/s over the HTTP API
+//	hourglass version                       print the version, commit and Go release
 //	hourglass help     [COMMAND]            show a command's flags and examples
 //
 // serve keeps jobs in the store its --store URL names: a directory for the
@@ -46,6 +47,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/hourglass-io/hourglass/internal/buildinfo"
 )
 
 // cli is what a command runs with: its standard streams and environment.
@@ -113,6 +116,9 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		return 2
 	}
 	switch args[0] {
+	case "version", "-version", "--version":
+		fmt.Fprintln(c.stdout, buildinfo.Read())
+		return 0
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && args[0] == "help" {
 			cmd := lookup(args[1])
@@ -188,6 +194,7 @@ Commands:
 	for _, cmd := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", cmd.name, cmd.summary)
 	}
+	fmt.Fprintf(w, "  %-8s %s\n", "version", "print the version, commit and Go release (also --version)")
 	fmt.Fprint(w, `
 Run 'hourglass help COMMAND' or 'hourglass COMMAND -h' for a command's flags
 and examples. Client commands find the server with --addr (default
