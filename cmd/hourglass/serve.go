@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass"
+	"github.com/hourglass-io/hourglass/internal/logging"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
@@ -89,7 +90,9 @@ Examples:
 		fs.IntVar(&o.maxConns, "max-conns", 10000, "most open protocol `connections`; more are closed at once (0: no cap)")
 		fs.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection that sends no command for this `duration` (0: never)")
 		fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a shutdown waits for commands in flight before it closes connections (a `duration`)")
-		fs.StringVar(&o.logLevel, "log-level", "info", "least `level` logged: debug, info, warn or error")
+		fs.StringVar(&o.logLevel, "log-level", "info", "least `level` logged: debug, info, warn or error (debug adds each connection and each slow command)")
+		fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
+		fs.BoolVar(&o.accessLog, "access-log", false, "log each HTTP request: method, path, status, bytes, duration")
 		fs.Func("limit", "a named rate limit, `NAME=SPEC` (repeatable; see below)", func(s string) error { o.limits = append(o.limits, s); return nil })
 		fs.StringVar(&o.limitsFile, "limits-file", "", "`file` of named rate limits, one NAME=SPEC a line (# comments)")
 		return func(ctx context.Context, c *cli, args []string) error {
@@ -119,6 +122,8 @@ type serveOptions struct {
 	idleTimeout             time.Duration
 	shutdownTimeout         time.Duration
 	logLevel                string
+	logFormat               string
+	accessLog               bool
 	level                   slog.Level // parsed from logLevel
 	authToken               string
 	authTokenFile           string
@@ -134,6 +139,9 @@ func (o *serveOptions) validate() error {
 	}
 	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return usagef("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return usagef("--log-format %q: want text or json", o.logFormat)
 	}
 	switch {
 	case o.store == "":
@@ -208,7 +216,13 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: o.level}))
+	h, err := logging.New(c.stderr, o.logFormat, o.level)
+	if err != nil {
+		return err
+	}
+	// A store outage repeats its warnings several times a second: one
+	// line per message every 10 seconds, with the count.
+	log := slog.New(logging.NewDedup(h, 10*time.Second))
 	redis.SetLogger(redisLogger{log})
 	// Before anything is logged, so that a SIGUSR1 sent once the server
 	// says it serves is never taken for a signal to terminate.
@@ -278,11 +292,19 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		}
 		return err
 	}
+	observe := metrics.ObserveBeanstalk
+	if log.Enabled(ctx, slog.LevelDebug) {
+		bl = logListener{bl, log}
+		observe = observeSlow(log, observe)
+	}
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
-		Observe: metrics.ObserveBeanstalk, ConnState: metrics.BeanstalkConnState}
+		Observe: observe, ConnState: metrics.BeanstalkConnState}
 	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b),
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits}
 	hs.Locks = b.Locks
+	if o.accessLog {
+		hs.AccessLog = log.With("log", "access")
+	}
 	if err := startSweeper(sweeper, log); err != nil {
 		bl.Close()
 		if hl != nil {

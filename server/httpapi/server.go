@@ -76,6 +76,9 @@ type Server struct {
 	// locks.go): a hourglass.Backend's Locks. The server obtains through a
 	// lock.Client of its own over it.
 	Locks lock.Store
+	// AccessLog, when set, receives one info record per HTTP request
+	// once it is answered: method, path, status, bytes, duration, remote.
+	AccessLog *slog.Logger
 
 	initOnce sync.Once
 	locks    lockServer // the state of the locks' routes
@@ -105,6 +108,9 @@ func (s *Server) init() {
 		}
 		s.Metrics.watchQueue(s.Queue)
 		s.handler = s.routes()
+		if s.AccessLog != nil {
+			s.handler = accessLog(s.AccessLog, s.handler)
+		}
 		s.hs = &http.Server{
 			Handler:           s.handler,
 			ReadHeaderTimeout: or(s.ReadHeaderTimeout, DefaultReadHeaderTimeout),
