@@ -6,12 +6,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hourglass-io/hourglass"
@@ -236,7 +238,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	b, err := hourglass.Open(openCtx, o.store, &hourglass.Options{Fsync: o.fsync, MaxJobs: o.maxJobs, Logger: log})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("opening store %s: %w", redact(o.store), err)
+		return openError(o.store, err)
 	}
 	q, err := queue.New(b.Queue, &queue.Options{MaxJobSize: o.maxJobSize})
 	if err != nil {
@@ -442,4 +444,26 @@ func redact(raw string) string {
 		return raw
 	}
 	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
+
+// openError words a failure to open the store as what the user can do
+// about it, keeping Go's chain for the cases it does not know.
+func openError(store string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		switch {
+		case errors.Is(err, fs.ErrPermission):
+			return fmt.Errorf("cannot use the data directory %s: permission denied on %s (use --store to choose another)", store, pe.Path)
+		case errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist):
+			return fmt.Errorf("cannot use the data directory %s: %s is not a directory (use --store to choose another)", store, pe.Path)
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("cannot create the data directory %s: %s does not exist and cannot be made (use --store to choose another)", store, pe.Path)
+		case errors.Is(err, syscall.ENOSPC):
+			return fmt.Errorf("cannot write to the data directory %s: no space left on the device", store)
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("store %s did not answer within %v: is it running and reachable? (%v)", redact(store), openTimeout, err)
+	}
+	return fmt.Errorf("opening store %s: %w", redact(store), err)
 }

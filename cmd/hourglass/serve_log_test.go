@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,4 +44,17 @@ func TestServeLogs(t *testing.T) {
 		t.Errorf("access log line %q (%v)", access, err)
 	}
 	expect(t, nil, 2, []string{"serve", "--log-format", "xml"}, "--log-format")
+}
+
+// A store that cannot be opened says what to do, not Go's error chain.
+func TestServeStoreErrors(t *testing.T) {
+	file := t.TempDir() + "/file"
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := expect(t, nil, 1, []string{"serve", "--beanstalk-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--store", file},
+		"cannot use the data directory "+file, "is not a directory (use --store to choose another)")
+	if strings.Contains(r.stderr, "wal:") {
+		t.Errorf("Go's error chain in %q", r.stderr)
+	}
 }
