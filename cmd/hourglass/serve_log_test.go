@@ -4,8 +4,8 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
