@@ -1,6 +1,6 @@
 module github.com/hourglass-io/hourglass
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/beanstalkd/go-beanstalk v0.2.0

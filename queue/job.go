@@ -47,10 +47,21 @@ type Job struct {
 	Body     []byte
 }
 
+// DefaultPriority is the priority beanstalkd clients give a job when the
+// caller names none, and the one hourglass uses wherever a priority may be
+// left out: the CLI's --priority, and an absent "priority" in the HTTP
+// API's put, release and bury. Go callers set NewJob.Priority to it
+// themselves: the field's zero value is priority 0, the most urgent, as it
+// always was.
+const DefaultPriority = 1024
+
 // NewJob describes a job to put.
 type NewJob struct {
-	Body     []byte
-	Priority uint32        // 0 is the most urgent; ties go by job ID
+	Body []byte
+	// Priority orders ready jobs: 0 is the most urgent, ties go by job ID.
+	// The zero value means priority 0, not DefaultPriority; set
+	// DefaultPriority (1024) for the priority other clients use by default.
+	Priority uint32
 	Delay    time.Duration // how long the job waits in the delayed state before it is ready; 0 for none
 	TTR      time.Duration // time to run; 0 means DefaultTTR; otherwise at least one second
 	// UniqueKey, when not empty, makes the put idempotent: while a job put

@@ -19,7 +19,9 @@ import (
 )
 
 var benchCommand = &command{
-	name:    "bench",
+	name: "bench",
+	// ownArgs: a subcommand word comes first and parses its own flags.
+	ownArgs: true,
 	args:    "[flags] | bench limits [flags]",
 	summary: "measure a beanstalkd-protocol server (puts/s, reserves+deletes/s, lateness), or rate limit decisions/s over HTTP",
 	help: `Runs three phases against the server, each on fresh connections and each

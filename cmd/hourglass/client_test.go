@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,8 @@ func TestClientCommands(t *testing.T) {
 	if r.code != 0 || kv(t, r.stdout)["id"] != "2" {
 		t.Fatalf("put -: %v", r)
 	}
-	m := decode(t, ok(t, env, "put", "--json", "--tube", "emails", "--delay", "1h", "later"))
+	// Flags before and after the body; --priority is the name, --pri an alias.
+	m := decode(t, ok(t, env, "put", "--json", "--tube", "emails", "later", "--delay", "1h", "--priority", "7"))
 	if m["id"] != 3.0 || m["tube"] != "emails" {
 		t.Errorf("put --json: %v", m)
 	}
@@ -101,8 +103,8 @@ func TestClientCommands(t *testing.T) {
 	if m["id"] != 3.0 || m["body"] != "later" || m["body_base64"] != base64.StdEncoding.EncodeToString([]byte("later")) {
 		t.Errorf("peek --delayed --json: %v", m)
 	}
-	expect(t, env, 1, []string{"peek", "42"}, "hourglass peek: job 42 not found")
-	expect(t, env, 1, []string{"peek", "--buried"}, "no buried job in tube default")
+	expect(t, env, 3, []string{"peek", "42"}, "hourglass peek: job 42 not found")
+	expect(t, env, 3, []string{"peek", "--buried"}, "no buried job in tube default")
 	expect(t, env, 2, []string{"peek", "--ready", "--buried"}, "one of")
 
 	// reserve --delete prints the job, then deletes it.
@@ -110,7 +112,7 @@ func TestClientCommands(t *testing.T) {
 	if got["id"] != "1" || got["body"] != "hello" || got["state"] != "reserved" {
 		t.Errorf("reserve --delete: %v", got)
 	}
-	expect(t, env, 1, []string{"peek", "1"}, "job 1 not found")
+	expect(t, env, 3, []string{"peek", "1"}, "job 1 not found")
 	// Without --delete the job is back once the command ends.
 	m = decode(t, ok(t, env, "reserve", "--json", "--tube", "emails", "--tube", "other"))
 	if m["id"] != 2.0 || m["body"] != "line one\nline two\n" {
@@ -125,7 +127,7 @@ func TestClientCommands(t *testing.T) {
 		}
 		got = kv(t, ok(t, env, "stats", "--job", "2"))
 	}
-	expect(t, env, 1, []string{"reserve", "--timeout", "0"}, "no job in tube default within 0s")
+	expect(t, env, 3, []string{"reserve", "--timeout", "0"}, "no job in tube default within 0s")
 
 	// A binary body is shown as such, and whole in JSON.
 	r = run(t, env, "\xff\x00", "put", "--tube", "bin")
@@ -168,15 +170,15 @@ func TestClientCommands(t *testing.T) {
 	if m := decode(t, ok(t, env, "kick", "--job", "3", "--json")); m["kicked"] != 1.0 || m["id"] != 3.0 {
 		t.Errorf("kick --job --json: %v", m)
 	}
-	expect(t, env, 1, []string{"kick", "--job", "3"}, "job 3 not found")
+	expect(t, env, 3, []string{"kick", "--job", "3"}, "job 3 not found")
 	expect(t, env, 2, []string{"kick"}, "want N")
 
 	// delete: several IDs, one missing.
-	r = expect(t, env, 1, []string{"delete", "2", "99", "3"}, "job 99 not found")
+	r = expect(t, env, 3, []string{"delete", "2", "99", "3"}, "job 99 not found")
 	if r.stdout != "deleted job 2\ndeleted job 3\n" {
 		t.Errorf("delete stdout = %q", r.stdout)
 	}
-	m = decode(t, expect(t, env, 1, []string{"delete", "--json", binID, "98"}).stdout)
+	m = decode(t, expect(t, env, 3, []string{"delete", "--json", binID, "98"}).stdout)
 	if len(m["deleted"].([]any)) != 1 || m["not_found"].([]any)[0] != 98.0 {
 		t.Errorf("delete --json: %v", m)
 	}
@@ -206,6 +208,19 @@ func TestUsage(t *testing.T) {
 	expect(t, nil, 2, nil, "Commands:")
 	expect(t, nil, 2, []string{"nosuch"}, `unknown command "nosuch"`)
 	expect(t, nil, 2, []string{"put", "--pri", "x", "a"}, "run 'hourglass put -h'")
+	expect(t, nil, 2, []string{"put", "a", "--priority", "4294967296"}, "--priority 4294967296")
+	if r := expect(t, nil, 0, []string{"help", "put"}); strings.Contains(r.stdout, "--pri ") || !strings.Contains(r.stdout, "(default 1024)") {
+		t.Errorf("help put lists the alias --pri or not the default priority:\n%s", r.stdout)
+	}
+	if r := expect(t, nil, 0, []string{"help"}); !strings.Contains(r.stdout, "3  not there") {
+		t.Errorf("help does not document exit status 3:\n%s", r.stdout)
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		r := expect(t, nil, 0, args)
+		if !regexp.MustCompile(`^hourglass \S+ \(commit \S+, go1\.\d+`).MatchString(r.stdout) {
+			t.Errorf("%v printed %q", args, r.stdout)
+		}
+	}
 	expect(t, nil, 2, []string{"put", "--delay", "1500ms", "a"}, "whole seconds")
 	expect(t, nil, 2, []string{"put", "--tube", "-x", "a"}, `bad tube name "-x"`)
 	expect(t, nil, 2, []string{"serve", "--fsync", "sometimes"}, "want always, everysec or no")

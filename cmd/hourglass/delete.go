@@ -72,7 +72,7 @@ func (c *cli) delete(ctx context.Context, cf clientFlags, ids []uint64) error {
 		}
 	}
 	if len(notFound) > 0 {
-		return fmt.Errorf("%d of %d jobs not deleted", len(notFound), len(ids))
+		return missf("%d of %d jobs not deleted", len(notFound), len(ids))
 	}
 	return nil
 }

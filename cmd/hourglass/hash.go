@@ -15,7 +15,9 @@ import (
 )
 
 var hashCommand = &command{
-	name:    "hash",
+	name: "hash",
+	// ownArgs: a subcommand word comes first and parses its own flags.
+	ownArgs: true,
 	args:    "set|get|del|ttl|expire|persist|events|ack [flags] ARGS",
 	summary: "expiring hash fields over the HTTP API: set, get, expire, read expiry events",
 	help: `Subcommands (flags may come before or after the subcommand):

@@ -77,8 +77,8 @@ func TestHashCommand(t *testing.T) {
 			t.Errorf("hourglass %q: exit %d, want 2 (%s)", args, r.code, r.stderr)
 		}
 	}
-	// An error reply: exit 1 with the code.
-	if r := run(t, ea, "", "hash", "events", "--consumer", "w", "nosuchgroup"); r.code != 1 || !strings.Contains(r.stderr, "(not_found)") {
+	// An error reply: exit 3 for not_found, with the code.
+	if r := run(t, ea, "", "hash", "events", "--consumer", "w", "nosuchgroup"); r.code != 3 || !strings.Contains(r.stderr, "(not_found)") {
 		t.Errorf("events of a missing group: %v", r)
 	}
 

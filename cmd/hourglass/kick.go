@@ -87,7 +87,7 @@ func (c *cli) kickJob(ctx context.Context, cf clientFlags, id uint64) error {
 	defer conn.Close()
 	switch err := conn.KickJob(ctx, id); {
 	case errors.Is(err, beanstalkc.ErrNotFound):
-		return fmt.Errorf("job %d not found (or neither buried nor delayed)", id)
+		return missf("job %d not found (or neither buried nor delayed)", id)
 	case err != nil:
 		return describe(err)
 	}

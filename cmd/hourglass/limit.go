@@ -73,7 +73,9 @@ func (o *serveOptions) namedLimits() (map[string][]ratelimit.Limit, error) {
 }
 
 var limitCommand = &command{
-	name:    "limit",
+	name: "limit",
+	// ownArgs: a subcommand word comes first and parses its own flags.
+	ownArgs: true,
 	args:    "allow|wait [flags] KEY | list",
 	summary: "ask a server's rate limits over HTTP: allow or wait for events on a key",
 	help: `allow asks whether -n events (default 1) on KEY pass now under the limits

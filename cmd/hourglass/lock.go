@@ -10,7 +10,9 @@ import (
 )
 
 var lockCommand = &command{
-	name:    "lock",
+	name: "lock",
+	// ownArgs: a subcommand word comes first and parses its own flags.
+	ownArgs: true,
 	args:    "[flags] obtain NAME | release NAME TOKEN | refresh NAME TOKEN | ttl NAME TOKEN",
 	summary: "obtain, release, refresh a lock or semaphore slot over the HTTP API",
 	help: `Obtains a lock (or, with --limit, a slot of a semaphore) through the

@@ -16,6 +16,7 @@
 //	hourglass lock     [flags] obtain|release|refresh|ttl NAME [TOKEN]   locks over the HTTP API
 //	hourglass bench    [flags]              measure a beanstalkd-protocol server
 //	hourglass bench    limits [flags]       measure rate limit decisions/s over the HTTP API
+//	hourglass version                       print the version, commit and Go release
 //	hourglass help     [COMMAND]            show a command's flags and examples
 //
 // serve keeps jobs in the store its --store URL names: a directory for the
@@ -32,7 +33,9 @@
 // UTF-8; statistics are numbers, booleans or strings as their values read.
 //
 // Exit status: 0 on success, 1 when the command fails (the message is on
-// standard error: "job 42 not found"), 2 for a usage error.
+// standard error), 2 for a usage error, 3 when what was asked for is not
+// there: a job, tube or key not found ("job 42 not found"), or a reserve
+// that timed out.
 package main
 
 import (
@@ -46,6 +49,9 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/hourglass-io/hourglass/internal/buildinfo"
+	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
 // cli is what a command runs with: its standard streams and environment.
@@ -65,6 +71,10 @@ type command struct {
 	args    string // the synopsis after the name
 	summary string // one line, for "hourglass help"
 	help    string // description and examples, after the flags
+	// ownArgs: the command takes a subcommand word and parses the flags
+	// after it itself; otherwise flags may come before and after the
+	// positional arguments.
+	ownArgs bool
 	// envAll: every flag also reads HOURGLASS_<NAME>. Otherwise only
 	// --addr does (HOURGLASS_ADDR).
 	envAll bool
@@ -97,6 +107,35 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// missError is an answer that nothing was there: a job, tube or key not
+// found, or a reserve that timed out. Exit status 3.
+type missError struct{ msg string }
+
+func (e missError) Error() string { return e.msg }
+
+func missf(format string, args ...any) error { return missError{fmt.Sprintf(format, args...)} }
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+	exitMiss    = 3 // timed out or not found
+)
+
+// exitCode is the exit status for err, which the command returned.
+func exitCode(err error) int {
+	var m missError
+	var api *apiError
+	switch {
+	case errors.As(err, &m):
+		return exitMiss
+	case errors.As(err, &api) && api.Code == httpapi.CodeNotFound:
+		return exitMiss
+	}
+	return exitFailure
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -113,6 +152,9 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		return 2
 	}
 	switch args[0] {
+	case "version", "-version", "--version":
+		fmt.Fprintln(c.stdout, buildinfo.Read())
+		return 0
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && args[0] == "help" {
 			cmd := lookup(args[1])
@@ -136,7 +178,15 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	run := cmd.flags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	var positional []string
+	var err error
+	if cmd.ownArgs {
+		err = fs.Parse(args[1:])
+		positional = fs.Args()
+	} else {
+		positional, err = parseInterspersed(fs, args[1:])
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			cmd.printUsage(c.stdout, fs)
 			return 0
@@ -147,7 +197,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.usageFailed(cmd, err)
 	}
-	if err := run(ctx, c, fs.Args()); err != nil {
+	if err := run(ctx, c, positional); err != nil {
 		var u usageError
 		if errors.As(err, &u) {
 			if len(fromEnv) > 0 {
@@ -156,9 +206,36 @@ func (c *cli) main(ctx context.Context, args []string) int {
 			return c.usageFailed(cmd, err)
 		}
 		fmt.Fprintf(c.stderr, "hourglass %s: %v\n", cmd.name, err)
-		return 1
+		return exitCode(err)
 	}
 	return 0
+}
+
+// parseInterspersed parses flags that come before, between and after the
+// positional arguments, which it returns in order. After "--" every
+// argument is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// alias defines the flag name as a second name of the flag target, one
+// "hourglass help" does not list: a name kept from an earlier release.
+func alias(fs *flag.FlagSet, name, target string) {
+	fs.Var(fs.Lookup(target).Value, name, "")
 }
 
 func (c *cli) usageFailed(cmd *command, err error) int {
@@ -188,6 +265,7 @@ Commands:
 	for _, cmd := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", cmd.name, cmd.summary)
 	}
+	fmt.Fprintf(w, "  %-8s %s\n", "version", "print the version, commit and Go release (also --version)")
 	fmt.Fprint(w, `
 Run 'hourglass help COMMAND' or 'hourglass COMMAND -h' for a command's flags
 and examples. Client commands find the server with --addr (default
@@ -200,7 +278,12 @@ Examples:
   hourglass reserve --tube emails --timeout 30s --delete
   hourglass tubes
 
-Exit status: 0 on success, 1 when the command fails, 2 for a usage error.
+Exit status:
+
+  0  success
+  1  the command failed (the reason is on standard error)
+  2  usage error: an unknown command or flag, a bad argument
+  3  not there: a job, tube or key not found, or a reserve that timed out
 `)
 }
 
@@ -208,6 +291,9 @@ Exit status: 0 on success, 1 when the command fails, 2 for a usage error.
 func (cmd *command) printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: hourglass %s %s\n\n%s%s.\n\nFlags:\n\n", cmd.name, cmd.args, strings.ToUpper(cmd.summary[:1]), cmd.summary[1:])
 	fs.VisitAll(func(f *flag.Flag) {
+		if f.Usage == "" {
+			return // an alias
+		}
 		name, usage := flag.UnquoteUsage(f)
 		head := "  --" + f.Name
 		if name != "" {

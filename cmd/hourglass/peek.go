@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
 )
@@ -80,7 +79,7 @@ func (c *cli) peek(ctx context.Context, cf clientFlags, id uint64, tube, state s
 	case "":
 		j, err = conn.Peek(ctx, id)
 		if errors.Is(err, beanstalkc.ErrNotFound) {
-			return fmt.Errorf("job %d not found", id)
+			return missf("job %d not found", id)
 		}
 	default:
 		if err := selectTube(ctx, conn, tube); err != nil {
@@ -95,7 +94,7 @@ func (c *cli) peek(ctx context.Context, cf clientFlags, id uint64, tube, state s
 			j, err = conn.PeekBuried(ctx)
 		}
 		if errors.Is(err, beanstalkc.ErrNotFound) {
-			return fmt.Errorf("no %s job in tube %s", state, tube)
+			return missf("no %s job in tube %s", state, tube)
 		}
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
+	"github.com/hourglass-io/hourglass/queue"
 )
 
 var putCommand = &command{
@@ -26,7 +27,7 @@ Prints the new job's ID and tube.
 Examples:
 
   hourglass put 'hello'
-  hourglass put --tube emails --pri 10 --delay 30s --ttr 2m '{"to":"ada@example.com"}'
+  hourglass put --tube emails --priority 10 --delay 30s --ttr 2m '{"to":"ada@example.com"}'
   gzip -c report.csv | hourglass put --tube reports -
   id=$(hourglass put --json hello | jq .id)
 `,
@@ -34,7 +35,8 @@ Examples:
 		var cf clientFlags
 		cf.define(fs)
 		tube := fs.String("tube", "default", "`tube` to put the job into")
-		pri := fs.Uint64("pri", 1024, "`priority`, 0 (most urgent) to 4294967295; below 1024 counts as urgent")
+		pri := fs.Uint64("priority", queue.DefaultPriority, "`priority`, 0 (most urgent) to 4294967295; below 1024 counts as urgent")
+		alias(fs, "pri", "priority")
 		delay := fs.Duration("delay", 0, "how long the job waits before it is ready (a `duration`)")
 		ttr := fs.Duration("ttr", time.Minute, "time to run: how long a reservation lasts (a `duration`)")
 		return func(ctx context.Context, c *cli, args []string) error {
@@ -42,7 +44,7 @@ Examples:
 				return err
 			}
 			if *pri > math.MaxUint32 {
-				return usagef("--pri %d: want 0 to %d", *pri, uint64(math.MaxUint32))
+				return usagef("--priority %d: want 0 to %d", *pri, uint64(math.MaxUint32))
 			}
 			if err := wholeSeconds("delay", *delay, 0); err != nil {
 				return err

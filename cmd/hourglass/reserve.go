@@ -96,7 +96,7 @@ func (c *cli) reserve(ctx context.Context, cf clientFlags, tubes []string, wait 
 	}
 	switch {
 	case errors.Is(err, beanstalkc.ErrTimedOut):
-		return fmt.Errorf("no job in %s within %v", tubeNames(tubes), wait)
+		return missf("no job in %s within %v", tubeNames(tubes), wait)
 	case err != nil:
 		return describe(err)
 	}

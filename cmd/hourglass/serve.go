@@ -6,15 +6,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hourglass-io/hourglass"
+	"github.com/hourglass-io/hourglass/internal/logging"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
@@ -98,7 +101,9 @@ Examples:
 		fs.IntVar(&o.maxConns, "max-conns", 10000, "most open protocol `connections`; more are closed at once (0: no cap)")
 		fs.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection that sends no command for this `duration` (0: never)")
 		fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a shutdown waits for commands in flight before it closes connections (a `duration`)")
-		fs.StringVar(&o.logLevel, "log-level", "info", "least `level` logged: debug, info, warn or error")
+		fs.StringVar(&o.logLevel, "log-level", "info", "least `level` logged: debug, info, warn or error (debug adds each connection and each slow command)")
+		fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
+		fs.BoolVar(&o.accessLog, "access-log", false, "log each HTTP request: method, path, status, bytes, duration")
 		fs.Func("limit", "a named rate limit, `NAME=SPEC` (repeatable; see below)", func(s string) error { o.limits = append(o.limits, s); return nil })
 		fs.StringVar(&o.limitsFile, "limits-file", "", "`file` of named rate limits, one NAME=SPEC a line (# comments)")
 		o.envoy.flags(fs)
@@ -129,6 +134,8 @@ type serveOptions struct {
 	idleTimeout             time.Duration
 	shutdownTimeout         time.Duration
 	logLevel                string
+	logFormat               string
+	accessLog               bool
 	level                   slog.Level // parsed from logLevel
 	authToken               string
 	authTokenFile           string
@@ -161,6 +168,9 @@ func (o *serveOptions) validate() error {
 	}
 	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return usagef("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return usagef("--log-format %q: want text or json", o.logFormat)
 	}
 	switch {
 	case o.store == "":
@@ -240,7 +250,13 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: o.level}))
+	h, err := logging.New(c.stderr, o.logFormat, o.level)
+	if err != nil {
+		return err
+	}
+	// A store outage repeats its warnings several times a second: one
+	// line per message every 10 seconds, with the count.
+	log := slog.New(logging.NewDedup(h, 10*time.Second))
 	redis.SetLogger(redisLogger{log})
 	// Before anything is logged, so that a SIGUSR1 sent once the server
 	// says it serves is never taken for a signal to terminate.
@@ -254,7 +270,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	b, err := hourglass.Open(openCtx, o.store, &hourglass.Options{Fsync: o.fsync, MaxJobs: o.maxJobs, Logger: log})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("opening store %s: %w", redact(o.store), err)
+		return openError(o.store, err)
 	}
 	q, err := queue.New(b.Queue, &queue.Options{MaxJobSize: o.maxJobSize})
 	if err != nil {
@@ -310,11 +326,19 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		}
 		return err
 	}
+	observe := metrics.ObserveBeanstalk
+	if log.Enabled(ctx, slog.LevelDebug) {
+		bl = logListener{bl, log}
+		observe = observeSlow(log, observe)
+	}
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
-		Observe: metrics.ObserveBeanstalk, ConnState: metrics.BeanstalkConnState}
+		Observe: observe, ConnState: metrics.BeanstalkConnState}
 	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b),
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits, AllowedHosts: o.hostList()}
 	hs.Locks = b.Locks
+	if o.accessLog {
+		hs.AccessLog = log.With("log", "access")
+	}
 	if err := startSweeper(sweeper, log); err != nil {
 		bl.Close()
 		if hl != nil {
@@ -470,4 +494,26 @@ func redact(raw string) string {
 		return raw
 	}
 	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
+
+// openError words a failure to open the store as what the user can do
+// about it, keeping Go's chain for the cases it does not know.
+func openError(store string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		switch {
+		case errors.Is(err, fs.ErrPermission):
+			return fmt.Errorf("cannot use the data directory %s: permission denied on %s (use --store to choose another)", store, pe.Path)
+		case errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist):
+			return fmt.Errorf("cannot use the data directory %s: %s is not a directory (use --store to choose another)", store, pe.Path)
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("cannot create the data directory %s: %s does not exist and cannot be made (use --store to choose another)", store, pe.Path)
+		case errors.Is(err, syscall.ENOSPC):
+			return fmt.Errorf("cannot write to the data directory %s: no space left on the device", store)
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("store %s did not answer within %v: is it running and reachable? (%v)", redact(store), openTimeout, err)
+	}
+	return fmt.Errorf("opening store %s: %w", redact(store), err)
 }

@@ -116,12 +116,13 @@ func TestAPICommand(t *testing.T) {
 	if out := ok(t, env, "api", "POST", "/v1/tubes/cli/jobs", `{"body":"from the cli"}`); out != "id:        1\nduplicate: false\n" {
 		t.Errorf("put printed %q", out)
 	}
-	out := ok(t, env, "api", "--json", "POST", "/v1/reserve", `{"tubes":["cli"]}`)
+	// Flags may follow the arguments.
+	out := ok(t, env, "api", "POST", "/v1/reserve", `{"tubes":["cli"]}`, "--json")
 	if !strings.Contains(out, `"body":"from the cli"`) || !strings.Contains(out, `"lease":"hgl_`) {
 		t.Errorf("reserve --json printed %q", out)
 	}
 	r := run(t, env, "", "api", "GET", "/v1/jobs/99")
-	if r.code != 1 || !strings.Contains(r.stderr, "(not_found)") {
+	if r.code != 3 || !strings.Contains(r.stderr, "(not_found)") {
 		t.Errorf("a missing job: %v", r)
 	}
 	r = run(t, []string{"HOURGLASS_HTTP=http://" + p.httpAddr}, "", "api", "GET", "/v1/stats")

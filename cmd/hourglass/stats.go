@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
 )
@@ -65,12 +64,12 @@ func (c *cli) stats(ctx context.Context, cf clientFlags, tube string, id uint64)
 	case id != 0:
 		st, err = conn.StatsJob(ctx, id)
 		if errors.Is(err, beanstalkc.ErrNotFound) {
-			return fmt.Errorf("job %d not found", id)
+			return missf("job %d not found", id)
 		}
 	case tube != "":
 		st, err = conn.StatsTube(ctx, tube)
 		if errors.Is(err, beanstalkc.ErrNotFound) {
-			return fmt.Errorf("tube %s not found", tube)
+			return missf("tube %s not found", tube)
 		}
 	default:
 		st, err = conn.Stats(ctx)

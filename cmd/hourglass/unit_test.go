@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -154,5 +156,32 @@ func TestLatenessBody(t *testing.T) {
 	d := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	if p50, p99 := percentile(d, 0.5), percentile(d, 0.99); p50 != 5 || p99 != 10 {
 		t.Errorf("percentiles of 1..10: p50 %d, p99 %d", p50, p99)
+	}
+}
+
+func TestParseInterspersed(t *testing.T) {
+	for _, tt := range []struct {
+		args      []string
+		want      string
+		tube, pri string
+	}{
+		{[]string{"a", "--tube", "t", "b"}, "a b", "t", "0"},
+		{[]string{"--tube", "t", "a", "--pri", "5"}, "a", "t", "5"},
+		{[]string{"-", "--priority", "7"}, "-", "", "7"},
+		{[]string{"a", "--", "--tube", "x"}, "a --tube x", "", "0"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		tube := fs.String("tube", "", "")
+		pri := fs.Uint64("priority", 0, "p")
+		alias(fs, "pri", "priority")
+		got, err := parseInterspersed(fs, tt.args)
+		if err != nil || strings.Join(got, " ") != tt.want || *tube != tt.tube || fmt.Sprint(*pri) != tt.pri {
+			t.Errorf("%q: args %q tube %q priority %d (err %v), want %q %q %s", tt.args, got, *tube, *pri, err, tt.want, tt.tube, tt.pri)
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if _, err := parseInterspersed(fs, []string{"a", "--nosuch"}); err == nil {
+		t.Error("an unknown flag after an argument was accepted")
 	}
 }

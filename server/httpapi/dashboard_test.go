@@ -63,7 +63,7 @@ func TestDashboardInChromium(t *testing.T) {
 			c.do(req{method: "POST", path: fmt.Sprintf("/v1/jobs/%d/bury", buried), header: lease(r.Lease)}).want(t, http.StatusNoContent, "")
 			break
 		}
-		c.do(req{method: "POST", path: fmt.Sprintf("/v1/jobs/%d/release", r.Job.ID), header: lease(r.Lease), json: map[string]any{"priority": 100}}).want(t, http.StatusNoContent, "")
+		c.do(req{method: "POST", path: fmt.Sprintf("/v1/jobs/%d/release", r.Job.ID), header: lease(r.Lease), json: map[string]any{"priority": 2000}}).want(t, http.StatusNoContent, "")
 	}
 	c.put(t, "reports", map[string]any{"body": "weekly"})
 	c.do(req{method: "POST", path: "/v1/tubes/reports/pause", json: map[string]any{"delay_ms": 600000}}).want(t, http.StatusNoContent, "")

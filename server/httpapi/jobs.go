@@ -120,10 +120,11 @@ func jobOf(j queue.Job) Job {
 type PutRequest struct {
 	Body       *string `json:"body,omitempty"`
 	BodyBase64 *string `json:"body_base64,omitempty"`
-	Priority   uint32  `json:"priority"`
-	DelayMS    int64   `json:"delay_ms"`
-	TTRMS      int64   `json:"ttr_ms"`
-	UniqueKey  string  `json:"unique_key,omitempty"`
+	// Priority is absent for queue.DefaultPriority (1024).
+	Priority  *uint32 `json:"priority,omitempty"`
+	DelayMS   int64   `json:"delay_ms"`
+	TTRMS     int64   `json:"ttr_ms"`
+	UniqueKey string  `json:"unique_key,omitempty"`
 }
 
 // PutReply is the reply to a put.
@@ -144,9 +145,11 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		q := r.URL.Query()
-		pri, err := queryUint(q.Get("priority"), "priority", 1<<32-1)
-		if err != nil {
-			return err
+		pri := uint64(queue.DefaultPriority)
+		if v := q.Get("priority"); v != "" {
+			if pri, err = queryUint(v, "priority", 1<<32-1); err != nil {
+				return err
+			}
 		}
 		delay, err := queryUint(q.Get("delay_ms"), "delay_ms", 1<<62)
 		if err != nil {
@@ -179,7 +182,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		if req.DelayMS < 0 || req.TTRMS < 0 {
 			return badRequest("httpapi: delay_ms and ttr_ms must not be negative")
 		}
-		nj = queue.NewJob{Body: body, Priority: req.Priority, Delay: ms(req.DelayMS), TTR: ms(req.TTRMS), UniqueKey: req.UniqueKey}
+		nj = queue.NewJob{Body: body, Priority: priority(req.Priority), Delay: ms(req.DelayMS), TTR: ms(req.TTRMS), UniqueKey: req.UniqueKey}
 	default:
 		return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "httpapi: a put takes application/json or application/octet-stream, not " + ct, 0}
 	}
@@ -304,10 +307,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ReleaseRequest is the JSON body of a release (optional: the defaults
-// are priority 0 and no delay).
+// are priority queue.DefaultPriority (1024) and no delay).
 type ReleaseRequest struct {
-	Priority uint32 `json:"priority"`
-	DelayMS  int64  `json:"delay_ms"`
+	Priority *uint32 `json:"priority,omitempty"`
+	DelayMS  int64   `json:"delay_ms"`
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
@@ -326,16 +329,25 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := q.Release(r.Context(), id, req.Priority, ms(req.DelayMS)); err != nil {
+	if err := q.Release(r.Context(), id, priority(req.Priority), ms(req.DelayMS)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// BuryRequest is the JSON body of a bury (optional: priority 0).
+// BuryRequest is the JSON body of a bury (optional: an absent priority is
+// queue.DefaultPriority, 1024).
 type BuryRequest struct {
-	Priority uint32 `json:"priority"`
+	Priority *uint32 `json:"priority,omitempty"`
+}
+
+// priority is p, or queue.DefaultPriority when p is nil (absent).
+func priority(p *uint32) uint32 {
+	if p == nil {
+		return queue.DefaultPriority
+	}
+	return *p
 }
 
 func (s *Server) bury(w http.ResponseWriter, r *http.Request) error {
@@ -351,7 +363,7 @@ func (s *Server) bury(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := q.Bury(r.Context(), id, req.Priority); err != nil {
+	if err := q.Bury(r.Context(), id, priority(req.Priority)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -345,3 +345,41 @@ func TestStoreUnavailable(t *testing.T) {
 		t.Fatalf("store errors counted %v, unavailable replies %v; want 2 and 2", got, errs)
 	}
 }
+
+// An absent priority is queue.DefaultPriority in a put (JSON and raw body),
+// a release and a bury; an explicit 0 stays 0.
+func TestDefaultPriority(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
+		ts := startServer(t, open(t), nil)
+		c := ts.c
+		c.put(t, "d", map[string]any{"body": "json"})
+		c.do(req{method: "POST", path: "/v1/tubes/d/jobs", raw: []byte("raw"), contentType: "application/octet-stream"}).want(t, http.StatusCreated, "")
+		for _, body := range []string{"json", "raw"} {
+			r := c.reserve(t, []string{"d"}, 1000)
+			if r.Job.Priority != queue.DefaultPriority || r.Job.Body == nil || *r.Job.Body != body {
+				t.Fatalf("reserved %+v, want the %s job with priority %d", r.Job, body, queue.DefaultPriority)
+			}
+			path := fmt.Sprintf("/v1/jobs/%d", r.Job.ID)
+			c.do(req{method: "POST", path: path + "/release", header: lease(r.Lease), json: map[string]any{"priority": 0}}).want(t, http.StatusNoContent, "")
+			r = c.reserve(t, []string{"d"}, 1000)
+			if r.Job.Priority != 0 {
+				t.Fatalf("after a release with priority 0: %+v", r.Job)
+			}
+			action := "/release"
+			if body == "raw" {
+				action = "/bury"
+			}
+			c.do(req{method: "POST", path: path + action, header: lease(r.Lease), json: map[string]any{}}).want(t, http.StatusNoContent, "")
+			var st struct {
+				Priority uint32 `json:"priority"`
+			}
+			c.do(req{method: "GET", path: path + "/stats"}).want(t, http.StatusOK, "").decode(t, &st)
+			if st.Priority != queue.DefaultPriority {
+				t.Fatalf("after %s without a priority: priority %d, want %d", action, st.Priority, queue.DefaultPriority)
+			}
+			if action == "/release" {
+				c.do(req{method: "DELETE", path: path}).want(t, http.StatusNoContent, "")
+			}
+		}
+	})
+}

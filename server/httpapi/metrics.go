@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/buildinfo"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +55,9 @@ const (
 	// job's first reserve when the job was never kicked, the one case in
 	// which the store's statistics give the due time exactly.
 	MetricDeliveryLateness = "hourglass_job_delivery_lateness_seconds"
+	// MetricBuildInfo is a gauge that is always 1, labelled with the
+	// server's module version, VCS commit and Go release.
+	MetricBuildInfo = "hourglass_build_info"
 
 	// MetricLimiterDecisions counts rate limit decisions over HTTP by
 	// limit (a named limit, or "inline": never the key), algorithm and
@@ -127,6 +131,12 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	reg.MustRegister(m.requests, m.duration, m.storeErrors, m.conns, m.inFlight, m.connsTotal, m.late, jobsCollector{m})
 	m.decisions = newLimiterDecisions()
 	reg.MustRegister(m.decisions)
+	bi := buildinfo.Read()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricBuildInfo,
+		Help:        "Always 1; its labels say which hourglass build is running.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "goversion": bi.GoVersion}})
+	build.Set(1)
+	reg.MustRegister(build)
 	return m
 }
 

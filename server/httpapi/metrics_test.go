@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"runtime"
 	"testing"
 
 	"github.com/hourglass-io/hourglass/queue"
@@ -125,6 +126,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 			{"hourglass_tube_paused", map[string]string{"tube": "m"}, 0},
 			{"hourglass_job_delivery_lateness_seconds", nil, 1},
 			{"hourglass_connections_total", map[string]string{"protocol": "http"}, 1},
+			{"hourglass_build_info", map[string]string{"goversion": runtime.Version()}, 1},
 		} {
 			got, ok := value(w.name, w.labels)
 			if !ok || got < w.want || (w.name != "hourglass_connections_total" && got != w.want) {

@@ -83,6 +83,9 @@ type Server struct {
 	// locks.go): a hourglass.Backend's Locks. The server obtains through a
 	// lock.Client of its own over it.
 	Locks lock.Store
+	// AccessLog, when set, receives one info record per HTTP request
+	// once it is answered: method, path, status, bytes, duration, remote.
+	AccessLog *slog.Logger
 
 	initOnce sync.Once
 	locks    lockServer // the state of the locks' routes
@@ -119,6 +122,9 @@ func (s *Server) init() {
 			s.hosts.add(h)
 		}
 		s.handler = s.guard(s.routes())
+		if s.AccessLog != nil {
+			s.handler = accessLog(s.AccessLog, s.handler)
+		}
 		s.hs = &http.Server{
 			Handler:           s.handler,
 			ReadHeaderTimeout: or(s.ReadHeaderTimeout, DefaultReadHeaderTimeout),
