@@ -41,10 +41,13 @@
 //
 // # Differences from beanstalkd 1.12
 //
-// Job IDs are the store's: they do not start at 1, a put that fails
-// (EXPECTED_CRLF, DRAINING) uses none up, and on the Redis store they rise
-// in put order within a tube only, so jobs of equal priority in different
-// tubes are not taken in put order. A tube's total-jobs, cmd-delete and
+// Job IDs are the store's: they do not start at 1 on Redis (they follow
+// Redis's clock, so that none is issued twice after Redis loses writes),
+// and a put that fails (EXPECTED_CRLF, DRAINING) uses none up. They rise
+// in put order across every tube on the embedded engine and on one Redis,
+// so jobs of equal priority in several watched tubes are taken in put
+// order; on a Redis Cluster, tubes on different slots order by the
+// masters' clocks to the millisecond. A tube's total-jobs, cmd-delete and
 // cmd-pause-tube start again from 0 once the store holds no job of it,
 // even while connections use it ("default" included); a tube paused while
 // no job holds it lives until its pause ends. The stats fields total-jobs
