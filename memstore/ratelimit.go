@@ -115,13 +115,19 @@ func (l *Limits) GCRA(ctx context.Context, key string, req ratelimit.GCRARequest
 	}
 	switch req.Op {
 	case ratelimit.OpCancel:
+		// Give back only what no later reservation builds on: the latest
+		// reservation acts at tat - burst*T, and the part of this one's
+		// cost that lies before that is in use.
 		at := req.At.UnixMicro()
 		if at > now {
 			for i := range n {
 				if tat[i] > now {
-					write(i, max(tat[i]-C[i]*T[i], now))
-					tat[i] = max(tat[i]-C[i]*T[i], now)
-					d.OK = true
+					give := min(C[i]*T[i], C[i]*T[i]-(tat[i]-B[i]*T[i]-at))
+					if give > 0 {
+						tat[i] = max(tat[i]-give, now)
+						write(i, tat[i])
+						d.OK = true
+					}
 				}
 			}
 		}

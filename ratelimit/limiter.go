@@ -156,7 +156,9 @@ func (r *Reservation) StoreErr() error { return r.storeEr }
 
 // Cancel gives the reservation's events back if its slot has not come yet,
 // so that later callers may use them. Reservations made after it keep
-// their slots: only what they do not build on is given back. Cancel on a
+// their slots: only what they do not build on is given back (none of it
+// when a later reservation acts after this one's slot, as in
+// golang.org/x/time/rate). Cancel on a
 // reservation that is not OK, already cancelled or whose time has come
 // does nothing. It returns an error wrapping ErrStore when the store
 // failed.

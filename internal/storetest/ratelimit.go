@@ -3,6 +3,9 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +36,7 @@ func RateLimit(t *testing.T, newStore NewRateLimitStore) {
 		{"Funnel", testRLFunnel},
 		{"Reserve", testRLReserve},
 		{"Cancel", testRLCancel},
+		{"CancelBuiltOn", testRLCancelBuiltOn},
 		{"ReserveSeveralLimits", testRLReserveSeveral},
 		{"SeveralLimits", testRLSeveralLimits},
 		{"CostOverBurst", testRLCostOverBurst},
@@ -238,15 +242,16 @@ func testRLCancel(t *testing.T, r *rlEnv) {
 		t.Fatal(err)
 	}
 	r.want("after cancelling the last", r.reserve("k", 1, -1, lim).Delay(), 2*time.Second)
-	// Cancelling r2 (+1s) hands back one interval: the reservation now at
-	// +2s keeps its slot, and the next caller gets +2s, not +3s.
+	// Cancelling r2 (+1s) while the reservation at +2s builds on it gives
+	// nothing back (as golang.org/x/time/rate): the next caller gets +3s;
+	// +2s would put two events in one interval with a burst of 1.
 	if err := r2.Cancel(r.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := r2.Cancel(r.ctx); err != nil { // twice gives back once
 		t.Fatal(err)
 	}
-	r.want("after cancelling a middle one", r.reserve("k", 1, -1, lim).Delay(), 2*time.Second)
+	r.want("after cancelling a middle one", r.reserve("k", 1, -1, lim).Delay(), 3*time.Second)
 	// A reservation whose time has come gives nothing back.
 	r.clock.Advance(10 * time.Second)
 	r4 := r.reserve("k", 1, -1, lim)
@@ -264,6 +269,67 @@ func testRLCancel(t *testing.T, r *rlEnv) {
 	}
 	r.want("still used", r.allow("k", 1, lim).RetryAfter, 999*time.Millisecond)
 	_ = r1
+}
+
+// testRLCancelBuiltOn: 10/s with a burst of 1, all at one instant:
+// reserve (0), A (100 ms), B (200 ms), cancel A, reserve C: C comes at
+// 300 ms, after B, not at B's instant. Then random reservations and
+// cancels at random instants never admit more than the burst plus the
+// rate over any span.
+func testRLCancelBuiltOn(t *testing.T, r *rlEnv) {
+	lim := ratelimit.Every(100 * time.Millisecond).WithBurst(1)
+	r.want("first", r.reserve("k", 1, -1, lim).Delay(), time.Duration(0))
+	a := r.reserve("k", 1, -1, lim)
+	r.want("A", a.Delay(), 100*time.Millisecond)
+	r.want("B", r.reserve("k", 1, -1, lim).Delay(), 200*time.Millisecond)
+	if err := a.Cancel(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.want("C", r.reserve("k", 1, -1, lim).Delay(), 300*time.Millisecond)
+
+	for _, burst := range []int{1, 3} {
+		lim := ratelimit.Every(100 * time.Millisecond).WithBurst(burst)
+		key := fmt.Sprint("rand", burst)
+		rng := rand.New(rand.NewPCG(uint64(burst), 7))
+		type held struct {
+			res *ratelimit.Reservation
+			act time.Time // on the store's clock
+			out bool      // cancelled before its time
+		}
+		var all []*held
+		for range 300 {
+			switch {
+			case rng.IntN(3) == 0 && len(all) > 0:
+				h := all[rng.IntN(len(all))]
+				if !h.out && r.clock.Now().Before(h.act) {
+					if err := h.res.Cancel(r.ctx); err != nil {
+						t.Fatal(err)
+					}
+					h.out = true
+				}
+			case rng.IntN(4) == 0:
+				r.clock.Advance(time.Duration(rng.IntN(150)) * time.Millisecond)
+			default:
+				res := r.reserve(key, 1, -1, lim)
+				all = append(all, &held{res: res, act: r.clock.Now().Add(res.Delay())})
+			}
+		}
+		var acts []time.Time
+		for _, h := range all {
+			if !h.out {
+				acts = append(acts, h.act)
+			}
+		}
+		slices.SortFunc(acts, func(x, y time.Time) int { return x.Compare(y) })
+		for i := range acts {
+			for j := i; j < len(acts); j++ {
+				span := acts[j].Sub(acts[i])
+				if allowed := burst + int(span/(100*time.Millisecond)); j-i+1 > allowed {
+					t.Fatalf("burst %d: %d events admitted in %v, at most %d allowed", burst, j-i+1, span, allowed)
+				}
+			}
+		}
+	}
 }
 
 // testRLReserveSeveral: a reservation over several limits waits for the

@@ -19,18 +19,26 @@ local tat = {}
 local ok, delay, retry = 0, 0, 0
 
 if op == 'c' then
+  -- Give back only what no later reservation builds on: the latest
+  -- reservation acts at tat - burst*T, and the part of this one's cost
+  -- that lies before that is in use.
   local at = tonumber(ARGV[5])
   for i = 1, L do
     local t = tonumber(redis.call('GET', KEYS[i]) or '0')
     if at > now and t > now then
       local a = 3 + 3 * i
-      t = math.max(t - n * tonumber(ARGV[a + 2]) * tonumber(ARGV[a]), now)
-      if t > now then
-        redis.call('SET', KEYS[i], rl_int(t), 'PX', rl_px(t - now, injected))
-      else
-        redis.call('DEL', KEYS[i])
+      local T, b = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+      local cost = n * tonumber(ARGV[a + 2]) * T
+      local give = math.min(cost, cost - (t - b * T - at))
+      if give > 0 then
+        t = math.max(t - give, now)
+        if t > now then
+          redis.call('SET', KEYS[i], rl_int(t), 'PX', rl_px(t - now, injected))
+        else
+          redis.call('DEL', KEYS[i])
+        end
+        ok = 1
       end
-      ok = 1
     end
     tat[i] = t
   end
