@@ -290,7 +290,8 @@ func reserveDelete(ctx context.Context, q *queue.Queue, tube string) error {
 type cmdStat struct{ calls, usec float64 }
 
 // commandStats reads INFO commandstats: per command, its calls and µs.
-func commandStats(b *testing.B, c *redis.Client) map[string]cmdStat {
+func commandStats(b testing.TB, c *redis.Client) map[string]cmdStat {
+	b.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)

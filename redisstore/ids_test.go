@@ -71,16 +71,7 @@ func TestIDsNotReusedAfterLoss(t *testing.T) {
 			clock := storetest.NewClock(time.Now())
 			c := topo.client(t)
 			prefix := redistest.Prefix(t)
-			s, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: prefix, Clock: clock.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			q, err := queue.New(s, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer q.Close()
+			q := clockedQueue(t, c, prefix, clock)
 			seen := map[queue.ID]bool{}
 			var high queue.ID
 			put := func(round string, i int) {
@@ -180,20 +171,7 @@ func TestStaleTubeCache(t *testing.T) {
 	c := standaloneClient(t)
 	prefix := redistest.Prefix(t)
 	clock := storetest.NewClock(time.Now())
-	open := func() *queue.Queue {
-		s, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: prefix, Clock: clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		q, err := queue.New(s, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { q.Close() })
-		return q
-	}
-	p1, p2 := open(), open()
+	p1, p2 := clockedQueue(t, c, prefix, clock), clockedQueue(t, c, prefix, clock)
 	// Two tubes on one tag, so that one ID can name a job of either.
 	a, b := "a", ""
 	for i := 0; b == ""; i++ {
@@ -230,4 +208,21 @@ func TestStaleTubeCache(t *testing.T) {
 	if err := p1.Delete(ctx, id); err != nil {
 		t.Fatalf("delete %d by its holder: %v", id, err)
 	}
+}
+
+// clockedQueue is a Queue on a store of its own under prefix on c, on the
+// test's clock; both are closed when the test ends.
+func clockedQueue(t *testing.T, c redis.UniversalClient, prefix string, clock *storetest.Clock) *queue.Queue {
+	t.Helper()
+	s, err := redisstore.New(context.Background(), c, &redisstore.Options{Prefix: prefix, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q
 }

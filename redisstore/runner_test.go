@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,21 +20,9 @@ import (
 // CONFIG RESETSTAT (commands run by functions count too).
 func commandCalls(t testing.TB, c *redis.Client) map[string]int64 {
 	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int64{}
-	for _, line := range strings.Split(info, "\r\n") {
-		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
-		if !ok || !strings.HasPrefix(line, "cmdstat_") {
-			continue
-		}
-		for _, f := range strings.Split(rest, ",") {
-			if v, ok := strings.CutPrefix(f, "calls="); ok {
-				out[name], _ = strconv.ParseInt(v, 10, 64)
-			}
-		}
+	for name, st := range commandStats(t, c) {
+		out[name] = int64(st.calls)
 	}
 	return out
 }

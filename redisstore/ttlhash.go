@@ -56,7 +56,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ttlhash"
 	"github.com/redis/go-redis/v9"
 )
@@ -383,9 +382,6 @@ func (h *Hashes) SweepAll(ctx context.Context, max int) ([]ttlhash.SweepResult, 
 	}
 	out, err := h.runMany(ctx, calls)
 	if err != nil {
-		if errors.Is(err, queueErrClosed) {
-			return nil, ttlhash.ErrClosed
-		}
 		return nil, err
 	}
 	rs := make([]ttlhash.SweepResult, len(out))
@@ -745,8 +741,6 @@ func (h *Hashes) listen(ctx context.Context, suffix string, wake func(shard int)
 		}
 	}, nil
 }
-
-var queueErrClosed = queue.ErrClosed
 
 func sortedStrings(s []string) []string {
 	slices.Sort(s)
