@@ -20,7 +20,15 @@ if free > 0 and (holders == 0 or not redis.call('ZSCORE', h, token)) and (queued
   local f = math.max(tonumber(redis.call('HGET', m, 'f') or '0') + 1, now)
   redis.call('HSET', m, 'f', f)
   redis.call('ZADD', h, now + ttl, token)
-  lk_retain(m, h, q, qe, now, f, queued > 0)
+  if holders == 0 and queued == 0 then
+    -- The only deadline is this lease's, the fence at most now: no need
+    -- to look for later ones.
+    local ms = math.floor(math.max(ttl, f - now) / 1000) + 1000
+    redis.call('PEXPIRE', m, ms)
+    redis.call('PEXPIRE', h, ms)
+  else
+    lk_retain(m, h, q, qe, now, f, queued > 0)
+  end
   return {1, f, 0}
 end
 

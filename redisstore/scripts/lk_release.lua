@@ -3,10 +3,16 @@
 -- KEYS: m, h, q, qe (see lk_lib.lua)
 -- ARGV: now, token, wake-up channel (a shard channel in the keys' slot)
 -- Returns 1, or 0 when token holds no live lease.
-local m, h, q, qe = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+--
+-- It touches only the holder's entry: the keys keep the expiry the grant
+-- gave them (the end of this lease at the latest, plus a second), ended
+-- leases and lapsed places of others are dropped by the next acquire, and
+-- the fence stays whatever it is. An uncontended release is four calls.
+local h = KEYS[2]
 local now = lk_now(ARGV[1])
-local _, queued = lk_prune(h, q, qe, now)
-if redis.call('ZREM', h, ARGV[2]) == 0 then return 0 end
+local lease = redis.call('ZSCORE', h, ARGV[2])
+if not lease then return 0 end
+redis.call('ZREM', h, ARGV[2])
+if tonumber(lease) <= now then return 0 end
 redis.call('SPUBLISH', ARGV[3], 'r')
-lk_retain(m, h, q, qe, now, nil, queued > 0)
 return 1
