@@ -131,6 +131,19 @@ func (l *Limits) GCRA(ctx context.Context, key string, req ratelimit.GCRARequest
 				}
 			}
 		}
+	case ratelimit.OpRollback:
+		// The cost less the time since the admission: later admissions
+		// that found the state at or after ours built on at most that
+		// much of it, so what is given back was never used by another.
+		at := req.At.UnixMicro()
+		for i := range n {
+			give := C[i]*T[i] - max(now-at, 0)
+			if give > 0 && tat[i] > now {
+				tat[i] = max(tat[i]-give, now)
+				write(i, tat[i])
+				d.OK = true
+			}
+		}
 	default:
 		act := now
 		for i := range n {

@@ -16,25 +16,141 @@ func (l *Limiter) AllowEach(ctx context.Context, keys []string, n int, limits ..
 	skeys := make([]string, len(keys))
 	reqs := make([]GCRARequest, len(keys))
 	for i, key := range keys {
-		alg, err := l.check(key, n, limits)
+		skey, lims, err := l.gcraKey(key, n, limits, "AllowEach")
 		if err != nil {
 			return nil, err
 		}
-		if alg != GCRA {
-			return nil, fmt.Errorf("%w: AllowEach with %v", ErrUnsupported, alg)
-		}
-		lims, k := limits, l.partitions(key)
-		p := 0
-		if k > 1 {
-			if lims, err = partitionLimits(n, limits, k); err != nil {
-				return nil, err
-			}
-			p = rand.IntN(k)
-		}
-		skeys[i] = l.storeKey(key, p, k)
+		skeys[i] = skey
 		reqs[i] = GCRARequest{Op: OpAllow, N: n, Limits: lims}
 	}
-	batch := func(s Store) ([]Decision, error) {
+	ds, storeErr, err := l.batch(ctx, skeys, reqs)
+	if err != nil {
+		return make([]Result, len(keys)), err
+	}
+	if ds == nil { // FailOpen
+		out := make([]Result, len(keys))
+		for i := range out {
+			out[i] = Result{Allowed: true, StoreErr: storeErr}
+		}
+		return out, nil
+	}
+	out := make([]Result, len(ds))
+	for i, d := range ds {
+		out[i] = result(d, storeErr)
+	}
+	return out, nil
+}
+
+func result(d Decision, storeErr error) Result {
+	return Result{Allowed: d.OK, Remaining: d.Remaining, RetryAfter: d.RetryAfter, ResetAfter: d.ResetAfter, StoreErr: storeErr}
+}
+
+// Request is one key's part of an AllowAll: N events on Key under Limits
+// (GCRA only).
+type Request struct {
+	Key    string
+	N      int
+	Limits []Limit
+}
+
+// AllowAll decides every request together: the events of all of them are
+// charged when each passes under its own limits, and none of them when any
+// does not. It reports whether they passed, and per request whether it had
+// room on its own (Allowed) with what remains after the call. Every
+// decision travels in one round trip on a Batcher (Redis); when one does
+// not pass, the charges of those that did are rolled back in a second
+// (OpRollback), which gives back each cost less the time between the two
+// calls, so a rollback never frees more than was taken: meanwhile other
+// callers may find those keys fuller than they end up, never emptier. A
+// partitioned key is tried on one partition only. The failure policy
+// applies to the whole call (FailOpen: all pass).
+//
+// Errors: those of AllowN for each request (nothing charged), and
+// ErrUnsupported for window algorithms.
+func (l *Limiter) AllowAll(ctx context.Context, reqs []Request) (bool, []Result, error) {
+	skeys := make([]string, len(reqs))
+	greqs := make([]GCRARequest, len(reqs))
+	for i, r := range reqs {
+		skey, lims, err := l.gcraKey(r.Key, r.N, r.Limits, "AllowAll")
+		if err != nil {
+			return false, nil, err
+		}
+		skeys[i] = skey
+		greqs[i] = GCRARequest{Op: OpAllow, N: r.N, Limits: lims}
+	}
+	out := make([]Result, len(reqs))
+	ds, storeErr, err := l.batch(ctx, skeys, greqs)
+	if err != nil {
+		return false, out, err
+	}
+	if ds == nil { // FailOpen
+		for i := range out {
+			out[i] = Result{Allowed: true, StoreErr: storeErr}
+		}
+		return true, out, nil
+	}
+	all := true
+	for i, d := range ds {
+		out[i] = result(d, storeErr)
+		all = all && d.OK
+	}
+	if all {
+		return true, out, nil
+	}
+	var back []int
+	for i, d := range ds {
+		if d.OK {
+			greqs[i].Op, greqs[i].At = OpRollback, d.Now
+			back = append(back, i)
+		}
+	}
+	if len(back) == 0 {
+		return false, out, nil
+	}
+	bkeys := make([]string, len(back))
+	breqs := make([]GCRARequest, len(back))
+	for j, i := range back {
+		bkeys[j], breqs[j] = skeys[i], greqs[i]
+	}
+	bs, _, err := l.batch(context.WithoutCancel(ctx), bkeys, breqs)
+	if err != nil {
+		return false, out, err
+	}
+	if bs != nil {
+		for j, i := range back {
+			out[i].Remaining, out[i].ResetAfter = bs[j].Remaining, bs[j].ResetAfter
+		}
+	}
+	return false, out, nil
+}
+
+// gcraKey checks a GCRA call on key and returns its store key (one
+// partition, picked at random, of a partitioned key) and its limits.
+func (l *Limiter) gcraKey(key string, n int, limits []Limit, what string) (string, []Limit, error) {
+	alg, err := l.check(key, n, limits)
+	if err != nil {
+		return "", nil, err
+	}
+	if alg != GCRA {
+		return "", nil, fmt.Errorf("%w: %s with %v", ErrUnsupported, what, alg)
+	}
+	k := l.partitions(key)
+	p := 0
+	if k > 1 {
+		if limits, err = partitionLimits(n, limits, k); err != nil {
+			return "", nil, err
+		}
+		p = rand.IntN(k)
+	}
+	return l.storeKey(key, p, k), limits, nil
+}
+
+// batch runs GCRA decisions in one round trip on a Batcher, else one after
+// the other, under the failure policy: it returns the decisions and the
+// store error a policy answered; no decisions and that error under
+// FailOpen (everything passes); the error to return under FailClosed.
+func (l *Limiter) batch(ctx context.Context, skeys []string, reqs []GCRARequest) ([]Decision, error, error) {
+	run := func(s Store) ([]Decision, error) {
 		if b, ok := s.(Batcher); ok {
 			return b.GCRABatch(ctx, skeys, reqs)
 		}
@@ -48,31 +164,21 @@ func (l *Limiter) AllowEach(ctx context.Context, keys []string, n int, limits ..
 		}
 		return out, nil
 	}
-	ds, err := batch(l.store)
-	var storeErr error
-	if err != nil {
-		serr := fmt.Errorf("%w: %w", ErrStore, err)
-		switch l.failure {
-		case FailOpen:
-			l.report(serr)
-			out := make([]Result, len(keys))
-			for i := range out {
-				out[i] = Result{Allowed: true, StoreErr: serr}
-			}
-			return out, nil
-		case FailLocal:
-			l.report(serr)
-			if ds, err = batch(l.local); err != nil {
-				return make([]Result, len(keys)), fmt.Errorf("%w; local: %w", serr, err)
-			}
-			storeErr = serr
-		default:
-			return make([]Result, len(keys)), serr
+	ds, err := run(l.store)
+	if err == nil {
+		return ds, nil, nil
+	}
+	serr := fmt.Errorf("%w: %w", ErrStore, err)
+	switch l.failure {
+	case FailOpen:
+		l.report(serr)
+		return nil, serr, nil
+	case FailLocal:
+		l.report(serr)
+		if ds, err = run(l.local); err != nil {
+			return nil, nil, fmt.Errorf("%w; local: %w", serr, err)
 		}
+		return ds, serr, nil
 	}
-	out := make([]Result, len(ds))
-	for i, d := range ds {
-		out[i] = Result{Allowed: d.OK, Remaining: d.Remaining, RetryAfter: d.RetryAfter, ResetAfter: d.ResetAfter, StoreErr: storeErr}
-	}
-	return out, nil
+	return nil, nil, serr
 }

@@ -44,6 +44,11 @@ const (
 	// OpCancel gives back the cost of a reservation whose time (At) has
 	// not come yet.
 	OpCancel
+	// OpRollback gives back the cost of an admission made at At (the Now
+	// of its Decision) less the time since then, so that it never gives
+	// back more than later admissions left free: what Limiter.AllowAll
+	// does to the keys that passed when another did not.
+	OpRollback
 )
 
 // GCRARequest is one GCRA decision.
@@ -58,14 +63,15 @@ type GCRARequest struct {
 	// any.
 	MaxWait time.Duration
 	// At (OpCancel) is the reservation's time to act, on the store's
-	// clock: the Now of its Decision plus its Delay.
+	// clock: the Now of its Decision plus its Delay. At (OpRollback) is
+	// the Now of the admission's Decision.
 	At time.Time
 }
 
 // Decision is a Store's answer.
 type Decision struct {
 	// OK: the cost was admitted (Allow), a slot was reserved (Reserve), or
-	// something was given back (Cancel).
+	// something was given back (Cancel, Rollback).
 	OK bool
 	// Remaining is how many more events (of the limits' quotas) would pass
 	// now, the least over the limits.

@@ -65,13 +65,15 @@ func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 		op = "r"
 	case ratelimit.OpCancel:
 		op = "c"
+	case ratelimit.OpRollback:
+		op = "u"
 	}
 	maxWait := int64(-1)
 	if req.MaxWait >= 0 {
 		maxWait = us(req.MaxWait)
 	}
 	var at int64
-	if req.Op == ratelimit.OpCancel {
+	if req.Op == ratelimit.OpCancel || req.Op == ratelimit.OpRollback {
 		at = req.At.UnixMicro()
 	}
 	args := make([]any, 5, 5+3*len(req.Limits))

@@ -37,6 +37,8 @@ func RateLimit(t *testing.T, newStore NewRateLimitStore) {
 		{"Reserve", testRLReserve},
 		{"Cancel", testRLCancel},
 		{"CancelBuiltOn", testRLCancelBuiltOn},
+		{"AllowAll", testRLAllowAll},
+		{"RollbackBound", testRLRollbackBound},
 		{"ReserveSeveralLimits", testRLReserveSeveral},
 		{"SeveralLimits", testRLSeveralLimits},
 		{"CostOverBurst", testRLCostOverBurst},
@@ -328,6 +330,110 @@ func testRLCancelBuiltOn(t *testing.T, r *rlEnv) {
 					t.Fatalf("burst %d: %d events admitted in %v, at most %d allowed", burst, j-i+1, span, allowed)
 				}
 			}
+		}
+	}
+}
+
+// testRLAllowAll: several keys decided together are charged all or none;
+// each says whether it had room on its own.
+func testRLAllowAll(t *testing.T, r *rlEnv) {
+	a := ratelimit.Every(100 * time.Millisecond).WithBurst(2)
+	b := ratelimit.Every(100 * time.Millisecond).WithBurst(1)
+	reqs := []ratelimit.Request{{Key: "A", N: 1, Limits: []ratelimit.Limit{a}}, {Key: "B", N: 1, Limits: []ratelimit.Limit{b}}}
+	ok, res, err := r.l.AllowAll(r.ctx, reqs)
+	if err != nil || !ok || !res[0].Allowed || !res[1].Allowed {
+		t.Fatalf("first AllowAll: %v %+v %v, want both passed", ok, res, err)
+	}
+	ok, res, err = r.l.AllowAll(r.ctx, reqs)
+	if err != nil || ok {
+		t.Fatalf("second AllowAll: %v %v, want refused", ok, err)
+	}
+	r.want("A had room", res[0].Allowed, true)
+	r.want("B had none", res[1].Allowed, false)
+	r.want("A's remaining after the roll back", res[0].Remaining, 1)
+	r.want("B's retry", res[1].RetryAfter, 100*time.Millisecond)
+	r.want("A admits what the roll back gave back", r.count(5, "A", a), 1)
+	r.want("B full", r.count(5, "B", b), 0)
+
+	// Bad input anywhere charges nothing.
+	bad := []ratelimit.Request{{Key: "C", N: 1, Limits: []ratelimit.Limit{a}}, {Key: "D", N: 1, Limits: []ratelimit.Limit{ratelimit.PerSecond(5).WithAlgorithm(ratelimit.SlidingLog)}}}
+	if _, _, err := r.l.AllowAll(r.ctx, bad); !errors.Is(err, ratelimit.ErrUnsupported) {
+		t.Fatalf("AllowAll with a sliding log: %v, want ErrUnsupported", err)
+	}
+	bad[1] = ratelimit.Request{Key: "D", N: 0, Limits: []ratelimit.Limit{a}}
+	if _, _, err := r.l.AllowAll(r.ctx, bad); !errors.Is(err, ratelimit.ErrInvalidCost) {
+		t.Fatalf("AllowAll with a cost of 0: %v, want ErrInvalidCost", err)
+	}
+	r.want("C untouched", r.count(5, "C", a), 2)
+}
+
+// testRLRollbackBound: admissions at random instants, some rolled back
+// later (after others were admitted): the admissions left never exceed the
+// burst plus the rate over any span, and a roll back with no time passed
+// and nothing admitted since gives everything back.
+func testRLRollbackBound(t *testing.T, r *rlEnv) {
+	lim := ratelimit.Every(100 * time.Millisecond).WithBurst(1)
+	req := ratelimit.GCRARequest{Op: ratelimit.OpAllow, N: 1, Limits: []ratelimit.Limit{lim}}
+	d, err := r.store.GCRA(r.ctx, "whole", req)
+	if err != nil || !d.OK {
+		t.Fatalf("allow: %+v %v", d, err)
+	}
+	back := req
+	back.Op, back.At = ratelimit.OpRollback, d.Now
+	if d, err := r.store.GCRA(r.ctx, "whole", back); err != nil || !d.OK || d.Remaining != 1 {
+		t.Fatalf("roll back at once: %+v %v, want OK with 1 remaining", d, err)
+	}
+
+	for _, burst := range []int{1, 3} {
+		lim := ratelimit.Every(100 * time.Millisecond).WithBurst(burst)
+		req := ratelimit.GCRARequest{Op: ratelimit.OpAllow, N: 1, Limits: []ratelimit.Limit{lim}}
+		key := fmt.Sprint("rand", burst)
+		rng := rand.New(rand.NewPCG(uint64(burst), 11))
+		type admitted struct {
+			at  time.Time
+			out bool
+		}
+		var all []*admitted
+		for range 400 {
+			switch {
+			case rng.IntN(10) == 0 && len(all) > 0:
+				h := all[len(all)-1-rng.IntN(min(len(all), 3))]
+				if !h.out {
+					back := req
+					back.Op, back.At = ratelimit.OpRollback, h.at
+					if _, err := r.store.GCRA(r.ctx, key, back); err != nil {
+						t.Fatal(err)
+					}
+					h.out = true
+				}
+			case rng.IntN(3) == 0:
+				r.clock.Advance(time.Duration(rng.IntN(120)) * time.Millisecond)
+			default:
+				d, err := r.store.GCRA(r.ctx, key, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.OK {
+					all = append(all, &admitted{at: d.Now})
+				}
+			}
+		}
+		var ats []time.Time
+		for _, h := range all {
+			if !h.out {
+				ats = append(ats, h.at)
+			}
+		}
+		for i := range ats {
+			for j := i; j < len(ats); j++ {
+				span := ats[j].Sub(ats[i])
+				if allowed := burst + int(span/(100*time.Millisecond)); j-i+1 > allowed {
+					t.Fatalf("burst %d: %d admissions left in %v, at most %d allowed", burst, j-i+1, span, allowed)
+				}
+			}
+		}
+		if len(ats) < 20 {
+			t.Fatalf("burst %d: only %d admissions left; the sequence tests little", burst, len(ats))
 		}
 	}
 }

@@ -2,8 +2,9 @@
 -- rl_gcra: one GCRA decision (allow, reserve or cancel) for every limit of
 -- one key, all charged or none.
 -- KEYS: per limit, a string holding its theoretical arrival time (µs)
--- ARGV: now, op ("a" allow, "r" reserve, "c" cancel), n, max wait (µs, -1:
---       any), at (µs, the reservation's slot, for cancel), then per limit:
+-- ARGV: now, op ("a" allow, "r" reserve, "c" cancel, "u" roll back), n, max
+--       wait (µs, -1: any), at (µs: the reservation's slot for cancel, the
+--       admission's time for roll back), then per limit:
 --       interval (µs), burst, quota
 -- Returns: {ok (1 or 0), remaining, retry-after, reset-after, delay, now}
 --
@@ -39,6 +40,25 @@ if op == 'c' then
         end
         ok = 1
       end
+    end
+    tat[i] = t
+  end
+elseif op == 'u' then
+  -- The cost less the time since the admission: later admissions that
+  -- found the state at or after ours built on at most that much of it.
+  local since = math.max(now - tonumber(ARGV[5]), 0)
+  for i = 1, L do
+    local t = tonumber(redis.call('GET', KEYS[i]) or '0')
+    local a = 3 + 3 * i
+    local give = n * tonumber(ARGV[a + 2]) * tonumber(ARGV[a]) - since
+    if give > 0 and t > now then
+      t = math.max(t - give, now)
+      if t > now then
+        redis.call('SET', KEYS[i], rl_int(t), 'PX', rl_px(t - now, injected))
+      else
+        redis.call('DEL', KEYS[i])
+      end
+      ok = 1
     end
     tat[i] = t
   end

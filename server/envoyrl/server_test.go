@@ -200,6 +200,15 @@ func TestShouldRateLimit(t *testing.T) {
 
 			// Several descriptors: the overall code is OVER_LIMIT if any is.
 			expect(t, "mixed", f.ask(t, "edge", 0, desc("remote_address", "192.0.2.7"), desc("remote_address", "192.0.2.12")), "OVER_LIMIT OVER_LIMIT OK")
+			// All or none: the descriptor with room was not charged by the
+			// refused request, so all 3 of its minute are left.
+			for i := range 3 {
+				r := f.ask(t, "edge", 0, desc("remote_address", "192.0.2.12"))
+				expect(t, "after a refused request", r, "OK OK")
+				if got := r.GetStatuses()[0].GetLimitRemaining(); got != uint32(2-i) {
+					t.Fatalf("after a refused request, hit %d: limit_remaining %d, want %d", i, got, 2-i)
+				}
+			}
 
 			// Extensions: 2 per 90 s, a sliding log.
 			for range 2 {

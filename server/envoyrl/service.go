@@ -3,6 +3,7 @@ package envoyrl
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -93,7 +94,10 @@ func find(domain string, top []*rule, d *rlv3.RateLimitDescriptor) (match, bool)
 // ShouldRateLimit decides a request: every descriptor that reaches a limit
 // is checked and charged hits_addend (default 1) events; the overall code
 // is OVER_LIMIT when any descriptor is over its limit and not in shadow
-// mode.
+// mode. The descriptors with GCRA limits that are not in shadow mode are
+// decided together, in one round trip, and charged all or none
+// (ratelimit.Limiter.AllowAll); those in shadow mode or with a window
+// algorithm are decided each on its own.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	domain := req.GetDomain()
 	if domain == "" {
@@ -117,10 +121,15 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			}
 		}
 	}
-	var tightest *rlsv3.RateLimitResponse_DescriptorStatus
+	// The descriptors to decide, and those decided together.
+	var (
+		limited []int
+		hits    = make([]int, len(matches))
+		group   []int
+		reqs    []ratelimit.Request
+	)
 	for i, d := range req.GetDescriptors() {
-		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
-		resp.Statuses[i] = st
+		resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		m := matches[i]
 		if !found[i] || m.r.unlimited || (m.r.name != "" && replaced[m.r.name]) {
 			continue
@@ -132,9 +141,44 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		if n == 0 {
 			n = 1
 		}
+		hits[i] = n
+		limited = append(limited, i)
+		if !m.r.shadow && m.r.limit.Algorithm == ratelimit.GCRA {
+			group = append(group, i)
+			reqs = append(reqs, ratelimit.Request{Key: m.key, N: n, Limits: []ratelimit.Limit{*m.r.limit}})
+		}
+	}
+	results := make([]ratelimit.Result, len(matches))
+	errs := make([]error, len(matches))
+	if len(group) > 0 {
+		_, got, err := s.Limiter.AllowAll(ctx, reqs)
+		if err != nil && !errors.Is(err, ratelimit.ErrStore) {
+			// One bad limit: decide each on its own, so the others are
+			// still answered and the bad one reports its error.
+			for _, i := range group {
+				results[i], errs[i] = s.Limiter.AllowN(ctx, matches[i].key, hits[i], *matches[i].r.limit)
+			}
+		} else {
+			for j, i := range group {
+				if err != nil {
+					errs[i] = err
+				} else {
+					results[i] = got[j]
+				}
+			}
+		}
+	}
+	var tightest *rlsv3.RateLimitResponse_DescriptorStatus
+	for _, i := range limited {
+		st := resp.Statuses[i]
+		m := matches[i]
+		n := hits[i]
 		lim := *m.r.limit
 		st.CurrentLimit = currentLimit(m.r.name, lim)
-		res, err := s.Limiter.AllowN(ctx, m.key, n, lim)
+		res, err := results[i], errs[i]
+		if !slices.Contains(group, i) {
+			res, err = s.Limiter.AllowN(ctx, m.key, n, lim)
+		}
 		over := false
 		switch {
 		case errors.Is(err, ratelimit.ErrImpossible):
