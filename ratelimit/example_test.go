@@ -143,3 +143,31 @@ func ExampleLimit_slidingLog() {
 	// true 0
 	// false 0
 }
+
+// A request counts against its user's limit and its tenant's: it passes
+// only when both have room, and a refused request charges neither.
+func ExampleLimiter_AllowAll() {
+	ctx := context.Background()
+	s := memstore.New(nil)
+	defer s.Close()
+	l := ratelimit.New(s.Limits(), nil)
+
+	perUser := []ratelimit.Limit{ratelimit.PerMinute(2)}
+	perTenant := []ratelimit.Limit{ratelimit.PerMinute(3)}
+	for _, user := range []string{"ann", "ann", "bob", "bob"} {
+		ok, res, err := l.AllowAll(ctx, []ratelimit.Request{
+			{Key: "user:" + user, N: 1, Limits: perUser},
+			{Key: "tenant:acme", N: 1, Limits: perTenant},
+		})
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(user, ok, "user left:", res[0].Remaining, "tenant left:", res[1].Remaining)
+	}
+	// Output:
+	// ann true user left: 1 tenant left: 2
+	// ann true user left: 0 tenant left: 1
+	// bob true user left: 1 tenant left: 0
+	// bob false user left: 1 tenant left: 0
+}
