@@ -119,6 +119,14 @@ func (l *Limits) SlidingWindow(ctx context.Context, key string, n int, limits []
 // GCRABatch implements ratelimit.Batcher: the decisions are sent in one
 // pipeline (on a cluster, one per master).
 func (l *Limits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.GCRARequest) ([]ratelimit.Decision, error) {
+	if len(keys) == 1 {
+		// One decision goes with other callers' (group commit).
+		d, err := l.GCRA(ctx, keys[0], reqs[0])
+		if err != nil {
+			return nil, err
+		}
+		return []ratelimit.Decision{d}, nil
+	}
 	calls := make([]call, len(keys))
 	for i, k := range keys {
 		calls[i] = l.gcraCall(k, reqs[i])

@@ -22,8 +22,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +47,20 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds; the figures are medians over them")
 	keys := flag.Int("keys", 10000, "distinct descriptor values")
 	limit := flag.Int("limit", 100, "requests per minute per value")
+	only := flag.String("only", "", "measure only the systems whose name contains this")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (clients and servers of this process) to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	addr, stop, err := startRedis()
 	if err != nil {
@@ -63,6 +78,9 @@ func main() {
 		{"hourglass sliding_window", func() (string, func(), error) { return startHourglass(addr, *limit, "sliding_window") }},
 		{"hourglass sliding_log", func() (string, func(), error) { return startHourglass(addr, *limit, "sliding_log") }},
 		{"envoyproxy/ratelimit (fixed window)", func() (string, func(), error) { return startEnvoyRatelimit(addr, *limit) }},
+	}
+	if *only != "" {
+		systems = slices.DeleteFunc(systems, func(s system) bool { return !strings.Contains(s.name, *only) })
 	}
 	fmt.Printf("envoybench: %d streams, %v per round, %d rounds, %d values, %d/minute each, redis-server %s\n",
 		*streams, *duration, *rounds, *keys, *limit, addr)
