@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -59,7 +60,9 @@ call, the dashboard's data and actions and /metrics need the header
 beyond loopback (either listener) without a token. The beanstalkd protocol
 has no authentication of its own: beyond loopback, put it behind --tls-cert
 and a network you trust. --tls-cert and --tls-key serve both listeners over
-TLS.
+TLS. --tls-client-ca adds mutual TLS: every listener (gRPC included) then
+accepts only clients with a certificate signed by one of those CAs, and may
+listen beyond loopback without a token.
 
 --grpc-addr (off by default) serves Envoy's rate limit service,
 envoy.service.ratelimit.v3, with gRPC health checking and reflection, from
@@ -95,6 +98,7 @@ Examples:
 		fs.StringVar(&o.authTokenFile, "auth-token-file", "", "`file` holding the bearer token (its first line), instead of --auth-token")
 		fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file`: serve both listeners over TLS (with --tls-key)")
 		fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+		fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM `file` of the CAs whose client certificates every listener requires (mutual TLS; with --tls-cert)")
 		fs.DurationVar(&o.maxWait, "max-wait", httpapi.DefaultMaxWait, "longest `duration` an HTTP long poll (reserve) waits")
 		fs.IntVar(&o.maxJobSize, "max-job-size", queue.DefaultMaxJobSize, "largest job body, in `bytes`")
 		fs.IntVar(&o.maxJobs, "max-jobs", 0, "most `jobs` the embedded engine holds; a put beyond is answered OUT_OF_MEMORY (0: no cap)")
@@ -141,6 +145,7 @@ type serveOptions struct {
 	authTokenFile           string
 	allowedHosts            string // --allowed-hosts, comma-separated; empty: the defaults
 	tlsCert, tlsKey         string
+	tlsClientCA             string
 	maxWait                 time.Duration
 	limits                  []string // --limit NAME=SPEC
 	limitsFile              string
@@ -195,6 +200,8 @@ func (o *serveOptions) validate() error {
 		return usagef("give --auth-token or --auth-token-file, not both")
 	case (o.tlsCert == "") != (o.tlsKey == ""):
 		return usagef("--tls-cert and --tls-key go together")
+	case o.tlsClientCA != "" && o.tlsCert == "":
+		return usagef("--tls-client-ca needs --tls-cert and --tls-key: the listeners must speak TLS to ask for client certificates")
 	}
 	return nil
 }
@@ -227,7 +234,26 @@ func (o *serveOptions) tlsConfig() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if o.tlsClientCA != "" {
+		pem, err := os.ReadFile(o.tlsClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-client-ca: %w", err)
+		}
+		cfg.ClientCAs = x509.NewCertPool()
+		if !cfg.ClientCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-client-ca %s: no PEM certificate in the file", o.tlsClientCA)
+		}
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// authenticated reports whether clients must prove who they are: a bearer
+// token, or client certificates (mutual TLS). Only then may a listener be
+// beyond loopback.
+func authenticated(token string, tlsCfg *tls.Config) bool {
+	return token != "" || (tlsCfg != nil && tlsCfg.ClientAuth == tls.RequireAndVerifyClientCert)
 }
 
 // serve runs the server until ctx ends (SIGINT, SIGTERM), then shuts it down.
@@ -296,7 +322,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 			return fmt.Errorf("--http-addr: %w", err)
 		}
 	}
-	if token == "" {
+	if !authenticated(token, tlsCfg) {
 		for _, l := range []struct {
 			flag string
 			l    net.Listener
@@ -306,7 +332,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 				if hl != nil {
 					hl.Close()
 				}
-				return fmt.Errorf("%s %s is beyond loopback: refusing to serve it without --auth-token, --auth-token-file or HOURGLASS_AUTH_TOKEN", l.flag, l.l.Addr())
+				return fmt.Errorf("%s %s is beyond loopback: refusing to serve it without --auth-token, --auth-token-file, HOURGLASS_AUTH_TOKEN or --tls-client-ca", l.flag, l.l.Addr())
 			}
 		}
 	}
@@ -364,7 +390,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		attrs = append(attrs, "fsync", o.fsync)
 	}
 	attrs = append(attrs, "max_job_size", o.maxJobSize, "max_jobs", o.maxJobs, "max_conns", o.maxConns,
-		"auth", token != "", "tls", tlsCfg != nil, "limits", len(namedLimits), "pid", os.Getpid())
+		"auth", token != "", "tls", tlsCfg != nil, "client_certs", o.tlsClientCA != "", "limits", len(namedLimits), "pid", os.Getpid())
 	log.Info("hourglass serving", attrs...)
 	if o.fsyncSet && b.Kind != "file" {
 		log.Warn("--fsync is ignored: it applies to the embedded engine on disk", "store", b.Kind)

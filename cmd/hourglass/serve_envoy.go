@@ -52,9 +52,9 @@ func (o *envoyOptions) start(b *hourglass.Backend, token string, tlsCfg *tls.Con
 	if err != nil {
 		return nil, nil, fmt.Errorf("--grpc-addr: %w", err)
 	}
-	if token == "" && !loopback(l.Addr()) {
+	if !authenticated(token, tlsCfg) && !loopback(l.Addr()) {
 		l.Close()
-		return nil, nil, fmt.Errorf("--grpc-addr %s is beyond loopback: refusing to serve it without --auth-token, --auth-token-file or HOURGLASS_AUTH_TOKEN", l.Addr())
+		return nil, nil, fmt.Errorf("--grpc-addr %s is beyond loopback: refusing to serve it without --auth-token, --auth-token-file, HOURGLASS_AUTH_TOKEN or --tls-client-ca", l.Addr())
 	}
 	policy := ratelimit.FailClosed
 	if o.failOpen {

@@ -18,7 +18,8 @@ import (
 
 // Write writes a self-signed certificate for 127.0.0.1, valid for an hour
 // around now, and its key into dir (cert.pem, key.pem), and returns their
-// paths and a pool that trusts the certificate.
+// paths and a pool that trusts the certificate. The certificate serves as
+// a server's, a client's and as the CA of both.
 func Write(t testing.TB, dir string) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -32,7 +33,7 @@ func Write(t testing.TB, dir string) (certFile, keyFile string, pool *x509.CertP
 		NotAfter:     time.Now().Add(time.Hour),
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IsCA:         true, BasicConstraintsValid: true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
