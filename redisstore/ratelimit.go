@@ -55,7 +55,11 @@ func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
 func b36(v int64) string { return strconv.FormatInt(v, 36) }
 
-// gcraCall is the script call of one GCRA request.
+// gcraCall is the script call of one GCRA request: ARGV now, the number
+// of limits, per limit its interval, burst and quota, then the decision
+// (op, n, max wait, at). Decisions on one key with the same limits that
+// wait together go out as one call, the decisions one after the other
+// (rlScripts.gcra.merge).
 func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 	base := l.rlBase(key)
 	ks := make([]string, len(req.Limits))
@@ -76,14 +80,21 @@ func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 	if req.Op == ratelimit.OpCancel || req.Op == ratelimit.OpRollback {
 		at = req.At.UnixMicro()
 	}
-	args := make([]any, 5, 5+3*len(req.Limits))
-	args[0], args[1], args[2], args[3], args[4] = l.s.now(), op, req.N, maxWait, at
+	args := make([]any, 2, 6+3*len(req.Limits))
+	args[0], args[1] = l.s.now(), len(req.Limits)
 	for i, lim := range req.Limits {
 		t, b := us(lim.Interval()), int64(lim.BurstOrDefault())
 		ks[i] = base + "g" + b36(t) + "." + b36(b)
 		args = append(args, t, b, lim.QuotaOrDefault())
 	}
+	args = append(args, op, req.N, maxWait, at)
 	return call{op: rlScripts.gcra, keys: ks, args: args}
+}
+
+func init() {
+	// At most 64 decisions a call, so that none runs long.
+	rlScripts.gcra.merge = &itemMerger{per: 4, replyPer: 6, max: 64,
+		headLen: func(args []any) int { return 2 + 3*args[1].(int) }}
 }
 
 // windowCall is the script call of a sliding log (kind 'l') or sliding

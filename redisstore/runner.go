@@ -310,21 +310,31 @@ type merger interface {
 
 // itemMerger merges calls whose ARGV are head values, equal in every call,
 // then items of per values each, by appending their items; the reply holds
-// replyPer values per item, in order. (Puts to one tube partition.)
+// replyPer values per item, in order. (Puts to one tube partition; GCRA
+// decisions on one key.) The head is head values long, or headLen's
+// answer when it is set.
 type itemMerger struct {
 	head, per, replyPer, max int
+	headLen                  func(args []any) int
 }
 
-func (m *itemMerger) size(c call) int { return (len(c.args) - m.head) / m.per }
+func (m *itemMerger) headOf(c call) int {
+	if m.headLen != nil {
+		return m.headLen(c.args)
+	}
+	return m.head
+}
+
+func (m *itemMerger) size(c call) int { return (len(c.args) - m.headOf(c)) / m.per }
 
 func (m *itemMerger) limit() int { return m.max }
 
-func (m *itemMerger) group(c call) string { return groupOf(c, m.head) }
+func (m *itemMerger) group(c call) string { return groupOf(c, m.headOf(c)) }
 
 func (m *itemMerger) join(cs []call) call {
 	args := slices.Clone(cs[0].args)
 	for _, c := range cs[1:] {
-		args = append(args, c.args[m.head:]...)
+		args = append(args, c.args[m.headOf(c):]...)
 	}
 	return call{op: cs[0].op, keys: cs[0].keys, args: args}
 }
