@@ -613,8 +613,8 @@ func (s *Store) Tubes(ctx context.Context) ([]string, error) {
 // the heap of its state, at the index it records; every heap is ordered;
 // the counts match the heaps; unique keys point at their jobs; the schedule
 // of tubes matches their deadlines; no tube is empty, unreferenced and
-// unpaused; references add up; and no
-// ID is beyond the last one issued. It is meant for tests.
+// unpaused; references add up; and no ID is beyond the last one issued.
+// It is meant for tests.
 func (s *Store) CheckInvariants(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -716,14 +716,15 @@ func (s *Store) checkLocked() error {
 		}
 		refs[k.tube] += n
 	}
+	for name, n := range refs {
+		if t := s.tubes[name]; t == nil {
+			return fmt.Errorf("sessions hold %d references to tube %q, which does not exist", n, name)
+		}
+	}
 	for name, t := range s.tubes {
 		if t.refs != refs[name] {
 			return fmt.Errorf("tube %q counts %d references, sessions hold %d", name, t.refs, refs[name])
 		}
-		delete(refs, name)
-	}
-	for name, n := range refs {
-		return fmt.Errorf("sessions hold %d references to tube %q, which does not exist", n, name)
 	}
 	for tube, ls := range s.listeners {
 		if len(ls) == 0 || slices.ContainsFunc(ls, func(l *listener) bool { return l.tube != tube }) {
