@@ -10,8 +10,9 @@
 // buried jobs by the order they were buried (FIFO, removable from the
 // middle in O(log n)). Job IDs come from one counter per store, start at 1,
 // are never reused (not even across restarts) and stay below 2^53. A tube
-// exists while it holds a job or an active pause; Tubes lists them in the
-// order they were created. UniqueKey is per tube and held while its job
+// exists while it holds a job or a reference (Hold), or, paused while
+// nothing held it, until its pause ends (queue.Store.Tubes); Tubes lists
+// them in the order they were created. UniqueKey is per tube and held while its job
 // exists. With Options.MaxJobs set, a Put that would pass the cap returns
 // queue.ErrFull and stores nothing.
 //
@@ -81,6 +82,11 @@
 // timeouts since then are not counted. Per-tube counters (total jobs,
 // deletes, pauses) come back as they were; Stats.TotalJobs and
 // Stats.Timeouts count from Open. The ID counter never goes back.
+// References (Hold) do not survive: the log records when a tube's
+// references begin and end, so that a tube that a reference kept through a
+// time without jobs comes back with its counters, and Open then ends every
+// reference (no holder outlives the process), so a tube that only
+// references kept is gone, its pause with it.
 //
 // A torn tail left by a crash (a partial record, a bad checksum at the end
 // of the log) is cut at Open, never replayed. Damage elsewhere (a bad

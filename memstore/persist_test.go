@@ -237,6 +237,7 @@ func TestRandomRestart(t *testing.T) {
 	opts := &Options{Clock: clock.Now, Fsync: FsyncNo, CompactBytes: 2 << 10}
 	tubes := []string{"t0", "t1", "t2", "t3"}
 	owners := []string{"o0", "o1"}
+	holders := []string{"s0/c", "s1/c", "s1/d"}
 	var ids []queue.ID
 	pick := func() queue.ID {
 		if len(ids) == 0 || rng.IntN(20) == 0 {
@@ -255,7 +256,7 @@ func TestRandomRestart(t *testing.T) {
 		s := openT(t, dir, opts)
 		for range steps {
 			tube, owner := tubes[rng.IntN(len(tubes))], owners[rng.IntN(len(owners))]
-			switch rng.IntN(14) {
+			switch rng.IntN(16) {
 			case 0, 1, 2:
 				var jobs []queue.NewJob
 				for range 1 + rng.IntN(3) {
@@ -289,19 +290,50 @@ func TestRandomRestart(t *testing.T) {
 				must(s.Unreserve(ctx, owner, []queue.ID{pick(), pick()}))
 			case 13:
 				clock.Advance(time.Duration(rng.IntN(3000)) * time.Millisecond)
+			case 14, 15:
+				// References, as beanstalkd connections hold tubes.
+				n := 1 + rng.IntN(2)
+				if rng.IntN(2) == 0 {
+					n = -n
+				}
+				ok(t, s.Hold(ctx, holders[rng.IntN(len(holders))], tube, n))
 			}
 		}
 		if err := s.CheckInvariants(ctx); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
+		if round%2 == 1 {
+			// A restart ends every reference, as if the holders had
+			// let go first: compare with that. (Even rounds keep them
+			// up to the close, and check the result's invariants.)
+			for _, h := range holders {
+				for _, tube := range tubes {
+					ok(t, s.Hold(ctx, h, tube, -1000))
+				}
+			}
+		}
 		must(s.Stats(ctx)) // applies what the clock made due, as Open will
 		want := durable(s)
 		closeT(t, s)
 		s = openT(t, dir, opts)
-		if diff := cmp.Diff(want, durable(s)); diff != "" {
-			t.Fatalf("round %d: state after the restart (-want +got):\n%s", round, diff)
+		if round%2 == 1 {
+			if diff := cmp.Diff(want, durable(s)); diff != "" {
+				t.Fatalf("round %d: state after the restart (-want +got):\n%s", round, diff)
+			}
 		}
 		closeT(t, s)
+		if round%2 == 0 {
+			// The references that Open ended are logged: a second
+			// restart finds what the first left.
+			s = openT(t, dir, opts)
+			want := durable(s)
+			closeT(t, s)
+			s = openT(t, dir, opts)
+			if diff := cmp.Diff(want, durable(s)); diff != "" {
+				t.Fatalf("round %d: state after a second restart (-want +got):\n%s", round, diff)
+			}
+			closeT(t, s)
+		}
 	}
 	files, _ := os.ReadDir(dir)
 	if len(files) > 3 {
@@ -531,5 +563,45 @@ func TestEverySec(t *testing.T) {
 	defer closeT(t, s)
 	if st := must(s.Stats(ctx)); st.Ready != 200 {
 		t.Errorf("%d jobs after the restart, want 200", st.Ready)
+	}
+}
+
+// TestHoldRestart: references are not durable, but a tube's counters that
+// a reference kept through a moment without jobs come back as they were,
+// from the log or from a snapshot; references a process still held when it
+// stopped end at Open, and a paused tube only they kept is gone.
+func TestHoldRestart(t *testing.T) {
+	for _, snapshot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("snapshot=%v", snapshot), func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			s := openT(t, dir, nil)
+			ok(t, s.Hold(ctx, "srv/1", "x", 1))
+			a := put(t, s, "x", queue.NewJob{})
+			must(s.Delete(ctx, "", []queue.ID{a}))
+			put(t, s, "x", queue.NewJob{})
+			ok(t, s.Hold(ctx, "srv/1", "y", 1))
+			ok(t, s.PauseTube(ctx, "y", time.Hour))
+			if snapshot {
+				ok(t, s.compactNow())
+			}
+			ok(t, s.Hold(ctx, "srv/1", "x", -1))
+			want := must(s.StatsTube(ctx, "x"))
+			if want.TotalJobs != 2 || want.Deletes != 1 {
+				t.Fatalf("StatsTube(x) = %+v, want 2 jobs put, 1 deleted", want)
+			}
+			closeT(t, s) // y is still held
+
+			for i := range 2 {
+				s = openT(t, dir, nil)
+				if got := must(s.StatsTube(ctx, "x")); got != want {
+					t.Errorf("open %d: StatsTube(x) = %+v, want %+v", i, got, want)
+				}
+				if got, err := s.StatsTube(ctx, "y"); !errors.Is(err, queue.ErrNotFound) {
+					t.Errorf("open %d: StatsTube(y), a paused tube only a reference kept = %+v, %v; want ErrNotFound", i, got, err)
+				}
+				closeT(t, s)
+			}
+		})
 	}
 }

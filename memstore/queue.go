@@ -219,8 +219,13 @@ func (s *Store) deleteLocked(owner string, id queue.ID) (wal.Ticket, error) {
 	case j.state == queue.Reserved && j.owner != owner:
 		return 0, queue.ErrReserved
 	}
+	t := j.tube
 	s.removeJob(j)
-	return s.append(kindDelete, s.encodeDelete(id), nil), nil
+	tk := s.append(kindDelete, s.encodeDelete(id), nil)
+	if t.jobs() == 0 {
+		tk = max(tk, s.freeLocked(t))
+	}
+	return tk, nil
 }
 
 // heldBy returns the job id if owner has it reserved, or the error for
@@ -539,6 +544,56 @@ func (s *Store) PauseTube(ctx context.Context, tube string, d time.Duration) err
 	return s.end(now, tk)
 }
 
+// holdKey names the references of one session to one tube.
+type holdKey struct{ session, tube string }
+
+// Hold implements queue.Store. References are not logged.
+func (s *Store) Hold(ctx context.Context, owner, tube string, n int) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	k := holdKey{queue.SessionOf(owner), tube}
+	had := s.holds[k]
+	d := max(int64(n), -had)
+	var tk wal.Ticket
+	switch {
+	case d > 0:
+		s.holds[k] = had + d
+		t := s.tubeFor(tube)
+		t.refs += d
+		if t.refs == d {
+			tk = s.append(kindHold, s.encodeHold(t, now), nil)
+		}
+	case d < 0:
+		if had+d == 0 {
+			delete(s.holds, k)
+		} else {
+			s.holds[k] = had + d
+		}
+		t := s.tubes[tube]
+		t.refs += d
+		if t.refs == 0 {
+			tk = s.append(kindHold, s.encodeHold(t, now), nil)
+			tk = max(tk, s.freeLocked(t))
+		}
+	}
+	return s.end(now, tk)
+}
+
+// releaseAllLocked ends every reference, as when the process that held
+// them is gone (at Open, after the replay), logging it.
+func (s *Store) releaseAllLocked(now int64) {
+	clear(s.holds)
+	for _, t := range s.tubesInOrder() {
+		if t.refs > 0 {
+			t.refs = 0
+			s.append(kindHold, s.encodeHold(t, now), nil)
+			s.freeLocked(t)
+		}
+	}
+}
+
 // Tubes implements queue.Store.
 func (s *Store) Tubes(ctx context.Context) ([]string, error) {
 	now, err := s.begin(ctx)
@@ -557,8 +612,9 @@ func (s *Store) Tubes(ctx context.Context) ([]string, error) {
 // CheckInvariants verifies the Store's structures: every job is in exactly
 // the heap of its state, at the index it records; every heap is ordered;
 // the counts match the heaps; unique keys point at their jobs; the schedule
-// of tubes matches their deadlines; no tube is empty and unpaused; and no
-// ID is beyond the last one issued. It is meant for tests.
+// of tubes matches their deadlines; no tube is empty, unreferenced and
+// unpaused; references add up; and no ID is beyond the last one issued.
+// It is meant for tests.
 func (s *Store) CheckInvariants(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -576,8 +632,8 @@ func (s *Store) checkLocked() error {
 		if t.name != name {
 			return fmt.Errorf("tube %q is filed under %q", t.name, name)
 		}
-		if t.jobs() == 0 && !t.paused {
-			return fmt.Errorf("tube %q has no job and no pause but exists", name)
+		if t.jobs() == 0 && !t.paused && t.refs == 0 {
+			return fmt.Errorf("tube %q has no job, no reference and no pause but exists", name)
 		}
 		if t.seq == 0 || t.seq > s.tubeSeq {
 			return fmt.Errorf("tube %q has sequence number %d, last issued %d", name, t.seq, s.tubeSeq)
@@ -652,6 +708,23 @@ func (s *Store) checkLocked() error {
 	}
 	if live != s.live {
 		return fmt.Errorf("live size counted %d, is %d", s.live, live)
+	}
+	refs := map[string]int64{}
+	for k, n := range s.holds {
+		if n <= 0 {
+			return fmt.Errorf("session %q holds %d references to tube %q", k.session, n, k.tube)
+		}
+		refs[k.tube] += n
+	}
+	for name, n := range refs {
+		if t := s.tubes[name]; t == nil {
+			return fmt.Errorf("sessions hold %d references to tube %q, which does not exist", n, name)
+		}
+	}
+	for name, t := range s.tubes {
+		if t.refs != refs[name] {
+			return fmt.Errorf("tube %q counts %d references, sessions hold %d", name, t.refs, refs[name])
+		}
 	}
 	for tube, ls := range s.listeners {
 		if len(ls) == 0 || slices.ContainsFunc(ls, func(l *listener) bool { return l.tube != tube }) {

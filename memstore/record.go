@@ -27,6 +27,7 @@ const (
 	kindDelete = 5 // a job deleted
 	kindUpdate = 6 // a job's new state, priority, delay, due time and counters
 	kindPause  = 7 // a tube paused or unpaused
+	kindHold   = 8 // a tube's references began or ended (log and snapshot)
 )
 
 // Layouts (u: uvarint, v: varint, s: u length + bytes):
@@ -38,6 +39,12 @@ const (
 //	delete     u id
 //	update     u id, byte state, u pri, v at, v delay, u reserves, u timeouts, u releases, u buries, u kicks
 //	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
+//	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
+//
+// References (Store.Hold) are not durable, but whether a tube has any is
+// logged when it changes, so that a replay keeps a tube's counters exactly
+// as long as the running store did; Open then ends every reference (no
+// connection outlives the process) and logs that.
 //
 // A reserved job is written as ready: reservations are not logged, so a
 // reserved job comes back ready after a restart, as in beanstalkd.
@@ -91,6 +98,18 @@ func (s *Store) encodeDelete(id queue.ID) []byte {
 	return s.scratch
 }
 
+func (s *Store) encodeHold(t *tube, now int64) []byte {
+	b := appendString(s.scratch[:0], t.name)
+	held := byte(0)
+	if t.refs > 0 {
+		held = 1
+	}
+	b = append(b, held)
+	b = binary.AppendVarint(b, now)
+	s.scratch = b
+	return b
+}
+
 func (s *Store) encodePause(t *tube) []byte {
 	b := appendString(s.scratch[:0], t.name)
 	b = binary.AppendVarint(b, t.pauseLen)
@@ -132,6 +151,10 @@ func (s *Store) snapshotLocked(w *wal.SnapshotWriter) {
 		b = binary.AppendVarint(b, t.pauseLen)
 		b = binary.AppendVarint(b, t.pauseUntil)
 		w.Add(kindTube, b, nil)
+		if t.refs > 0 {
+			w.Add(kindHold, s.encodeHold(t, 0), nil)
+			b = s.scratch[:0]
+		}
 		for _, h := range []*jobHeap{&t.ready, &t.delayed, &t.reserved, &t.buried} {
 			for _, j := range h.s {
 				w.Add(kindJob, s.encodeJob(j, true), j.body)
@@ -368,6 +391,19 @@ func (s *Store) replay(kind byte, p []byte) error {
 			s.replayPauseEnd(name, until-plen)
 		}
 		s.setPause(s.tubeFor(name), plen, until)
+		return nil
+
+	case kindHold:
+		name := d.string()
+		held := d.byte()
+		now := d.varint()
+		if err := d.end(); err != nil {
+			return err
+		}
+		s.replayPauseEnd(name, now)
+		t := s.tubeFor(name)
+		t.refs = int64(held) // a replay knows whether a tube had references, not whose
+		s.gcTube(t)
 		return nil
 	}
 	return fmt.Errorf("unknown record kind %d", kind)

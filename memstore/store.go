@@ -60,6 +60,11 @@ type Store struct {
 	listeners map[string][]*listener
 	wakes     []string // tubes to wake when the current operation ends
 
+	// holds counts the references of each session to each tube (Hold);
+	// each tube's refs is their sum. Not logged: a store opened again
+	// holds none.
+	holds map[holdKey]int64
+
 	timerAt int64         // deadline (Unix ns) the timer is set for; never when stopped
 	backoff time.Duration // grows while the timer finds nothing due (a clock that does not move)
 
@@ -91,6 +96,7 @@ func newStore(opts *Options) *Store {
 		jobs:         map[queue.ID]*job{},
 		tubes:        map[string]*tube{},
 		listeners:    map[string][]*listener{},
+		holds:        map[holdKey]int64{},
 		timerAt:      never,
 	}
 	s.hx.init(opts.maxEvents())
@@ -134,6 +140,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	s.mu.Lock()
 	now := s.now()
 	s.advance(now)
+	s.releaseAllLocked(now)
 	s.armLocked(now)
 	s.mu.Unlock()
 	return s, nil
@@ -396,13 +403,27 @@ func (s *Store) tubeFor(name string) *tube {
 	return t
 }
 
-// gcTube forgets t when it holds no job and no pause.
+// gcTube forgets t when it holds no job, no reference and no pause.
 func (s *Store) gcTube(t *tube) {
-	if t.paused || t.jobs() > 0 || s.tubes[t.name] != t {
+	if t.paused || t.jobs() > 0 || t.refs > 0 || s.tubes[t.name] != t {
 		return
 	}
 	s.sched.set(t, never)
 	delete(s.tubes, t.name)
+}
+
+// freeLocked is called when the last job or the last reference of t has
+// gone: a tube that holds neither is gone, its pause with it, as
+// beanstalkd frees a tube. Ending the pause is logged, so that a replay,
+// which knows no references, frees the tube at the same point; the ticket
+// is that record's (0 when there is none).
+func (s *Store) freeLocked(t *tube) wal.Ticket {
+	if t.jobs() > 0 || t.refs > 0 || !t.paused || s.tubes[t.name] != t {
+		s.gcTube(t)
+		return 0
+	}
+	s.setPause(t, 0, 0)
+	return s.append(kindPause, s.encodePause(t), nil)
 }
 
 // resched updates t's place in the schedule after its deadline may have

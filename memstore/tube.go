@@ -21,6 +21,7 @@ type tube struct {
 	keys     map[string]*job
 
 	totalJobs, deletes, pauses int64
+	refs                       int64 // references held (Hold), by every session
 
 	paused     bool
 	pauseLen   int64 // nanoseconds

@@ -11,7 +11,10 @@
 // buries it (set aside until kicked), or until its TTR runs out, when it goes
 // back to ready and its timeout count rises. Touch restarts the TTR. Kick
 // moves buried jobs (or, when a tube has none, delayed jobs) back to ready.
-// A tube can be paused: reserves skip it until the pause ends.
+// A tube can be paused: reserves skip it until the pause ends. A tube
+// lives, with its counters and its pause, while it holds a job or a
+// reference (Hold: a beanstalkd connection holds the tubes it uses and
+// watches); when the last of these goes it is gone, as in beanstalkd.
 //
 //	ready ──reserve──► reserved ──delete──► gone
 //	  ▲                  │ release / TTR runs out ──► ready

@@ -509,8 +509,8 @@ func (q *Queue) StatsJob(ctx context.Context, id ID) (JobStats, error) {
 	return q.store.StatsJob(ctx, id)
 }
 
-// StatsTube describes tube, or returns ErrNotFound when the store holds no
-// job of it and no pause.
+// StatsTube describes tube, or returns ErrNotFound when the store does not
+// know it (see Store.Tubes).
 func (q *Queue) StatsTube(ctx context.Context, tube string) (TubeStats, error) {
 	if err := CheckTube(tube); err != nil {
 		return TubeStats{}, err
@@ -532,5 +532,19 @@ func (q *Queue) PauseTube(ctx context.Context, tube string, d time.Duration) err
 	return q.store.PauseTube(ctx, tube, truncMS(d))
 }
 
-// Tubes lists the tubes that hold a job or a pause, oldest first.
+// Tubes lists the tubes the store knows (see Store.Tubes), oldest first.
 func (q *Queue) Tubes(ctx context.Context) ([]string, error) { return q.store.Tubes(ctx) }
+
+// Hold adds n references of q's owner to tube, or takes back -n of them
+// when n < 0: a tube lives, with its counters, while it holds a job or a
+// reference (see Store.Tubes and Store.Hold). It returns ErrBadTube for a
+// bad name and ErrInvalid when n is 0.
+func (q *Queue) Hold(ctx context.Context, tube string, n int) error {
+	if err := CheckTube(tube); err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: hold of 0 references", ErrInvalid)
+	}
+	return q.store.Hold(ctx, q.owner, tube, n)
+}

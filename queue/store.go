@@ -110,7 +110,7 @@ type Store interface {
 	StatsJob(ctx context.Context, id ID) (JobStats, error)
 
 	// StatsTube describes tube, or returns ErrNotFound when the store does
-	// not know it (it holds no job and no pause).
+	// not know it (see Tubes).
 	StatsTube(ctx context.Context, tube string) (TubeStats, error)
 
 	// Stats describes the whole store. On a store spread over several nodes
@@ -118,14 +118,33 @@ type Store interface {
 	Stats(ctx context.Context) (Stats, error)
 
 	// PauseTube stops reserves from taking jobs of tube for d, counting a
-	// pause; d == 0 ends a pause (and a tube with no job is then gone).
+	// pause; d == 0 ends a pause (and a tube that nothing else holds is
+	// then gone). A tube that nothing holds is created, paused.
 	PauseTube(ctx context.Context, tube string, d time.Duration) error
 
-	// Tubes lists the tubes the store knows: those that hold a job or a
-	// pause, in the order they were created by the store's clock. Tubes
-	// created at the same instant may come in any order, and a store spread
-	// over several nodes orders by each node's clock.
+	// Tubes lists the tubes the store knows, in the order they were
+	// created by the store's clock. Tubes created at the same instant may
+	// come in any order, and a store spread over several nodes orders by
+	// each node's clock.
+	//
+	// A tube lives, with its counters (TotalJobs, Deletes, Pauses) and its
+	// pause, while it holds a job or a reference (Hold). When its last job
+	// or its last reference goes and neither remains, it is gone, its pause
+	// with it, as beanstalkd frees a tube; if used again it starts from
+	// zero. A tube that PauseTube paused while nothing held it lives until
+	// its pause ends, or until it gains and loses a job or a reference.
 	Tubes(ctx context.Context) ([]string, error)
+
+	// Hold adds n references of owner's to tube, or takes back -n of them
+	// when n < 0 (never more than owner's session holds: taking back what
+	// is not held is not an error). References keep a tube alive (see
+	// Tubes) without a job; a beanstalkd connection holds the tubes it uses
+	// and watches. They are not durable: a store opened again holds none.
+	// References belong to the owner's session (SessionOf), or, for an
+	// owner without one, to every such owner together; on a store that
+	// implements Sessions, EndSession and Reap take back a session's
+	// references. n is not 0.
+	Hold(ctx context.Context, owner, tube string, n int) error
 
 	// Close releases what the store holds. Methods called after Close
 	// return ErrClosed. Close may be called more than once.
@@ -174,12 +193,14 @@ type Sessions interface {
 	// KeepAlive starts or renews session for lease, on the store's clock.
 	KeepAlive(ctx context.Context, session string, lease time.Duration) error
 	// EndSession forgets session at once: its owners have returned their
-	// jobs (a clean shutdown).
+	// jobs (a clean shutdown). It takes back the session's references
+	// (Store.Hold).
 	EndSession(ctx context.Context, session string) error
 	// Reap returns to ready, without counting a release or a timeout, every
-	// job reserved by an owner of a session whose lease has lapsed, forgets
-	// those sessions, and reports how many jobs it returned. Any number of
-	// processes may call it at once.
+	// job reserved by an owner of a session whose lease has lapsed, takes
+	// back the session's references (Store.Hold), forgets those sessions,
+	// and reports how many jobs it returned. Any number of processes may
+	// call it at once.
 	Reap(ctx context.Context) (int, error)
 }
 

@@ -86,3 +86,7 @@ func (k keys) sessions() string { return k.prefix + "sessions" }
 
 // sessionIndex is the set of jobs of one tag that a session's owners reserved.
 func (k keys) sessionIndex(tag int, session string) string { return k.base(tag) + "s:" + session }
+
+// holds is the hash of the references a session holds to the tubes of one
+// tag (tube -> count); session "" holds those of owners without a session.
+func (k keys) holds(tag int, session string) string { return k.base(tag) + "h:" + session }

@@ -811,6 +811,31 @@ func (s *Store) PauseTube(ctx context.Context, tube string, d time.Duration) err
 	return nil
 }
 
+// Hold implements queue.Store: the references are counted on every
+// partition of the tube, each in its own tag, with the owner's session.
+func (s *Store) Hold(ctx context.Context, owner, tube string, n int) error {
+	k := s.partitions(tube)
+	for p := 0; p < k; p++ {
+		if err := s.hold(ctx, tubeTag(tube, p, k), queue.SessionOf(owner), tube, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hold runs hold on one tube partition.
+func (s *Store) hold(ctx context.Context, tag int, session, tube string, n int) error {
+	ks := append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...)
+	ks = append(ks, s.k.holds(tag, session))
+	v, err := s.r.run(ctx, call{op: scripts.hold, keys: ks, args: []any{s.now(), tube, n}})
+	if err != nil {
+		return queueErrs.mapErr(err)
+	}
+	r := replyOf(scripts.hold)
+	r.int(v)
+	return r.done()
+}
+
 // tagTubes reads every tag's registry in one pipeline: per tag, tube -> creation µs.
 func (s *Store) tagTubes(ctx context.Context) ([]map[string]int64, error) {
 	if s.closed.Load() {

@@ -3,7 +3,10 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hourglass-io/hourglass/queue"
 )
@@ -30,6 +33,9 @@ func (s *Store) EndSession(ctx context.Context, session string) error {
 	if s.closed.Load() {
 		return queue.ErrClosed
 	}
+	if err := s.releaseHolds(ctx, session); err != nil {
+		return err
+	}
 	pipe := s.c.Pipeline()
 	for tag := range NumTags {
 		pipe.Del(ctx, s.k.sessionIndex(tag, session))
@@ -37,6 +43,32 @@ func (s *Store) EndSession(ctx context.Context, session string) error {
 	pipe.ZRem(ctx, s.k.sessions(), session)
 	_, err := pipe.Exec(ctx)
 	return s.storeErr(ctx, err)
+}
+
+// releaseHolds takes back every reference session holds (Hold): it reads
+// the session's references on every tag (one pipeline), then takes back
+// each tube's with hold, which reads the count itself, so that processes
+// doing this at once take back each reference once.
+func (s *Store) releaseHolds(ctx context.Context, session string) error {
+	if s.closed.Load() {
+		return queue.ErrClosed
+	}
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, NumTags)
+	for tag := range NumTags {
+		cmds[tag] = pipe.HKeys(ctx, s.k.holds(tag, session))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return s.storeErr(ctx, err)
+	}
+	for tag, c := range cmds {
+		for _, tube := range c.Val() {
+			if err := s.hold(ctx, tag, session, tube, math.MinInt32); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Reap implements queue.Sessions. For each lapsed session it reads the
@@ -88,6 +120,9 @@ func (s *Store) Reap(ctx context.Context) (int, error) {
 				return total, err
 			}
 			total += int(n)
+		}
+		if err := s.releaseHolds(ctx, session); err != nil {
+			return total, err
 		}
 		if err := s.c.ZRem(ctx, s.k.sessions(), session).Err(); err != nil {
 			return total, s.storeErr(ctx, err)

@@ -132,6 +132,8 @@ func testBadInput(t *testing.T, s *suite) {
 			return e.q.PauseTube(e.ctx, "bi", queue.MaxDuration+time.Second)
 		}, queue.ErrInvalid},
 		{"PauseTube bad tube", func(e *env, _ fixture) error { return e.q.PauseTube(e.ctx, "", time.Second) }, queue.ErrBadTube},
+		{"Hold bad tube", func(e *env, _ fixture) error { return e.q.Hold(e.ctx, "-bi", 1) }, queue.ErrBadTube},
+		{"Hold 0", func(e *env, _ fixture) error { return e.q.Hold(e.ctx, "bi", 0) }, queue.ErrInvalid},
 		{"StatsTube bad tube", func(e *env, _ fixture) error { _, err := e.q.StatsTube(e.ctx, "-bi"); return err }, queue.ErrBadTube},
 		{"PeekReady bad tube", func(e *env, _ fixture) error { _, err := e.q.PeekReady(e.ctx, "b i"); return err }, queue.ErrBadTube},
 		{"PeekDelayed bad tube", func(e *env, _ fixture) error { _, err := e.q.PeekDelayed(e.ctx, ""); return err }, queue.ErrBadTube},
@@ -264,6 +266,7 @@ func testClose(t *testing.T, s *suite) {
 		{"Stats", func() error { _, err := st.Stats(ctx); return err }},
 		{"PauseTube", func() error { return st.PauseTube(ctx, "cl", time.Second) }},
 		{"Tubes", func() error { _, err := st.Tubes(ctx); return err }},
+		{"Hold", func() error { return st.Hold(ctx, "o", "cl", 1) }},
 	}
 	for _, c := range calls {
 		if err := c.call(); !errors.Is(err, queue.ErrClosed) {

@@ -221,14 +221,131 @@ func testTubes(t *testing.T, s *suite) {
 	e.ok("PauseTube", e.q.PauseTube(e.ctx, "tp", 5*time.Second))
 	want("paused empty tube", "tb", "tc", "ta", "tp")
 	e.wantTubeStats("paused empty tube", queue.TubeStats{Name: "tp", Pauses: 1, Pause: 5 * time.Second, PauseTimeLeft: 5 * time.Second})
+	// A paused tube whose last job goes is gone, its pause with it, as
+	// beanstalkd frees a tube.
 	e.ok("PauseTube tc", e.q.PauseTube(e.ctx, "tc", 10*time.Second))
 	e.ok("Delete", e.q.Delete(e.ctx, c))
-	want("paused tube emptied", "tb", "tc", "ta", "tp")
+	want("paused tube emptied", "tb", "ta", "tp")
 	e.advance(5 * time.Second)
-	want("first pause over", "tb", "tc", "ta")
+	want("pause over", "tb", "ta")
 	if ts, err := e.q.StatsTube(e.ctx, "tp"); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("StatsTube of an empty tube whose pause ended = %+v, %v; want ErrNotFound", ts, err)
 	}
-	e.advance(5 * time.Second)
-	want("second pause over", "tb", "ta")
+	e.put("tc", queue.NewJob{Body: []byte("c again")})
+	e.wantTubeStats("tc created again", queue.TubeStats{Name: "tc", Urgent: 1, Ready: 1, TotalJobs: 1})
+}
+
+// testHold: a reference keeps a tube, its counters and its pause, without
+// a job; the tube goes when its last job or reference goes and neither
+// remains, whatever its pause.
+func testHold(t *testing.T, s *suite) {
+	e := s.env(t)
+	e.ok("Hold", e.q.Hold(e.ctx, "h", 1))
+	e.wantTubeStats("held, never used", queue.TubeStats{Name: "h"})
+	if got := e.tubes(); !gocmp.Equal(got, []string{"h"}) {
+		t.Errorf("Tubes with one held tube = %q", got)
+	}
+
+	a := e.putPri("h", 0, "a")
+	b := e.putPri("h", 0, "b")
+	e.ok("Delete", e.q.Delete(e.ctx, a))
+	e.reserveWant(e.q, b, "h")
+	e.ok("Delete", e.q.Delete(e.ctx, b))
+	want := queue.TubeStats{Name: "h", TotalJobs: 2, Deletes: 2}
+	e.wantTubeStats("every job deleted", want)
+
+	// A second holder, and an owner of another session.
+	e.ok("Hold again", e.q.Hold(e.ctx, "h", 1))
+	other := e.q.WithOwner("hold-session/conn")
+	e.ok("Hold by another session", other.Hold(e.ctx, "h", 1))
+	e.ok("PauseTube", e.q.PauseTube(e.ctx, "h", time.Minute))
+	want.Pauses, want.Pause, want.PauseTimeLeft = 1, time.Minute, time.Minute
+	e.wantTubeStats("paused", want)
+	// The pause ends; the references keep the tube.
+	e.advance(2 * time.Minute)
+	want.Pause, want.PauseTimeLeft = 0, 0
+	e.wantTubeStats("pause over", want)
+
+	// Taking back more than a session holds takes back what it holds, and
+	// none of another session's.
+	e.ok("PauseTube", e.q.PauseTube(e.ctx, "h", time.Minute))
+	want.Pauses, want.Pause, want.PauseTimeLeft = 2, time.Minute, time.Minute
+	e.ok("Hold -5", e.q.Hold(e.ctx, "h", -5))
+	e.wantTubeStats("first session's references taken back", want)
+	e.ok("Hold -1 again", e.q.Hold(e.ctx, "h", -1))
+	e.wantTubeStats("nothing more to take back", want)
+
+	// The last reference goes: the tube is gone, pause and counters too.
+	e.ok("Hold -1 by the other session", other.Hold(e.ctx, "h", -1))
+	if ts, err := e.q.StatsTube(e.ctx, "h"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("StatsTube after the last reference went = %+v, %v; want ErrNotFound", ts, err)
+	}
+	if got := e.tubes(); len(got) != 0 {
+		t.Errorf("Tubes after the last reference went = %q, want none", got)
+	}
+	e.ok("Hold -1 of a tube that does not exist", e.q.Hold(e.ctx, "h", -1))
+	if ts, err := e.q.StatsTube(e.ctx, "h"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("StatsTube after taking back nothing = %+v, %v; want ErrNotFound", ts, err)
+	}
+
+	// A tube with jobs whose last reference goes keeps its counters while
+	// it holds a job; its last job going then ends it.
+	e.ok("Hold hj", e.q.Hold(e.ctx, "hj", 1))
+	j := e.putPri("hj", 0, "j")
+	e.ok("Hold hj -1", e.q.Hold(e.ctx, "hj", -1))
+	e.ok("PauseTube hj", e.q.PauseTube(e.ctx, "hj", time.Hour))
+	e.wantTubeStats("a job, no reference", queue.TubeStats{Name: "hj", Ready: 1, Urgent: 1, TotalJobs: 1, Pauses: 1, Pause: time.Hour, PauseTimeLeft: time.Hour})
+	e.ok("Delete", e.q.Delete(e.ctx, j))
+	if ts, err := e.q.StatsTube(e.ctx, "hj"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("StatsTube of a paused tube after its last job went = %+v, %v; want ErrNotFound", ts, err)
+	}
+
+	// A tube emptied by Reserve's deletes goes too, unless held.
+	e.ok("Hold hr", e.q.Hold(e.ctx, "hr", 2))
+	r := e.putPri("hr", 0, "r")
+	e.reserveWant(e.q, r, "hr")
+	res, err := e.store.Reserve(e.ctx, queue.ReserveRequest{Owner: e.q.Owner(), Tubes: []string{"hr"}, Max: 1, Delete: []queue.ID{r}})
+	if err != nil || len(res.Deleted) != 1 || res.Deleted[0] != nil {
+		t.Fatalf("Reserve with a delete: %+v, %v", res, err)
+	}
+	e.wantTubeStats("held tube emptied by Reserve", queue.TubeStats{Name: "hr", TotalJobs: 1, Deletes: 1})
+	e.ok("Hold hr -2", e.q.Hold(e.ctx, "hr", -2))
+	if ts, err := e.q.StatsTube(e.ctx, "hr"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("StatsTube after the references went = %+v, %v; want ErrNotFound", ts, err)
+	}
+}
+
+// testHoldSessions: a store shared by several processes (queue.Sessions)
+// takes back the references of a session that ends or lapses.
+func testHoldSessions(t *testing.T, s *suite) {
+	e := s.env(t)
+	ss, ok := e.raw.(queue.Sessions)
+	if !ok {
+		return // a store of one process: references end with their holder
+	}
+	a := e.q.WithOwner("hold-a/1")
+	b := e.q.WithOwner("hold-b/1")
+	e.ok("KeepAlive a", ss.KeepAlive(e.ctx, "hold-a", time.Second))
+	e.ok("KeepAlive b", ss.KeepAlive(e.ctx, "hold-b", time.Hour))
+	e.ok("Hold a", a.Hold(e.ctx, "hs", 1))
+	e.ok("Hold a", a.Hold(e.ctx, "hs-a", 1))
+	e.ok("Hold b", b.Hold(e.ctx, "hs", 1))
+	id := e.putPri("hs", 0, "x")
+	e.ok("Delete", e.q.Delete(e.ctx, id))
+	want := queue.TubeStats{Name: "hs", TotalJobs: 1, Deletes: 1}
+
+	e.advance(2 * time.Second)
+	if _, err := ss.Reap(e.ctx); err != nil {
+		t.Fatalf("Reap: %v", err)
+	}
+	e.rec.forgetSession("hold-a")
+	e.wantTubeStats("a lapsed, b holds", want)
+	if ts, err := e.q.StatsTube(e.ctx, "hs-a"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("StatsTube of the tube only a lapsed session held = %+v, %v; want ErrNotFound", ts, err)
+	}
+	e.ok("EndSession b", ss.EndSession(e.ctx, "hold-b"))
+	e.rec.forgetSession("hold-b")
+	if ts, err := e.q.StatsTube(e.ctx, "hs"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("StatsTube after the last session ended = %+v, %v; want ErrNotFound", ts, err)
+	}
 }

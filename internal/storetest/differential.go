@@ -37,7 +37,7 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 		pick := rng.IntN(1 << 30) // picks a known job by position, the same on both sides
 		pri := uint32(rng.IntN(4))
 		delay := []time.Duration{0, 0, time.Second, 5 * time.Second}[rng.IntN(4)]
-		op := rng.IntN(20)
+		op := rng.IntN(21)
 		var name string
 		var ra, rb any
 		switch op {
@@ -108,6 +108,11 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			slices.Sort(ta) // tubes created at one instant may be listed in any order
 			slices.Sort(tb)
 			ra, rb = []any{sa, class(ea), ta}, []any{sb, class(eb), tb}
+		case 20:
+			name = "Hold"
+			holder := []string{"s0/a", "s1/b", owner}[rng.IntN(3)]
+			n := []int{1, 2, -1, -2}[rng.IntN(4)]
+			ra, rb = class(a.Hold(ctx, holder, tube, n)), class(b.Hold(ctx, holder, tube, n))
 		case 19:
 			name = "Unreserve"
 			na, ea := a.Unreserve(ctx, owner, da.all())

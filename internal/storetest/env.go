@@ -44,7 +44,7 @@ func (s *suite) env(t *testing.T) *env {
 	if raw == nil {
 		t.Fatal("NewQueueStore returned a nil store")
 	}
-	rec := &recorder{Store: raw, ids: map[queue.ID]bool{}, tubes: map[string]bool{}}
+	rec := &recorder{Store: raw, ids: map[queue.ID]bool{}, tubes: map[string]bool{}, holds: map[holdKey]int{}}
 	store := keepNotifier(rec, raw)
 	q, err := queue.New(store, nil)
 	if err != nil {
@@ -80,6 +80,44 @@ type recorder struct {
 	idOrder   []queue.ID
 	tubes     map[string]bool
 	tubeOrder []string
+	holds     map[holdKey]int // references held through Hold, by session and tube
+}
+
+type holdKey struct{ session, tube string }
+
+func (r *recorder) Hold(ctx context.Context, owner, tube string, n int) error {
+	err := r.Store.Hold(ctx, owner, tube, n)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.noteTubeLocked(tube)
+	if err == nil {
+		k := holdKey{queue.SessionOf(owner), tube}
+		r.holds[k] = max(r.holds[k]+n, 0)
+	}
+	return err
+}
+
+// forgetSession drops the references of session, which the store took back
+// (EndSession, Reap).
+func (r *recorder) forgetSession(session string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.holds {
+		if k.session == session {
+			delete(r.holds, k)
+		}
+	}
+}
+
+// held returns the references held to each tube.
+func (r *recorder) held() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range r.holds {
+		out[k.tube] += n
+	}
+	return out
 }
 
 func (r *recorder) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {

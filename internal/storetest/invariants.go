@@ -28,6 +28,7 @@ func (e *env) checkInvariants() {
 	defer cancel()
 
 	ids, recorded := e.rec.known()
+	held := e.rec.held()
 	perTube := map[string]*stateCounts{}
 	var total stateCounts
 	for _, id := range ids {
@@ -119,6 +120,9 @@ func (e *env) checkInvariants() {
 			if !want.zero() {
 				t.Errorf("invariants: StatsTube(%q) says not found, but the tube holds jobs %+v", name, want)
 			}
+			if held[name] > 0 {
+				t.Errorf("invariants: StatsTube(%q) says not found, but the tube holds %d references", name, held[name])
+			}
 			if inList[name] {
 				t.Errorf("invariants: Tubes lists %q, StatsTube says not found", name)
 			}
@@ -134,8 +138,8 @@ func (e *env) checkInvariants() {
 		if !inList[name] {
 			t.Errorf("invariants: StatsTube(%q) knows the tube, Tubes does not list it: %q", name, listed)
 		}
-		if want.zero() && ts.Pause == 0 {
-			t.Errorf("invariants: StatsTube(%q) knows a tube with no job and no pause: %+v", name, ts)
+		if want.zero() && ts.Pause == 0 && held[name] == 0 {
+			t.Errorf("invariants: StatsTube(%q) knows a tube with no job, no reference and no pause: %+v", name, ts)
 		}
 		got := stateCounts{Urgent: ts.Urgent, Ready: ts.Ready, Reserved: ts.Reserved, Delayed: ts.Delayed, Buried: ts.Buried}
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -77,6 +77,8 @@ func queueCases() []queueCase {
 		{"Stats", testStats},
 		{"PauseTube", testPauseTube},
 		{"Tubes", testTubes},
+		{"Hold", testHold},
+		{"HoldSessions", testHoldSessions},
 		{"Abandon", testAbandon},
 		{"Unreserve", testUnreserve},
 		{"StoreReserveNext", testStoreReserveNext},

@@ -1,8 +1,9 @@
 #!lua flags=no-writes
 -- check: verifies the invariants of one tag (tests and diagnostics only; it
 -- reads every job of the tag). Every job is in exactly the index its state
--- names, every index entry has a job of that state and tube, and every tube
--- with jobs is registered.
+-- names, every index entry has a job of that state and tube, every tube
+-- with jobs is registered, and every registered tube holds a job, a
+-- reference or a pause.
 -- KEYS: m j tubes, then the 6 keys of each tube the registry lists
 -- ARGV: now (unused), the tube names in the order of KEYS
 -- Returns: an array of problems (empty when all is well).
@@ -48,9 +49,12 @@ for name, T in pairs(byname) do
   if n ~= (count[name] or 0) then
     problems[#problems + 1] = 'tube ' .. name .. ': indexes hold ' .. n .. ' jobs, records ' .. (count[name] or 0)
   end
-  local h = redis.call('HMGET', T.t, 'live', 'nd', 'pu')
+  local h = redis.call('HMGET', T.t, 'live', 'nd', 'pu', 'rf')
   if tonumber(h[1] or '0') ~= n then
     problems[#problems + 1] = 'tube ' .. name .. ': live is ' .. tostring(h[1]) .. ', indexes hold ' .. n
+  end
+  if n == 0 and not h[3] and not h[4] then
+    problems[#problems + 1] = 'tube ' .. name .. ': registered, but holds no job, no reference and no pause'
   end
   -- nd must not be later than anything that falls due.
   local first = nil

@@ -10,6 +10,7 @@ local tube = ARGV[2]
 local sk = session_key(9)
 local us, now = open({ T })
 tick(T, tube, now)
+local had = T.live
 local out = {}
 local a = 4
 for r = 1, tonumber(ARGV[3]) do
@@ -21,5 +22,9 @@ for r = 1, tonumber(ARGV[3]) do
   out[r] = res
   a = a + 2 + c
 end
-gc(T, tube, now)
+if had > 0 then
+  free(T, tube, now)
+else
+  gc(T, tube, now)
+end
 return done(T, out)

@@ -8,7 +8,7 @@
 --   KEYS[2] j      per-tag hash: job id (14 hex digits) -> cmsgpack(record, body)
 --   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (µs)
 --   KEYS[4..]      per tube, 6 keys each:
---                  t  tube hash: live (jobs held), total (jobs put), deletes, pauses,
+--                  t  tube hash: live (jobs held), rf (references held), total (jobs put), deletes, pauses,
 --                     nd (a time, ms, no later than the tube's next due transition),
 --                     pu/pl (pause end and length, ms), bseq (bury sequence),
 --                     hw (the highest Redis time seen, µs), ix (the tube's number in its records)
@@ -100,9 +100,9 @@ end
 local function open(Ts)
   local us = redis_us()
   for _, T in ipairs(Ts) do
-    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix')
+    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf')
     T.nd, T.pu, T.live, T.total, T.deletes, T.hw = num(h[1]), num(h[2]), num(h[3]) or 0, num(h[4]) or 0, num(h[5]) or 0, num(h[6]) or 0
-    T.ix = num(h[7])
+    T.ix, T.rf = num(h[7]), num(h[8]) or 0
     if T.hw > us then
       us = T.hw
     end
@@ -200,10 +200,10 @@ local function paused_until(T, now)
   return nil
 end
 
--- gc forgets tube T when it holds no job and no pause; its counters start
--- again from zero if it is used again.
+-- gc forgets tube T when it holds no job, no reference and no pause; its
+-- counters start again from zero if it is used again.
 local function gc(T, tube, now)
-  if T.live > 0 or paused_until(T, now) then
+  if T.live > 0 or T.rf > 0 or paused_until(T, now) then
     return
   end
   redis.call('DEL', T.t, T.u)
@@ -214,10 +214,20 @@ local function gc(T, tube, now)
   T.nd, T.pu, T.total, T.deletes, T.ix, T.dirty = nil, nil, 0, 0, nil, {}
 end
 
+-- free is gc for a call in which the last job or the last reference of T
+-- went: a tube that holds neither is gone, its pause with it, as beanstalkd
+-- frees a tube.
+local function free(T, tube, now)
+  if T.live == 0 and T.rf == 0 then
+    T.pu = nil
+  end
+  gc(T, tube, now)
+end
+
 -- register records tube T in the tag's registry if it is new, with its
 -- creation time in µs (the order Tubes lists them in).
 local function register(T, tube, us)
-  if T.live == 0 then
+  if T.live == 0 and T.rf == 0 then
     redis.call('ZADD', KEYS[3], 'NX', us, tube)
   end
 end

@@ -18,8 +18,10 @@ for i = 1, n do
 end
 local sk = session_key(3 + 6 * n)
 local us, now = open(Ts)
+local had = {}
 for i = 1, n do
   tick(Ts[i], names[i], now)
+  had[i] = Ts[i].live
 end
 
 local live = {}
@@ -108,7 +110,11 @@ for r = 1, tonumber(ARGV[3 + n]) do
   out[r], a = serve(a)
 end
 for i = 1, n do
-  gc(Ts[i], names[i], now)
+  if had[i] > 0 then
+    free(Ts[i], names[i], now)
+  else
+    gc(Ts[i], names[i], now)
+  end
   flush(Ts[i])
 end
 return out

@@ -360,6 +360,10 @@ func (c *conn) cmdUse(rest string) error {
 	}
 	c.srv.count(opUse)
 	if rest != c.used {
+		if err := c.hold(rest, 1); err != nil {
+			return err
+		}
+		c.unhold(c.ctx, c.used, 1)
 		c.srv.tubes.use(rest, 1)
 		c.srv.tubes.use(c.used, -1)
 		c.used = rest
@@ -374,6 +378,9 @@ func (c *conn) cmdWatch(rest string) error {
 	}
 	c.srv.count(opWatch)
 	if c.watching(rest) < 0 {
+		if err := c.hold(rest, 1); err != nil {
+			return err
+		}
 		c.watched = append(c.watched, rest)
 		c.srv.tubes.watch(rest, 1)
 	}
@@ -393,10 +400,33 @@ func (c *conn) cmdIgnore(rest string) error {
 		last := len(c.watched) - 1
 		c.watched[i] = c.watched[last]
 		c.watched = c.watched[:last]
+		c.unhold(c.ctx, rest, 1)
 		c.srv.tubes.watch(rest, -1)
 	}
 	c.replyCount("WATCHING", len(c.watched))
 	return nil
+}
+
+// hold adds n references of the connection to tube in the store, which
+// keeps the tube and its counters alive for every server sharing the store
+// while the connection uses or watches it. "default" is the server's to
+// hold, for its whole life.
+func (c *conn) hold(tube string, n int) error {
+	if tube == defaultTube {
+		return nil
+	}
+	return c.q.Hold(c.ctx, tube, n)
+}
+
+// unhold takes back n references of the connection to tube. A failure is
+// logged: the reference then lasts until the server's session ends.
+func (c *conn) unhold(ctx context.Context, tube string, n int) {
+	if tube == defaultTube {
+		return
+	}
+	if err := c.q.Hold(ctx, tube, -n); err != nil {
+		c.log.Warn("beanstalk: letting go of a tube", "tube", tube, "err", err)
+	}
 }
 
 // watching returns the index of tube in the watch list, or -1.

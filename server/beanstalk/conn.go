@@ -201,6 +201,13 @@ func (c *conn) close() {
 	if _, err := c.q.Abandon(ctx); err != nil {
 		c.log.Error("beanstalk: returning the jobs of a closed connection", "err", err)
 	}
+	refs := map[string]int{c.used: 1}
+	for _, t := range c.watched {
+		refs[t]++
+	}
+	for t, n := range refs {
+		c.unhold(ctx, t, n)
+	}
 	cancel()
 	c.srv.tubes.use(c.used, -1)
 	for _, t := range c.watched {

@@ -17,10 +17,20 @@
 // "default") and watch list (at first [default]). When the connection
 // closes, or quits, the jobs it has reserved go back to ready at once.
 // Jobs, their IDs and their counts come from the queue's store and are
-// shared by every server on that store; connection counts, command counts
-// and the tubes that only connections refer to belong to one Server. A tube
-// lives while the store holds a job of it or a connection uses or watches
-// it; "default" always lives.
+// shared by every server on that store; connection counts (current-using,
+// current-watching, current-waiting, current-connections) and command
+// counts belong to one Server.
+//
+// A tube lives, as in beanstalkd, while it holds a job or a connection uses
+// or watches it, and "default" always lives; its counters (total-jobs,
+// cmd-delete, cmd-pause-tube) and its pause live and go with it. Each
+// connection holds the tubes it uses and watches in the store
+// (queue.Store.Hold), so a tube lives while a connection of any server
+// sharing the store refers to it, and each Server holds "default" while it
+// serves. On a shared store the references belong to the server's session:
+// when a server dies, they go once its session lease lapses and another
+// server reaps it. stats-tube and pause-tube answer NOT_FOUND for a tube
+// that does not live.
 //
 // A connection whose first line is an HTTP request line ("POST / HTTP/1.1")
 // is closed without an answer and nothing it sent is run, so that a web
@@ -47,10 +57,15 @@
 // in put order across every tube on the embedded engine and on one Redis,
 // so jobs of equal priority in several watched tubes are taken in put
 // order; on a Redis Cluster, tubes on different slots order by the
-// masters' clocks to the millisecond. A tube's total-jobs, cmd-delete and
-// cmd-pause-tube start again from 0 once the store holds no job of it,
-// even while connections use it ("default" included); a tube paused while
-// no job holds it lives until its pause ends. The stats fields total-jobs
+// masters' clocks to the millisecond. A server that stalls past its
+// session lease (SessionLease) loses its connections' hold on their tubes
+// when another server reaps the session: a tube only they refer to may go,
+// counters and all, while they still use it (their reservations return
+// the same way). pause-tube checks that the tube lives and then pauses it,
+// two steps on a store several servers share: a tube whose last reference
+// goes through another server in between is paused while nothing holds it,
+// and then lives until its pause ends, as a tube paused through the HTTP
+// API does (queue.Store.PauseTube). The stats fields total-jobs
 // and job-timeouts count since the store was created (or opened), the
 // binlog fields are those of a beanstalkd without a binlog, and id is
 // random per Server. Several connections waiting on one tube are served

@@ -38,6 +38,8 @@ var backends = []backend{
 func memStore(t testing.TB) queue.Store   { return backendtest.Memory(t) }
 func redisStore(t testing.TB) queue.Store { return backendtest.Redis(t) }
 
+func clusterStore(t testing.TB) queue.Store { return backendtest.Cluster(t) }
+
 // testLogger logs to t, so that a failing test shows what the server said.
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -88,8 +88,9 @@ type Server struct {
 	shutdown  bool
 	connWG    sync.WaitGroup // one per connection goroutine; Add under mu while !shutdown
 
-	sessionStop chan struct{} // closed to stop the session keeper; nil when none runs
-	sessionDone chan struct{} // closed when the session keeper has ended
+	holdsDefault bool          // startSession has run: "default" is held
+	sessionStop  chan struct{} // closed to stop the session keeper; nil when none runs
+	sessionDone  chan struct{} // closed when the session keeper has ended
 }
 
 func (s *Server) init() {

@@ -60,35 +60,55 @@ func (s *Server) sessionLease() time.Duration {
 	return s.SessionLease
 }
 
-// startSession starts the session keeper once, before the first
-// connection is accepted, when the store is shared.
+// startSession, once, before the first connection is accepted: starts the
+// session keeper when the store is shared, then holds "default" for the
+// server's life, as beanstalkd does (its counters never start again while
+// a server runs).
 func (s *Server) startSession() error {
-	ss, ok := s.Queue.Store().(queue.Sessions)
-	if !ok {
-		return nil
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sessionStop != nil {
+	if s.holdsDefault {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.sessionLease())
 	defer cancel()
-	if err := ss.KeepAlive(ctx, s.id, s.sessionLease()); err != nil {
+	ss, shared := s.Queue.Store().(queue.Sessions)
+	if shared {
+		if err := ss.KeepAlive(ctx, s.id, s.sessionLease()); err != nil {
+			return err
+		}
+	}
+	if err := s.serverQueue().Hold(ctx, defaultTube, 1); err != nil {
 		return err
 	}
-	s.sessionStop = make(chan struct{})
-	s.sessionDone = make(chan struct{})
-	go s.keepSession(ss, s.sessionStop, s.sessionDone)
+	s.holdsDefault = true
+	if shared {
+		s.sessionStop = make(chan struct{})
+		s.sessionDone = make(chan struct{})
+		go s.keepSession(ss, s.sessionStop, s.sessionDone)
+	}
 	return nil
 }
 
-// endSession stops the session keeper, which ends the session.
+// serverQueue is the queue as the server itself, an owner of its session.
+func (s *Server) serverQueue() *queue.Queue { return s.Queue.WithOwner(s.id + "/server") }
+
+// endSession lets go of "default" and stops the session keeper, which ends
+// the session.
 func (s *Server) endSession() {
 	s.mu.Lock()
+	started := s.holdsDefault
+	s.holdsDefault = false
 	stop, done := s.sessionStop, s.sessionDone
 	s.sessionStop = nil
 	s.mu.Unlock()
+	if started {
+		ctx, cancel := context.WithTimeout(context.Background(), s.sessionLease())
+		if err := s.serverQueue().Hold(ctx, defaultTube, -1); err != nil {
+			s.logger().Warn("beanstalk: letting go of the default tube", "err", err)
+		}
+		cancel()
+	}
 	if stop != nil {
 		close(stop)
 		<-done

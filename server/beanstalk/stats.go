@@ -135,8 +135,10 @@ func (s *Server) tubeExists(ctx context.Context, tube string) error {
 	return err
 }
 
-// tubeYAML is the reply to stats-tube. A tube only this server's
-// connections refer to has no jobs and zero counters.
+// tubeYAML is the reply to stats-tube. The store knows the tubes this
+// server's connections refer to; in the moment a closing connection has let
+// go of a tube the registry still counts, it is shown with no jobs and
+// zero counters.
 func (s *Server) tubeYAML(ctx context.Context, tube string) ([]byte, error) {
 	st, err := s.Queue.StatsTube(ctx, tube)
 	r, live := s.tubes.counts(tube)

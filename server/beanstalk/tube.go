@@ -3,9 +3,11 @@ package beanstalk
 import "sync"
 
 // In beanstalkd a tube lives while a job or a connection refers to it, and
-// "default" lives for ever. The store knows the tubes that hold jobs (or a
-// pause); the registry knows what this server's connections use, watch and
-// wait on, and keeps the order in which list-tubes shows the tubes.
+// "default" lives for ever. The store knows every live tube: connections
+// hold the tubes they use and watch there (conn.hold), so that every server
+// on the store sees them. The registry counts what this server's
+// connections use, watch and wait on (the current-* fields of stats-tube),
+// and keeps the order in which list-tubes shows the tubes.
 
 // refs counts this server's connections that use, watch or wait on a tube.
 type refs struct {
