@@ -85,8 +85,17 @@ func TestInvalidUTF8(t *testing.T) {
 			{"/v1/tubes/t/jobs", "{\"body\":\"a\xffb\"}"},
 			{"/v1/hashes/h/fields", "{\"fields\":[{\"name\":\"f\xfe\",\"value\":\"1\"}]}"},
 			{"/v1/hashes/h/fields", "{\"fields\":[{\"name\":\"f\",\"value\":\"\xc3\"}]}"},
+			// Escapes of half a surrogate pair: encoding/json makes each U+FFFD.
+			{"/v1/tubes/t/jobs", `{"body":"a\uD800b"}`},
+			{"/v1/tubes/t/jobs", `{"body":"\uDC00"}`},
+			{"/v1/tubes/t/jobs", `{"body":"\ud83d\u0041"}`},
+			{"/v1/hashes/h/fields", `{"fields":[{"name":"f\uDBFF","value":"1"}]}`},
 		} {
 			ts.c.do(req{method: "POST", path: tc.path, raw: []byte(tc.body), contentType: "application/json", offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		}
+		// A whole pair, and an escaped backslash before "uD800", are text.
+		for _, body := range []string{`{"body":"\ud83d\ude00"}`, `{"body":"\\uD800"}`, `{"body":"\\\ud83d\ude00\\"}`} {
+			ts.c.do(req{method: "POST", path: "/v1/tubes/fine/jobs", raw: []byte(body), contentType: "application/json"}).want(t, http.StatusCreated, "")
 		}
 		ts.c.do(req{method: "GET", path: "/v1/hashes/h/fields?field=%FF", offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
 		ts.c.do(req{method: "DELETE", path: "/v1/hashes/h/fields?field=a%FE", offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)

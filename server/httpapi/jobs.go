@@ -626,6 +626,10 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 		// different names would become one, a body would change.
 		return badRequest("httpapi: the JSON body is not valid UTF-8 (send bytes as base64, or a put's body as application/octet-stream)")
 	}
+	if loneSurrogate(b) {
+		// encoding/json would turn it into U+FFFD, likewise.
+		return badRequest("httpapi: the JSON body escapes half of a UTF-16 surrogate pair (\\uD800–\\uDFFF alone), which is no character")
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -635,4 +639,40 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 		return badRequest("httpapi: JSON body: more than one value")
 	}
 	return nil
+}
+
+// loneSurrogate reports whether a JSON text holds an escape \uD800–\uDFFF
+// that is not half of a surrogate pair. Backslashes appear only inside
+// strings, each starting an escape.
+func loneSurrogate(b []byte) bool {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i++ // a two-byte escape: \\ \" \n …
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			lo, ok := hex4(i + 6)
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		default:
+			i += 5
+		}
+	}
+	return false
 }
