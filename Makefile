@@ -15,8 +15,10 @@ vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 
+# The commit goes in by hand too, for environments that turn off the go
+# command's own stamp (GOFLAGS=-buildvcs=false).
 build:
-	$(GO) build -o bin/hourglass ./cmd/hourglass
+	$(GO) build -ldflags "-X github.com/hourglass-io/hourglass/internal/buildinfo.commit=$$(git rev-parse --short HEAD 2>/dev/null)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty)" -o bin/hourglass ./cmd/hourglass
 
 deps:
 	@missing=""; \

@@ -5,13 +5,18 @@
 // A binary installed with "go install …@v1.2.3" has the module version
 // v1.2.3; one built from a checkout with "go build" or "go run" has
 // "(devel)" and, when the checkout is a git repository, the commit and
-// whether the tree had uncommitted changes.
+// whether the tree had uncommitted changes. Where the go command records no
+// commit (GOFLAGS=-buildvcs=false, a build outside the repository), "make
+// build" sets it with -ldflags "-X …/internal/buildinfo.commit=<sha>".
 package buildinfo
 
 import (
 	"runtime"
 	"runtime/debug"
 )
+
+// commit is the revision given at link time, for builds that record none.
+var commit string
 
 // Info describes a build. Fields that are not known are empty.
 type Info struct {
@@ -33,7 +38,7 @@ func Read() Info {
 }
 
 func fromBuildInfo(bi *debug.BuildInfo, ok bool) Info {
-	info := Info{Version: "unknown", GoVersion: runtime.Version()}
+	info := Info{Version: "unknown", Commit: commit, GoVersion: runtime.Version()}
 	if !ok || bi == nil {
 		return info
 	}
