@@ -38,6 +38,8 @@ type Server struct {
 	logFile string
 	outFile string
 
+	bin     string   // the redis-server binary
+	args    []string // its command line, for Restart
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed once cmd.Wait has returned
 	waitErr error         // cmd.Wait's result; read only after exited is closed
@@ -57,6 +59,49 @@ func (s *Server) Stop() {
 		s.kill()
 		_ = os.RemoveAll(s.dir)
 	})
+}
+
+// Restart crashes the server and starts it again (Crash, then Start).
+func (s *Server) Restart() error {
+	s.Crash()
+	return s.Start()
+}
+
+// Crash kills the server (SIGKILL): it loses what it has not persisted,
+// everything with the default configuration. Start brings it back.
+func (s *Server) Crash() {
+	if !s.hasExited() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// Start starts a crashed server again on the same address, directory and
+// configuration, and returns once it answers. Not for use concurrently with
+// Stop.
+func (s *Server) Start() error {
+	if !s.hasExited() {
+		return fmt.Errorf("redistest: %s is running", s.Addr)
+	}
+	out, err := os.OpenFile(s.outFile, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("redistest: restart: %w", err)
+	}
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.SysProcAttr = s.dir, out, out, sysProcAttr()
+	err = cmd.Start()
+	_ = out.Close()
+	if err != nil {
+		return fmt.Errorf("redistest: restart %s: %w", s.bin, err)
+	}
+	exited := make(chan struct{})
+	s.cmd, s.exited, s.waitErr = cmd, exited, nil
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(exited)
+	}()
+	_, err = s.waitReady(readyTimeout)
+	return err
 }
 
 func (s *Server) kill() {
@@ -246,7 +291,7 @@ func startOnce(bin string, o startOpts) (s *Server, retry bool, err error) {
 		_ = os.RemoveAll(dir)
 		return nil, false, fmt.Errorf("redistest: start %s: %w", bin, err)
 	}
-	s.cmd = cmd
+	s.cmd, s.bin, s.args = cmd, bin, args
 	go func() {
 		s.waitErr = cmd.Wait()
 		close(s.exited)

@@ -1,0 +1,7 @@
+// Package faulttest holds the tests of what hourglass does when the parts
+// around it fail: a lock holder's process stopped past its lease, Redis
+// restarted under rate limits shared by several processes, a Cluster master
+// killed under queue load. Each runs real processes (redis-server, and this
+// test binary again as the clients) on loopback, bounded in time; the
+// figures they log are the ones docs/redis-data-model.md quotes.
+package faulttest
