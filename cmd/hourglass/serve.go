@@ -381,6 +381,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		}
 		return err
 	}
+	hs.EnvoyDescriptors = envoyDescriptors(es)
 
 	attrs := []any{"store", b.Kind, "url", redact(o.store), "beanstalk_addr", bl.Addr().String()}
 	if hl != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/hourglass-io/hourglass"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/server/envoyrl"
+	"github.com/hourglass-io/hourglass/server/httpapi"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -67,4 +68,21 @@ func (o *envoyOptions) start(b *hourglass.Backend, token string, tlsCfg *tls.Con
 	warnExposed(log, "grpc_addr", l.Addr(), "it needs the bearer token, which travels in clear text without --tls-cert")
 	log.Info("serving Envoy's rate limit service", "grpc_addr", l.Addr().String(), "config", o.config, "domains", len(cfg.Domains()), "fail_open", o.failOpen)
 	return s, l, nil
+}
+
+// envoyDescriptors lists the Envoy service's descriptors for the
+// dashboard's rate limit panel; nil without the service.
+func envoyDescriptors(es *envoyrl.Server) func() []httpapi.EnvoyDescriptor {
+	if es == nil {
+		return nil
+	}
+	return func() []httpapi.EnvoyDescriptor {
+		ds := es.Descriptors()
+		out := make([]httpapi.EnvoyDescriptor, len(ds))
+		for i, d := range ds {
+			out[i] = httpapi.EnvoyDescriptor{Domain: d.Domain, Descriptor: d.Descriptor, Limit: d.Limit, Shadow: d.Shadow,
+				TotalHits: d.TotalHits, OverLimit: d.OverLimit, NearLimit: d.NearLimit, ShadowMode: d.ShadowMode}
+		}
+		return out
+	}
 }

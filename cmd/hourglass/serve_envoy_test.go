@@ -43,6 +43,17 @@ func TestServeEnvoyRateLimit(t *testing.T) {
 			t.Fatalf("ShouldRateLimit: %v %v, want %v", r.GetOverallCode(), err, want)
 		}
 	}
+	// The dashboard's rate limit panel lists the descriptor and its hits.
+	served := p.log.waitFor(t, `msg="hourglass serving"`, 30*time.Second)
+	resp, err := http.Get("http://" + logValue(served, "http_addr") + "/dashboard/panels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	panel, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(panel), `data-domain="web" data-descriptor="ip"`) || !strings.Contains(string(panel), `<td class="n total">2</td>`) {
+		t.Errorf("the rate limit panel lacks the descriptor ip of web with 2 hits:\n%s", panel)
+	}
 
 	e := launchServe(t, nil, "--store", "mem://", "--grpc-addr", "0.0.0.0:0", "--ratelimit-config", cfg)
 	if code := e.wait(t, 20*time.Second); code != 1 || !strings.Contains(e.log.String(), "is beyond loopback: refusing") {

@@ -444,3 +444,35 @@ func concurrentStreams(t *testing.T, store ratelimit.Store, alg string) {
 		t.Fatalf("admitted %d of 640 in %v, want 200 to %d", got, d, bound)
 	}
 }
+
+// Descriptors lists the configured descriptors with the hits the service
+// counted, for the dashboard.
+func TestDescriptors(t *testing.T) {
+	f := serve(t, backendtest.Memory(t).Limits(), load(t, "testdata/basic.yaml"), nil)
+	for range 4 {
+		f.ask(t, "edge", 0, desc("remote_address", "192.0.2.7"))
+	}
+	var got *envoyrl.DescriptorStats
+	ds := f.srv.Descriptors()
+	for i, d := range ds {
+		if d.Domain == "edge" && d.Descriptor == "remote_address" {
+			got = &ds[i]
+		}
+		if i > 0 && (ds[i-1].Domain > d.Domain || ds[i-1].Domain == d.Domain && ds[i-1].Descriptor >= d.Descriptor) {
+			t.Errorf("not sorted: %s/%s after %s/%s", d.Domain, d.Descriptor, ds[i-1].Domain, ds[i-1].Descriptor)
+		}
+	}
+	if got == nil {
+		t.Fatalf("no row for edge/remote_address in %+v", ds)
+	}
+	if got.TotalHits != 4 || got.OverLimit != 1 || !strings.HasPrefix(got.Limit, "3/1m0s") || got.File == "" || got.Line == 0 {
+		t.Fatalf("edge/remote_address: %+v, want 4 hits, 1 over the limit of 3/1m0s, and its file and line", *got)
+	}
+	var unlimited bool
+	for _, d := range ds {
+		unlimited = unlimited || d.Limit == "unlimited"
+	}
+	if !unlimited {
+		t.Errorf("the unlimited descriptor is not listed: %+v", ds)
+	}
+}

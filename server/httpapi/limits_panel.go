@@ -128,15 +128,31 @@ func (a *limitActivity) snapshot(named []NamedLimit, now time.Time) []LimitActiv
 	return append(out, keys...)
 }
 
+// EnvoyDescriptor is a row of the rate limit panel's table of the
+// descriptors of Envoy's rate limit service: its domain and descriptor as
+// the metrics name them, its limit, and the hits counted since the service
+// started.
+type EnvoyDescriptor struct {
+	Domain, Descriptor, Limit                   string
+	Shadow                                      bool
+	TotalHits, OverLimit, NearLimit, ShadowMode uint64
+}
+
 // limitsPanelData is what the rate limit panel shows.
 type limitsPanelData struct {
 	Rows       []LimitActivity
+	Envoy      []EnvoyDescriptor
+	EnvoyOn    bool
 	WindowMin  int
 	MaxTracked int
 }
 
 func limitsPanel(ctx context.Context, s *Server) (any, error) {
-	return limitsPanelData{Rows: s.limitActivity.snapshot(s.namedLimits(), time.Now()), WindowMin: recentBuckets, MaxTracked: MaxTrackedLimits}, nil
+	d := limitsPanelData{Rows: s.limitActivity.snapshot(s.namedLimits(), time.Now()), WindowMin: recentBuckets, MaxTracked: MaxTrackedLimits}
+	if s.EnvoyDescriptors != nil {
+		d.EnvoyOn, d.Envoy = true, s.EnvoyDescriptors()
+	}
+	return d, nil
 }
 
 // limiterDecisions is the MetricLimiterDecisions counter.

@@ -369,3 +369,33 @@ func TestParseLimits(t *testing.T) {
 		}
 	}
 }
+
+// With the Envoy rate limit service on, the rate limit panel lists its
+// descriptors and their hits; without it, it says nothing of Envoy.
+func TestLimitPanelEnvoyDescriptors(t *testing.T) {
+	rows := []httpapi.EnvoyDescriptor{
+		{Domain: "edge", Descriptor: "remote_address", Limit: "3/1m0s burst 3 GCRA", TotalHits: 4, OverLimit: 1},
+		{Domain: "edge", Descriptor: "shadowed", Limit: "1/1m0s burst 1 GCRA", Shadow: true, TotalHits: 3, OverLimit: 2, ShadowMode: 2},
+		{Domain: "edge", Descriptor: "gone_x", TotalHits: 1},
+	}
+	ts := startLimitServer(t, memStore(t), nil, func(s *httpapi.Server) {
+		s.EnvoyDescriptors = func() []httpapi.EnvoyDescriptor { return rows }
+	})
+	html := string(ts.c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body)
+	for _, want := range []string{
+		"Envoy descriptors",
+		`data-domain="edge" data-descriptor="remote_address"`,
+		`<td class="n total">4</td>`,
+		"shadow mode",
+		"(2 answered OK)",
+		"no longer configured",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the rate limit panel lacks %q", want)
+		}
+	}
+	plain := startLimitServer(t, memStore(t), nil, nil)
+	if html := string(plain.c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body); strings.Contains(html, "Envoy") {
+		t.Error("the panel speaks of Envoy without the service")
+	}
+}

@@ -79,6 +79,10 @@ type Server struct {
 	hosts        hostSet
 
 	limitActivity limitActivity // the rate limit panel's counts
+	// EnvoyDescriptors, when set, lists the descriptors of Envoy's rate
+	// limit service (hourglass serve --grpc-addr) for the rate limit
+	// panel: envoyrl.Server.Descriptors, converted.
+	EnvoyDescriptors func() []EnvoyDescriptor
 	// Locks, when set, serves locks and semaphores under /v1/locks (see
 	// locks.go): a hourglass.Backend's Locks. The server obtains through a
 	// lock.Client of its own over it.
