@@ -28,3 +28,6 @@ func SetMaxInflight(n int) (restore func()) {
 
 // TubeTag is the tag of a tube of one partition.
 func TubeTag(tube string) int { return tubeTag(tube, 0, 1) }
+
+// KeySlot is the Redis Cluster slot of a key, as the GCRA merger computes it.
+func KeySlot(key string) int { return keySlot(key) }

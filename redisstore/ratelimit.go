@@ -55,11 +55,11 @@ func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
 func b36(v int64) string { return strconv.FormatInt(v, 36) }
 
-// gcraCall is the script call of one GCRA request: ARGV now, the number
-// of limits, per limit its interval, burst and quota, then the decision
-// (op, n, max wait, at). Decisions on one key with the same limits that
-// wait together go out as one call, the decisions one after the other
-// (rlScripts.gcra.merge).
+// gcraCall is the script call of one GCRA request: ARGV now, then the
+// decision: the number of limits, per limit its interval, burst and quota,
+// then op, n, max wait and at. Decisions that wait together go out as one
+// call, each after the other (rlScripts.gcra.merge): any of them on one
+// Redis, those of one slot on a cluster.
 func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 	base := l.rlBase(key)
 	ks := make([]string, len(req.Limits))
@@ -88,13 +88,39 @@ func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 		args = append(args, t, b, lim.QuotaOrDefault())
 	}
 	args = append(args, op, req.N, maxWait, at)
-	return call{op: rlScripts.gcra, keys: ks, args: args}
+	c := call{op: rlScripts.gcra, keys: ks, args: args}
+	if l.s.cluster {
+		c.scope = strconv.Itoa(keySlot(base))
+	}
+	return c
 }
 
 func init() {
 	// At most 64 decisions a call, so that none runs long.
-	rlScripts.gcra.merge = &itemMerger{per: 4, replyPer: 6, max: 64,
-		headLen: func(args []any) int { return 2 + 3*args[1].(int) }}
+	rlScripts.gcra.merge = &concatMerger{head: 1, replyPer: 6, max: 64}
+}
+
+// keySlot is the Redis Cluster slot of a key: CRC16 (XMODEM) of its hash
+// tag (the part between the first { and the next }, when not empty), or of
+// the whole key, modulo 16384.
+func keySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
 }
 
 // windowCall is the script call of a sliding log (kind 'l') or sliding

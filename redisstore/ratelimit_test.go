@@ -251,3 +251,51 @@ func TestRateLimitDifferential(t *testing.T) {
 		})
 	}
 }
+
+// The slot the GCRA merger groups decisions by is the cluster's own.
+func TestKeySlot(t *testing.T) {
+	c := redistest.ClusterClient(t)
+	for _, key := range []string{"", "a", "hg:rl:{user:7}:g3d.1", "{}x", "x{}y", "{a}{b}", "no-tag", "hg:rl:{~7b7d}:g1.1", "ünïcode"} {
+		want, err := c.ClusterKeySlot(t.Context(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := redisstore.KeySlot(key); int64(got) != want {
+			t.Errorf("slot of %q: %d, want %d", key, got, want)
+		}
+	}
+}
+
+// Decisions from many callers on many keys merge into few calls, and each
+// caller gets its own decision: 16 goroutines, 200 keys, 5 allowed per key.
+func TestGCRAMergedAcrossKeys(t *testing.T) {
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			l := ratelimit.New(newStore(t, topo.client(t), nil).Limits(), nil)
+			lim := ratelimit.PerMinute(5)
+			var allowed [200]atomic.Int64
+			var wg sync.WaitGroup
+			for g := range 16 {
+				wg.Go(func() {
+					for i := range 200 {
+						k := (i + g*13) % 200
+						res, err := l.Allow(t.Context(), fmt.Sprint("merge-", k), lim)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if res.Allowed {
+							allowed[k].Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			for k := range allowed {
+				if n := allowed[k].Load(); n != 5 {
+					t.Fatalf("key %d: %d allowed, want 5 (16 calls at 5 a minute)", k, n)
+				}
+			}
+		})
+	}
+}

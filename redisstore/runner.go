@@ -40,6 +40,11 @@ type call struct {
 	op   *op
 	keys []string
 	args []any
+	// scope limits which calls a merger may merge this one with: those of
+	// the same scope ("" on one Redis; the keys' slot on a cluster, where
+	// one call cannot reach two slots). Mergers that need the same KEYS
+	// leave it empty.
+	scope string
 }
 
 // errTable maps the runner's failures to the sentinels of one primitive,
@@ -341,6 +346,50 @@ func (m *itemMerger) join(cs []call) call {
 
 func (m *itemMerger) split(v any, reqs []*request) {
 	shareOut(v, reqs, func(q *request) int { return m.size(q.call) * m.replyPer })
+}
+
+// concatMerger merges calls of one scope whose ARGV are a head (head values,
+// equal in every call) and one request each, by appending the requests and
+// their KEYS; the reply holds replyPer values per call, in order. (GCRA
+// decisions.)
+type concatMerger struct {
+	head, replyPer, max int
+}
+
+func (m *concatMerger) size(c call) int { return 1 }
+
+func (m *concatMerger) limit() int { return m.max }
+
+func (m *concatMerger) group(c call) string {
+	var b strings.Builder
+	b.WriteString(c.op.file)
+	b.WriteByte(0)
+	b.WriteString(c.scope)
+	for _, a := range c.args[:m.head] {
+		b.WriteByte(0)
+		fmt.Fprint(&b, a)
+	}
+	return b.String()
+}
+
+func (m *concatMerger) join(cs []call) call {
+	var nk, na int
+	for _, c := range cs {
+		nk += len(c.keys)
+		na += len(c.args) - m.head
+	}
+	keys := make([]string, 0, nk)
+	args := make([]any, m.head, m.head+na)
+	copy(args, cs[0].args[:m.head])
+	for _, c := range cs {
+		keys = append(keys, c.keys...)
+		args = append(args, c.args[m.head:]...)
+	}
+	return call{op: cs[0].op, keys: keys, args: args, scope: cs[0].scope}
+}
+
+func (m *concatMerger) split(v any, reqs []*request) {
+	shareOut(v, reqs, func(*request) int { return m.replyPer })
 }
 
 // listMerger merges calls whose ARGV are a head (equal in every call; its

@@ -51,6 +51,8 @@ type Store struct {
 	notify notifier
 	closed atomic.Bool
 	r      *runner
+	// cluster: c is a Redis Cluster client (a call reaches one slot).
+	cluster bool
 }
 
 var (
@@ -68,6 +70,7 @@ var (
 // or leave a reserved job to come back after its TTR.
 func New(ctx context.Context, c redis.UniversalClient, opts *Options) (*Store, error) {
 	s := &Store{c: c, k: keys{prefix: DefaultPrefix}, parts: func(string) int { return 1 }}
+	_, s.cluster = c.(*redis.ClusterClient)
 	log := slog.Default()
 	if opts != nil {
 		if opts.Prefix != "" {

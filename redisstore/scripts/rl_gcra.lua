@@ -1,10 +1,12 @@
 #!lua
--- rl_gcra: GCRA decisions (allow, reserve, cancel or roll back) for every
--- limit of one key, each charged to all of them or none, one after the
--- other (concurrent callers' decisions on one key travel together).
--- KEYS: per limit, a string holding its theoretical arrival time (µs)
--- ARGV: now, L (the number of limits), then per limit: interval (µs),
---       burst, quota; then per decision: op ("a" allow, "r" reserve, "c"
+-- rl_gcra: GCRA decisions (allow, reserve, cancel or roll back), each on
+-- every limit of its key, charged to all of them or none, one after the
+-- other (concurrent callers' decisions travel together, on any keys of one
+-- Redis or one slot of a cluster).
+-- KEYS: per decision, per limit, a string holding its theoretical arrival
+--       time (µs)
+-- ARGV: now, then per decision: L (its number of limits), per limit:
+--       interval (µs), burst, quota; then op ("a" allow, "r" reserve, "c"
 --       cancel, "u" roll back), n, max wait (µs, -1: any), at (µs: the
 --       reservation's slot for cancel, the admission's time for roll back)
 -- Returns per decision: ok (1 or 0), remaining, retry-after, reset-after,
@@ -13,19 +15,28 @@
 -- A cost of c units passes at time t when max(tat, t) + c*interval -
 -- burst*interval <= t; it then sets tat = max(tat, t) + c*interval. The
 -- state expires when tat is reached: the key is idle again. Each key is
--- read once and written once however many decisions the call holds.
+-- read once and written once however many decisions of the call use it.
 local now, injected = rl_now()
-local L = tonumber(ARGV[2])
-local T, B, Q, tat = {}, {}, {}, {}
-for i = 1, L do
-  local a = 3 * i
-  T[i], B[i], Q[i] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  tat[i] = tonumber(redis.call('GET', KEYS[i]) or '0')
-end
-local dirty = false
+local tats, dirty = {}, {}
 local out = {}
+local k, j = 0, 2
 
-for j = 3 * L + 3, #ARGV, 4 do
+while j <= #ARGV do
+  local L = tonumber(ARGV[j])
+  local K, T, B, Q, tat = RL_K, RL_T, RL_B, RL_Q, RL_TAT
+  for i = 1, L do
+    local a = j + 3 * i - 2
+    local key = KEYS[k + i]
+    K[i], T[i], B[i], Q[i] = key, tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    local t = tats[key]
+    if not t then
+      t = tonumber(redis.call('GET', key) or '0')
+      tats[key] = t
+    end
+    tat[i] = t
+  end
+  k = k + L
+  j = j + 3 * L + 1
   local op, n = ARGV[j], tonumber(ARGV[j + 1])
   local ok, delay, retry = 0, 0, 0
   if op == 'c' then
@@ -40,7 +51,7 @@ for j = 3 * L + 3, #ARGV, 4 do
           local give = math.min(cost, cost - (tat[i] - B[i] * T[i] - at))
           if give > 0 then
             tat[i] = math.max(tat[i] - give, now)
-            dirty, ok = true, 1
+            ok = 1
           end
         end
       end
@@ -53,7 +64,7 @@ for j = 3 * L + 3, #ARGV, 4 do
       local give = n * Q[i] * T[i] - since
       if give > 0 and tat[i] > now then
         tat[i] = math.max(tat[i] - give, now)
-        dirty, ok = true, 1
+        ok = 1
       end
     end
   else
@@ -72,30 +83,33 @@ for j = 3 * L + 3, #ARGV, 4 do
       for i = 1, L do
         tat[i] = math.max(tat[i], act) + n * Q[i] * T[i]
       end
-      dirty = true
     else
       retry = delay
     end
   end
+  j = j + 4
 
   local remaining, reset = -1, 0
   for i = 1, L do
+    if ok == 1 then
+      tats[K[i]] = tat[i]
+      dirty[K[i]] = true
+    end
     local base = math.max(tat[i], now)
     local free = math.floor(math.max(math.floor((now + B[i] * T[i] - base) / T[i]), 0) / Q[i])
     if remaining < 0 or free < remaining then remaining = free end
     if base - now > reset then reset = base - now end
   end
-  local k = #out
-  out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5], out[k + 6] = ok, remaining, retry, reset, delay, now
+  local m = #out
+  out[m + 1], out[m + 2], out[m + 3], out[m + 4], out[m + 5], out[m + 6] = ok, remaining, retry, reset, delay, now
 end
 
-if dirty then
-  for i = 1, L do
-    if tat[i] > now then
-      redis.call('SET', KEYS[i], rl_int(tat[i]), 'PX', rl_px(tat[i] - now, injected))
-    else
-      redis.call('DEL', KEYS[i])
-    end
+for key in pairs(dirty) do
+  local t = tats[key]
+  if t > now then
+    redis.call('SET', key, rl_int(t), 'PX', rl_px(t - now, injected))
+  else
+    redis.call('DEL', key)
   end
 end
 return out

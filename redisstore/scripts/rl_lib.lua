@@ -31,3 +31,9 @@ end
 local function rl_int(x)
   return string.format('%.0f', x)
 end
+
+-- Scratch arrays of rl_gcra, one entry per limit of the decision at hand,
+-- kept between calls so that a decision builds no table of its own (a
+-- call runs alone in Redis; entries past the decision's limits are stale
+-- and never read).
+local RL_K, RL_T, RL_B, RL_Q, RL_TAT = {}, {}, {}, {}, {}
