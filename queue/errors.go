@@ -28,6 +28,10 @@ var (
 	ErrFull = errors.New("queue: store is full")
 	// ErrClosed: the Queue or the store has been closed.
 	ErrClosed = errors.New("queue: closed")
+	// ErrNotReplicated: the store made the change but fewer of its replicas
+	// than asked acknowledged it in time (redisstore.Options.Replicas); a
+	// failover may lose it, as after a network error.
+	ErrNotReplicated = errors.New("queue: change not acknowledged by enough replicas")
 )
 
 func invalid(field, format string, args ...any) error {

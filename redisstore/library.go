@@ -65,6 +65,7 @@ type op struct {
 	flags  []string
 	family string
 	merge  merger // how concurrent calls merge into one, or nil
+	waits  bool   // a change of the queue: waits for Options.Replicas
 }
 
 // Name is the operation's file name, for errors and tests.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -27,6 +28,12 @@ import (
 type runner struct {
 	c      redis.UniversalClient
 	closed *atomic.Bool
+
+	// replicas, when above 0, is how many replicas must acknowledge the
+	// calls of operations that wait for them (op.waits), within
+	// replicaTimeout (Options.Replicas).
+	replicas       int
+	replicaTimeout time.Duration
 
 	loadMu sync.Mutex
 
@@ -52,6 +59,9 @@ type call struct {
 type errTable struct {
 	closed error // the store is closed
 	full   error // Redis refused a write for lack of memory (nil: a plain error)
+	// notReplicated: fewer replicas than asked acknowledged a change
+	// (Options.Replicas; nil: a plain error).
+	notReplicated error
 }
 
 var errStoreClosed = errors.New("redisstore: store closed")
@@ -68,9 +78,15 @@ func (t errTable) mapErr(err error) error {
 		return t.closed
 	case errors.Is(err, errOOM) && t.full != nil:
 		return fmt.Errorf("%w: %w", t.full, err)
+	case errors.Is(err, errNotReplicated) && t.notReplicated != nil:
+		return fmt.Errorf("%w: %w", t.notReplicated, err)
 	}
 	return err
 }
+
+// errNotReplicated marks a change that fewer replicas than asked
+// acknowledged in time.
+var errNotReplicated = errors.New("redisstore: not acknowledged by the replicas")
 
 func newRunner(c redis.UniversalClient, closed *atomic.Bool) *runner {
 	return &runner{c: c, closed: closed}
@@ -462,6 +478,9 @@ func (r *runner) runMany(ctx context.Context, calls []call) ([]any, error) {
 // loading the library and running again the calls that a node could not
 // find it for.
 func (r *runner) exec(ctx context.Context, calls []call) ([]any, []error) {
+	if r.replicas > 0 && slices.ContainsFunc(calls, func(c call) bool { return c.op.waits }) {
+		return r.execSplit(ctx, calls)
+	}
 	vals := make([]any, len(calls))
 	errs := make([]error, len(calls))
 	todo := make([]int, len(calls))
@@ -528,4 +547,109 @@ func (r *runner) failure(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %v", errOOM, err)
 	}
 	return fmt.Errorf("redisstore: %w", err)
+}
+
+// execWait runs calls that must reach the replicas: on the connection of
+// each call's master, the calls and then WAIT, in one pipeline. A call
+// whose master's WAIT counts fewer than r.replicas fails with
+// errNotReplicated. Like exec, it loads the library once when a function
+// is missing.
+func (r *runner) execWait(ctx context.Context, calls []call) ([]any, []error) {
+	vals := make([]any, len(calls))
+	errs := make([]error, len(calls))
+	type group struct {
+		node redis.Cmdable
+		idx  []int
+	}
+	var groups []*group
+	if cc, ok := r.c.(*redis.ClusterClient); ok {
+		by := map[string]*group{}
+		for i, c := range calls {
+			m, err := cc.MasterForKey(ctx, c.keys[0])
+			if err != nil {
+				errs[i] = r.failure(ctx, err)
+				continue
+			}
+			addr := m.Options().Addr
+			if by[addr] == nil {
+				by[addr] = &group{node: m}
+				groups = append(groups, by[addr])
+			}
+			by[addr].idx = append(by[addr].idx, i)
+		}
+	} else {
+		g := &group{node: r.c}
+		for i := range calls {
+			g.idx = append(g.idx, i)
+		}
+		groups = append(groups, g)
+	}
+	for _, g := range groups {
+		for attempt := 0; ; attempt++ {
+			cmds := make([]*redis.Cmd, len(g.idx))
+			var wait *redis.Cmd
+			_, _ = g.node.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for n, i := range g.idx {
+					c := calls[i]
+					cmds[n] = p.FCall(ctx, c.op.fn, c.keys, c.args...)
+				}
+				wait = p.Do(ctx, "WAIT", r.replicas, r.replicaTimeout.Milliseconds())
+				return nil
+			})
+			if attempt == 0 && slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return c.Err() != nil && isNoFunction(c.Err()) }) {
+				if err := r.load(ctx); err != nil {
+					for _, i := range g.idx {
+						errs[i] = r.failure(ctx, err)
+					}
+					break
+				}
+				// The library is missing on this master: none of the
+				// calls ran. Again, once.
+				continue
+			}
+			acked, werr := wait.Int()
+			for n, i := range g.idx {
+				v, err := cmds[n].Result()
+				switch {
+				case err != nil:
+					errs[i] = r.failure(ctx, err)
+				case werr != nil:
+					errs[i] = r.failure(ctx, werr)
+				case acked < r.replicas:
+					errs[i] = fmt.Errorf("%w: %d of %d replicas within %v", errNotReplicated, acked, r.replicas, r.replicaTimeout)
+				default:
+					vals[i] = v
+				}
+			}
+			break
+		}
+	}
+	return vals, errs
+}
+
+// execSplit runs the calls that wait for replicas through execWait and the
+// others through exec, and puts their outcomes back in order.
+func (r *runner) execSplit(ctx context.Context, calls []call) ([]any, []error) {
+	var wi, oi []int
+	var wc, oc []call
+	for i, c := range calls {
+		if c.op.waits {
+			wi, wc = append(wi, i), append(wc, c)
+		} else {
+			oi, oc = append(oi, i), append(oc, c)
+		}
+	}
+	vals := make([]any, len(calls))
+	errs := make([]error, len(calls))
+	wv, we := r.execWait(ctx, wc)
+	for n, i := range wi {
+		vals[i], errs[i] = wv[n], we[n]
+	}
+	if len(oc) > 0 {
+		ov, oe := r.exec(ctx, oc)
+		for n, i := range oi {
+			vals[i], errs[i] = ov[n], oe[n]
+		}
+	}
+	return vals, errs
 }

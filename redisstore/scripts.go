@@ -15,6 +15,11 @@ var scripts = struct {
 }
 
 func init() {
+	// The changes of the queue wait for Options.Replicas.
+	for _, o := range []*op{scripts.put, scripts.reserve, scripts.delete, scripts.release, scripts.bury, scripts.touch,
+		scripts.unreserve, scripts.reserveJob, scripts.kickJob, scripts.kick, scripts.pause, scripts.reap} {
+		o.waits = true
+	}
 	// Puts to one tube partition that wait together go out as one call:
 	// ARGV now, tube, tag, then 5 per job; the reply holds 2 per job.
 	scripts.put.merge = &itemMerger{head: 3, per: 5, replyPer: 2, max: maxBatch}
@@ -28,4 +33,4 @@ func init() {
 }
 
 // queueErrs maps the runner's failures to the queue's sentinels.
-var queueErrs = errTable{closed: queue.ErrClosed, full: queue.ErrFull}
+var queueErrs = errTable{closed: queue.ErrClosed, full: queue.ErrFull, notReplicated: queue.ErrNotReplicated}

@@ -37,6 +37,17 @@ type Options struct {
 	// Logger receives warnings (an eviction policy that can delete jobs).
 	// Default slog.Default().
 	Logger *slog.Logger
+	// Replicas, when above 0, makes every change of the queue (put,
+	// reserve, delete, release, bury, touch, kick, pause, the reap of a
+	// lapsed session) wait until that many replicas of its master have it
+	// (Redis's WAIT, on the connection that made the change), so that a
+	// failover cannot lose what was acknowledged. When fewer acknowledge
+	// it within ReplicaTimeout the call fails with queue.ErrNotReplicated:
+	// the change is made on the master and may or may not survive a
+	// failover, as after a network error.
+	Replicas int
+	// ReplicaTimeout bounds each wait for Replicas (default 1 s).
+	ReplicaTimeout time.Duration
 }
 
 // Store is the queue.Store on Redis 7.0 or later: standalone, Sentinel or
@@ -88,6 +99,15 @@ func New(ctx context.Context, c redis.UniversalClient, opts *Options) (*Store, e
 		return nil, fmt.Errorf("redisstore: Options.Prefix %q must not contain braces (they would change the hash tag)", s.k.prefix)
 	}
 	s.r = newRunner(c, &s.closed)
+	if opts != nil && opts.Replicas > 0 {
+		s.r.replicas, s.r.replicaTimeout = opts.Replicas, opts.ReplicaTimeout
+		if s.r.replicaTimeout <= 0 {
+			s.r.replicaTimeout = time.Second
+		}
+	}
+	if opts != nil && opts.Replicas < 0 {
+		return nil, fmt.Errorf("redisstore: Options.Replicas %d: want 0 (no wait) or more", opts.Replicas)
+	}
 	s.tubes.init(1 << 16)
 	s.notify.init(s)
 	if err := s.checkLayout(ctx); err != nil {
