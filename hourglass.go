@@ -32,6 +32,11 @@ type Options struct {
 	MaxJobs int
 	// Prefix of every Redis key; empty means "hg:". Ignored for the embedded engine.
 	Prefix string
+	// Replicas, on Redis, makes the queue's changes wait until that many
+	// replicas have them (redisstore.Options.Replicas): a failover then
+	// loses no acknowledged put, reserve or delete. Ignored for the
+	// embedded engine.
+	Replicas int
 	// Logger receives warnings; default slog.Default().
 	Logger *slog.Logger
 }
@@ -156,7 +161,7 @@ func openFile(dir string, o Options) (*Backend, error) {
 }
 
 func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backend, error) {
-	s, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: o.Prefix, Logger: o.Logger})
+	s, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: o.Prefix, Logger: o.Logger, Replicas: o.Replicas})
 	if err != nil {
 		c.Close()
 		return nil, err

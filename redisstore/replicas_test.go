@@ -120,3 +120,30 @@ func TestQueueReplicasCluster(t *testing.T) {
 		t.Error("Replicas -1 was accepted")
 	}
 }
+
+// BenchmarkReplicaWait puts one job per call from 16 goroutines on a master
+// with one replica, without and with Options.Replicas 1 (one op is one put).
+func BenchmarkReplicaWait(b *testing.B) {
+	sen := redistest.NewSentinel(b)
+	c := redis.NewClient(&redis.Options{Addr: sen.Master.Addr, MaxRetries: -1, PoolSize: 32})
+	b.Cleanup(func() { c.Close() })
+	for _, replicas := range []int{0, 1} {
+		b.Run(fmt.Sprint("replicas=", replicas), func(b *testing.B) {
+			q, err := queue.New(newStore(b, c, &redisstore.Options{Replicas: replicas}), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer q.Close()
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := q.Put(b.Context(), "bench", queue.NewJob{Body: body100}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "puts/s")
+		})
+	}
+}

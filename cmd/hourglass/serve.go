@@ -48,7 +48,11 @@ var serveCommand = &command{
   redis+cluster://[user:pass@]h1:6379,h2:6379
 
 --fsync and --max-jobs apply to the embedded engine only: with Redis, its
-own persistence settings and maxmemory decide.
+own persistence settings and maxmemory decide. --redis-replicas applies to
+Redis only: with replicas (Sentinel, Cluster), replication is asynchronous
+and a failover can lose the last acknowledged changes; with
+--redis-replicas 1 the queue's changes are acknowledged only once a replica
+has them (a change not acknowledged in a second is answered as a failure).
 
 On --http-addr: the HTTP/JSON API under /v1 (its OpenAPI document at
 /v1/openapi.json), the dashboard at /, Prometheus metrics at /metrics, and
@@ -98,6 +102,7 @@ Examples:
 		fs.StringVar(&o.authTokenFile, "auth-token-file", "", "`file` holding the bearer token (its first line), instead of --auth-token")
 		fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file`: serve both listeners over TLS (with --tls-key)")
 		fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+		fs.IntVar(&o.redisReplicas, "redis-replicas", 0, "on Redis, acknowledge a put, reserve or delete only once `n` replicas have it (WAIT; a failover then loses none); 0: do not wait")
 		fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM `file` of the CAs whose client certificates every listener requires (mutual TLS; with --tls-cert)")
 		fs.DurationVar(&o.maxWait, "max-wait", httpapi.DefaultMaxWait, "longest `duration` an HTTP long poll (reserve) waits")
 		fs.IntVar(&o.maxJobSize, "max-job-size", queue.DefaultMaxJobSize, "largest job body, in `bytes`")
@@ -146,6 +151,7 @@ type serveOptions struct {
 	allowedHosts            string // --allowed-hosts, comma-separated; empty: the defaults
 	tlsCert, tlsKey         string
 	tlsClientCA             string
+	redisReplicas           int
 	maxWait                 time.Duration
 	limits                  []string // --limit NAME=SPEC
 	limitsFile              string
@@ -200,6 +206,8 @@ func (o *serveOptions) validate() error {
 		return usagef("give --auth-token or --auth-token-file, not both")
 	case (o.tlsCert == "") != (o.tlsKey == ""):
 		return usagef("--tls-cert and --tls-key go together")
+	case o.redisReplicas < 0:
+		return usagef("--redis-replicas %d: want 0 (do not wait) or more", o.redisReplicas)
 	case o.tlsClientCA != "" && o.tlsCert == "":
 		return usagef("--tls-client-ca needs --tls-cert and --tls-key: the listeners must speak TLS to ask for client certificates")
 	}
@@ -293,7 +301,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	}
 
 	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
-	b, err := hourglass.Open(openCtx, o.store, &hourglass.Options{Fsync: o.fsync, MaxJobs: o.maxJobs, Logger: log})
+	b, err := hourglass.Open(openCtx, o.store, &hourglass.Options{Fsync: o.fsync, MaxJobs: o.maxJobs, Logger: log, Replicas: o.redisReplicas})
 	cancel()
 	if err != nil {
 		return openError(o.store, err)
