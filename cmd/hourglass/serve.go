@@ -96,6 +96,8 @@ Examples:
 		fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file`: serve both listeners over TLS (with --tls-key)")
 		fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
 		fs.DurationVar(&o.maxWait, "max-wait", httpapi.DefaultMaxWait, "longest `duration` an HTTP long poll (reserve) waits")
+		fs.IntVar(&o.maxWaits, "max-waits", httpapi.DefaultMaxWaits, "most long polls waiting at once, per protocol: HTTP reserves and hash event reads with a timeout (beyond: 429 too_many_waits), blocked beanstalkd reserves (beyond: OUT_OF_MEMORY) (a `count`)")
+		fs.IntVar(&o.maxWatch, "max-watch", httpapi.DefaultMaxReserveTubes, "most `tubes` one reserve may name: an HTTP reserve's tubes (beyond: 400 too_many_tubes), a beanstalkd connection's watch list (beyond: OUT_OF_MEMORY)")
 		fs.IntVar(&o.maxJobSize, "max-job-size", queue.DefaultMaxJobSize, "largest job body, in `bytes`")
 		fs.IntVar(&o.maxJobs, "max-jobs", 0, "most `jobs` the embedded engine holds; a put beyond is answered OUT_OF_MEMORY (0: no cap)")
 		fs.IntVar(&o.maxConns, "max-conns", 10000, "most open protocol `connections`; more are closed at once (0: no cap)")
@@ -131,6 +133,7 @@ type serveOptions struct {
 	beanstalkAddr, httpAddr string
 	maxJobSize, maxJobs     int
 	maxConns                int
+	maxWaits, maxWatch      int
 	idleTimeout             time.Duration
 	shutdownTimeout         time.Duration
 	logLevel                string
@@ -185,6 +188,10 @@ func (o *serveOptions) validate() error {
 		return usagef("--max-jobs %d: want 0 (no cap) or more", o.maxJobs)
 	case o.maxConns < 0:
 		return usagef("--max-conns %d: want 0 (no cap) or more", o.maxConns)
+	case o.maxWaits < 1:
+		return usagef("--max-waits %d: want 1 or more", o.maxWaits)
+	case o.maxWatch < 1:
+		return usagef("--max-watch %d: want 1 or more", o.maxWatch)
 	case o.idleTimeout < 0:
 		return usagef("--idle-timeout %v: want 0 (never) or more", o.idleTimeout)
 	case o.shutdownTimeout <= 0:
@@ -332,8 +339,8 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		observe = observeSlow(log, observe)
 	}
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
-		Observe: observe, ConnState: metrics.BeanstalkConnState}
-	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b),
+		MaxWaits: o.maxWaits, MaxWatch: o.maxWatch, Observe: observe, ConnState: metrics.BeanstalkConnState}
+	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, MaxWaits: o.maxWaits, MaxReserveTubes: o.maxWatch, Metrics: metrics, Health: healthCheck(b),
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits, AllowedHosts: o.hostList()}
 	hs.Locks = b.Locks
 	if o.accessLog {

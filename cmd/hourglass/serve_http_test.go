@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -151,5 +152,38 @@ func TestServeAllowedHosts(t *testing.T) {
 	}
 	if r := run(t, nil, "", "serve", "--allowed-hosts", " "); r.code != 2 || !strings.Contains(r.stderr, "--allowed-hosts") {
 		t.Errorf("a blank --allowed-hosts: %v", r)
+	}
+}
+
+// --max-watch reaches both protocols; --max-waits and --max-watch refuse
+// values that would cap everything.
+func TestWaitCapFlags(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://", "--max-watch", "2", "--max-waits", "5")
+	resp, err := http.Post("http://"+p.httpAddr+"/v1/reserve", "application/json", strings.NewReader(`{"tubes":["a","b","c"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "too_many_tubes") {
+		t.Errorf("an HTTP reserve of 3 tubes under --max-watch 2: %d %s", resp.StatusCode, body)
+	}
+	nc, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(nc)
+	for _, step := range []struct{ cmd, want string }{{"watch a", "WATCHING 2\r\n"}, {"watch b", "OUT_OF_MEMORY\r\n"}} {
+		io.WriteString(nc, step.cmd+"\r\n")
+		if got, err := br.ReadString('\n'); got != step.want {
+			t.Errorf("%s: %q (%v), want %q", step.cmd, got, err, step.want)
+		}
+	}
+	for _, flag := range []string{"--max-waits", "--max-watch"} {
+		if r := run(t, nil, "", "serve", flag, "0"); r.code != 2 || !strings.Contains(r.stderr, flag) {
+			t.Errorf("serve %s 0: %v", flag, r)
+		}
 	}
 }

@@ -374,6 +374,9 @@ func (c *conn) cmdWatch(rest string) error {
 	}
 	c.srv.count(opWatch)
 	if c.watching(rest) < 0 {
+		if c.srv.MaxWatch > 0 && len(c.watched) >= c.srv.MaxWatch {
+			return errTooManyWatched
+		}
 		c.watched = append(c.watched, rest)
 		c.srv.tubes.watch(rest, 1)
 	}

@@ -334,6 +334,13 @@ func (c *conn) reserve(timeout time.Duration) error {
 	if wait < 0 {
 		wait = 0 // the queue's "until ctx ends"
 	}
+	if n := c.srv.MaxWaits; n > 0 {
+		if c.srv.waits.Add(1) > int64(n) {
+			c.srv.waits.Add(-1)
+			return errTooManyWaits
+		}
+		defer c.srv.waits.Add(-1)
+	}
 	if err := c.bw.Flush(); err != nil {
 		return hangUp(err)
 	}

@@ -39,6 +39,21 @@
 // Store failures are answered with INTERNAL_ERROR and logged; a store that
 // is full (queue.ErrFull) is answered with OUT_OF_MEMORY.
 //
+// # Caps
+//
+// beanstalkd caps neither the tubes a connection watches nor the reserves
+// blocked at once; Server does, when MaxWatch and MaxWaits are set
+// (hourglass serve sets both: --max-watch and --max-waits). A reserve
+// names every watched tube to the store, so a watch list of thousands makes
+// each reserve (one script call on Redis) as long; and every blocked
+// reserve holds a goroutine and a wait-list entry, plus on Redis a share
+// of the wake-up subscription of each tube it watches. Going over either
+// cap is answered OUT_OF_MEMORY: the protocol lets any command get it,
+// every beanstalkd client already handles it as "the server cannot take
+// this now, try again later", and nothing changes. BAD_FORMAT would tell
+// the client its command is malformed, which it is not, and TIMED_OUT would
+// make a client of reserve (without a timeout) think it asked for one.
+//
 // # Differences from beanstalkd 1.12
 //
 // Job IDs are the store's: they do not start at 1 on Redis (they follow

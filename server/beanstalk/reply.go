@@ -18,6 +18,8 @@ var (
 	errDraining       = errors.New("beanstalk: draining")
 	errDeadlineSoon   = errors.New("beanstalk: deadline soon")
 	errNotIgnored     = errors.New("beanstalk: cannot ignore the only watched tube")
+	errTooManyWatched = errors.New("beanstalk: watching as many tubes as Server.MaxWatch allows")
+	errTooManyWaits   = errors.New("beanstalk: as many reserves wait as Server.MaxWaits allows")
 )
 
 // Outcomes that end the connection without a reply.
@@ -48,6 +50,8 @@ var errorReplies = []struct {
 	{queue.ErrJobTooBig, "JOB_TOO_BIG\r\n"},
 	{queue.ErrBadTube, "BAD_FORMAT\r\n"},
 	{queue.ErrFull, "OUT_OF_MEMORY\r\n"},
+	{errTooManyWatched, "OUT_OF_MEMORY\r\n"},
+	{errTooManyWaits, "OUT_OF_MEMORY\r\n"},
 }
 
 const internalError = "INTERNAL_ERROR\r\n"

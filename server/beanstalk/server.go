@@ -40,6 +40,13 @@ type Server struct {
 	// and one that takes longer than this to send the body of a put. A
 	// connection blocked in reserve is never idle. 0 means no timeout.
 	IdleTimeout time.Duration
+	// MaxWatch caps the tubes one connection watches: a watch beyond it is
+	// answered OUT_OF_MEMORY and changes nothing. 0 means no limit.
+	MaxWatch int
+	// MaxWaits caps the reserves blocked at once (reserve, and
+	// reserve-with-timeout above 0): one beyond it is answered
+	// OUT_OF_MEMORY at once. 0 means no limit.
+	MaxWaits int
 	// Version is the version the stats command reports (quoted).
 	// Default DefaultVersion.
 	Version string
@@ -79,6 +86,7 @@ type Server struct {
 	producers atomic.Int64
 	workers   atomic.Int64
 	waiting   atomic.Int64
+	waits     atomic.Int64 // blocked reserves admitted, against MaxWaits
 
 	tubes registry
 
