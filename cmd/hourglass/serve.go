@@ -102,6 +102,7 @@ Examples:
 		fs.IntVar(&o.maxJobs, "max-jobs", 0, "most `jobs` the embedded engine holds; a put beyond is answered OUT_OF_MEMORY (0: no cap)")
 		fs.IntVar(&o.maxConns, "max-conns", 10000, "most open protocol `connections`; more are closed at once (0: no cap)")
 		fs.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection that sends no command for this `duration` (0: never)")
+		fs.DurationVar(&o.bodyTimeout, "body-timeout", beanstalk.DefaultBodyTimeout, "close a connection that takes longer than this `duration` to send a put's body once its command line is in (0: never)")
 		fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a shutdown waits for commands in flight before it closes connections (a `duration`)")
 		fs.StringVar(&o.logLevel, "log-level", "info", "least `level` logged: debug, info, warn or error (debug adds each connection and each slow command)")
 		fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
@@ -135,6 +136,7 @@ type serveOptions struct {
 	maxConns                int
 	maxWaits, maxWatch      int
 	idleTimeout             time.Duration
+	bodyTimeout             time.Duration
 	shutdownTimeout         time.Duration
 	logLevel                string
 	logFormat               string
@@ -148,6 +150,15 @@ type serveOptions struct {
 	limits                  []string // --limit NAME=SPEC
 	limitsFile              string
 	envoy                   envoyOptions // --grpc-addr and its companions
+}
+
+// bodyTimeoutOrNever returns --body-timeout as beanstalk.Server.BodyTimeout:
+// 0 (never) is negative there.
+func (o *serveOptions) bodyTimeoutOrNever() time.Duration {
+	if o.bodyTimeout == 0 {
+		return -1
+	}
+	return o.bodyTimeout
 }
 
 // hostList returns --allowed-hosts as httpapi.Server.AllowedHosts: nil
@@ -194,6 +205,8 @@ func (o *serveOptions) validate() error {
 		return usagef("--max-watch %d: want 1 or more", o.maxWatch)
 	case o.idleTimeout < 0:
 		return usagef("--idle-timeout %v: want 0 (never) or more", o.idleTimeout)
+	case o.bodyTimeout < 0:
+		return usagef("--body-timeout %v: want 0 (never) or more", o.bodyTimeout)
 	case o.shutdownTimeout <= 0:
 		return usagef("--shutdown-timeout %v: want more than 0", o.shutdownTimeout)
 	case o.maxWait <= 0:
@@ -339,7 +352,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		observe = observeSlow(log, observe)
 	}
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
-		MaxWaits: o.maxWaits, MaxWatch: o.maxWatch, Observe: observe, ConnState: metrics.BeanstalkConnState}
+		BodyTimeout: o.bodyTimeoutOrNever(), MaxWaits: o.maxWaits, MaxWatch: o.maxWatch, Observe: observe, ConnState: metrics.BeanstalkConnState}
 	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, MaxWaits: o.maxWaits, MaxReserveTubes: o.maxWatch, Metrics: metrics, Health: healthCheck(b),
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits, AllowedHosts: o.hostList()}
 	hs.Locks = b.Locks

@@ -186,4 +186,33 @@ func TestWaitCapFlags(t *testing.T) {
 			t.Errorf("serve %s 0: %v", flag, r)
 		}
 	}
+	if r := run(t, nil, "", "serve", "--body-timeout", "-1s"); r.code != 2 || !strings.Contains(r.stderr, "--body-timeout") {
+		t.Errorf("serve --body-timeout -1s: %v", r)
+	}
+}
+
+// A put whose body never comes is cut off after --body-timeout, with no
+// --idle-timeout; an idle connection stays.
+func TestBodyTimeoutFlag(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://", "--body-timeout", "300ms")
+	idle, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	stuck, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	io.WriteString(stuck, "put 0 0 60 10\r\nabc")
+	stuck.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if rest, err := io.ReadAll(stuck); err != nil || len(rest) > 0 {
+		t.Errorf("the stuck put's connection: %q, %v; want it closed", rest, err)
+	}
+	idle.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(idle, "list-tube-used\r\n")
+	if got, err := bufio.NewReader(idle).ReadString('\n'); got != "USING default\r\n" {
+		t.Errorf("the idle connection: %q, %v", got, err)
+	}
 }

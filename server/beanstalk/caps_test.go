@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/hourglass-io/hourglass/server/beanstalk"
 )
@@ -94,4 +95,20 @@ func TestMaxWaitsFlood(t *testing.T) {
 			c.expect("reserve-with-timeout 1", "TIMED_OUT\r\n")
 		})
 	}
+}
+
+// A put whose body never comes closes the connection after BodyTimeout,
+// with no IdleTimeout set; a connection idle between commands stays.
+func TestBodyTimeout(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		_, addr := startServer(t, b.open(t), func(s *beanstalk.Server) { s.BodyTimeout = 200 * time.Millisecond })
+		idle, stuck := dial(t, addr), dial(t, addr)
+		idle.expect("list-tube-used", "USING default\r\n")
+		stuck.send("put 0 0 60 10\r\nabc")
+		stuck.expectClosed()
+		idle.expect("list-tube-used", "USING default\r\n")
+		if v := field(t, idle.do("stats"), "current-jobs-ready"); v != "0" {
+			t.Errorf("current-jobs-ready %s after the put cut short, want 0", v)
+		}
+	})
 }

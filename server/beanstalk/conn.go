@@ -254,11 +254,11 @@ func (c *conn) readLine() (string, error) {
 	}
 }
 
-// refreshDeadline restarts the idle timeout, for a body that follows its
+// refreshDeadline arms the body timeout, for a body that follows its
 // command line.
 func (c *conn) refreshDeadline() {
-	if c.srv.IdleTimeout > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(c.srv.IdleTimeout))
+	if d := c.srv.bodyTimeout(); d > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(d))
 	}
 }
 

@@ -70,5 +70,12 @@
 // binlog fields are those of a beanstalkd without a binlog, and id is
 // random per Server. Several connections waiting on one tube are served
 // oldest first, where beanstalkd 1.12 takes turns. DEADLINE_SOON is timed
-// by this process's clock, the end of a reservation by the store's.
+// by this process's clock, the end of a reservation by the store's. A put
+// whose body does not arrive within BodyTimeout (DefaultBodyTimeout, one
+// minute, unless set) closes the connection, where beanstalkd waits for
+// ever: a put line makes the server set aside a buffer of the size it
+// announces, so clients that send put lines and no bodies would otherwise
+// hold that memory, and their connections, without end. A connection idle
+// between commands is kept for ever, as beanstalkd keeps it, unless
+// IdleTimeout is set: producers that put now and then hold one open.
 package beanstalk
