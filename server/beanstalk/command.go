@@ -192,13 +192,15 @@ func (c *conn) cmdReserveJob(rest string) error {
 		return errBadFormat
 	}
 	c.srv.count(opReserveJob)
+	if !c.srv.sessionSure() {
+		return errSessionUnsure
+	}
 	j, err := c.q.ReserveJob(c.ctx, queue.ID(id))
 	if err != nil {
 		return err
 	}
 	c.setWorker()
-	c.reserved(j)
-	return nil
+	return c.reserved(j)
 }
 
 func (c *conn) cmdDelete(rest string) error {

@@ -279,10 +279,18 @@ func (c *conn) setWorker() {
 	}
 }
 
-// reserved records a job the connection reserved and answers with it.
-func (c *conn) reserved(j queue.Job) {
+// reserved records a job the connection reserved and answers with it,
+// unless the server's session is no longer sure: then the job goes back
+// (if the session has lapsed, another server may have returned it already)
+// and the reserve is refused, so that no job is ever held by two clients.
+func (c *conn) reserved(j queue.Job) error {
+	if !c.srv.sessionSure() {
+		c.q.Release(c.ctx, j.ID, j.Priority, 0)
+		return errSessionUnsure
+	}
 	c.held[j.ID] = hold{ttr: j.TTR, deadline: time.Now().Add(j.TTR)}
 	c.replyJob("RESERVED", j)
+	return nil
 }
 
 // deadlineSoon reports whether a job the connection holds is within the
@@ -309,6 +317,9 @@ func (c *conn) deadlineSoon(now time.Time) (soon bool, next time.Time) {
 // waits for ever.
 func (c *conn) reserve(timeout time.Duration) error {
 	c.setWorker()
+	if !c.srv.sessionSure() {
+		return errSessionUnsure
+	}
 	now := time.Now()
 	soon, soonAt := c.deadlineSoon(now)
 	if soon || timeout == 0 {
@@ -319,8 +330,7 @@ func (c *conn) reserve(timeout time.Duration) error {
 			}
 			return err
 		}
-		c.reserved(j)
-		return nil
+		return c.reserved(j)
 	}
 
 	// Wait for a job, for the timeout, or until a reservation enters the
@@ -360,8 +370,7 @@ func (c *conn) reserve(timeout time.Duration) error {
 
 	switch {
 	case err == nil:
-		c.reserved(j)
-		return nil
+		return c.reserved(j)
 	case errors.Is(err, queue.ErrTimeout):
 		if !soonAt.IsZero() && !time.Now().Before(soonAt) {
 			return errDeadlineSoon

@@ -77,5 +77,9 @@
 // announces, so clients that send put lines and no bodies would otherwise
 // hold that memory, and their connections, without end. A connection idle
 // between commands is kept for ever, as beanstalkd keeps it, unless
-// IdleTimeout is set: producers that put now and then hold one open.
+// IdleTimeout is set: producers that put now and then hold one open. On a
+// shared store, a server whose session renewals fail answers every reserve
+// with INTERNAL_ERROR from a third of a lease before its session could
+// lapse until a renewal succeeds, so that no job is ever held by two
+// clients.
 package beanstalk

@@ -20,6 +20,7 @@ var (
 	errNotIgnored     = errors.New("beanstalk: cannot ignore the only watched tube")
 	errTooManyWatched = errors.New("beanstalk: watching as many tubes as Server.MaxWatch allows")
 	errTooManyWaits   = errors.New("beanstalk: as many reserves wait as Server.MaxWaits allows")
+	errSessionUnsure  = errors.New("beanstalk: the server's session is not renewed: it hands out no job")
 )
 
 // Outcomes that end the connection without a reply.
@@ -52,6 +53,7 @@ var errorReplies = []struct {
 	{queue.ErrFull, "OUT_OF_MEMORY\r\n"},
 	{errTooManyWatched, "OUT_OF_MEMORY\r\n"},
 	{errTooManyWaits, "OUT_OF_MEMORY\r\n"},
+	{errSessionUnsure, internalError},
 }
 
 const internalError = "INTERNAL_ERROR\r\n"

@@ -110,6 +110,9 @@ type Server struct {
 
 	sessionStop chan struct{} // closed to stop the session keeper; nil when none runs
 	sessionDone chan struct{} // closed when the session keeper has ended
+	// sessionUntil is when (Unix ns, local clock) this server stops handing
+	// out jobs unless its session is renewed; 0: the store has no sessions.
+	sessionUntil atomic.Int64
 }
 
 func (s *Server) init() {
