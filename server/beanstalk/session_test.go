@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
+	"github.com/redis/go-redis/v9"
 )
 
 // renewals is a Redis store whose session renewals fail while cut is set,
@@ -97,4 +101,50 @@ func TestSessionUnsureRefusesReserves(t *testing.T) {
 			t.Fatal("reserves still refused after the renewals came back")
 		}
 	}
+}
+
+// A real redis-server stopped (SIGSTOP) for longer than the lease: a
+// reserve sent meanwhile is not answered with a job, the job stays in the
+// store, and once Redis runs again and a renewal succeeds the job is handed
+// out, once.
+func TestSessionRedisPaused(t *testing.T) {
+	const lease = 600 * time.Millisecond
+	rs := redistest.Standalone(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1})
+	t.Cleanup(func() { rc.Close() })
+	store, err := redisstore.New(context.Background(), rc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	_, addr := startServer(t, store, func(s *beanstalk.Server) { s.SessionLease = lease })
+	c, o := dial(t, addr), dial(t, addr)
+	id := c.put(60, "j")
+
+	if err := syscall.Kill(rs.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	c.send("reserve-with-timeout 0\r\n")
+	// The fault lasts two leases: renewals fail for all of it.
+	time.Sleep(2 * lease)
+	if err := syscall.Kill(rs.Pid(), syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.read(); r != "INTERNAL_ERROR\r\n" {
+		t.Fatalf("a reserve sent while Redis was stopped: %q, want INTERNAL_ERROR", r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := o.do("reserve-with-timeout 0")
+		if r != "INTERNAL_ERROR\r\n" {
+			if got := o.reservedID(r); got != id {
+				t.Fatalf("reserved job %s, want %s", got, id)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("reserves still refused 10 s after Redis came back")
+		}
+	}
+	c.expect("reserve-with-timeout 0", "TIMED_OUT\r\n")
 }
