@@ -10,6 +10,8 @@ APT_PACKAGES := redis-server:redis-server beanstalkd:beanstalkd chromium:chromiu
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 10s ./server/httpapi/
+	$(GO) test -run '^$$' -fuzz FuzzCommands -fuzztime 10s ./server/beanstalk/
 
 vet:
 	$(GO) vet ./...

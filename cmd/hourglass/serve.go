@@ -105,10 +105,13 @@ Examples:
 		fs.IntVar(&o.redisReplicas, "redis-replicas", 0, "on Redis, acknowledge a put, reserve or delete only once `n` replicas have it (WAIT; a failover then loses none); 0: do not wait")
 		fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM `file` of the CAs whose client certificates every listener requires (mutual TLS; with --tls-cert)")
 		fs.DurationVar(&o.maxWait, "max-wait", httpapi.DefaultMaxWait, "longest `duration` an HTTP long poll (reserve) waits")
+		fs.IntVar(&o.maxWaits, "max-waits", httpapi.DefaultMaxWaits, "most long polls waiting at once, per protocol: HTTP reserves and hash event reads with a timeout (beyond: 429 too_many_waits), blocked beanstalkd reserves (beyond: OUT_OF_MEMORY) (a `count`)")
+		fs.IntVar(&o.maxWatch, "max-watch", httpapi.DefaultMaxReserveTubes, "most `tubes` one reserve may name: an HTTP reserve's tubes (beyond: 400 too_many_tubes), a beanstalkd connection's watch list (beyond: OUT_OF_MEMORY)")
 		fs.IntVar(&o.maxJobSize, "max-job-size", queue.DefaultMaxJobSize, "largest job body, in `bytes`")
 		fs.IntVar(&o.maxJobs, "max-jobs", 0, "most `jobs` the embedded engine holds; a put beyond is answered OUT_OF_MEMORY (0: no cap)")
 		fs.IntVar(&o.maxConns, "max-conns", 10000, "most open protocol `connections`; more are closed at once (0: no cap)")
 		fs.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection that sends no command for this `duration` (0: never)")
+		fs.DurationVar(&o.bodyTimeout, "body-timeout", beanstalk.DefaultBodyTimeout, "close a connection that takes longer than this `duration` to send a put's body once its command line is in (0: never)")
 		fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a shutdown waits for commands in flight before it closes connections (a `duration`)")
 		fs.StringVar(&o.logLevel, "log-level", "info", "least `level` logged: debug, info, warn or error (debug adds each connection and each slow command)")
 		fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
@@ -140,7 +143,9 @@ type serveOptions struct {
 	beanstalkAddr, httpAddr string
 	maxJobSize, maxJobs     int
 	maxConns                int
+	maxWaits, maxWatch      int
 	idleTimeout             time.Duration
+	bodyTimeout             time.Duration
 	shutdownTimeout         time.Duration
 	logLevel                string
 	logFormat               string
@@ -156,6 +161,15 @@ type serveOptions struct {
 	limits                  []string // --limit NAME=SPEC
 	limitsFile              string
 	envoy                   envoyOptions // --grpc-addr and its companions
+}
+
+// bodyTimeoutOrNever returns --body-timeout as beanstalk.Server.BodyTimeout:
+// 0 (never) is negative there.
+func (o *serveOptions) bodyTimeoutOrNever() time.Duration {
+	if o.bodyTimeout == 0 {
+		return -1
+	}
+	return o.bodyTimeout
 }
 
 // hostList returns --allowed-hosts as httpapi.Server.AllowedHosts: nil
@@ -196,8 +210,14 @@ func (o *serveOptions) validate() error {
 		return usagef("--max-jobs %d: want 0 (no cap) or more", o.maxJobs)
 	case o.maxConns < 0:
 		return usagef("--max-conns %d: want 0 (no cap) or more", o.maxConns)
+	case o.maxWaits < 1:
+		return usagef("--max-waits %d: want 1 or more", o.maxWaits)
+	case o.maxWatch < 1:
+		return usagef("--max-watch %d: want 1 or more", o.maxWatch)
 	case o.idleTimeout < 0:
 		return usagef("--idle-timeout %v: want 0 (never) or more", o.idleTimeout)
+	case o.bodyTimeout < 0:
+		return usagef("--body-timeout %v: want 0 (never) or more", o.bodyTimeout)
 	case o.shutdownTimeout <= 0:
 		return usagef("--shutdown-timeout %v: want more than 0", o.shutdownTimeout)
 	case o.maxWait <= 0:
@@ -366,8 +386,8 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		observe = observeSlow(log, observe)
 	}
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
-		Observe: observe, ConnState: metrics.BeanstalkConnState}
-	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, Metrics: metrics, Health: healthCheck(b),
+		BodyTimeout: o.bodyTimeoutOrNever(), MaxWaits: o.maxWaits, MaxWatch: o.maxWatch, Observe: observe, ConnState: metrics.BeanstalkConnState}
+	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, MaxWaits: o.maxWaits, MaxReserveTubes: o.maxWatch, Metrics: metrics, Health: healthCheck(b),
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits, AllowedHosts: o.hostList()}
 	hs.Locks = b.Locks
 	if o.accessLog {

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -151,5 +152,67 @@ func TestServeAllowedHosts(t *testing.T) {
 	}
 	if r := run(t, nil, "", "serve", "--allowed-hosts", " "); r.code != 2 || !strings.Contains(r.stderr, "--allowed-hosts") {
 		t.Errorf("a blank --allowed-hosts: %v", r)
+	}
+}
+
+// --max-watch reaches both protocols; --max-waits and --max-watch refuse
+// values that would cap everything.
+func TestWaitCapFlags(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://", "--max-watch", "2", "--max-waits", "5")
+	resp, err := http.Post("http://"+p.httpAddr+"/v1/reserve", "application/json", strings.NewReader(`{"tubes":["a","b","c"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "too_many_tubes") {
+		t.Errorf("an HTTP reserve of 3 tubes under --max-watch 2: %d %s", resp.StatusCode, body)
+	}
+	nc, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(nc)
+	for _, step := range []struct{ cmd, want string }{{"watch a", "WATCHING 2\r\n"}, {"watch b", "OUT_OF_MEMORY\r\n"}} {
+		io.WriteString(nc, step.cmd+"\r\n")
+		if got, err := br.ReadString('\n'); got != step.want {
+			t.Errorf("%s: %q (%v), want %q", step.cmd, got, err, step.want)
+		}
+	}
+	for _, flag := range []string{"--max-waits", "--max-watch"} {
+		if r := run(t, nil, "", "serve", flag, "0"); r.code != 2 || !strings.Contains(r.stderr, flag) {
+			t.Errorf("serve %s 0: %v", flag, r)
+		}
+	}
+	if r := run(t, nil, "", "serve", "--body-timeout", "-1s"); r.code != 2 || !strings.Contains(r.stderr, "--body-timeout") {
+		t.Errorf("serve --body-timeout -1s: %v", r)
+	}
+}
+
+// A put whose body never comes is cut off after --body-timeout, with no
+// --idle-timeout; an idle connection stays.
+func TestBodyTimeoutFlag(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://", "--body-timeout", "300ms")
+	idle, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	stuck, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	io.WriteString(stuck, "put 0 0 60 10\r\nabc")
+	stuck.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if rest, err := io.ReadAll(stuck); err != nil || len(rest) > 0 {
+		t.Errorf("the stuck put's connection: %q, %v; want it closed", rest, err)
+	}
+	idle.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(idle, "list-tube-used\r\n")
+	if got, err := bufio.NewReader(idle).ReadString('\n'); got != "USING default\r\n" {
+		t.Errorf("the idle connection: %q, %v", got, err)
 	}
 }

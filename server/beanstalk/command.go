@@ -192,13 +192,15 @@ func (c *conn) cmdReserveJob(rest string) error {
 		return errBadFormat
 	}
 	c.srv.count(opReserveJob)
+	if !c.srv.sessionSure() {
+		return errSessionUnsure
+	}
 	j, err := c.q.ReserveJob(c.ctx, queue.ID(id))
 	if err != nil {
 		return err
 	}
 	c.setWorker()
-	c.reserved(j)
-	return nil
+	return c.reserved(j)
 }
 
 func (c *conn) cmdDelete(rest string) error {
@@ -378,6 +380,9 @@ func (c *conn) cmdWatch(rest string) error {
 	}
 	c.srv.count(opWatch)
 	if c.watching(rest) < 0 {
+		if c.srv.MaxWatch > 0 && len(c.watched) >= c.srv.MaxWatch {
+			return errTooManyWatched
+		}
 		if err := c.hold(rest, 1); err != nil {
 			return err
 		}

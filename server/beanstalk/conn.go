@@ -261,11 +261,11 @@ func (c *conn) readLine() (string, error) {
 	}
 }
 
-// refreshDeadline restarts the idle timeout, for a body that follows its
+// refreshDeadline arms the body timeout, for a body that follows its
 // command line.
 func (c *conn) refreshDeadline() {
-	if c.srv.IdleTimeout > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(c.srv.IdleTimeout))
+	if d := c.srv.bodyTimeout(); d > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(d))
 	}
 }
 
@@ -286,10 +286,18 @@ func (c *conn) setWorker() {
 	}
 }
 
-// reserved records a job the connection reserved and answers with it.
-func (c *conn) reserved(j queue.Job) {
+// reserved records a job the connection reserved and answers with it,
+// unless the server's session is no longer sure: then the job goes back
+// (if the session has lapsed, another server may have returned it already)
+// and the reserve is refused, so that no job is ever held by two clients.
+func (c *conn) reserved(j queue.Job) error {
+	if !c.srv.sessionSure() {
+		c.q.Release(c.ctx, j.ID, j.Priority, 0)
+		return errSessionUnsure
+	}
 	c.held[j.ID] = hold{ttr: j.TTR, deadline: time.Now().Add(j.TTR)}
 	c.replyJob("RESERVED", j)
+	return nil
 }
 
 // deadlineSoon reports whether a job the connection holds is within the
@@ -316,6 +324,9 @@ func (c *conn) deadlineSoon(now time.Time) (soon bool, next time.Time) {
 // waits for ever.
 func (c *conn) reserve(timeout time.Duration) error {
 	c.setWorker()
+	if !c.srv.sessionSure() {
+		return errSessionUnsure
+	}
 	now := time.Now()
 	soon, soonAt := c.deadlineSoon(now)
 	if soon || timeout == 0 {
@@ -326,8 +337,7 @@ func (c *conn) reserve(timeout time.Duration) error {
 			}
 			return err
 		}
-		c.reserved(j)
-		return nil
+		return c.reserved(j)
 	}
 
 	// Wait for a job, for the timeout, or until a reservation enters the
@@ -340,6 +350,13 @@ func (c *conn) reserve(timeout time.Duration) error {
 	}
 	if wait < 0 {
 		wait = 0 // the queue's "until ctx ends"
+	}
+	if n := c.srv.MaxWaits; n > 0 {
+		if c.srv.waits.Add(1) > int64(n) {
+			c.srv.waits.Add(-1)
+			return errTooManyWaits
+		}
+		defer c.srv.waits.Add(-1)
 	}
 	if err := c.bw.Flush(); err != nil {
 		return hangUp(err)
@@ -360,8 +377,7 @@ func (c *conn) reserve(timeout time.Duration) error {
 
 	switch {
 	case err == nil:
-		c.reserved(j)
-		return nil
+		return c.reserved(j)
 	case errors.Is(err, queue.ErrTimeout):
 		if !soonAt.IsZero() && !time.Now().Before(soonAt) {
 			return errDeadlineSoon

@@ -49,6 +49,21 @@
 // Store failures are answered with INTERNAL_ERROR and logged; a store that
 // is full (queue.ErrFull) is answered with OUT_OF_MEMORY.
 //
+// # Caps
+//
+// beanstalkd caps neither the tubes a connection watches nor the reserves
+// blocked at once; Server does, when MaxWatch and MaxWaits are set
+// (hourglass serve sets both: --max-watch and --max-waits). A reserve
+// names every watched tube to the store, so a watch list of thousands makes
+// each reserve (one script call on Redis) as long; and every blocked
+// reserve holds a goroutine and a wait-list entry, plus on Redis a share
+// of the wake-up subscription of each tube it watches. Going over either
+// cap is answered OUT_OF_MEMORY: the protocol lets any command get it,
+// every beanstalkd client already handles it as "the server cannot take
+// this now, try again later", and nothing changes. BAD_FORMAT would tell
+// the client its command is malformed, which it is not, and TIMED_OUT would
+// make a client of reserve (without a timeout) think it asked for one.
+//
 // # Differences from beanstalkd 1.12
 //
 // Job IDs are the store's: they do not start at 1 on Redis (they follow
@@ -70,5 +85,16 @@
 // binlog fields are those of a beanstalkd without a binlog, and id is
 // random per Server. Several connections waiting on one tube are served
 // oldest first, where beanstalkd 1.12 takes turns. DEADLINE_SOON is timed
-// by this process's clock, the end of a reservation by the store's.
+// by this process's clock, the end of a reservation by the store's. A put
+// whose body does not arrive within BodyTimeout (DefaultBodyTimeout, one
+// minute, unless set) closes the connection, where beanstalkd waits for
+// ever: a put line makes the server set aside a buffer of the size it
+// announces, so clients that send put lines and no bodies would otherwise
+// hold that memory, and their connections, without end. A connection idle
+// between commands is kept for ever, as beanstalkd keeps it, unless
+// IdleTimeout is set: producers that put now and then hold one open. On a
+// shared store, a server whose session renewals fail answers every reserve
+// with INTERNAL_ERROR from a third of a lease before its session could
+// lapse until a renewal succeeds, so that no job is ever held by two
+// clients.
 package beanstalk

@@ -18,6 +18,9 @@ var (
 	errDraining       = errors.New("beanstalk: draining")
 	errDeadlineSoon   = errors.New("beanstalk: deadline soon")
 	errNotIgnored     = errors.New("beanstalk: cannot ignore the only watched tube")
+	errTooManyWatched = errors.New("beanstalk: watching as many tubes as Server.MaxWatch allows")
+	errTooManyWaits   = errors.New("beanstalk: as many reserves wait as Server.MaxWaits allows")
+	errSessionUnsure  = errors.New("beanstalk: the server's session is not renewed: it hands out no job")
 )
 
 // Outcomes that end the connection without a reply.
@@ -48,6 +51,9 @@ var errorReplies = []struct {
 	{queue.ErrJobTooBig, "JOB_TOO_BIG\r\n"},
 	{queue.ErrBadTube, "BAD_FORMAT\r\n"},
 	{queue.ErrFull, "OUT_OF_MEMORY\r\n"},
+	{errTooManyWatched, "OUT_OF_MEMORY\r\n"},
+	{errTooManyWaits, "OUT_OF_MEMORY\r\n"},
+	{errSessionUnsure, internalError},
 }
 
 const internalError = "INTERNAL_ERROR\r\n"

@@ -24,6 +24,13 @@ var ErrServerClosed = errors.New("beanstalk: server closed")
 // reproduces, so that clients which look at it treat the server as such.
 const DefaultVersion = "1.12"
 
+// DefaultBodyTimeout is how long a put's body may take to arrive when
+// neither Server.BodyTimeout nor Server.IdleTimeout is set. beanstalkd
+// waits for ever; a minute is far beyond what a live client takes to send
+// the largest body, and short enough that a client that sends put lines
+// and never their bodies cannot pile up connections and their buffers.
+const DefaultBodyTimeout = time.Minute
+
 // Server serves the beanstalkd protocol over a queue. Its zero value, with
 // Queue set, is ready to use. A Server is safe for concurrent use; its
 // fields must not change once Serve has been called.
@@ -36,10 +43,22 @@ type Server struct {
 	// MaxConns caps the open connections; a connection beyond it is closed
 	// as soon as it is accepted. 0 means no limit.
 	MaxConns int
-	// IdleTimeout closes a connection that sends no command for this long,
-	// and one that takes longer than this to send the body of a put. A
-	// connection blocked in reserve is never idle. 0 means no timeout.
+	// IdleTimeout closes a connection that sends no command for this long.
+	// A connection blocked in reserve is never idle. 0 means no timeout.
 	IdleTimeout time.Duration
+	// BodyTimeout closes a connection that takes longer than this to send
+	// the body of a put once its command line is in: a put whose body
+	// never comes would otherwise hold the connection, and the buffer
+	// sized for the body, for ever. Default: IdleTimeout when set, else
+	// DefaultBodyTimeout; negative means no timeout.
+	BodyTimeout time.Duration
+	// MaxWatch caps the tubes one connection watches: a watch beyond it is
+	// answered OUT_OF_MEMORY and changes nothing. 0 means no limit.
+	MaxWatch int
+	// MaxWaits caps the reserves blocked at once (reserve, and
+	// reserve-with-timeout above 0): one beyond it is answered
+	// OUT_OF_MEMORY at once. 0 means no limit.
+	MaxWaits int
 	// Version is the version the stats command reports (quoted).
 	// Default DefaultVersion.
 	Version string
@@ -79,6 +98,7 @@ type Server struct {
 	producers atomic.Int64
 	workers   atomic.Int64
 	waiting   atomic.Int64
+	waits     atomic.Int64 // blocked reserves admitted, against MaxWaits
 
 	tubes registry
 
@@ -91,6 +111,9 @@ type Server struct {
 	holdsDefault bool          // startSession has run: "default" is held
 	sessionStop  chan struct{} // closed to stop the session keeper; nil when none runs
 	sessionDone  chan struct{} // closed when the session keeper has ended
+	// sessionUntil is when (Unix ns, local clock) this server stops handing
+	// out jobs unless its session is renewed; 0: the store has no sessions.
+	sessionUntil atomic.Int64
 }
 
 func (s *Server) init() {
@@ -229,6 +252,16 @@ func (s *Server) accept(base context.Context, nc net.Conn) {
 }
 
 // forget drops a connection that is closing; it no longer counts against
+func (s *Server) bodyTimeout() time.Duration {
+	switch {
+	case s.BodyTimeout != 0:
+		return s.BodyTimeout
+	case s.IdleTimeout > 0:
+		return s.IdleTimeout
+	}
+	return DefaultBodyTimeout
+}
+
 // MaxConns.
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()

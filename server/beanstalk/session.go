@@ -35,11 +35,19 @@ func (s *Server) keepSession(ss queue.Sessions, stop <-chan struct{}, done chan<
 			cancel()
 			return
 		case <-renew.C:
+			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), lease/3)
-			if err := ss.KeepAlive(ctx, s.id, lease); err != nil {
-				log.Warn("beanstalk: renewing the session; if it lapses, other servers return this server's reservations", "session", s.id, "err", err)
-			}
+			err := ss.KeepAlive(ctx, s.id, lease)
 			cancel()
+			if err != nil {
+				log.Error("beanstalk: renewing the session failed; reserves are refused (INTERNAL_ERROR) from a third of a lease before it could lapse until a renewal succeeds, so that no job is held twice",
+					"session", s.id, "err", err)
+				continue
+			}
+			if !s.sessionSure() {
+				log.Info("beanstalk: the session is renewed again; reserves resume", "session", s.id)
+			}
+			s.renewed(start, lease)
 		case <-reap.C:
 			ctx, cancel := context.WithTimeout(context.Background(), lease)
 			n, err := ss.Reap(ctx)
@@ -51,6 +59,21 @@ func (s *Server) keepSession(ss queue.Sessions, stop <-chan struct{}, done chan<
 			}
 		}
 	}
+}
+
+// renewed records a renewal begun at start: the store's lease, counted from
+// when the store ran it (after start), lasts at least until start+lease.
+// Reserves are answered until a third of a lease before that, which leaves
+// a reserve in flight that margin to reach the store.
+func (s *Server) renewed(start time.Time, lease time.Duration) {
+	s.sessionUntil.Store(start.Add(lease - lease/3).UnixNano())
+}
+
+// sessionSure reports whether this server may hand out jobs: its store has
+// no sessions, or its session is renewed for long enough.
+func (s *Server) sessionSure() bool {
+	until := s.sessionUntil.Load()
+	return until == 0 || time.Now().UnixNano() < until
 }
 
 func (s *Server) sessionLease() time.Duration {
@@ -74,9 +97,11 @@ func (s *Server) startSession() error {
 	defer cancel()
 	ss, shared := s.Queue.Store().(queue.Sessions)
 	if shared {
+		start := time.Now()
 		if err := ss.KeepAlive(ctx, s.id, s.sessionLease()); err != nil {
 			return err
 		}
+		s.renewed(start, s.sessionLease())
 	}
 	if err := s.serverQueue().Hold(ctx, defaultTube, 1); err != nil {
 		return err

@@ -26,6 +26,8 @@ const (
 	CodeTooLarge     = "too_large"              // 413: a body beyond the limit
 	CodeUnsupported  = "unsupported_media_type" // 415
 	CodeRateLimited  = "rate_limited"           // 429: with Retry-After (used by limits)
+	CodeTooManyWaits = "too_many_waits"         // 429: as many long polls wait as Server.MaxWaits allows; with Retry-After
+	CodeTooManyTubes = "too_many_tubes"         // 400: a reserve naming more tubes than Server.MaxReserveTubes
 	CodeStoreFull    = "store_full"             // 507: the store holds as many jobs as it may
 	CodeUnavailable  = "unavailable"            // 503: the store did not answer
 	CodeShuttingDown = "shutting_down"          // 503: the server is stopping

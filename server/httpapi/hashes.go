@@ -620,6 +620,13 @@ func (s *Server) hashRead(w http.ResponseWriter, r *http.Request) error {
 	}
 	group := r.PathValue("group")
 	deadline := time.Now().Add(min(ms(req.TimeoutMS), s.maxWait()))
+	if req.TimeoutMS > 0 {
+		leave, err := s.enterWait()
+		if err != nil {
+			return err
+		}
+		defer leave()
+	}
 	ctx, cancel := s.longPoll(r)
 	defer cancel()
 

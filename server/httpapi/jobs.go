@@ -234,9 +234,18 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
 	if req.TimeoutMS < 0 {
 		return badRequest("httpapi: timeout_ms is %d, want 0 or more", req.TimeoutMS)
 	}
+	if n := orInt(s.MaxReserveTubes, DefaultMaxReserveTubes); len(req.Tubes) > n {
+		return apiError{http.StatusBadRequest, CodeTooManyTubes, sprintf("httpapi: %d tubes, want at most %d", len(req.Tubes), n), 0}
+	}
 	timeout := min(ms(req.TimeoutMS), s.maxWait())
 	if timeout == 0 {
 		timeout = -1 // one attempt
+	} else {
+		leave, err := s.enterWait()
+		if err != nil {
+			return err
+		}
+		defer leave()
 	}
 	ctx, cancel := s.longPoll(r)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-io/hourglass/lock"
@@ -22,6 +23,12 @@ var ErrServerClosed = http.ErrServerClosed
 const (
 	// DefaultMaxWait bounds a long poll (a reserve's timeout_ms).
 	DefaultMaxWait = 30 * time.Second
+	// DefaultMaxWaits caps the long polls in progress at once (see
+	// Server.MaxWaits).
+	DefaultMaxWaits = 4096
+	// DefaultMaxReserveTubes caps the tubes one reserve may name (see
+	// Server.MaxReserveTubes).
+	DefaultMaxReserveTubes = 256
 	// DefaultReadHeaderTimeout bounds reading a request's headers.
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultReadTimeout bounds reading a whole request, body included.
@@ -53,6 +60,14 @@ type Server struct {
 	// MaxWait bounds how long a long poll (a reserve) waits; a longer
 	// timeout asked for is cut to it. Default DefaultMaxWait.
 	MaxWait time.Duration
+	// MaxWaits caps the long polls waiting at once: reserves and hash
+	// event reads with a timeout_ms above 0. One beyond it is answered
+	// 429 too_many_waits at once (with Retry-After: 1). Default
+	// DefaultMaxWaits.
+	MaxWaits int
+	// MaxReserveTubes caps the tubes one reserve may name; more are
+	// answered 400 too_many_tubes. Default DefaultMaxReserveTubes.
+	MaxReserveTubes int
 	// Metrics records what the server does and serves GET /metrics.
 	// Default: a fresh Metrics of its own (NewMetrics(nil)), set by the
 	// first call of Handler or Serve.
@@ -98,6 +113,8 @@ type Server struct {
 	cancel   context.CancelFunc
 
 	hx hashState // hashes.go
+
+	waits atomic.Int64 // long polls in progress, against MaxWaits
 
 	mu  sync.Mutex
 	hs  *http.Server
@@ -155,6 +172,24 @@ func (s *Server) logger() *slog.Logger {
 }
 
 func (s *Server) maxWait() time.Duration { return or(s.MaxWait, DefaultMaxWait) }
+
+func orInt(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+// enterWait counts a long poll against MaxWaits; the returned function
+// ends it. Beyond the cap it answers 429 too_many_waits.
+func (s *Server) enterWait() (leave func(), err error) {
+	if s.waits.Add(1) > int64(orInt(s.MaxWaits, DefaultMaxWaits)) {
+		s.waits.Add(-1)
+		return nil, apiError{http.StatusTooManyRequests, CodeTooManyWaits,
+			sprintf("httpapi: %d long polls are waiting already, the most this server allows", orInt(s.MaxWaits, DefaultMaxWaits)), time.Second}
+	}
+	return func() { s.waits.Add(-1) }, nil
+}
 
 // Handler returns the handler of every route: /v1/..., /metrics, /healthz
 // and the dashboard at /. Mount it on a mux of your own, or let Serve run it.
