@@ -132,3 +132,37 @@ func testMaxWaitsFlood(t *testing.T, b backend) {
 		}
 	}
 }
+
+// The cap on long polls counts lock obtains that may wait and rate limit
+// waits too; an obtain that only tries is not a long poll.
+func TestMaxWaitsLocksAndLimits(t *testing.T) {
+	store := memStore(t)
+	ts := startLimitServer(t, store, []string{"slow=1/1m"}, func(s *httpapi.Server) {
+		s.MaxWaits = 1
+		s.Locks = storesOf(t, store).locks
+	})
+	done := make(chan int, 1)
+	go func() {
+		for { // again while a probe below holds the place for its 10 ms
+			r := ts.c.do(req{method: "POST", path: "/v1/reserve", json: map[string]any{"tubes": []string{"held"}, "timeout_ms": 20000}})
+			if r.status != http.StatusTooManyRequests {
+				done <- r.status
+				return
+			}
+		}
+	}()
+	// The waiting reserve holds the one place.
+	waitFor(t, "the reserve to wait", func() bool {
+		return ts.c.do(req{method: "POST", path: "/v1/reserve", json: map[string]any{"tubes": []string{"x"}, "timeout_ms": 10}}).status == http.StatusTooManyRequests
+	})
+	ts.c.do(req{method: "POST", path: lockPath("l", "obtain"), json: map[string]any{"ttl_ms": 10000, "wait_ms": 1000}}).
+		want(t, http.StatusTooManyRequests, httpapi.CodeTooManyWaits)
+	ts.c.do(req{method: "POST", path: "/v1/limits/wait", json: map[string]any{"key": "k", "name": "slow"}}).
+		want(t, http.StatusTooManyRequests, httpapi.CodeTooManyWaits)
+	ts.c.do(req{method: "POST", path: lockPath("l", "obtain"), json: map[string]any{"ttl_ms": 10000}}).want(t, http.StatusOK, "")
+	ts.c.put(t, "held", map[string]any{"body": "j"})
+	if st := <-done; st != http.StatusOK {
+		t.Fatalf("the waiting reserve: %d, want 200", st)
+	}
+	ts.c.do(req{method: "POST", path: "/v1/limits/wait", json: map[string]any{"key": "k", "name": "slow"}}).want(t, http.StatusOK, "")
+}

@@ -233,6 +233,13 @@ func (s *Server) limitWait(w http.ResponseWriter, r *http.Request) error {
 		}
 		maxWait = min(ms(*req.MaxWaitMS), maxWait)
 	}
+	if maxWait > 0 {
+		leave, err := s.enterWait()
+		if err != nil {
+			return err
+		}
+		defer leave()
+	}
 	ctx, cancel := s.longPoll(r)
 	defer cancel()
 	res, err := s.Limiter.ReserveN(ctx, c.key, c.n, maxWait, c.limits...)

@@ -219,6 +219,11 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	if wait <= 0 {
 		l, err = sem.TryAcquire(r.Context(), opts)
 	} else {
+		leave, werr := s.enterWait()
+		if werr != nil {
+			return werr
+		}
+		defer leave()
 		mode = "wait"
 		if req.Fair {
 			mode = "fair"

@@ -61,8 +61,9 @@ type Server struct {
 	// timeout asked for is cut to it. Default DefaultMaxWait.
 	MaxWait time.Duration
 	// MaxWaits caps the long polls waiting at once: reserves and hash
-	// event reads with a timeout_ms above 0. One beyond it is answered
-	// 429 too_many_waits at once (with Retry-After: 1). Default
+	// event reads with a timeout_ms above 0, lock obtains with a wait_ms
+	// above 0 and rate limit waits. One beyond it is answered 429
+	// too_many_waits at once (with Retry-After: 1). Default
 	// DefaultMaxWaits.
 	MaxWaits int
 	// MaxReserveTubes caps the tubes one reserve may name; more are
