@@ -22,6 +22,7 @@ import (
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
 	"github.com/hourglass-io/hourglass/server/envoyrl"
 	"github.com/hourglass-io/hourglass/server/httpapi"
@@ -401,6 +402,15 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		return err
 	}
 	defer stopSweeper(sweeper, log) // before the store closes
+	stopSchedules, err := runSchedules(b, log)
+	if err != nil {
+		bl.Close()
+		if hl != nil {
+			hl.Close()
+		}
+		return err
+	}
+	defer stopSchedules() // before the store closes
 	es, el, err := o.envoy.start(b, token, tlsCfg, metrics.Registry(), log)
 	if err != nil {
 		bl.Close()
@@ -571,4 +581,29 @@ func openError(store string, err error) error {
 		return fmt.Errorf("store %s did not answer within %v: is it running and reachable? (%v)", redact(store), openTimeout, err)
 	}
 	return fmt.Errorf("opening store %s: %w", redact(store), err)
+}
+
+// runSchedules fires the ticks of the store's schedules while the server
+// runs (any number of servers may: each tick is put once) and returns the
+// function that stops it.
+func runSchedules(b *hourglass.Backend, log *slog.Logger) (stop func(), err error) {
+	c, err := schedule.New(b.Schedules, &schedule.Options{
+		OnError: func(err error) { log.Warn("schedules: firing due ticks", "err", err) },
+		OnFire: func(name string, f schedule.Fire) {
+			log.Debug("schedules: fired", "schedule", name, "tick", f.Tick, "job", f.JobID)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}, nil
 }

@@ -15,6 +15,10 @@ import (
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
 	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/hourglass-io/hourglass/schedule"
+	"github.com/redis/go-redis/v9"
 )
 
 // waitUntil runs the stats command until check accepts its output, for at
@@ -194,4 +198,37 @@ func TestKilledServersJobsReturn(t *testing.T) {
 	}
 	// b logs it once the reap is done, which may be just after the job was handed out.
 	b.log.waitFor(t, "returned the jobs of servers that stopped renewing their session", 10*time.Second)
+}
+
+// serve fires the store's schedules: a schedule set through the library on
+// the Redis it serves puts its jobs while serve runs.
+func TestServeFiresSchedules(t *testing.T) {
+	srv := redistest.Standalone(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	defer c.Close()
+	st, err := redisstore.New(t.Context(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sc, err := schedule.New(st.Schedules(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.Set(t.Context(), schedule.Schedule{Name: "beat", Spec: "@every 1s", Job: schedule.Job{Tube: "beats", Body: []byte("tick")}}); err != nil {
+		t.Fatal(err)
+	}
+	startServe(t, nil, "--store", "redis://"+srv.Addr)
+	q, err := queue.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	j, err := q.Reserve(t.Context(), queue.ReserveOptions{Tubes: []string{"beats"}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("no tick's job within 10 s of serve starting: %v", err)
+	}
+	if string(j.Body) != "tick" {
+		t.Fatalf("the tick's job holds %q", j.Body)
+	}
 }
