@@ -11,7 +11,6 @@ import (
 
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/queue"
-	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,16 +30,7 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 		DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
 	})
 	defer c.Close()
-	s, err := redisstore.New(ctx, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	q, err := queue.New(s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	q := openQueue(t, ctx, c, nil)
 	var tubes []string
 	for i := range 12 {
 		tubes = append(tubes, "t"+strconv.Itoa(i))
@@ -49,7 +39,7 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	var (
 		mu        sync.Mutex
 		acked     = map[string]time.Time{} // bodies whose put was acknowledged, and when
-		delivered = map[string]int{}  // bodies reserved and deleted
+		delivered = map[string]int{}       // bodies reserved and deleted
 		failures  []time.Time
 		outcome   error // a failure reported as an outcome
 	)
@@ -111,19 +101,11 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 		defer mu.Unlock()
 		return len(acked)
 	}
-	waitFor := func(what string, cond func() bool) {
-		for !cond() {
-			if ctx.Err() != nil {
-				t.Fatalf("%s: not before the deadline", what)
-			}
-			time.Sleep(10 * time.Millisecond) // polling the load's own counters
-		}
-	}
-	waitFor("2,000 puts before the kill", func() bool { return countAcked() >= 2000 })
+	waitFor(t, ctx, "2,000 puts before the kill", func() bool { return countAcked() >= 2000 })
 	killed := time.Now()
 	cl.Masters[0].Crash()
 	// Service is back when puts to every tube succeed again.
-	waitFor("the cluster answering again", func() bool {
+	waitFor(t, ctx, "the cluster answering again", func() bool {
 		for _, tube := range tubes {
 			if _, err := q.StatsTube(ctx, tube); err != nil {
 				return false
@@ -133,7 +115,7 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	})
 	back := time.Now()
 	after := countAcked()
-	waitFor("2,000 more puts after the failover", func() bool { return countAcked() >= after+2000 })
+	waitFor(t, ctx, "2,000 more puts after the failover", func() bool { return countAcked() >= after+2000 })
 	stopLoad()
 	wg.Wait()
 

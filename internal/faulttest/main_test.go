@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/redis/go-redis/v9"
 )
 
 // childEnv names the role a re-run of this binary plays (see child.go).
@@ -102,6 +105,34 @@ func deadline(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// openQueue opens a queue on c (a store with opts) for the test.
+func openQueue(t *testing.T, ctx context.Context, c redis.UniversalClient, opts *redisstore.Options) *queue.Queue {
+	t.Helper()
+	s, err := redisstore.New(ctx, c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
+// waitFor polls cond (the load's own counters, or a cheap call) until it
+// holds, failing the test when ctx ends first.
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if ctx.Err() != nil {
+			t.Fatalf("%s: not before the deadline", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func must(err error) {

@@ -43,16 +43,7 @@ func TestSentinelFailoverStalledReplica(t *testing.T) {
 			if wait {
 				opts = &redisstore.Options{Replicas: 1, ReplicaTimeout: 100 * time.Millisecond}
 			}
-			s, err := redisstore.New(ctx, c, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			q, err := queue.New(s, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer q.Close()
+			q := openQueue(t, ctx, c, opts)
 
 			var (
 				mu       sync.Mutex
@@ -87,15 +78,7 @@ func TestSentinelFailoverStalledReplica(t *testing.T) {
 				defer mu.Unlock()
 				return len(acked)
 			}
-			waitFor := func(what string, cond func() bool) {
-				for !cond() {
-					if ctx.Err() != nil {
-						t.Fatalf("%s: not before the deadline", what)
-					}
-					time.Sleep(10 * time.Millisecond) // polling the load's counters
-				}
-			}
-			waitFor("1,000 puts", func() bool { return count() >= 1000 })
+			waitFor(t, ctx, "1,000 puts", func() bool { return count() >= 1000 })
 			// A stalled replica's link breaks once the master holds 256 kB
 			// for it (Redis's default for replicas is 256 MB): what the
 			// master acknowledges after that never reaches the replica. (On
@@ -125,7 +108,7 @@ func TestSentinelFailoverStalledReplica(t *testing.T) {
 			// wait needs after a failover.
 			sc := redis.NewClient(&redis.Options{Addr: sen.SentinelAddrs()[0]})
 			defer sc.Close()
-			waitFor("the replica promoted", func() bool {
+			waitFor(t, ctx, "the replica promoted", func() bool {
 				addr, err := sc.Do(ctx, "SENTINEL", "get-master-addr-by-name", sen.MasterName).StringSlice()
 				return err == nil && len(addr) == 2 && addr[0]+":"+addr[1] == sen.Replica.Addr
 			})
@@ -133,7 +116,7 @@ func TestSentinelFailoverStalledReplica(t *testing.T) {
 			if err := sen.Master.Start(); err != nil {
 				t.Fatal(err)
 			}
-			waitFor("puts acknowledged again", func() bool {
+			waitFor(t, ctx, "puts acknowledged again", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return lastOK.After(promoted) && len(acked) > before+100
