@@ -106,7 +106,7 @@ Examples:
 		fs.IntVar(&o.redisReplicas, "redis-replicas", 0, "on Redis, acknowledge a put, reserve or delete only once `n` replicas have it (WAIT; a failover then loses none); 0: do not wait")
 		fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM `file` of the CAs whose client certificates every listener requires (mutual TLS; with --tls-cert)")
 		fs.DurationVar(&o.maxWait, "max-wait", httpapi.DefaultMaxWait, "longest `duration` an HTTP long poll (reserve) waits")
-		fs.IntVar(&o.maxWaits, "max-waits", httpapi.DefaultMaxWaits, "most long polls waiting at once, per protocol: HTTP reserves and hash event reads with a timeout (beyond: 429 too_many_waits), blocked beanstalkd reserves (beyond: OUT_OF_MEMORY) (a `count`)")
+		fs.IntVar(&o.maxWaits, "max-waits", httpapi.DefaultMaxWaits, "most long polls waiting at once, per protocol: HTTP reserves, hash event reads, lock obtains and rate limit waits that may wait (beyond: 429 too_many_waits), blocked beanstalkd reserves (beyond: OUT_OF_MEMORY) (a `count`)")
 		fs.IntVar(&o.maxWatch, "max-watch", httpapi.DefaultMaxReserveTubes, "most `tubes` one reserve may name: an HTTP reserve's tubes (beyond: 400 too_many_tubes), a beanstalkd connection's watch list (beyond: OUT_OF_MEMORY)")
 		fs.IntVar(&o.maxJobSize, "max-job-size", queue.DefaultMaxJobSize, "largest job body, in `bytes`")
 		fs.IntVar(&o.maxJobs, "max-jobs", 0, "most `jobs` the embedded engine holds; a put beyond is answered OUT_OF_MEMORY (0: no cap)")
