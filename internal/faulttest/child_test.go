@@ -1,17 +1,20 @@
 package faulttest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,11 +23,16 @@ import (
 // stdout.
 func runChild(role string) int {
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: os.Getenv("HG_ADDR"), MaxRetries: -1,
-		DialTimeout: 100 * time.Millisecond, DialerRetries: 1, DialerRetryTimeout: time.Millisecond,
-		ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	var c redis.UniversalClient
+	if addrs := os.Getenv("HG_CLUSTER"); addrs != "" {
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ","), MaxRetries: -1})
+	} else {
+		c = redis.NewClient(&redis.Options{Addr: os.Getenv("HG_ADDR"), MaxRetries: -1,
+			DialTimeout: 100 * time.Millisecond, DialerRetries: 1, DialerRetryTimeout: time.Millisecond,
+			ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	}
 	defer c.Close()
-	s, err := redisstore.New(ctx, c, nil)
+	s, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: os.Getenv("HG_PREFIX")})
 	must(err)
 	defer s.Close()
 	switch role {
@@ -32,6 +40,8 @@ func runChild(role string) int {
 		lockHolder(ctx, s)
 	case "limiter":
 		limiter(ctx, s)
+	case "scheduler":
+		scheduler(ctx, s)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", role)
 		return 2
@@ -102,4 +112,28 @@ func limiter(ctx context.Context, s *redisstore.Store) {
 		fmt.Println("d", time.Now().UnixMicro(), outcome, failed)
 	}
 	fmt.Println("end")
+}
+
+// clock is the process's clock, HG_SKEW (a Go duration) off real time. The
+// store does not use it: on Redis, what is due is decided by Redis's TIME.
+func clock() func() time.Time {
+	skew, err := time.ParseDuration(cmp.Or(os.Getenv("HG_SKEW"), "0s"))
+	must(err)
+	return func() time.Time { return time.Now().Add(skew) }
+}
+
+// scheduler runs a schedule Client on the store until it is killed, and
+// prints "ready" once it runs and "fire <tick unix ms>" for each tick it
+// fires.
+func scheduler(ctx context.Context, s *redisstore.Store) {
+	c, err := schedule.New(s.Schedules(), &schedule.Options{
+		Now: clock(),
+		OnFire: func(_ string, f schedule.Fire) {
+			fmt.Println("fire", f.Tick.UnixMilli())
+		},
+		OnError: func(err error) { fmt.Fprintln(os.Stderr, "scheduler:", err) },
+	})
+	must(err)
+	fmt.Println("ready")
+	must(c.Run(ctx))
 }
