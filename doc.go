@@ -2,6 +2,10 @@
 // primitives for distributed services, done right on Redis or in process.
 //
 //   - package queue: delayed jobs with beanstalkd's lifecycle;
+//   - package ratelimit: distributed rate limits (GCRA, sliding windows, the funnel);
+//   - package ttlhash: hash fields that expire, with expiry events that carry the value;
+//   - package lock: locks and semaphores with owner tokens, leases and fencing;
+//   - package schedule: cron and interval schedules fired once per tick;
 //   - package redisstore: the primitives on Redis (standalone, Sentinel, Cluster);
 //   - package memstore: the embedded engine, in process and durable on disk.
 //

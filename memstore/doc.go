@@ -1,6 +1,7 @@
-// Package memstore implements the embedded engine: every operation of
-// queue.Store in process, with its state in memory and, for a Store made by
-// Open, durable in a log on local disk. It is the default back end of
+// Package memstore implements the embedded engine: the stores of every
+// hourglass primitive (queue.Store, and through Store.Limits, Hashes, Locks
+// and Schedules the others') in process, with their state in memory and,
+// for a Store made by Open, durable in one log on local disk. It is the default back end of
 // hourglass: nothing but a data directory is needed.
 //
 // # Model

@@ -1,5 +1,9 @@
-// Package redisstore implements queue.Store on Redis 7.0 or later —
-// standalone, Sentinel or Cluster — through a go-redis v9 UniversalClient.
+// Package redisstore implements the stores of every hourglass primitive on
+// Redis 7.0 or later — standalone, Sentinel or Cluster — through a go-redis
+// v9 UniversalClient: queue.Store (Store itself), and ratelimit.Store,
+// ttlhash.Store, lock.Store and schedule.Store (Store.Limits, Hashes, Locks
+// and Schedules). This page describes the queue's; docs/redis-data-model.md
+// has every primitive's keys and scripts.
 //
 // # Atomicity
 //

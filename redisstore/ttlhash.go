@@ -19,8 +19,9 @@ package redisstore
 //	          17 buckets and a shard at most a few hundred, however many
 //	          fields there are. An entry is varint(hash id) varint(len) field
 //	          (11 bytes for an 8-byte field name), appended to the bucket's
-//	          open chunk; a chunk of 2 KiB is sealed and a new one opened, so
-//	          an append rewrites at most 2 KiB.
+//	          open chunk; a chunk of 480 bytes is sealed and a new one opened
+//	          (a sealed one fits Redis's 512-byte allocations), so an append
+//	          rewrites at most 480 bytes plus the entry.
 //	q         sorted set of the buckets by due time (a coarse bucket is due
 //	          at its start, when its entries are refined into finer buckets;
 //	          a level-0 bucket is one millisecond, due at its deadline).
