@@ -232,7 +232,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 		return schedule.FireResult{}, err
 	}
 	e := s.sc.byName[req.Name]
-	if e == nil {
+	if e == nil || (req.Tube != "" && req.Tube != e.st.Job.Tube) {
 		return fail(schedule.ErrNotFound)
 	}
 	tick := req.Tick

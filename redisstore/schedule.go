@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -179,7 +180,7 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 			return schedule.State{}, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
 		}
 	}
-	v, err := c.call(ctx, scScripts.set, c.s.k.scKeys(tag), st.Name, def, micro(st.Next), st.Job.Priority, ms(st.Job.TTR), st.Job.Body)
+	v, err := c.call(ctx, scScripts.set, c.s.k.scKeys(tag), st.Name, def, micro(st.Next), st.Job.Priority, ms(st.Job.TTR), st.Job.Body, st.Job.Tube)
 	if err != nil {
 		return schedule.State{}, err
 	}
@@ -381,9 +382,12 @@ func (c *Schedules) stateReply(name, script string, v any) (schedule.State, erro
 
 // Fire implements schedule.Store in one script on the tag of the tube.
 func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedule.FireResult, error) {
-	tube, err := c.tubeOf(ctx, req.Name)
-	if err != nil {
-		return schedule.FireResult{}, err
+	tube := req.Tube
+	if tube == "" {
+		var err error
+		if tube, err = c.tubeOf(ctx, req.Name); err != nil {
+			return schedule.FireResult{}, err
+		}
 	}
 	tag := c.tag(tube)
 	ks := append(append(c.s.k.tagKeys(tag), c.s.k.tubeKeys(tag, tube)...), c.s.k.scKeys(tag)[:2]...)
@@ -409,7 +413,9 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 }
 
 // Due implements schedule.Store over every tag that holds schedules; Now is
-// the clock of the first tag's master.
+// the clock of the first tag's master. When more are due on a tag than
+// asked for, it returns a window at a random place among them, so Clients
+// firing at once mostly take different schedules.
 func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, error) {
 	tags, err := c.tags(ctx)
 	if err != nil {
@@ -420,7 +426,7 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 		if len(res.Due) >= limit {
 			break
 		}
-		v, err := c.call(ctx, scScripts.due, c.s.k.scKeys(tag)[:2], limit-len(res.Due))
+		v, err := c.call(ctx, scScripts.due, c.s.k.scKeys(tag)[:2], limit-len(res.Due), rand.IntN(1_000_000))
 		if err != nil {
 			return schedule.DueResult{}, err
 		}

@@ -80,3 +80,67 @@ func BenchmarkScheduleMemory(b *testing.B) {
 		c.FlushAll(ctx)
 	}
 }
+
+// BenchmarkScheduleFires: fires per second when 20,000 "@every 1s"
+// schedules on one tube come due at once, fired by 1 or 4 Clients (each
+// with its own Store) until none is due.
+func BenchmarkScheduleFires(b *testing.B) {
+	for _, clients := range []int{1, 4} {
+		b.Run(strconv.Itoa(clients)+"-clients", func(b *testing.B) {
+			c := redistest.StandaloneClient(b)
+			ctx := b.Context()
+			clock := storetest.NewClock(time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC))
+			const n = 20000
+			prefix := redistest.Prefix(b)
+			cls := make([]*schedule.Client, clients)
+			for i := range cls {
+				s, err := redisstore.New(ctx, c, &redisstore.Options{Prefix: prefix, Clock: clock.Now})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { s.Close() })
+				cls[i], _ = schedule.New(s.Schedules(), &schedule.Options{Now: clock.Now})
+			}
+			for i := range n {
+				if _, err := cls[0].Set(ctx, schedule.Schedule{
+					Name: "s" + strconv.Itoa(i), Spec: "@every 1s",
+					Job: schedule.Job{Tube: "fires", Body: []byte("01234567890123456789")},
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			fires := 0
+			var spent time.Duration
+			before := commandStats(b, c)
+			for b.Loop() {
+				clock.Advance(time.Second)
+				start := time.Now()
+				errs := make(chan error, clients)
+				for _, cl := range cls {
+					go func() {
+						_, err := cl.FireDue(ctx)
+						errs <- err
+					}()
+				}
+				for range cls {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				spent += time.Since(start)
+				fires += n
+			}
+			b.ReportMetric(float64(fires)/spent.Seconds(), "fires/s")
+			var usec, calls float64
+			for name, st := range commandStats(b, c) {
+				usec += st.usec - before[name].usec
+				calls += st.calls - before[name].calls
+				if d := st.calls - before[name].calls; d > 0 {
+					b.Logf("%s: %.2f calls/fire, %.1f µs/fire", name, d/float64(fires), (st.usec-before[name].usec)/float64(fires))
+				}
+			}
+			b.ReportMetric(usec/float64(fires), "redis-µs/fire")
+			b.ReportMetric(calls/float64(fires), "calls/fire")
+		})
+	}
+}

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -199,5 +200,51 @@ func TestScheduleRunWokenByOtherProcess(t *testing.T) {
 				t.Fatal("the running Client was not woken within 10 s")
 			}
 		})
+	}
+}
+
+// A schedule stored before states kept their tube (no tube in the state)
+// still fires when a fire names its tube, refuses a fire naming another,
+// and keeps the tube from then on.
+func TestScheduleStateWithoutTube(t *testing.T) {
+	c := standaloneClient(t)
+	prefix := redistest.Prefix(t)
+	clock := storetest.NewClock(time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC))
+	s, err := redisstore.New(t.Context(), c, &redisstore.Options{Prefix: prefix, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	cl, _ := schedule.New(s.Schedules(), &schedule.Options{Now: clock.Now})
+	st, err := cl.Set(t.Context(), schedule.Schedule{Name: "old", Spec: "@every 1m", Job: schedule.Job{Tube: "legacy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Drop the tube from the stored state, as states were written before.
+	keys, err := c.Keys(t.Context(), prefix+"*sc").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("schedule hashes %v (%v), want one", keys, err)
+	}
+	const strip = `local st = cmsgpack.unpack(redis.call('HGET', KEYS[1], 's:old'))
+local had = st[9]
+st[9] = nil
+redis.call('HSET', KEYS[1], 's:old', cmsgpack.pack(st))
+return had`
+	if had, err := c.Eval(t.Context(), strip, keys).Text(); err != nil || had != "legacy" {
+		t.Fatalf("the state held tube %q (%v), want legacy", had, err)
+	}
+	clock.Advance(time.Minute)
+	fire := func(tube string) (schedule.FireResult, error) {
+		return s.Schedules().Fire(t.Context(), schedule.FireRequest{Name: "old", Tube: tube, Version: st.Version, Next: st.Next,
+			Tick: st.Next, NewNext: st.Next.Add(time.Minute)})
+	}
+	if _, err := fire("other"); !errors.Is(err, schedule.ErrNotFound) {
+		t.Fatalf("a fire naming another tube: %v, want ErrNotFound", err)
+	}
+	if res, err := fire("legacy"); err != nil || !res.Fired {
+		t.Fatalf("a fire naming its tube: %+v, %v", res, err)
+	}
+	if tube, err := c.Eval(t.Context(), `return cmsgpack.unpack(redis.call('HGET', KEYS[1], 's:old'))[9]`, keys).Text(); err != nil || tube != "legacy" {
+		t.Fatalf("after a fire the state holds tube %q (%v), want legacy", tube, err)
 	}
 }

@@ -1,11 +1,14 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,7 +24,14 @@ type Options struct {
 	// BatchSize is the most due schedules one Due call returns; zero means
 	// 100.
 	BatchSize int
-	// OnFire, when set, is called after each tick the Client fires.
+	// Concurrency is how many due schedules a Client fires at once (each
+	// schedule's own ticks always one after another, in order); zero
+	// means 8. A store that serializes its operations (the embedded
+	// engine) gains nothing from more than 1; on Redis, fires at once
+	// share round trips.
+	Concurrency int
+	// OnFire, when set, is called after each tick the Client fires. The
+	// Client calls OnFire and OnError one at a time.
 	OnFire func(name string, f Fire)
 	// OnError, when set, is called with errors of the Scheduler's loop
 	// (the store unreachable); the loop retries after PollInterval.
@@ -39,6 +49,8 @@ type Client struct {
 
 	mu      sync.Mutex
 	running bool
+
+	hookMu sync.Mutex // serializes OnFire and OnError
 }
 
 // New returns a Client of store.
@@ -52,6 +64,12 @@ func New(store Store, opt *Options) (*Client, error) {
 	}
 	if c.opt.BatchSize < 0 || c.opt.BatchSize > 10_000 {
 		return nil, fmt.Errorf("%w: BatchSize %d: want 0 to 10000", ErrInvalidOption, c.opt.BatchSize)
+	}
+	if c.opt.Concurrency < 0 || c.opt.Concurrency > 1000 {
+		return nil, fmt.Errorf("%w: Concurrency %d: want 0 to 1000", ErrInvalidOption, c.opt.Concurrency)
+	}
+	if c.opt.Concurrency == 0 {
+		c.opt.Concurrency = 8
 	}
 	if c.opt.PollInterval == 0 {
 		c.opt.PollInterval = time.Second
@@ -195,8 +213,8 @@ func (c *Client) Run(ctx context.Context) error {
 		if err == nil {
 			notified = true
 			defer stop()
-		} else if c.opt.OnError != nil {
-			c.opt.OnError(err)
+		} else {
+			c.onError(err)
 		}
 	}
 	timer := time.NewTimer(0)
@@ -213,9 +231,7 @@ func (c *Client) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if c.opt.OnError != nil {
-				c.opt.OnError(err)
-			}
+			c.onError(err)
 			wait = c.opt.PollInterval
 		}
 		if (wait < 0 || wait > c.opt.PollInterval) && !notified {
@@ -243,13 +259,9 @@ func (c *Client) FireDue(ctx context.Context) (time.Duration, error) {
 			}
 			return max(res.Earliest.Sub(res.Now), 0), nil
 		}
-		progress := false
-		for _, st := range res.Due {
-			fired, err := c.fireOne(ctx, st, res.Now)
-			if err != nil {
-				return 0, err
-			}
-			progress = progress || fired
+		progress, err := c.fireAll(ctx, res.Due, res.Now)
+		if err != nil {
+			return 0, err
 		}
 		if !progress {
 			// Due schedules that none of this Client's fires could move: another
@@ -257,6 +269,58 @@ func (c *Client) FireDue(ctx context.Context) (time.Duration, error) {
 			// master) disagree by a little. Look again shortly.
 			return time.Millisecond, nil
 		}
+	}
+}
+
+// fireAll fires the due schedules sts, up to Concurrency at once, and
+// reports whether any moved. It starts at a random place in sts, so that
+// Clients sharing a store spread over a batch rather than race down it in
+// the same order.
+func (c *Client) fireAll(ctx context.Context, sts []State, now time.Time) (bool, error) {
+	n := len(sts)
+	start := rand.IntN(n)
+	var (
+		next     atomic.Int64
+		progress atomic.Bool
+		mu       sync.Mutex
+		first    error // the first failure; the others stop at their next schedule
+	)
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			mu.Lock()
+			stop := first != nil
+			mu.Unlock()
+			if i >= n || stop {
+				return
+			}
+			fired, err := c.fireOne(ctx, sts[(start+i)%n], now)
+			if err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+				return
+			}
+			if fired {
+				progress.Store(true)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(c.opt.Concurrency, n) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	return progress.Load(), first
+}
+
+// onError passes err to OnError, if set.
+func (c *Client) onError(err error) {
+	if c.opt.OnError != nil {
+		c.hookMu.Lock()
+		c.opt.OnError(err)
+		c.hookMu.Unlock()
 	}
 }
 
@@ -272,7 +336,7 @@ func (c *Client) fireOne(ctx context.Context, st State, now time.Time) (bool, er
 	for !st.Paused && !st.Next.IsZero() && !st.Next.After(now) {
 		p := st.PlanFire(spec, st.Next, now)
 		res, err := c.store.Fire(ctx, FireRequest{
-			Name: st.Name, Version: st.Version, Next: st.Next,
+			Name: st.Name, Tube: st.Job.Tube, Version: st.Version, Next: st.Next,
 			Tick: p.Tick, NewNext: p.Next, Skipped: p.Skipped,
 		})
 		switch {
@@ -285,7 +349,9 @@ func (c *Client) fireOne(ctx context.Context, st State, now time.Time) (bool, er
 		}
 		moved = true
 		if res.Fired && c.opt.OnFire != nil && len(res.State.Last) > 0 {
+			c.hookMu.Lock()
 			c.opt.OnFire(st.Name, res.State.Last[0])
+			c.hookMu.Unlock()
 		}
 		st = res.State
 	}

@@ -12,7 +12,7 @@ import (
 func TestClientBadInput(t *testing.T) {
 	s := memstore.New(nil)
 	defer s.Close()
-	for _, o := range []schedule.Options{{PollInterval: -1}, {BatchSize: -1}, {BatchSize: 10_001}} {
+	for _, o := range []schedule.Options{{PollInterval: -1}, {BatchSize: -1}, {BatchSize: 10_001}, {Concurrency: -1}, {Concurrency: 1001}} {
 		if _, err := schedule.New(s.Schedules(), &o); !errors.Is(err, schedule.ErrInvalidOption) {
 			t.Errorf("New(%+v): %v", o, err)
 		}

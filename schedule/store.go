@@ -36,6 +36,11 @@ type Fire struct {
 // FireRequest is the argument of Store.Fire.
 type FireRequest struct {
 	Name string
+	// Tube, when set, is the schedule's tube as the caller read it; a
+	// store may use it to find the schedule without a lookup (the tube of
+	// a schedule never changes; a schedule deleted and re-created on
+	// another tube is then ErrNotFound).
+	Tube string
 	// Version and Next must equal the schedule's stored ones, or Fire
 	// changes nothing and returns ErrConflict. A manual fire (Manual set)
 	// compares nothing and leaves Next as it is.

@@ -40,6 +40,7 @@ func Schedule(t *testing.T, newStore NewScheduleStore) {
 		{"TriggerNow", testScTrigger},
 		{"LastFires", testScLastFires},
 		{"NotDue", testScNotDue},
+		{"StaleTube", testScStaleTube},
 		{"BadInput", testScBadInput},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -468,6 +469,35 @@ func testScNotDue(e *scEnv) {
 	if got := e.get("n"); got.Version != st.Version {
 		e.t.Fatal("an early fire changed the schedule")
 	}
+}
+
+// A fire that names the tube its caller read finds nothing when the
+// schedule was since re-created on another tube, however equal the rest.
+func testScStaleTube(e *scEnv) {
+	old := e.set(schedule.Schedule{Name: "st", Spec: "@every 1m", Job: schedule.Job{Tube: "one"}})
+	if err := e.c.Delete(e.ctx, "st"); err != nil {
+		e.t.Fatal(err)
+	}
+	cur := e.set(schedule.Schedule{Name: "st", Spec: "@every 1m", Job: schedule.Job{Tube: "two"}})
+	e.advanceTo(cur.Next)
+	for _, tube := range []string{old.Job.Tube, "three"} {
+		_, err := e.ss.Fire(e.ctx, schedule.FireRequest{Name: "st", Tube: tube, Version: cur.Version, Next: cur.Next,
+			Tick: cur.Next, NewNext: cur.Next.Add(time.Minute)})
+		if !errors.Is(err, schedule.ErrNotFound) {
+			e.t.Fatalf("a fire naming tube %q: %v, want ErrNotFound", tube, err)
+		}
+	}
+	e.wantJobs("one", 0)
+	e.wantJobs("two", 0)
+	if got := e.get("st"); got.Version != cur.Version || got.Fires != 0 {
+		e.t.Fatalf("a fire naming another tube changed the schedule: %+v", got)
+	}
+	res, err := e.ss.Fire(e.ctx, schedule.FireRequest{Name: "st", Tube: "two", Version: cur.Version, Next: cur.Next,
+		Tick: cur.Next, NewNext: cur.Next.Add(time.Minute)})
+	if err != nil || !res.Fired {
+		e.t.Fatalf("a fire naming the schedule's tube: %+v, %v", res, err)
+	}
+	e.wantJobs("two", 1)
 }
 
 func testScBadInput(e *scEnv) {

@@ -1,7 +1,10 @@
 #!lua
 -- sc_due: the due schedules of one tag.
 -- KEYS: sc, scd (see sc_set.lua)
--- ARGV: now ('' for Redis's TIME, or µs), the most to return
+-- ARGV: now ('' for Redis's TIME, or µs), the most to return, where to start
+--       among the due schedules when more are due than returned (0 to
+--       999999: a fraction of the rest, in millionths), so processes firing
+--       at once take different ones
 -- Returns: {now µs, earliest next µs of the schedules not due (-1: none), then
 --          per due schedule: name, definition, body, version, next, paused,
 --          fires, misfires, #last, last...}
@@ -13,7 +16,14 @@ else
   local t = redis.call('TIME')
   us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local names = redis.call('ZRANGE', SCD, '-inf', us, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[2]))
+local limit, offset = tonumber(ARGV[2]), 0
+if ARGV[3] ~= '0' then
+  local n = redis.call('ZCOUNT', SCD, '-inf', us)
+  if n > limit then
+    offset = math.floor((n - limit) * tonumber(ARGV[3]) / 1000000)
+  end
+end
+local names = redis.call('ZRANGE', SCD, '-inf', us, 'BYSCORE', 'LIMIT', offset, limit)
 local earliest = -1
 local first = redis.call('ZRANGE', SCD, '(' .. us, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
 if first[2] then

@@ -20,6 +20,13 @@ if not h[2] then
   return { 1 }
 end
 local st = cmsgpack.unpack(h[2])
+-- The caller names the tube it read; a schedule of the name on another
+-- tube (deleted and re-created since) is not this one.
+local stube = st[9] or cjson.decode(h[1]).Job.Tube
+if stube ~= tube then
+  return { 1 }
+end
+st[9] = stube
 local us, now = open({ T })
 local tickus = tonumber(ARGV[7])
 if manual then
