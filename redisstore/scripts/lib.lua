@@ -400,3 +400,17 @@ local function done(T, v)
   flush(T)
   return v
 end
+
+-- sc_append appends schedule state st (see sc_set.lua) to out as the
+-- schedule scripts reply it: version, next, paused, fires, misfires, the
+-- number of last fires, then theirs (4 values each), and returns out.
+local function sc_append(out, st)
+  for i = 1, 5 do
+    out[#out + 1] = st[i]
+  end
+  out[#out + 1] = #st[8] / 4
+  for _, v in ipairs(st[8]) do
+    out[#out + 1] = v
+  end
+  return out
+end

@@ -78,8 +78,4 @@ if st[3] == 0 and st[2] >= 0 then
 else
   redis.call('ZREM', SCD, name)
 end
-local out = { 0, jobid, h[1], h[3], st[1], st[2], st[3], st[4], st[5], #st[8] / 4 }
-for _, v in ipairs(st[8]) do
-  out[#out + 1] = v
-end
-return done(T, out)
+return done(T, sc_append({ 0, jobid, h[1], h[3] }, st))

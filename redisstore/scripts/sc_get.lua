@@ -20,17 +20,10 @@ local out = {}
 for _, name in ipairs(names) do
   local h = redis.call('HMGET', SC, 'd:' .. name, 's:' .. name, 'b:' .. name)
   if h[2] then
-    local st = cmsgpack.unpack(h[2])
     out[#out + 1] = name
     out[#out + 1] = h[1]
     out[#out + 1] = h[3]
-    for i = 1, 5 do
-      out[#out + 1] = st[i]
-    end
-    out[#out + 1] = #st[8] / 4
-    for _, v in ipairs(st[8]) do
-      out[#out + 1] = v
-    end
+    sc_append(out, cmsgpack.unpack(h[2]))
   end
 end
 return out

@@ -24,8 +24,4 @@ if st[3] ~= paused then
     redis.call('ZREM', SCD, name)
   end
 end
-local out = { 0, 0, h[1], h[3], st[1], st[2], st[3], st[4], st[5], #st[8] / 4 }
-for _, v in ipairs(st[8]) do
-  out[#out + 1] = v
-end
-return out
+return sc_append({ 0, 0, h[1], h[3] }, st)

@@ -14,20 +14,12 @@ local SC, SCD, SCN = KEYS[1], KEYS[2], KEYS[3]
 local name, def, nxt = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local pri, ttr, body = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 
-local function reply(status, st, d, b)
-  local out = { status, 0, d, b, st[1], st[2], st[3], st[4], st[5], #st[8] / 4 }
-  for _, v in ipairs(st[8]) do
-    out[#out + 1] = v
-  end
-  return out
-end
-
 local h = redis.call('HMGET', SC, 'd:' .. name, 's:' .. name, 'b:' .. name)
 local st
 if h[2] then
   st = cmsgpack.unpack(h[2])
   if h[1] == def and h[3] == body then
-    return reply(4, st, h[1], h[3])
+    return sc_append({ 4, 0, h[1], h[3] }, st)
   end
 else
   st = { 0, -1, 0, 0, 0, 0, 0, {} }
@@ -43,4 +35,4 @@ else
   redis.call('ZREM', SCD, name)
 end
 redis.call('ZADD', SCN, 0, name)
-return reply(0, st, def, body)
+return sc_append({ 0, 0, def, body }, st)
