@@ -106,189 +106,207 @@ func (f hashFlags) deadline() (*time.Time, error) {
 	return &t, nil
 }
 
+// hashSub is one subcommand of hash: how many arguments it takes (max < 0:
+// no limit), their synopsis for errors, and what it does.
+type hashSub struct {
+	min, max int
+	synopsis string
+	run      func(c *cli, ctx context.Context, h hashCall) error
+}
+
+// hashCall is what a hash subcommand runs with.
+type hashCall struct {
+	sub  string
+	f    hashFlags
+	hc   *httpClient
+	args []string
+	at   *time.Time // --at, parsed
+}
+
+var hashSubs = map[string]hashSub{
+	"set":     {3, -1, "HASH FIELD VALUE [FIELD VALUE...]", (*cli).hashSet},
+	"get":     {1, -1, "HASH [FIELD...]", (*cli).hashGet},
+	"del":     {2, -1, "HASH FIELD...", (*cli).hashDel},
+	"ttl":     {2, -1, "HASH FIELD...", (*cli).hashTTL},
+	"expire":  {2, -1, "HASH FIELD...", (*cli).hashExpire},
+	"persist": {2, -1, "HASH FIELD...", (*cli).hashExpire},
+	"events":  {1, 1, "one GROUP", (*cli).hashEvents},
+	"ack":     {2, -1, "GROUP ID...", (*cli).hashAck},
+}
+
 func (c *cli) hash(ctx context.Context, f hashFlags, sub string, args []string) error {
-	hc := f.http.client()
-	need := func(n int, synopsis string) error {
-		if len(args) < n {
-			return usagef("hash %s takes %s, got %q", sub, synopsis, args)
-		}
-		return nil
+	s, ok := hashSubs[sub]
+	if !ok {
+		return usagef("hash: unknown subcommand %q: want set, get, del, ttl, expire, persist, events or ack", sub)
+	}
+	if len(args) < s.min || (s.max >= 0 && len(args) > s.max) {
+		return usagef("hash %s takes %s, got %q", sub, s.synopsis, args)
 	}
 	at, err := f.deadline()
 	if err != nil {
 		return err
 	}
-	var body []byte
-	switch sub {
-	case "set":
-		if err := need(3, "HASH FIELD VALUE [FIELD VALUE...]"); err != nil {
-			return err
-		}
-		if len(args)%2 != 1 {
-			return usagef("hash set: a FIELD without its VALUE")
-		}
-		if f.ttl < 0 {
-			return usagef("--ttl %v: want more than 0", f.ttl)
-		}
-		req := map[string]any{}
-		var fields []map[string]any
-		for i := 1; i < len(args); i += 2 {
-			v := []byte(args[i+1])
-			if args[i+1] == "-" {
-				if v, err = io.ReadAll(io.LimitReader(c.stdin, 64<<20+1)); err != nil {
-					return fmt.Errorf("reading standard input: %w", err)
-				}
-			} else if f.b64 {
-				if v, err = base64.StdEncoding.DecodeString(args[i+1]); err != nil {
-					return usagef("hash set: the value of %q is not base64: %v", args[i], err)
-				}
-			}
-			fields = append(fields, map[string]any{"name": args[i], "value_base64": base64.StdEncoding.EncodeToString(v)})
-		}
-		req["fields"] = fields
-		if f.ttl > 0 {
-			req["ttl_ms"] = f.ttl.Milliseconds()
-		}
-		if at != nil {
-			req["at"] = at
-		}
-		if f.keepTTL {
-			req["keep_ttl"] = true
-		}
-		_, body, err = hc.call(ctx, "POST", hashPath(args[0])+"/fields", req)
-	case "get":
-		if err := need(1, "HASH [FIELD...]"); err != nil {
-			return err
-		}
-		if _, body, err = hc.call(ctx, "GET", hashPath(args[0])+"/fields"+fieldQuery(args[1:]), nil); err != nil {
-			return err
-		}
-		if f.http.json {
-			return c.show(f.http, body)
-		}
-		return c.printFields(body)
-	case "del":
-		if err := need(2, "HASH FIELD..."); err != nil {
-			return err
-		}
-		_, body, err = hc.call(ctx, "DELETE", hashPath(args[0])+"/fields"+fieldQuery(args[1:]), nil)
-	case "ttl":
-		if err := need(2, "HASH FIELD..."); err != nil {
-			return err
-		}
-		if _, body, err = hc.call(ctx, "GET", hashPath(args[0])+"/ttl"+fieldQuery(args[1:]), nil); err != nil {
-			return err
-		}
-		if f.http.json {
-			return c.show(f.http, body)
-		}
-		var r struct {
-			Fields []struct {
-				Name  string `json:"name"`
-				TTLMS int64  `json:"ttl_ms"`
-			} `json:"fields"`
-		}
-		if err := json.Unmarshal(body, &r); err != nil {
-			return err
-		}
-		for _, x := range r.Fields {
-			v := (time.Duration(x.TTLMS) * time.Millisecond).String()
-			switch x.TTLMS {
-			case -1:
-				v = "no TTL"
-			case -2:
-				v = "missing"
-			}
-			fmt.Fprintf(c.stdout, "%s: %s\n", x.Name, v)
-		}
-		return nil
-	case "expire", "persist":
-		if err := need(2, "HASH FIELD..."); err != nil {
-			return err
-		}
-		req := map[string]any{"fields": args[1:]}
-		if sub == "expire" {
-			fs := 0
-			if at != nil {
-				req["at"] = at
-				fs++
-			}
-			if f.ttl != 0 || at == nil {
-				if f.ttl < 0 {
-					return usagef("--ttl %v: want 0 (expire now) or more", f.ttl)
-				}
-				req["ttl_ms"] = f.ttl.Milliseconds()
-				fs++
-			}
-			if fs != 1 {
-				return usagef("hash expire: give --ttl or --at, not both")
-			}
-			if f.cond != "" {
-				req["cond"] = strings.ToUpper(f.cond)
-			}
-		}
-		if _, body, err = hc.call(ctx, "POST", hashPath(args[0])+"/"+sub, req); err != nil {
-			return err
-		}
-		if f.http.json {
-			return c.show(f.http, body)
-		}
-		var r struct {
-			Fields []struct {
-				Name string `json:"name"`
-				Code int    `json:"code"`
-			} `json:"fields"`
-		}
-		if err := json.Unmarshal(body, &r); err != nil {
-			return err
-		}
-		words := map[int]string{-2: "missing", -1: "no TTL", 0: "condition not met", 1: "done", 2: "expired"}
-		for _, x := range r.Fields {
-			fmt.Fprintf(c.stdout, "%s: %s (%d)\n", x.Name, words[x.Code], x.Code)
-		}
-		return nil
-	case "events":
-		if err := need(1, "GROUP"); err != nil {
-			return err
-		}
-		if len(args) > 1 {
-			return usagef("hash events takes one GROUP, got %q", args)
-		}
-		group := url.PathEscape(args[0])
-		if f.create {
-			if _, _, err := hc.call(ctx, "POST", "/v1/hash-groups/"+group, nil); err != nil {
-				return err
-			}
-		}
-		consumer := f.consumer
-		if consumer == "" {
-			consumer = defaultConsumer()
-		}
-		if f.timeout < 0 {
-			return usagef("--timeout %v: want 0 or more", f.timeout)
-		}
-		ctx, cancel := context.WithTimeout(ctx, f.timeout+time.Minute)
-		defer cancel()
-		req := map[string]any{"consumer": consumer, "max": f.max, "timeout_ms": f.timeout.Milliseconds()}
-		if _, body, err = hc.call(ctx, "POST", "/v1/hash-groups/"+group+"/read", req); err != nil {
-			return err
-		}
-		if f.http.json {
-			return c.show(f.http, body)
-		}
-		return c.printEvents(body)
-	case "ack":
-		if err := need(2, "GROUP ID..."); err != nil {
-			return err
-		}
-		_, body, err = hc.call(ctx, "POST", "/v1/hash-groups/"+url.PathEscape(args[0])+"/ack", map[string]any{"ids": args[1:]})
-	default:
-		return usagef("hash: unknown subcommand %q: want set, get, del, ttl, expire, persist, events or ack", sub)
-	}
+	return s.run(c, ctx, hashCall{sub: sub, f: f, hc: f.http.client(), args: args, at: at})
+}
+
+// hashShow prints the reply of a call that succeeded.
+func (c *cli) hashShow(h hashCall, body []byte, err error) error {
 	if err != nil {
 		return err
 	}
-	return c.show(f.http, body)
+	return c.show(h.f.http, body)
+}
+
+func (c *cli) hashSet(ctx context.Context, h hashCall) error {
+	args, f := h.args, h.f
+	if len(args)%2 != 1 {
+		return usagef("hash set: a FIELD without its VALUE")
+	}
+	if f.ttl < 0 {
+		return usagef("--ttl %v: want more than 0", f.ttl)
+	}
+	req := map[string]any{}
+	var fields []map[string]any
+	for i := 1; i < len(args); i += 2 {
+		v := []byte(args[i+1])
+		var err error
+		if args[i+1] == "-" {
+			if v, err = io.ReadAll(io.LimitReader(c.stdin, 64<<20+1)); err != nil {
+				return fmt.Errorf("reading standard input: %w", err)
+			}
+		} else if f.b64 {
+			if v, err = base64.StdEncoding.DecodeString(args[i+1]); err != nil {
+				return usagef("hash set: the value of %q is not base64: %v", args[i], err)
+			}
+		}
+		fields = append(fields, map[string]any{"name": args[i], "value_base64": base64.StdEncoding.EncodeToString(v)})
+	}
+	req["fields"] = fields
+	if f.ttl > 0 {
+		req["ttl_ms"] = f.ttl.Milliseconds()
+	}
+	if h.at != nil {
+		req["at"] = h.at
+	}
+	if f.keepTTL {
+		req["keep_ttl"] = true
+	}
+	_, body, err := h.hc.call(ctx, "POST", hashPath(args[0])+"/fields", req)
+	return c.hashShow(h, body, err)
+}
+
+func (c *cli) hashGet(ctx context.Context, h hashCall) error {
+	_, body, err := h.hc.call(ctx, "GET", hashPath(h.args[0])+"/fields"+fieldQuery(h.args[1:]), nil)
+	if err != nil || h.f.http.json {
+		return c.hashShow(h, body, err)
+	}
+	return c.printFields(body)
+}
+
+func (c *cli) hashDel(ctx context.Context, h hashCall) error {
+	_, body, err := h.hc.call(ctx, "DELETE", hashPath(h.args[0])+"/fields"+fieldQuery(h.args[1:]), nil)
+	return c.hashShow(h, body, err)
+}
+
+func (c *cli) hashTTL(ctx context.Context, h hashCall) error {
+	_, body, err := h.hc.call(ctx, "GET", hashPath(h.args[0])+"/ttl"+fieldQuery(h.args[1:]), nil)
+	if err != nil || h.f.http.json {
+		return c.hashShow(h, body, err)
+	}
+	var r struct {
+		Fields []struct {
+			Name  string `json:"name"`
+			TTLMS int64  `json:"ttl_ms"`
+		} `json:"fields"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return err
+	}
+	for _, x := range r.Fields {
+		v := (time.Duration(x.TTLMS) * time.Millisecond).String()
+		switch x.TTLMS {
+		case -1:
+			v = "no TTL"
+		case -2:
+			v = "missing"
+		}
+		fmt.Fprintf(c.stdout, "%s: %s\n", x.Name, v)
+	}
+	return nil
+}
+
+// hashExpire runs expire and persist.
+func (c *cli) hashExpire(ctx context.Context, h hashCall) error {
+	args, f, sub := h.args, h.f, h.sub
+	req := map[string]any{"fields": args[1:]}
+	if sub == "expire" {
+		n := 0
+		if h.at != nil {
+			req["at"] = h.at
+			n++
+		}
+		if f.ttl != 0 || h.at == nil {
+			if f.ttl < 0 {
+				return usagef("--ttl %v: want 0 (expire now) or more", f.ttl)
+			}
+			req["ttl_ms"] = f.ttl.Milliseconds()
+			n++
+		}
+		if n != 1 {
+			return usagef("hash expire: give --ttl or --at, not both")
+		}
+		if f.cond != "" {
+			req["cond"] = strings.ToUpper(f.cond)
+		}
+	}
+	_, body, err := h.hc.call(ctx, "POST", hashPath(args[0])+"/"+sub, req)
+	if err != nil || f.http.json {
+		return c.hashShow(h, body, err)
+	}
+	var r struct {
+		Fields []struct {
+			Name string `json:"name"`
+			Code int    `json:"code"`
+		} `json:"fields"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return err
+	}
+	words := map[int]string{-2: "missing", -1: "no TTL", 0: "condition not met", 1: "done", 2: "expired"}
+	for _, x := range r.Fields {
+		fmt.Fprintf(c.stdout, "%s: %s (%d)\n", x.Name, words[x.Code], x.Code)
+	}
+	return nil
+}
+
+func (c *cli) hashEvents(ctx context.Context, h hashCall) error {
+	f := h.f
+	group := url.PathEscape(h.args[0])
+	if f.create {
+		if _, _, err := h.hc.call(ctx, "POST", "/v1/hash-groups/"+group, nil); err != nil {
+			return err
+		}
+	}
+	consumer := f.consumer
+	if consumer == "" {
+		consumer = defaultConsumer()
+	}
+	if f.timeout < 0 {
+		return usagef("--timeout %v: want 0 or more", f.timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout+time.Minute)
+	defer cancel()
+	req := map[string]any{"consumer": consumer, "max": f.max, "timeout_ms": f.timeout.Milliseconds()}
+	_, body, err := h.hc.call(ctx, "POST", "/v1/hash-groups/"+group+"/read", req)
+	if err != nil || f.http.json {
+		return c.hashShow(h, body, err)
+	}
+	return c.printEvents(body)
+}
+
+func (c *cli) hashAck(ctx context.Context, h hashCall) error {
+	_, body, err := h.hc.call(ctx, "POST", "/v1/hash-groups/"+url.PathEscape(h.args[0])+"/ack", map[string]any{"ids": h.args[1:]})
+	return c.hashShow(h, body, err)
 }
 
 // showValue writes a value for people: text when it is valid UTF-8, else
