@@ -3,16 +3,17 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
+	"testing"
 	"time"
 
-	"testing"
-
-	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/lock"
+	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/redisstore"
 )
 
@@ -257,5 +258,24 @@ func TestLockNamesWithBraces(t *testing.T) {
 		if err := l.Release(t.Context()); err != nil {
 			t.Fatalf("Release(%q): %v", l.Name(), err)
 		}
+	}
+}
+
+// TestLockDifferential drives the embedded engine and Redis with the same
+// random lock operations and compares every answer.
+func TestLockDifferential(t *testing.T) {
+	c := standaloneClient(t)
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			storetest.LockDifferential(t, seed, 1500,
+				func(t *testing.T, clock *storetest.Clock) lock.Store {
+					s := memstore.New(&memstore.Options{Clock: clock.Now})
+					t.Cleanup(func() { s.Close() })
+					return s.Locks()
+				},
+				func(t *testing.T, clock *storetest.Clock) lock.Store {
+					return newStore(t, c, &redisstore.Options{Clock: clock.Now, Prefix: redistest.Prefix(t)}).Locks()
+				})
+		})
 	}
 }
