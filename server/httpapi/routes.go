@@ -68,6 +68,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", s.authorized(s.Metrics.handler()))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /dashboard/panels", s.api("dashboard", "panels", s.servePanels))
+	mux.Handle("GET /dashboard/info", s.api("dashboard", "info", s.serveInfo))
 	mux.HandleFunc("GET /{$}", s.serveDashboard)
 	mux.Handle("GET /dashboard/static/", http.StripPrefix("/dashboard/", http.FileServerFS(dashboardFS)))
 	return mux

@@ -103,11 +103,15 @@ type Server struct {
 	// locks.go): a hourglass.Backend's Locks. The server obtains through a
 	// lock.Client of its own over it.
 	Locks lock.Store
+	// StoreKind names the back end for the dashboard's header: "memory",
+	// "file" or "redis" (hourglass.Backend.Kind). Empty: not shown.
+	StoreKind string
 	// AccessLog, when set, receives one info record per HTTP request
 	// once it is answered: method, path, status, bytes, duration, remote.
 	AccessLog *slog.Logger
 
 	initOnce sync.Once
+	started  time.Time  // when the Server was first used: the dashboard's uptime
 	locks    lockServer // the state of the locks' routes
 	handler  http.Handler
 	stop     context.Context // cancelled by Shutdown: long polls end
@@ -125,6 +129,7 @@ type Server struct {
 func (s *Server) init() {
 	s.initOnce.Do(func() {
 		s.stop, s.cancel = context.WithCancel(context.Background())
+		s.started = time.Now()
 		if s.Queue == nil {
 			s.err = errors.New("httpapi: Server.Queue is nil")
 			s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

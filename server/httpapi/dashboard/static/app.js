@@ -50,6 +50,30 @@
       });
   }
 
+  // The header: which server, which store, for how long.
+  var started = 0;
+  function info() {
+    return fetch("/dashboard/info", { headers: headers(false), cache: "no-store" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (i) {
+        if (!i) return;
+        var v = i.version + (i.commit ? " · " + i.commit.slice(0, 12) : "");
+        document.getElementById("info-version").textContent = v;
+        document.getElementById("info-version").title = i.version + " " + (i.commit || "") + " " + i.go_version;
+        document.getElementById("info-store").textContent = i.store || "?";
+        started = Date.now() - i.uptime_ms;
+        uptime();
+      }, function () {});
+  }
+  function uptime() {
+    if (!started) return;
+    var s = Math.floor((Date.now() - started) / 1000), d = Math.floor(s / 86400), out;
+    if (d > 0) out = d + "d " + Math.floor(s % 86400 / 3600) + "h";
+    else if (s >= 3600) out = Math.floor(s / 3600) + "h " + Math.floor(s % 3600 / 60) + "m";
+    else out = Math.floor(s / 60) + "m " + (s % 60) + "s";
+    document.getElementById("info-uptime").textContent = out;
+  }
+
   function act(b) {
     var a = b.dataset.action, url, method = "POST", body;
     if (a === "kick") {
@@ -85,8 +109,11 @@
     e.preventDefault();
     sessionStorage.setItem(tokenKey, document.getElementById("token").value);
     auth.hidden = true;
+    info();
     refresh();
   });
+  info();
   refresh();
   setInterval(refresh, 2000);
+  setInterval(uptime, 1000);
 })();
