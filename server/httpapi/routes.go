@@ -72,6 +72,7 @@ func (s *Server) routes() http.Handler {
 	if s.Queue != nil {
 		mux.Handle("GET /dashboard/browse", s.api("dashboard", "browse", s.serveBrowse))
 		mux.Handle("GET /dashboard/job", s.api("dashboard", "job", s.serveJob))
+		mux.Handle("GET /dashboard/series", s.api("dashboard", "series", s.serveSeries))
 		mux.Handle("POST /dashboard/tubes/{tube}/delete-buried", s.api("dashboard", "delete-buried", s.deleteBuried))
 	}
 	mux.HandleFunc("GET /{$}", s.serveDashboard)

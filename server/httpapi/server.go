@@ -119,6 +119,9 @@ type Server struct {
 
 	hx hashState // hashes.go
 
+	sampler sampler       // series.go
+	sampled chan struct{} // closed when sampleLoop has returned
+
 	waits atomic.Int64 // long polls in progress, against MaxWaits
 
 	mu  sync.Mutex
@@ -141,6 +144,8 @@ func (s *Server) init() {
 			s.Metrics = NewMetrics(nil)
 		}
 		s.Metrics.watchQueue(s.Queue)
+		s.sampled = make(chan struct{})
+		go s.sampleLoop()
 		hosts := s.AllowedHosts
 		if hosts == nil {
 			hosts = DefaultAllowedHosts
@@ -245,7 +250,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.hs == nil {
 		return nil
 	}
-	return s.hs.Shutdown(ctx)
+	err := s.hs.Shutdown(ctx)
+	select {
+	case <-s.sampled:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return err
 }
 
 // Close closes the listeners and connections at once, as http.Server.Close.
@@ -255,5 +266,7 @@ func (s *Server) Close() error {
 	if s.hs == nil {
 		return nil
 	}
-	return s.hs.Close()
+	err := s.hs.Close()
+	<-s.sampled
+	return err
 }
