@@ -96,7 +96,7 @@
         var v = document.getElementById("info-version");
         v.textContent = i.version + (i.commit ? " · " + i.commit.slice(0, 12) : "");
         v.title = i.version + " " + (i.commit || "") + " " + i.go_version;
-        document.getElementById("info-store").textContent = i.store || "?";
+        document.getElementById("info-store").textContent = i.store || "—";
         started = Date.now() - i.uptime_ms;
         uptime();
       }, function () {});

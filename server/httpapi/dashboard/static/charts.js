@@ -88,7 +88,7 @@
     figs.push(chart("delivery lateness, ms (HTTP first reserves)", [
       { label: "p50", values: s.lateness_p50_ms },
       { label: "p99", values: s.lateness_p99_ms }
-    ], " ms"));
+    ].filter(function (l) { return l.values.some(function (v) { return v >= 0; }); }), " ms"));
     var head = document.createElement("h2");
     head.textContent = "The last hour";
     var axis = document.createElement("p");
