@@ -30,13 +30,18 @@ func chromium(t testing.TB) string {
 	return ""
 }
 
-// artifactDir is where the test keeps its screenshot: go test's
-// -artifacts directory when given, else testdata/artifacts (ignored by git).
+// artifactDir is where the tests keep their screenshots: the directory
+// $HOURGLASS_ARTIFACTS names, else go test's -artifacts directory when
+// given, else testdata/artifacts (ignored by git).
 func artifactDir(t *testing.T) string {
-	if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() == "true" {
+	dir := os.Getenv("HOURGLASS_ARTIFACTS")
+	if f := flag.Lookup("test.artifacts"); dir == "" && f != nil && f.Value.String() == "true" {
 		return t.ArtifactDir()
 	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "artifacts"))
+	if dir == "" {
+		dir = filepath.Join("testdata", "artifacts")
+	}
+	dir, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
