@@ -242,8 +242,9 @@ func (s *Server) ServeTLS(l net.Listener, certFile, keyFile string) error {
 
 // Shutdown ends the long polls in flight (a waiting reserve answers 503
 // shutting_down), stops accepting and waits for the requests in flight, as
-// http.Server.Shutdown does, or returns ctx.Err(). Reservations made over
-// HTTP are not returned: each lasts its TTR (see the package docs).
+// http.Server.Shutdown does, and for the dashboard's sampler of the store's
+// counters to stop, or returns ctx.Err(). Reservations made over HTTP are
+// not returned: each lasts its TTR (see the package docs).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.cancel()
@@ -259,7 +260,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Close closes the listeners and connections at once, as http.Server.Close.
+// Close closes the listeners and connections at once, as http.Server.Close,
+// and stops the dashboard's sampler.
 func (s *Server) Close() error {
 	s.init()
 	s.cancel()
