@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -92,7 +93,8 @@ func TestDashboardBrowserInChromium(t *testing.T) {
 	for range 3 {
 		ts.c.put(t, "mail", map[string]any{"body": "hello", "delay_ms": 600000})
 	}
-	buried := buryN(t, ts.q, "mail", 2)[1]
+	bothBuried := buryN(t, ts.q, "mail", 2)
+	buried := bothBuried[1]
 	bctx := browser(t)
 
 	text := func(sel string) string {
@@ -191,5 +193,19 @@ func TestDashboardBrowserInChromium(t *testing.T) {
 	st, err := ts.q.StatsTube(ctx, "mail")
 	if err != nil || st.Pause < 4*time.Minute {
 		t.Errorf("mail after the pause: %+v, %v; want paused for 5 minutes", st, err)
+	}
+
+	// Delete the other buried job from its page: on to the tube's list.
+	other := bothBuried[0]
+	del := chromedp.CSS(`#job button[data-action="delete"]`)
+	err = chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/#job=%d", ts.url, other)),
+		chromedp.WaitVisible(del), chromedp.Click(del),
+		chromedp.WaitVisible(chromedp.CSS(`#job button.confirming`)), chromedp.Click(del),
+		chromedp.WaitVisible(chromedp.CSS(`#browse[data-state="buried"]`)))
+	if err != nil {
+		t.Fatalf("deleting from the job page: %v", err)
+	}
+	if _, err := ts.q.Peek(ctx, other); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("job %d after its delete: %v, want not found", other, err)
 	}
 }

@@ -64,6 +64,14 @@ func TestDashboardSeries(t *testing.T) {
 	r := ts.c.reserve(t, []string{"s2"}, 0)
 	ts.c.do(req{method: "POST", path: fmt.Sprintf("/v1/jobs/%d/bury", r.Job.ID), header: lease(r.Lease)}).want(t, http.StatusNoContent, "")
 
+	// The beanstalkd protocol's reserves and buries count too (the
+	// beanstalkd server calls ObserveBeanstalk after each command); a
+	// reserve that timed out does not.
+	m := ts.srv.Metrics
+	m.ObserveBeanstalk("reserve-with-timeout", 0, nil)
+	m.ObserveBeanstalk("reserve-with-timeout", 0, queue.ErrTimeout)
+	m.ObserveBeanstalk("bury", 0, nil)
+
 	got := series()
 	if p := sums(t, got, "puts"); p["s1"] != 5 || p["s2"] != 3 {
 		t.Errorf("puts %v, want s1 5 and s2 3", p)
@@ -71,11 +79,11 @@ func TestDashboardSeries(t *testing.T) {
 	if d := sums(t, got, "deletes"); d["s1"] != 2 || d["s2"] != 0 {
 		t.Errorf("deletes %v, want s1 2", d)
 	}
-	if n := sums(t, got, "reserves"); n[""] != 1 {
-		t.Errorf("reserves %v, want 1 for all tubes", n)
+	if n := sums(t, got, "reserves"); n[""] != 2 {
+		t.Errorf("reserves %v, want 2 for all tubes (one over each protocol)", n)
 	}
-	if n := sums(t, got, "buries"); n[""] != 1 {
-		t.Errorf("buries %v, want 1 for all tubes", n)
+	if n := sums(t, got, "buries"); n[""] != 2 {
+		t.Errorf("buries %v, want 2 for all tubes", n)
 	}
 	late := 0
 	for i, v := range got.LatenessP50MS {

@@ -145,7 +145,10 @@
       break;
     case "delete":
       p = call("DELETE", "/v1/jobs/" + b.dataset.id).then(function () {
-        if (route().get("job") === b.dataset.id) history.back();
+        // From the job's page, on to its tube's list.
+        if (route().get("job") === b.dataset.id) {
+          location.hash = new URLSearchParams({ tube: tube, state: b.dataset.state }).toString();
+        }
       });
       break;
     case "kick-tube":
