@@ -11,7 +11,9 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hourglass-io/hourglass/queue"
@@ -270,16 +272,21 @@ var knownJobStats = map[string]bool{"ID": true, "Tube": true, "State": true, "Pr
 // shows on the page with no change here: strings as they are, times as
 // times, durations as durations. To give one a place of its own, name it
 // in knownJobStats and in the template "job".
-func jobExtras(st queue.JobStats) []jobField {
+func jobExtras(st queue.JobStats) []jobField { return extraFields(st, knownJobStats) }
+
+// extraFields returns the exported fields of the struct v that known does
+// not name and that are not zero, named for people ("LastError" is
+// "last error").
+func extraFields(v any, known map[string]bool) []jobField {
 	var out []jobField
-	v := reflect.ValueOf(st)
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if !f.IsExported() || knownJobStats[f.Name] || v.Field(i).IsZero() {
+	rv := reflect.ValueOf(v)
+	for i := range rv.NumField() {
+		f := rv.Type().Field(i)
+		if !f.IsExported() || known[f.Name] || rv.Field(i).IsZero() {
 			continue
 		}
 		var s string
-		switch x := v.Field(i).Interface().(type) {
+		switch x := rv.Field(i).Interface().(type) {
 		case time.Time:
 			s = x.UTC().Format("2006-01-02 15:04:05.000 UTC")
 		case time.Duration:
@@ -289,9 +296,27 @@ func jobExtras(st queue.JobStats) []jobField {
 		default:
 			s = fmt.Sprint(x)
 		}
-		out = append(out, jobField{Name: f.Name, Value: s})
+		out = append(out, jobField{Name: spaced(f.Name), Value: s})
 	}
 	return out
+}
+
+// spaced writes a Go name as words: "LastErrorAt" is "last error at",
+// "HTTPStatus" "HTTP status".
+func spaced(name string) string {
+	var b strings.Builder
+	rs := []rune(name)
+	for i, r := range rs {
+		upper := unicode.IsUpper(r)
+		if i > 0 && upper && (!unicode.IsUpper(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+			b.WriteByte(' ')
+		}
+		if upper && i+1 < len(rs) && unicode.IsLower(rs[i+1]) {
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Bulk delete of buried jobs: each request deletes at most maxDeleteBuried
