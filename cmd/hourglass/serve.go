@@ -391,6 +391,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, MaxWaits: o.maxWaits, MaxReserveTubes: o.maxWatch, Metrics: metrics, Health: healthCheck(b),
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits, AllowedHosts: o.hostList()}
 	hs.Locks = b.Locks
+	hs.StoreKind = b.Kind
 	if o.accessLog {
 		hs.AccessLog = log.With("log", "access")
 	}

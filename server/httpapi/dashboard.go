@@ -30,6 +30,10 @@ var (
 	dashboardTmpl  = template.Must(template.New("page.html").Funcs(template.FuncMap{
 		"dur":     durMS,
 		"preview": preview,
+		"bytes":   byteSize,
+		"tubeActions": func(t TubeStats, opts []pauseOpt) tubeActions {
+			return tubeActions{TubeStats: t, PauseOpts: opts}
+		},
 	}).ParseFS(dashboardEmbed, "dashboard/*.html"))
 )
 
@@ -103,6 +107,7 @@ type jobsPanelData struct {
 	Buried  []panelJob
 	// DelayedCut: the timeline shows only the soonest panelTimeline.
 	DelayedCut bool
+	PauseOpts  []pauseOpt
 }
 
 // The dashboard lists up to panelJobsPerTube delayed and buried jobs of
@@ -124,7 +129,7 @@ func jobsPanel(ctx context.Context, s *Server) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var d jobsPanelData
+	d := jobsPanelData{PauseOpts: pauseOpts}
 	if len(tubes) > maxPanelTubes {
 		tubes, d.More = tubes[:maxPanelTubes], true
 	}
@@ -208,4 +213,23 @@ func preview(b []byte) string {
 		cut--
 	}
 	return string(b[:cut]) + "…"
+}
+
+// byteSize writes a size for people: 812 B, 4.0 KiB, 1.5 MiB.
+func byteSize(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+}
+
+// tubeActions is the data of the template "tube-actions": a tube and the
+// lengths of pause offered.
+type tubeActions struct {
+	TubeStats
+	PauseOpts []pauseOpt
 }

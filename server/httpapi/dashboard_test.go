@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
 // chromium returns the path of the system's Chromium, failing the test
@@ -29,13 +30,18 @@ func chromium(t testing.TB) string {
 	return ""
 }
 
-// artifactDir is where the test keeps its screenshot: go test's
-// -artifacts directory when given, else testdata/artifacts (ignored by git).
+// artifactDir is where the tests keep their screenshots: the directory
+// $HOURGLASS_ARTIFACTS names, else go test's -artifacts directory when
+// given, else testdata/artifacts (ignored by git).
 func artifactDir(t *testing.T) string {
-	if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() == "true" {
+	dir := os.Getenv("HOURGLASS_ARTIFACTS")
+	if f := flag.Lookup("test.artifacts"); dir == "" && f != nil && f.Value.String() == "true" {
 		return t.ArtifactDir()
 	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "artifacts"))
+	if dir == "" {
+		dir = filepath.Join("testdata", "artifacts")
+	}
+	dir, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,4 +181,16 @@ func TestDashboardListsJobs(t *testing.T) {
 	if !strings.Contains(page, "and 2 more in the tube") {
 		t.Error("the timeline does not say how many delayed jobs it left out")
 	}
+}
+
+// TestDashboardInfo: the header's data names the build, the store and the
+// uptime, and asks for the token like every dashboard call.
+func TestDashboardInfo(t *testing.T) {
+	ts := startServer(t, memStore(t), func(s *httpapi.Server) { s.StoreKind = "memory"; s.AuthToken = "secret" })
+	var info httpapi.DashboardInfo
+	ts.c.do(req{method: "GET", path: "/dashboard/info"}).want(t, http.StatusOK, "").decode(t, &info)
+	if info.Store != "memory" || info.Version == "" || info.GoVersion == "" || info.UptimeMS < 0 || info.StartedMS <= 0 {
+		t.Errorf("info %+v, want the store memory, a version and an uptime", info)
+	}
+	newClient(t, ts.url, "").do(req{method: "GET", path: "/dashboard/info"}).want(t, http.StatusUnauthorized, httpapi.CodeUnauthorized)
 }

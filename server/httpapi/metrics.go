@@ -97,6 +97,7 @@ type Metrics struct {
 	late        prometheus.Histogram
 	decisions   *prometheus.CounterVec      // limits.go
 	queue       atomic.Pointer[queue.Queue] // read by the jobs collector
+	series      *series                     // the dashboard's charts (series.go)
 }
 
 // NewMetrics returns Metrics registered on reg; nil means a new registry
@@ -109,7 +110,8 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	m := &Metrics{
-		reg: reg,
+		reg:    reg,
+		series: newSeries(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRequests,
 			Help: "Commands served, by protocol, primitive, command and result."}, []string{"protocol", "primitive", "command", "result"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricRequestDuration,
@@ -161,6 +163,11 @@ func (m *Metrics) observe(protocol, prim, command string, d time.Duration, err e
 }
 
 func (m *Metrics) record(protocol, prim, command string, d time.Duration, result string, failure bool) {
+	// An HTTP reserve that found no job is a success too: s.reserve counts
+	// those that found one.
+	if kind, ok := seriesCommands[command]; ok && result == "ok" && prim == "jobs" && (protocol == "beanstalk" || kind == seriesBuries) {
+		m.series.add(seriesAll, kind, 1)
+	}
 	m.requests.WithLabelValues(protocol, prim, command, result).Inc()
 	m.duration.WithLabelValues(protocol, prim, command).Observe(d.Seconds())
 	if failure {
@@ -214,6 +221,7 @@ func (m *Metrics) lateness(w http.ResponseWriter, ctx context.Context, q *queue.
 	// was at most a store call ago (TTR - TimeLeft).
 	late := st.Age - st.Delay - (st.TTR - st.TimeLeft)
 	m.late.Observe(max(late, 0).Seconds())
+	m.series.lateness(max(late, 0))
 }
 
 // jobsCollector reads the job counts of every tube at scrape time.

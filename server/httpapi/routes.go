@@ -68,6 +68,13 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", s.authorized(s.Metrics.handler()))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /dashboard/panels", s.api("dashboard", "panels", s.servePanels))
+	mux.Handle("GET /dashboard/info", s.api("dashboard", "info", s.serveInfo))
+	if s.Queue != nil {
+		mux.Handle("GET /dashboard/browse", s.api("dashboard", "browse", s.serveBrowse))
+		mux.Handle("GET /dashboard/job", s.api("dashboard", "job", s.serveJob))
+		mux.Handle("GET /dashboard/series", s.api("dashboard", "series", s.serveSeries))
+		mux.Handle("POST /dashboard/tubes/{tube}/delete-buried", s.api("dashboard", "delete-buried", s.deleteBuried))
+	}
 	mux.HandleFunc("GET /{$}", s.serveDashboard)
 	mux.Handle("GET /dashboard/static/", http.StripPrefix("/dashboard/", http.FileServerFS(dashboardFS)))
 	return mux

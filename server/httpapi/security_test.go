@@ -19,7 +19,7 @@ func TestAuthToken(t *testing.T) {
 	ts := startServer(t, memStore(t), func(s *httpapi.Server) { s.AuthToken = token })
 	anon := newClient(t, ts.url, "")
 	wrong := newClient(t, ts.url, "s3cret-tokem")
-	for _, path := range []string{"/v1/stats", "/v1/tubes", "/v1/jobs/1", "/dashboard/panels", "/metrics"} {
+	for _, path := range []string{"/v1/stats", "/v1/tubes", "/v1/jobs/1", "/dashboard/panels", "/dashboard/info", "/metrics"} {
 		for _, c := range []*client{anon, wrong} {
 			r := c.do(req{method: "GET", path: path})
 			if r.status != http.StatusUnauthorized || r.errCode() != httpapi.CodeUnauthorized || r.header.Get("WWW-Authenticate") == "" {

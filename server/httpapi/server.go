@@ -103,17 +103,24 @@ type Server struct {
 	// locks.go): a hourglass.Backend's Locks. The server obtains through a
 	// lock.Client of its own over it.
 	Locks lock.Store
+	// StoreKind names the back end for the dashboard's header: "memory",
+	// "file" or "redis" (hourglass.Backend.Kind). Empty: not shown.
+	StoreKind string
 	// AccessLog, when set, receives one info record per HTTP request
 	// once it is answered: method, path, status, bytes, duration, remote.
 	AccessLog *slog.Logger
 
 	initOnce sync.Once
+	started  time.Time  // when the Server was first used: the dashboard's uptime
 	locks    lockServer // the state of the locks' routes
 	handler  http.Handler
 	stop     context.Context // cancelled by Shutdown: long polls end
 	cancel   context.CancelFunc
 
 	hx hashState // hashes.go
+
+	sampler sampler       // series.go
+	sampled chan struct{} // closed when sampleLoop has returned
 
 	waits atomic.Int64 // long polls in progress, against MaxWaits
 
@@ -125,6 +132,7 @@ type Server struct {
 func (s *Server) init() {
 	s.initOnce.Do(func() {
 		s.stop, s.cancel = context.WithCancel(context.Background())
+		s.started = time.Now()
 		if s.Queue == nil {
 			s.err = errors.New("httpapi: Server.Queue is nil")
 			s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -136,6 +144,8 @@ func (s *Server) init() {
 			s.Metrics = NewMetrics(nil)
 		}
 		s.Metrics.watchQueue(s.Queue)
+		s.sampled = make(chan struct{})
+		go s.sampleLoop()
 		hosts := s.AllowedHosts
 		if hosts == nil {
 			hosts = DefaultAllowedHosts
@@ -232,23 +242,33 @@ func (s *Server) ServeTLS(l net.Listener, certFile, keyFile string) error {
 
 // Shutdown ends the long polls in flight (a waiting reserve answers 503
 // shutting_down), stops accepting and waits for the requests in flight, as
-// http.Server.Shutdown does, or returns ctx.Err(). Reservations made over
-// HTTP are not returned: each lasts its TTR (see the package docs).
+// http.Server.Shutdown does, and for the dashboard's sampler of the store's
+// counters to stop, or returns ctx.Err(). Reservations made over HTTP are
+// not returned: each lasts its TTR (see the package docs).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.cancel()
 	if s.hs == nil {
 		return nil
 	}
-	return s.hs.Shutdown(ctx)
+	err := s.hs.Shutdown(ctx)
+	select {
+	case <-s.sampled:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return err
 }
 
-// Close closes the listeners and connections at once, as http.Server.Close.
+// Close closes the listeners and connections at once, as http.Server.Close,
+// and stops the dashboard's sampler.
 func (s *Server) Close() error {
 	s.init()
 	s.cancel()
 	if s.hs == nil {
 		return nil
 	}
-	return s.hs.Close()
+	err := s.hs.Close()
+	<-s.sampled
+	return err
 }
