@@ -13,6 +13,7 @@ import (
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
@@ -103,12 +104,19 @@ type Server struct {
 	// locks.go): a hourglass.Backend's Locks. The server obtains through a
 	// lock.Client of its own over it.
 	Locks lock.Store
+	// Schedules, when set, serves schedules under /v1/schedules (see
+	// schedules.go): a hourglass.Backend's Schedules. The server manages
+	// them through a schedule.Client of its own; firing their ticks is
+	// not the Server's: run a schedule.Client's Run beside it (hourglass
+	// serve does).
+	Schedules schedule.Store
 	// AccessLog, when set, receives one info record per HTTP request
 	// once it is answered: method, path, status, bytes, duration, remote.
 	AccessLog *slog.Logger
 
 	initOnce sync.Once
 	locks    lockServer // the state of the locks' routes
+	sched    scheduleServer
 	handler  http.Handler
 	stop     context.Context // cancelled by Shutdown: long polls end
 	cancel   context.CancelFunc
@@ -136,6 +144,7 @@ func (s *Server) init() {
 			s.Metrics = NewMetrics(nil)
 		}
 		s.Metrics.watchQueue(s.Queue)
+		s.sched.setup(s)
 		hosts := s.AllowedHosts
 		if hosts == nil {
 			hosts = DefaultAllowedHosts

@@ -60,6 +60,8 @@
     } else if (a === "kick-tube") {
       url = "/v1/tubes/" + encodeURIComponent(b.dataset.tube) + "/kick";
       body = JSON.stringify({ bound: Number(b.dataset.bound) });
+    } else if (a === "schedule-pause" || a === "schedule-resume" || a === "schedule-trigger") {
+      url = "/v1/schedules/" + encodeURIComponent(b.dataset.schedule) + "/" + a.slice("schedule-".length);
     } else {
       return;
     }
