@@ -391,6 +391,10 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, MaxWaits: o.maxWaits, MaxReserveTubes: o.maxWatch, Metrics: metrics, Health: healthCheck(b),
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits, AllowedHosts: o.hostList()}
 	hs.Locks = b.Locks
+	// One store for the schedules' routes and for firing them, counting
+	// the fires on the metrics.
+	schedules := metrics.WatchSchedules(b.Schedules)
+	hs.Schedules = schedules
 	if o.accessLog {
 		hs.AccessLog = log.With("log", "access")
 	}
@@ -402,7 +406,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		return err
 	}
 	defer stopSweeper(sweeper, log) // before the store closes
-	stopSchedules, err := runSchedules(b, log)
+	stopSchedules, err := runSchedules(schedules, log)
 	if err != nil {
 		bl.Close()
 		if hl != nil {
@@ -586,11 +590,11 @@ func openError(store string, err error) error {
 // runSchedules fires the ticks of the store's schedules while the server
 // runs (any number of servers may: each tick is put once) and returns the
 // function that stops it.
-func runSchedules(b *hourglass.Backend, log *slog.Logger) (stop func(), err error) {
-	c, err := schedule.New(b.Schedules, &schedule.Options{
+func runSchedules(store schedule.Store, log *slog.Logger) (stop func(), err error) {
+	c, err := schedule.New(store, &schedule.Options{
 		OnError: func(err error) { log.Warn("schedules: firing due ticks", "err", err) },
 		OnFire: func(name string, f schedule.Fire) {
-			log.Debug("schedules: fired", "schedule", name, "tick", f.Tick, "job", f.JobID)
+			log.Debug("schedules: fired", "schedule", name, "tick", f.Tick, "job", f.JobID, "lateness", f.Lateness)
 		},
 	})
 	if err != nil {

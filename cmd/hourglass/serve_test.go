@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os/exec"
@@ -218,7 +219,7 @@ func TestServeFiresSchedules(t *testing.T) {
 	if _, err := sc.Set(t.Context(), schedule.Schedule{Name: "beat", Spec: "@every 1s", Job: schedule.Job{Tube: "beats", Body: []byte("tick")}}); err != nil {
 		t.Fatal(err)
 	}
-	startServe(t, nil, "--store", "redis://"+srv.Addr)
+	p := startServe(t, nil, "--store", "redis://"+srv.Addr)
 	q, err := queue.New(st, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -231,4 +232,30 @@ func TestServeFiresSchedules(t *testing.T) {
 	if string(j.Body) != "tick" {
 		t.Fatalf("the tick's job holds %q", j.Body)
 	}
+	// The fire is on /metrics, with its lateness.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := scrape(t, p.httpAddr)
+		if strings.Contains(m, `hourglass_schedule_fires_total{manual="false"} `) && strings.Contains(m, "hourglass_schedule_fire_lateness_seconds_count ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no schedule fire on /metrics within 10 s of the job:\n%s", m)
+		}
+	}
+}
+
+// scrape returns the text of the server's /metrics.
+func scrape(t *testing.T, httpAddr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(b)
 }

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
@@ -267,4 +270,63 @@ func TestScheduleBadInput(t *testing.T) {
 func TestSchedulesOff(t *testing.T) {
 	c := startServer(t, memStore(t), nil).c
 	c.do(req{method: "GET", path: "/v1/schedules", offSpec: true}).want(t, http.StatusNotFound, httpapi.CodeNotFound)
+}
+
+// The fires of a Client over a store WatchSchedules returned are counted:
+// ticks of the spec with their lateness, the ticks the misfire policy
+// dropped, and triggers over HTTP, apart.
+func TestScheduleMetrics(t *testing.T) {
+	clock := storetest.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	ms := memstore.New(&memstore.Options{Clock: clock.Now})
+	t.Cleanup(func() { ms.Close() })
+	m := httpapi.NewMetrics(nil)
+	watched := m.WatchSchedules(ms.Schedules())
+	if _, ok := watched.(schedule.Notifier); !ok {
+		t.Fatal("the watched store of a Notifier is not a Notifier")
+	}
+	c, err := schedule.New(watched, &schedule.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.Set(ctx, schedule.Schedule{Name: "minutely", Spec: "@every 1m", Job: schedule.Job{Tube: "m"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Ten ticks pass unfired; the last is 30 s late, within the grace:
+	// the skip policy fires it and drops the nine before.
+	clock.Advance(10*time.Minute + 30*time.Second)
+	if _, err := c.FireDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter(t, m, httpapi.MetricScheduleFires, map[string]string{"manual": "false"}); n != 1 {
+		t.Errorf("fires of ticks: %v, want 1", n)
+	}
+	if n := counter(t, m, httpapi.MetricScheduleMisfires, nil); n != 9 {
+		t.Errorf("misfires: %v, want 9", n)
+	}
+	h := find(t, m, httpapi.MetricScheduleLateness, nil)
+	if len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 1 || h[0].GetHistogram().GetSampleSum() != 30 {
+		t.Errorf("lateness: %v, want one fire 30 s late", h)
+	}
+	// On time: the next tick fires with no lateness and drops nothing.
+	clock.Advance(30 * time.Second)
+	if _, err := c.FireDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter(t, m, httpapi.MetricScheduleFires, map[string]string{"manual": "false"}); n != 2 {
+		t.Errorf("fires of ticks: %v, want 2", n)
+	}
+	if n := counter(t, m, httpapi.MetricScheduleMisfires, nil); n != 9 {
+		t.Errorf("misfires after an on-time tick: %v, want 9", n)
+	}
+
+	// A trigger over HTTP counts as manual, on the same Metrics.
+	ts := startServer(t, ms, func(s *httpapi.Server) { s.Schedules = watched; s.Metrics = m })
+	ts.c.do(req{method: "POST", path: schedPath("minutely", "trigger")}).want(t, http.StatusOK, "")
+	if n := counter(t, m, httpapi.MetricScheduleFires, map[string]string{"manual": "true"}); n != 1 {
+		t.Errorf("manual fires: %v, want 1", n)
+	}
+	if n := counter(t, m, httpapi.MetricScheduleFires, map[string]string{"manual": "false"}); n != 2 {
+		t.Errorf("fires of ticks after a trigger: %v, want 2", n)
+	}
 }
