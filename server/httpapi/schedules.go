@@ -491,8 +491,12 @@ func schedulesPanel(ctx context.Context, s *Server) (any, error) {
 	now := time.Now()
 	for _, st := range sts {
 		ps := panelSchedule{ScheduleState: scheduleStateOf(st), NextInMS: -1, Policy: st.Misfire.String()}
-		if len(ps.Last) > 3 {
-			ps.Last = ps.Last[:3]
+		// For people: to the second, with the zone's abbreviation.
+		loc := zoneOf(st.Zone)
+		ps.Next = panelTime(st.Next, loc)
+		ps.Last = ps.Last[:min(len(ps.Last), 3)]
+		for i := range ps.Last {
+			ps.Last[i].Tick = panelTime(st.Last[i].Tick, loc)
 		}
 		if !st.Next.IsZero() {
 			ps.NextInMS = max(st.Next.Sub(now), 0).Milliseconds()
@@ -500,4 +504,12 @@ func schedulesPanel(ctx context.Context, s *Server) (any, error) {
 		d.Schedules = append(d.Schedules, ps)
 	}
 	return d, nil
+}
+
+// panelTime writes a time for the dashboard, in loc: 2026-03-29 03:00:00 CEST.
+func panelTime(t time.Time, loc *time.Location) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.In(loc).Format("2006-01-02 15:04:05 MST")
 }
