@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -119,7 +120,9 @@ type ScheduleMisfire struct {
 }
 
 // Schedule returns the schedule the request declares under name, checked
-// as schedule.Schedule.Validate checks it. An error names the field.
+// as schedule.Schedule.Validate checks it. An error wraps one of package
+// schedule's errors for bad input (ErrInvalidOption for the fields of the
+// request itself) and names the field.
 func (q *ScheduleRequest) Schedule(name string) (schedule.Schedule, error) {
 	sc := schedule.Schedule{Name: name, Spec: q.Spec, Zone: q.Zone}
 	var err error
@@ -133,18 +136,18 @@ func (q *ScheduleRequest) Schedule(name string) (schedule.Schedule, error) {
 	sc.Job = schedule.Job{Tube: j.Tube, Priority: priority(j.Priority), Body: []byte{}}
 	switch {
 	case j.Body != nil && j.BodyBase64 != nil:
-		return sc, badRequest("httpapi: job: give body or body_base64, not both")
+		return sc, fmt.Errorf("%w: job: give body or body_base64, not both", schedule.ErrInvalidOption)
 	case j.BodyBase64 != nil:
 		b, err := base64.StdEncoding.DecodeString(*j.BodyBase64)
 		if err != nil {
-			return sc, badRequest("httpapi: job.body_base64: %v", err)
+			return sc, fmt.Errorf("%w: job.body_base64: %v", schedule.ErrInvalidOption, err)
 		}
 		sc.Job.Body = b
 	case j.Body != nil:
 		sc.Job.Body = []byte(*j.Body)
 	}
 	if j.TTRMS < 0 || j.TTRMS > queue.MaxDuration.Milliseconds() {
-		return sc, badRequest("httpapi: job.ttr_ms is %d, want 0 (the default) or 1000 to %d", j.TTRMS, queue.MaxDuration.Milliseconds())
+		return sc, fmt.Errorf("%w: job.ttr_ms is %d, want 0 (the default) or 1000 to %d", schedule.ErrInvalidOption, j.TTRMS, queue.MaxDuration.Milliseconds())
 	}
 	sc.Job.TTR = time.Duration(j.TTRMS) * time.Millisecond
 	if q.Misfire != nil {
@@ -156,18 +159,18 @@ func (q *ScheduleRequest) Schedule(name string) (schedule.Schedule, error) {
 		case "catch_up":
 			sc.Misfire = schedule.CatchUp(q.Misfire.N)
 		default:
-			return sc, badRequest("httpapi: misfire.policy %q: want skip, fire_once or catch_up", q.Misfire.Policy)
+			return sc, fmt.Errorf("%w: misfire.policy %q: want skip, fire_once or catch_up", schedule.ErrInvalidOption, q.Misfire.Policy)
 		}
 		if q.Misfire.N != 0 && q.Misfire.Policy != "catch_up" {
-			return sc, badRequest("httpapi: misfire.n is for the catch_up policy only")
+			return sc, fmt.Errorf("%w: misfire.n is for the catch_up policy only", schedule.ErrInvalidOption)
 		}
 	}
 	if q.GraceMS < 0 || q.GraceMS > queue.MaxDuration.Milliseconds() {
-		return sc, badRequest("httpapi: grace_ms is %d, want 0 (a minute) to %d", q.GraceMS, queue.MaxDuration.Milliseconds())
+		return sc, fmt.Errorf("%w: grace_ms is %d, want 0 (a minute) to %d", schedule.ErrInvalidOption, q.GraceMS, queue.MaxDuration.Milliseconds())
 	}
 	sc.Grace = time.Duration(q.GraceMS) * time.Millisecond
 	if _, err := sc.Validate(); err != nil {
-		return sc, scheduleError(err)
+		return sc, err
 	}
 	return sc, nil
 }
@@ -179,7 +182,7 @@ func rfc3339(v, field string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return time.Time{}, badRequest("httpapi: %s %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", field, v)
+		return time.Time{}, fmt.Errorf("%w: %s %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", schedule.ErrInvalidOption, field, v)
 	}
 	return t, nil
 }
@@ -319,7 +322,7 @@ func (s *Server) scheduleSet(w http.ResponseWriter, r *http.Request) error {
 	}
 	sc, err := req.Schedule(name)
 	if err != nil {
-		return err
+		return scheduleError(err)
 	}
 	st, err := c.Set(r.Context(), sc)
 	if err != nil {
