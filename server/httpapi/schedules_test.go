@@ -330,3 +330,22 @@ func TestScheduleMetrics(t *testing.T) {
 		t.Errorf("fires of ticks after a trigger: %v, want 2", n)
 	}
 }
+
+// The schedules' routes, the dashboard's buttons among them, need the
+// token and refuse cross-site requests, changing nothing.
+func TestScheduleGuarded(t *testing.T) {
+	ts := startScheduleServer(t, memStore(t), func(s *httpapi.Server) { s.AuthToken = "secret" })
+	c := ts.c
+	before := c.setSchedule(t, "guarded", nightly("reports"))
+	anon := newClient(t, ts.url, "")
+	for _, op := range []string{"pause", "trigger"} {
+		anon.do(req{method: "POST", path: schedPath("guarded", op)}).want(t, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+		c.do(req{method: "POST", path: schedPath("guarded", op), header: map[string]string{"Sec-Fetch-Site": "cross-site"}}).want(t, http.StatusForbidden, httpapi.CodeCrossSite)
+		c.do(req{method: "POST", path: schedPath("guarded", op), header: map[string]string{"Origin": "http://evil.example"}}).want(t, http.StatusForbidden, httpapi.CodeCrossSite)
+	}
+	anon.do(req{method: "PUT", path: schedPath("guarded"), json: nightly("reports")}).want(t, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+	anon.do(req{method: "GET", path: "/v1/schedules"}).want(t, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+	if after := c.getSchedule(t, "guarded"); after.Version != before.Version || after.Paused || after.Fires != 0 {
+		t.Fatalf("refused requests changed the schedule: %+v", after)
+	}
+}
