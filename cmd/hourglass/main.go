@@ -14,6 +14,7 @@
 //	hourglass limit    allow|wait [flags] KEY   ask the rate limits over HTTP
 //	hourglass hash     SUBCOMMAND [flags]   expiring hash fields over the HTTP API (set, get, del, ttl, expire, persist, events, ack)
 //	hourglass lock     [flags] obtain|release|refresh|ttl NAME [TOKEN]   locks over the HTTP API
+//	hourglass schedule [flags] set|get|list|delete|pause|resume|trigger|next [NAME]   schedules over the HTTP API
 //	hourglass bench    [flags]              measure a beanstalkd-protocol server
 //	hourglass bench    limits [flags]       measure rate limit decisions/s over the HTTP API
 //	hourglass version                       print the version, commit and Go release
@@ -34,8 +35,8 @@
 //
 // Exit status: 0 on success, 1 when the command fails (the message is on
 // standard error), 2 for a usage error, 3 when what was asked for is not
-// there: a job, tube or key not found ("job 42 not found"), or a reserve
-// that timed out.
+// there: a job, tube, key or schedule not found ("job 42 not found"), or a
+// reserve that timed out.
 package main
 
 import (
@@ -97,6 +98,7 @@ var commands = []*command{
 	limitCommand,
 	hashCommand,
 	lockCommand,
+	scheduleCommand,
 	benchCommand,
 }
 
@@ -283,7 +285,7 @@ Exit status:
   0  success
   1  the command failed (the reason is on standard error)
   2  usage error: an unknown command or flag, a bad argument
-  3  not there: a job, tube or key not found, or a reserve that timed out
+  3  not there: a job, tube, key or schedule not found, or a reserve that timed out
 `)
 }
 

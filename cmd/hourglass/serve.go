@@ -77,6 +77,15 @@ loopback it needs a token, sent as "authorization: Bearer <token>" gRPC
 metadata; --tls-cert serves it over TLS. See docs/envoy.md.
 
 ` + serveLimitsHelp + `
+serve fires the schedules of its store while it runs (any number of servers
+may: each tick is put once). --schedules-file sets the schedules a JSON file
+declares at start, {"schedules":[{"name":..., "spec":..., "zone":...,
+"job":{"tube":..., "body":...}, "misfire":{"policy":"catch_up","n":3}}]}
+(the fields of PUT /v1/schedules/{name}; see docs/schedules.md): an
+unchanged one changes nothing, a changed one is updated, and the store's
+other schedules are left alone unless --schedules-prune. A bad file stops
+serve before it opens the store, naming the schedule and the field.
+
 SIGTERM or SIGINT stops the server: it stops accepting, lets the
 commands in flight finish (a waiting reserve ends without a reply), returns
 reserved jobs to ready and closes the store, all within --shutdown-timeout;
@@ -119,6 +128,8 @@ Examples:
 		fs.BoolVar(&o.accessLog, "access-log", false, "log each HTTP request: method, path, status, bytes, duration")
 		fs.Func("limit", "a named rate limit, `NAME=SPEC` (repeatable; see below)", func(s string) error { o.limits = append(o.limits, s); return nil })
 		fs.StringVar(&o.limitsFile, "limits-file", "", "`file` of named rate limits, one NAME=SPEC a line (# comments)")
+		fs.StringVar(&o.schedulesFile, "schedules-file", "", "JSON `file` of schedules to set at start (each set idempotently; see docs/schedules.md)")
+		fs.BoolVar(&o.schedulesPrune, "schedules-prune", false, "with --schedules-file: delete the store's schedules the file does not list (default: leave them)")
 		o.envoy.flags(fs)
 		return func(ctx context.Context, c *cli, args []string) error {
 			if len(args) > 0 {
@@ -161,6 +172,8 @@ type serveOptions struct {
 	maxWait                 time.Duration
 	limits                  []string // --limit NAME=SPEC
 	limitsFile              string
+	schedulesFile           string // --schedules-file
+	schedulesPrune          bool
 	envoy                   envoyOptions // --grpc-addr and its companions
 }
 
@@ -231,6 +244,8 @@ func (o *serveOptions) validate() error {
 		return usagef("--redis-replicas %d: want 0 (do not wait) or more", o.redisReplicas)
 	case o.tlsClientCA != "" && o.tlsCert == "":
 		return usagef("--tls-client-ca needs --tls-cert and --tls-key: the listeners must speak TLS to ask for client certificates")
+	case o.schedulesPrune && o.schedulesFile == "":
+		return usagef("--schedules-prune needs --schedules-file: the schedules to keep")
 	}
 	return nil
 }
@@ -304,6 +319,13 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	namedLimits, err := o.namedLimits()
 	if err != nil {
 		return err
+	}
+	var fileSchedules []schedule.Schedule
+	if o.schedulesFile != "" {
+		// Checked whole before the store opens: a bad file changes nothing.
+		if fileSchedules, err = loadSchedulesFile(o.schedulesFile); err != nil {
+			return err
+		}
 	}
 	h, err := logging.New(c.stderr, o.logFormat, o.level)
 	if err != nil {
@@ -392,6 +414,10 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits, AllowedHosts: o.hostList()}
 	hs.Locks = b.Locks
 	hs.StoreKind = b.Kind
+	// One store for the schedules' routes and for firing them, counting
+	// the fires on the metrics.
+	schedules := metrics.WatchSchedules(b.Schedules)
+	hs.Schedules = schedules
 	if o.accessLog {
 		hs.AccessLog = log.With("log", "access")
 	}
@@ -403,7 +429,16 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		return err
 	}
 	defer stopSweeper(sweeper, log) // before the store closes
-	stopSchedules, err := runSchedules(b, log)
+	if o.schedulesFile != "" {
+		if err = applySchedules(ctx, schedules, o.schedulesFile, fileSchedules, o.schedulesPrune, log); err != nil {
+			bl.Close()
+			if hl != nil {
+				hl.Close()
+			}
+			return err
+		}
+	}
+	stopSchedules, err := runSchedules(schedules, log)
 	if err != nil {
 		bl.Close()
 		if hl != nil {
@@ -587,11 +622,11 @@ func openError(store string, err error) error {
 // runSchedules fires the ticks of the store's schedules while the server
 // runs (any number of servers may: each tick is put once) and returns the
 // function that stops it.
-func runSchedules(b *hourglass.Backend, log *slog.Logger) (stop func(), err error) {
-	c, err := schedule.New(b.Schedules, &schedule.Options{
+func runSchedules(store schedule.Store, log *slog.Logger) (stop func(), err error) {
+	c, err := schedule.New(store, &schedule.Options{
 		OnError: func(err error) { log.Warn("schedules: firing due ticks", "err", err) },
 		OnFire: func(name string, f schedule.Fire) {
-			log.Debug("schedules: fired", "schedule", name, "tick", f.Tick, "job", f.JobID)
+			log.Debug("schedules: fired", "schedule", name, "tick", f.Tick, "job", f.JobID, "lateness", f.Lateness)
 		},
 	})
 	if err != nil {

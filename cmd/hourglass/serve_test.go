@@ -5,9 +5,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -218,7 +222,7 @@ func TestServeFiresSchedules(t *testing.T) {
 	if _, err := sc.Set(t.Context(), schedule.Schedule{Name: "beat", Spec: "@every 1s", Job: schedule.Job{Tube: "beats", Body: []byte("tick")}}); err != nil {
 		t.Fatal(err)
 	}
-	startServe(t, nil, "--store", "redis://"+srv.Addr)
+	p := startServe(t, nil, "--store", "redis://"+srv.Addr)
 	q, err := queue.New(st, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -230,5 +234,145 @@ func TestServeFiresSchedules(t *testing.T) {
 	}
 	if string(j.Body) != "tick" {
 		t.Fatalf("the tick's job holds %q", j.Body)
+	}
+	// The fire is on /metrics, with its lateness.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := scrape(t, p.httpAddr)
+		if strings.Contains(m, `hourglass_schedule_fires_total{manual="false"} `) && strings.Contains(m, "hourglass_schedule_fire_lateness_seconds_count ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no schedule fire on /metrics within 10 s of the job:\n%s", m)
+		}
+	}
+}
+
+// scrape returns the text of the server's /metrics.
+func scrape(t *testing.T, httpAddr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(b)
+}
+
+// serve --schedules-file sets the file's schedules at start: again with
+// the same file changes nothing, a changed definition is updated, the
+// store's other schedules are left alone unless --schedules-prune, and a
+// bad file fails serve at start, naming the schedule and the field, and
+// changes nothing.
+func TestServeSchedulesFile(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "data")
+	file := filepath.Join(dir, "schedules.json")
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const two = `{"schedules": [
+  {"name": "nightly-report", "spec": "30 2 * * *", "zone": "Europe/Berlin",
+   "job": {"tube": "reports", "body": "{\"kind\":\"nightly\"}", "ttr_ms": 600000},
+   "misfire": {"policy": "catch_up", "n": 3}},
+  {"name": "heartbeat", "spec": "@every 1h", "job": {"tube": "beats"}}
+]}`
+	write(two)
+	version := func(env []string, name string) uint64 {
+		t.Helper()
+		var st struct {
+			Version uint64 `json:"version"`
+		}
+		if err := json.Unmarshal([]byte(ok(t, env, "schedule", "get", "--json", name)), &st); err != nil || st.Version == 0 {
+			t.Fatalf("schedule get %s: %v", name, err)
+		}
+		return st.Version
+	}
+	stop := func(p *serveProc) {
+		t.Helper()
+		p.signal(t, syscall.SIGTERM)
+		if code := p.wait(t, 20*time.Second); code != 0 {
+			t.Fatalf("serve exited %d", code)
+		}
+	}
+	httpEnv := func(p *serveProc) []string { return []string{"HOURGLASS_HTTP=http://" + p.httpAddr} }
+
+	p := startServe(t, nil, "--store", store, "--schedules-file", file)
+	line := p.log.waitFor(t, "schedules file applied", 0)
+	if logValue(line, "created") != "2" || logValue(line, "unchanged") != "0" {
+		t.Errorf("first start: %q", line)
+	}
+	env := httpEnv(p)
+	if st := kv(t, ok(t, env, "schedule", "get", "nightly-report")); st["zone"] != "Europe/Berlin" || st["misfire"] != `{"policy":"catch_up","n":3}` {
+		t.Errorf("nightly-report from the file: %v", st)
+	}
+	v1, h1 := version(env, "nightly-report"), version(env, "heartbeat")
+	// A schedule set by other means is not the file's.
+	ok(t, env, "schedule", "set", "other", "--spec", "@daily", "--tube", "x")
+	stop(p)
+
+	// The same file again: nothing changes.
+	p = startServe(t, nil, "--store", store, "--schedules-file", file)
+	if line := p.log.waitFor(t, "schedules file applied", 0); logValue(line, "unchanged") != "2" || logValue(line, "created") != "0" || logValue(line, "updated") != "0" {
+		t.Errorf("second start: %q", line)
+	}
+	env = httpEnv(p)
+	if v, h := version(env, "nightly-report"), version(env, "heartbeat"); v != v1 || h != h1 {
+		t.Errorf("the same file changed the versions: %d → %d, %d → %d", v1, v, h1, h)
+	}
+	version(env, "other") // left alone
+	stop(p)
+
+	// A changed definition is updated; with --schedules-prune the others go.
+	write(strings.Replace(two, `"@every 1h"`, `"@every 2h"`, 1))
+	p = startServe(t, nil, "--store", store, "--schedules-file", file, "--schedules-prune")
+	if line := p.log.waitFor(t, "schedules file applied", 0); logValue(line, "updated") != "1" || logValue(line, "unchanged") != "1" || logValue(line, "deleted") != "1" {
+		t.Errorf("start with a changed file and --schedules-prune: %q", line)
+	}
+	env = httpEnv(p)
+	if version(env, "heartbeat") == h1 || version(env, "nightly-report") != v1 {
+		t.Error("the changed schedule was not updated, or the other changed")
+	}
+	expect(t, env, 3, []string{"schedule", "get", "other"}, "(not_found)")
+	stop(p)
+
+	// Bad files: serve fails at start naming the schedule and the field.
+	good := `{"name": "new-one", "spec": "@hourly", "job": {"tube": "t"}}`
+	for _, tc := range []struct {
+		text string
+		want []string
+	}{
+		{`{"schedules": [` + good + `, {"name": "bad", "spec": "@daily", "zone": "Mars/Olympus", "job": {"tube": "t"}}]}`, []string{`schedule "bad"`, "Zone", "Mars/Olympus"}},
+		{`{"schedules": [` + good + `, {"name": "bad", "spec": "61 * * * *", "job": {"tube": "t"}}]}`, []string{`schedule "bad"`, "Spec", "minute"}},
+		{`{"schedules": [` + good + `, {"name": "bad", "spec": "@daily", "job": {"tube": "t", "ttr_ms": 10}}]}`, []string{`schedule "bad"`, "Job.TTR"}},
+		{`{"schedules": [` + good + `, {"name": "bad", "spec": "@daily", "misfire": {"policy": "later"}, "job": {"tube": "t"}}]}`, []string{`schedule "bad"`, "misfire.policy"}},
+		{`{"schedules": [` + good + `, {"name": "bad", "spec": "@daily", "job": {"tube": "t"}, "every": 3}]}`, []string{`unknown field "every"`}},
+		{`{"schedules": [` + good + `, ` + good + `]}`, []string{`schedule "new-one" is listed twice`}},
+		{`{"schedules": [` + good + `, {"spec": "@daily", "job": {"tube": "t"}}]}`, []string{"schedule 2 (from 1) has no name"}},
+		{"{\"schedules\": [\n" + good + ",\n}", []string{"line 3", "invalid character"}},
+		{`{"schedules": [` + good + `, {"name": "nightly-report", "spec": "30 2 * * *", "job": {"tube": "elsewhere"}}]}`, []string{`schedule "nightly-report"`, "job.tube", "cannot change"}},
+	} {
+		write(tc.text)
+		r := expect(t, nil, 1, []string{"serve", "--store", store, "--schedules-file", file, "--beanstalk-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, append(tc.want, "--schedules-file")...)
+		if strings.Contains(r.stderr, "hourglass serving") {
+			t.Errorf("serve served with a bad file: %s", r.stderr)
+		}
+	}
+	expect(t, nil, 2, []string{"serve", "--store", "mem://", "--schedules-prune"}, "--schedules-prune needs --schedules-file")
+	expect(t, nil, 1, []string{"serve", "--store", "mem://", "--schedules-file", filepath.Join(dir, "missing.json")}, "--schedules-file", "no such file")
+
+	// None of the bad files changed anything.
+	p = startServe(t, nil, "--store", store)
+	env = httpEnv(p)
+	expect(t, env, 3, []string{"schedule", "get", "new-one"}, "(not_found)")
+	if st := kv(t, ok(t, env, "schedule", "get", "nightly-report")); !strings.Contains(st["job"], `"tube":"reports"`) || version(env, "nightly-report") != v1 {
+		t.Errorf("nightly-report after the bad files: %v", st)
 	}
 }

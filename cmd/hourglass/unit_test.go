@@ -8,11 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
+	"github.com/hourglass-io/hourglass/schedule"
 )
 
 func TestRedact(t *testing.T) {
@@ -183,5 +186,30 @@ func TestParseInterspersed(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	if _, err := parseInterspersed(fs, []string{"a", "--nosuch"}); err == nil {
 		t.Error("an unknown flag after an argument was accepted")
+	}
+}
+
+// The example file of docs/schedules.md is a good --schedules-file.
+func TestSchedulesFileExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "schedules.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(doc), "## Declared in a file")
+	_, rest, _ = strings.Cut(rest, "```json\n")
+	example, _, found := strings.Cut(rest, "```")
+	if !found {
+		t.Fatal("no JSON example in the file section of docs/schedules.md")
+	}
+	path := filepath.Join(t.TempDir(), "schedules.json")
+	if err := os.WriteFile(path, []byte(example), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scs, err := loadSchedulesFile(path)
+	if err != nil {
+		t.Fatalf("the example: %v", err)
+	}
+	if len(scs) != 3 || scs[0].Name != "nightly-report" || scs[0].Misfire != schedule.CatchUp(3) || scs[2].End.IsZero() {
+		t.Fatalf("the example reads as %+v", scs)
 	}
 }

@@ -53,7 +53,7 @@ func artifactDir(t *testing.T) string {
 
 func TestDashboardInChromium(t *testing.T) {
 	bin := chromium(t)
-	ts := startServer(t, memStore(t), nil)
+	ts := startScheduleServer(t, memStore(t), nil)
 	ctx := context.Background()
 	c := ts.c
 
@@ -73,6 +73,9 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	c.put(t, "reports", map[string]any{"body": "weekly"})
 	c.do(req{method: "POST", path: "/v1/tubes/reports/pause", json: map[string]any{"delay_ms": 600000}}).want(t, http.StatusNoContent, "")
+	// A schedule, triggered once.
+	c.setSchedule(t, "nightly-digest", map[string]any{"spec": "30 2 * * *", "zone": "Europe/Berlin", "job": map[string]any{"tube": "digest", "body": "d"}})
+	c.do(req{method: "POST", path: schedPath("nightly-digest", "trigger")}).want(t, http.StatusOK, "")
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),
@@ -132,6 +135,39 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("job %d after the kick: %+v, %v; want ready, kicked once", buried, st, err)
 	}
 
+	// The schedule: its spec, zone and last fire; pause it, then trigger
+	// it, from the page.
+	row := `#panel-schedules tr[data-schedule="nightly-digest"]`
+	if s := text(chromedp.CSS(row)); !strings.Contains(s, "30 2 * * *") || !strings.Contains(s, "Europe/Berlin") || !strings.Contains(s, "triggered") {
+		t.Errorf("the schedule's row shows %q, want its spec, zone and the triggered fire", s)
+	}
+	err = chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(row+` button[data-action="schedule-pause"]`)),
+		chromedp.WaitVisible(chromedp.CSS(row+` button[data-action="schedule-resume"]`)),
+	)
+	if err != nil {
+		t.Fatalf("pausing the schedule from the dashboard: %v", err)
+	}
+	if s := text(chromedp.CSS(row + " td.next")); !strings.Contains(s, "paused") {
+		t.Errorf("the paused schedule's next fire shows %q", s)
+	}
+	if st := c.getSchedule(t, "nightly-digest"); !st.Paused {
+		t.Fatalf("after pause from the dashboard: %+v", st)
+	}
+	err = chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(row+` button[data-action="schedule-trigger"]`)),
+		chromedp.WaitVisible(chromedp.CSS(row+` td.fires`)),
+	)
+	if err != nil {
+		t.Fatalf("triggering the schedule from the dashboard: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.getSchedule(t, "nightly-digest").Fires != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the trigger from the dashboard put no job within 10 s")
+		}
+	}
+
 	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
@@ -141,6 +177,33 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
+}
+
+// TestDashboardSchedules: the schedules panel lists each schedule with
+// its spec, zone, next fire or pause, and last fires with their lateness.
+func TestDashboardSchedules(t *testing.T) {
+	ts := startScheduleServer(t, memStore(t), nil)
+	c := ts.c
+	c.setSchedule(t, "b-hourly", map[string]any{"spec": "@hourly", "job": map[string]any{"tube": "h"}})
+	c.setSchedule(t, "a-berlin", map[string]any{"spec": "30 2 * * *", "zone": "Europe/Berlin", "job": map[string]any{"tube": "b"}, "misfire": map[string]any{"policy": "catch_up", "n": 2}})
+	c.do(req{method: "POST", path: schedPath("a-berlin", "trigger")}).want(t, http.StatusOK, "")
+	c.do(req{method: "POST", path: schedPath("b-hourly", "pause")}).want(t, http.StatusOK, "")
+	page := string(c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body)
+	a, b := strings.Index(page, `data-schedule="a-berlin"`), strings.Index(page, `data-schedule="b-hourly"`)
+	if a < 0 || b < a {
+		t.Fatalf("the panel does not list both schedules in name order:\n%s", page)
+	}
+	berlin, hourly := page[a:b], page[b:]
+	for _, want := range []string{"30 2 * * *", "Europe/Berlin", "catch-up(2)", "ms late, triggered", `data-action="schedule-pause"`, `data-action="schedule-trigger"`} {
+		if !strings.Contains(berlin, want) {
+			t.Errorf("the a-berlin row lacks %q", want)
+		}
+	}
+	for _, want := range []string{"@hourly", "UTC", "paused", `data-action="schedule-resume"`, "none yet"} {
+		if !strings.Contains(hourly, want) {
+			t.Errorf("the b-hourly row lacks %q", want)
+		}
+	}
 }
 
 // TestDashboardListsJobs: the panels list several buried and delayed jobs

@@ -30,6 +30,10 @@
 //	POST   /v1/locks/{name}/obtain         a lock or semaphore slot (with Locks set): try, or a long poll of up to wait_ms
 //	POST   /v1/locks/{name}/release|refresh   by the owner token (Hourglass-Lock-Token)
 //	GET    /v1/locks/{name}/ttl            the lease's remainder
+//	PUT|GET|DELETE /v1/schedules/{name}    set (idempotent), get, delete a schedule (with Schedules set)
+//	GET    /v1/schedules                   list schedules in name order (after, limit)
+//	POST   /v1/schedules/{name}/pause|resume|trigger   pause, resume; put its job now
+//	GET    /v1/schedules/{name}/next       its next n fire times
 //	GET    /v1/openapi.json                the OpenAPI 3 document (OpenAPI())
 //	GET    /metrics                        Prometheus metrics (Metrics)
 //	GET    /healthz                        200 "ok" when the store answers
@@ -64,6 +68,13 @@
 // Hourglass-Lock-Token header, so that any other token gets 409 not_held.
 // The server renews no lease: an HTTP holder refreshes its lease itself
 // before it runs out.
+//
+// # Schedules
+//
+// With Schedules set (a schedule.Store), the routes manage schedules
+// through a schedule.Client of the Server over it. The Server fires no
+// tick: a schedule.Client's Run over the same store does (hourglass serve
+// runs one). Metrics.WatchSchedules counts the fires of such a Client.
 //
 // # Errors
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -83,6 +84,33 @@ func countJobs(t testing.TB, q *queue.Queue) jobCounts {
 	return jobCounts{st.Ready + st.Reserved + st.Delayed + st.Buried, st.TotalJobs, st.Buried}
 }
 
+// opIndex returns the index of an operation in ops.
+func opIndex(t testing.TB, ops []operation, method, path string) int {
+	t.Helper()
+	for i, o := range ops {
+		if o.method == method && o.path == path {
+			return i
+		}
+	}
+	t.Fatalf("no operation %s %s in the OpenAPI document", method, path)
+	return 0
+}
+
+// scheduleVersions lists the schedules of ms with their versions: what a
+// request refused as bad input must leave as it was.
+func scheduleVersions(t testing.TB, ms *memstore.Store) string {
+	t.Helper()
+	sts, err := ms.Schedules().List(context.Background(), "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, st := range sts {
+		fmt.Fprintf(&b, "%s@%d ", st.Name, st.Version)
+	}
+	return b.String()
+}
+
 // FuzzAPI sends requests built from the OpenAPI document — each operation,
 // its path parameters, query parameters and body taken from the fuzzer —
 // to a server over the embedded engine, with every primitive served. No
@@ -99,7 +127,7 @@ func FuzzAPI(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv := &httpapi.Server{Queue: q, Hashes: hashes, Locks: ms.Locks(), Limiter: ratelimit.New(ms.Limits(), nil),
+	srv := &httpapi.Server{Queue: q, Hashes: hashes, Locks: ms.Locks(), Schedules: ms.Schedules(), Limiter: ratelimit.New(ms.Limits(), nil),
 		MaxWait: time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
 	h := srv.Handler()
 	f.Cleanup(func() { q.Close(); ms.Close() })
@@ -116,6 +144,9 @@ func FuzzAPI(f *testing.F) {
 		{4, "g", "99999999999999999999", `{"fields":["a"],"ttl_ms":0}`},
 		{5, "", "", "\xff\xfe"},
 		{6, "a b", "true", `{"limits":[{"rate":"1/s"}]}`},
+		{opIndex(f, ops, "PUT", "/v1/schedules/{name}"), "nightly", "3", `{"spec":"@every 1h","job":{"tube":"t","body":"x"}}`},
+		{opIndex(f, ops, "PUT", "/v1/schedules/{name}"), "nightly", "2", `{"spec":"30 2 * * *","zone":"Europe/Berlin","job":{"tube":"t"},"misfire":{"policy":"catch_up","n":2}}`},
+		{opIndex(f, ops, "GET", "/v1/schedules/{name}/next"), "nightly", "1000", ``},
 	}
 	for _, s := range seeds {
 		for i := range 3 {
@@ -150,7 +181,7 @@ func FuzzAPI(f *testing.F) {
 		} else {
 			r.Header.Set("Content-Type", "application/octet-stream")
 		}
-		before := countJobs(t, q)
+		before, schedBefore := countJobs(t, q), scheduleVersions(t, ms)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		if w.Code >= 500 {
@@ -159,6 +190,9 @@ func FuzzAPI(f *testing.F) {
 		if w.Code >= 400 {
 			if after := countJobs(t, q); after != before {
 				t.Fatalf("%s %s %q: %d %s, and the jobs went from %+v to %+v", op.method, target, body, w.Code, w.Body, before, after)
+			}
+			if after := scheduleVersions(t, ms); after != schedBefore {
+				t.Fatalf("%s %s %q: %d %s, and the schedules went from %s to %s", op.method, target, body, w.Code, w.Body, schedBefore, after)
 			}
 		}
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
@@ -58,6 +59,8 @@ type stores struct {
 	limits ratelimit.Store
 	hashes ttlhash.Store
 	locks  lock.Store
+	// schedules is the store of schedules.
+	schedules schedule.Store
 }
 
 // storesOf returns the other primitives' stores of the back end whose job
@@ -66,9 +69,9 @@ func storesOf(t testing.TB, s queue.Store) stores {
 	t.Helper()
 	switch s := s.(type) {
 	case *memstore.Store:
-		return stores{s.Limits(), s.Hashes(), s.Locks()}
+		return stores{s.Limits(), s.Hashes(), s.Locks(), s.Schedules()}
 	case *redisstore.Store:
-		return stores{s.Limits(), s.Hashes(), s.Locks()}
+		return stores{s.Limits(), s.Hashes(), s.Locks(), s.Schedules()}
 	}
 	t.Fatalf("no stores of the other primitives beside a %T", s)
 	return stores{}

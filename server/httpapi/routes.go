@@ -35,12 +35,13 @@ var primitives = []primitive{
 	limitsPrimitive,
 	hashesPrimitive,
 	locksPrimitive,
+	schedulesPrimitive,
 	// ratelimit, ttlhash and lock add their entries here.
 }
 
 // route is one endpoint of a primitive.
 type route struct {
-	method  string // GET, POST, DELETE
+	method  string // GET, PUT, POST, DELETE
 	path    string // an http.ServeMux pattern path: /v1/jobs/{id}
 	command string // the metrics label "command": put, reserve, …
 	handle  func(w http.ResponseWriter, r *http.Request) error
@@ -151,7 +152,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // allowed lists the methods the mux serves r's path with.
 func allowed(mux *http.ServeMux, r *http.Request) string {
 	var ms []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
 		r2 := r.Clone(r.Context())
 		r2.Method = m
 		if _, p := mux.Handler(r2); p != "" && p != "/v1/" {

@@ -13,6 +13,7 @@ import (
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
@@ -106,6 +107,12 @@ type Server struct {
 	// StoreKind names the back end for the dashboard's header: "memory",
 	// "file" or "redis" (hourglass.Backend.Kind). Empty: not shown.
 	StoreKind string
+	// Schedules, when set, serves schedules under /v1/schedules (see
+	// schedules.go): a hourglass.Backend's Schedules. The server manages
+	// them through a schedule.Client of its own; firing their ticks is
+	// not the Server's: run a schedule.Client's Run beside it (hourglass
+	// serve does).
+	Schedules schedule.Store
 	// AccessLog, when set, receives one info record per HTTP request
 	// once it is answered: method, path, status, bytes, duration, remote.
 	AccessLog *slog.Logger
@@ -113,6 +120,7 @@ type Server struct {
 	initOnce sync.Once
 	started  time.Time  // when the Server was first used: the dashboard's uptime
 	locks    lockServer // the state of the locks' routes
+	sched    scheduleServer
 	handler  http.Handler
 	stop     context.Context // cancelled by Shutdown: long polls end
 	cancel   context.CancelFunc
@@ -146,6 +154,7 @@ func (s *Server) init() {
 		s.Metrics.watchQueue(s.Queue)
 		s.sampled = make(chan struct{})
 		go s.sampleLoop()
+		s.sched.setup(s)
 		hosts := s.AllowedHosts
 		if hosts == nil {
 			hosts = DefaultAllowedHosts

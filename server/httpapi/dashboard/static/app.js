@@ -168,6 +168,11 @@
     case "resume":
       p = call("POST", "/v1/tubes/" + encodeURIComponent(tube) + "/pause", { delay_ms: 0 });
       break;
+    case "schedule-pause":
+    case "schedule-resume":
+    case "schedule-trigger":
+      p = call("POST", "/v1/schedules/" + encodeURIComponent(b.dataset.schedule) + "/" + a.slice("schedule-".length));
+      break;
     default:
       return;
     }
