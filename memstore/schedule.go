@@ -255,7 +255,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 			res.JobID = uint64(t.keys[key].id)
 		} else {
 			if s.maxJobs > 0 && len(s.jobs)+1 > s.maxJobs {
-				return fail(fmt.Errorf("memstore: schedule %q: tube %q: %d jobs stored, the cap is %d", req.Name, e.st.Job.Tube, len(s.jobs), s.maxJobs))
+				return fail(fmt.Errorf("%w: schedule %q: tube %q: %d jobs stored, the cap is %d", queue.ErrFull, req.Name, e.st.Job.Tube, len(s.jobs), s.maxJobs))
 			}
 			if s.lastID >= queue.MaxID {
 				return fail(fmt.Errorf("memstore: job IDs exhausted (the last issued is %d)", s.lastID))

@@ -115,3 +115,24 @@ func TestScheduleRunWakes(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// A fire into a store at its job cap is refused with queue.ErrFull and
+// puts nothing.
+func TestScheduleFireFull(t *testing.T) {
+	s := memstore.New(&memstore.Options{MaxJobs: 1})
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	if _, err := s.Put(ctx, "full", []queue.NewJob{{Body: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := schedule.New(s.Schedules(), nil)
+	if _, err := c.Set(ctx, schedule.Schedule{Name: "f", Spec: "@hourly", Job: schedule.Job{Tube: "full"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Trigger(ctx, "f"); !errors.Is(err, queue.ErrFull) {
+		t.Fatalf("a trigger into a full store: %v, want queue.ErrFull", err)
+	}
+	if st, err := s.StatsTube(ctx, "full"); err != nil || st.Ready != 1 {
+		t.Fatalf("the tube holds %d ready jobs (%v), want 1", st.Ready, err)
+	}
+}
