@@ -24,9 +24,40 @@ type job struct {
 
 	reserves, timeouts, releases, buries, kicks uint32
 
+	reserved int64    // the last reserve, Unix nanoseconds; 0 for never
+	hist     *history // nil until the job is first released, buried, kicked or timed out
+
 	owner string // who holds the reservation; "" unless reserved
 	key   string // the UniqueKey; "" for none
 	body  []byte // never modified once stored
+}
+
+// history is what a job keeps of its transitions beyond its put and its
+// last reserve. A job gets one at its first release, bury, kick or
+// timeout, so a job that is put, reserved and deleted costs one pointer
+// more than it did without history. Times are Unix nanoseconds of the
+// store clock, 0 for never.
+type history struct {
+	released, buried, kicked, timedOut int64
+	errAt                              int64  // when lastErr was given
+	lastErr                            string // at most queue.MaxReasonLen bytes
+}
+
+// history returns j's history, making it if j has none.
+func (j *job) history() *history {
+	if j.hist == nil {
+		j.hist = &history{}
+	}
+	return j.hist
+}
+
+// noteError records a release's or a bury's reason at now; an empty reason
+// changes nothing.
+func (j *job) noteError(reason string, now int64) {
+	if reason != "" {
+		h := j.history()
+		h.lastErr, h.errAt = reason, now
+	}
 }
 
 // export returns the job as Reserve and Peek return it, with its own copy of

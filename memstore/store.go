@@ -250,6 +250,7 @@ func (s *Store) advanceTube(t *tube, now int64) int {
 	for j := t.reserved.top(); j != nil && j.at <= now; j = t.reserved.top() {
 		s.unlink(j)
 		j.timeouts++
+		j.history().timedOut = j.at // when the TTR ran out, not when it was seen
 		s.timeouts++
 		j.at = 0
 		s.link(j, queue.Ready)
