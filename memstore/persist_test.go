@@ -103,7 +103,7 @@ func durable(s *Store) snapshotView {
 		j.addHistory(&h)
 		st.Jobs[id] = view{
 			Tube: j.tube.name, State: state, Pri: j.pri, At: at, TTR: j.ttr, Delay: j.delay, Created: j.created,
-			Key: j.key, Body: string(j.body), Releases: j.releases, Buries: j.buries, Kick: j.kicks,
+			Key: j.key(), Body: string(j.body), Releases: j.releases, Buries: j.buries, Kick: j.kicks,
 			ReleasedAt: h.ReleasedAt, BuriedAt: h.BuriedAt, KickedAt: h.KickedAt, LastErrorAt: h.LastErrorAt, LastError: h.LastError,
 		}
 	}

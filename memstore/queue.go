@@ -25,7 +25,8 @@ func timeOf(ns int64) time.Time {
 // addHistory fills in the history fields of out.
 func (j *job) addHistory(out *queue.JobStats) {
 	out.ReservedAt = timeOf(j.reserved)
-	if h := j.hist; h != nil {
+	if j.more != nil {
+		h := &j.more.history
 		out.ReleasedAt, out.BuriedAt, out.KickedAt = timeOf(h.released), timeOf(h.buried), timeOf(h.kicked)
 		out.TimedOutAt, out.LastErrorAt, out.LastError = timeOf(h.timedOut), timeOf(h.errAt), h.lastErr
 	}
@@ -99,9 +100,9 @@ func (s *Store) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.Tic
 		ttr:     int64(nj.TTR),
 		delay:   int64(nj.Delay),
 		created: now,
-		key:     nj.UniqueKey,
 		body:    append(make([]byte, 0, len(nj.Body)), nj.Body...),
 	}
+	j.setKey(nj.UniqueKey)
 	if j.ttr <= 0 {
 		j.ttr = int64(queue.DefaultTTR)
 	}
@@ -683,8 +684,8 @@ func (s *Store) checkLocked() error {
 					return fmt.Errorf("job %d has an ID beyond the last issued (%d)", j.id, s.lastID)
 				case (st == queue.Reserved) != (j.owner != ""):
 					return fmt.Errorf("job %d is %v with owner %q", j.id, st, j.owner)
-				case j.key != "" && t.keys[j.key] != j:
-					return fmt.Errorf("job %d's unique key %q is not filed to it", j.id, j.key)
+				case j.key() != "" && t.keys[j.key()] != j:
+					return fmt.Errorf("job %d's unique key %q is not filed to it", j.id, j.key())
 				}
 				if st == queue.Ready && j.pri < queue.UrgentPriority {
 					tu++
@@ -701,7 +702,7 @@ func (s *Store) checkLocked() error {
 		}
 		urgent += tu
 		for k, j := range t.keys {
-			if s.jobs[j.id] != j || j.key != k || j.tube != t {
+			if s.jobs[j.id] != j || j.key() != k || j.tube != t {
 				return fmt.Errorf("tube %q files unique key %q to job %d, which does not hold it", name, k, j.id)
 			}
 		}

@@ -87,7 +87,7 @@ func (s *Store) encodeJob(j *job, inSnapshot bool) []byte {
 	b = binary.AppendVarint(b, j.delay)
 	b = binary.AppendVarint(b, j.created)
 	b = appendCounters(b, j)
-	b = appendString(b, j.key)
+	b = appendString(b, j.key())
 	if inSnapshot {
 		b = appendHistory(b, j)
 	}
@@ -143,8 +143,8 @@ func appendCounters(b []byte, j *job) []byte {
 
 func appendHistory(b []byte, j *job) []byte {
 	var h history
-	if j.hist != nil {
-		h = *j.hist
+	if j.more != nil {
+		h = j.more.history
 	}
 	for _, t := range [...]int64{j.reserved, h.released, h.buried, h.kicked, h.timedOut, h.errAt} {
 		b = binary.AppendVarint(b, t)
@@ -277,11 +277,7 @@ func (d *decoder) history(j *job) {
 	if len(h.lastErr) > queue.MaxReasonLen {
 		d.err = errBadRecord
 	}
-	if h != (history{}) {
-		j.hist = &h
-	} else {
-		j.hist = nil
-	}
+	j.setHistory(h)
 }
 
 // end checks that a record without a trailing body was read to its end.
@@ -347,7 +343,7 @@ func (s *Store) replay(kind byte, p []byte) error {
 		j.pri = d.u32()
 		j.at, j.ttr, j.delay, j.created = d.varint(), d.varint(), d.varint(), d.varint()
 		d.counters(j)
-		j.key = d.string()
+		j.setKey(d.string())
 		if kind == kindJobH {
 			d.history(j)
 		}
@@ -370,8 +366,8 @@ func (s *Store) replay(kind byte, p []byte) error {
 		if j.id == 0 || j.id > queue.MaxID || s.jobs[j.id] != nil {
 			return fmt.Errorf("job %d put twice", j.id)
 		}
-		if j.key != "" && t.keys[j.key] != nil {
-			return fmt.Errorf("job %d: unique key held by job %d", j.id, t.keys[j.key].id)
+		if k := j.key(); k != "" && t.keys[k] != nil {
+			return fmt.Errorf("job %d: unique key held by job %d", j.id, t.keys[k].id)
 		}
 		j.tube = t
 		j.body = slices.Clone(d.b)
@@ -424,7 +420,12 @@ func (s *Store) replay(kind byte, p []byte) error {
 		j.pri, j.at, j.delay = pri, at, delay
 		j.reserves, j.timeouts, j.releases, j.buries, j.kicks = c.reserves, c.timeouts, c.releases, c.buries, c.kicks
 		if kind == kindUpdateH {
-			j.reserved, j.hist = c.reserved, c.hist
+			j.reserved = c.reserved
+			var h history
+			if c.more != nil {
+				h = c.more.history
+			}
+			j.setHistory(h)
 		}
 		if st == queue.Buried {
 			s.burySeq = max(s.burySeq, at)
