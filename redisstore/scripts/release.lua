@@ -4,7 +4,7 @@
 -- ARGV: now, owner, tube, id (hex), pri, delay ms, reason ("" for none: the last error stays)
 -- Returns: 1 released, 0 no such job, -1 not reserved by owner, -2 in another tube
 local T = tubekeys(1)
-local owner, tube, idh, pri, delay, reason = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+local owner, tube, idh, pri, delay, reason = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] or ''
 local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = held(T, idh, owner)
