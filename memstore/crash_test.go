@@ -349,10 +349,10 @@ func crashChild(dir string) {
 					continue
 				case 1:
 					reserve()
-					change(stDelayed, func() error { return s.Release(ctx, owner, id, 5, time.Hour) })
+					change(stDelayed, func() error { return s.Release(ctx, owner, id, 5, time.Hour, "") })
 				case 2:
 					reserve()
-					change(stBuried, func() error { return s.Bury(ctx, owner, id, 7) })
+					change(stBuried, func() error { return s.Bury(ctx, owner, id, 7, "") })
 					if rng.IntN(2) == 0 {
 						change(stReady, func() error { return s.KickJob(ctx, id) })
 					}
@@ -362,7 +362,7 @@ func crashChild(dir string) {
 					continue
 				case 4:
 					reserve()
-					change(stReady, func() error { return s.Release(ctx, owner, id, 1, 0) })
+					change(stReady, func() error { return s.Release(ctx, owner, id, 1, 0, "") })
 				case 5:
 					// Left as it is, or deleted below.
 				}

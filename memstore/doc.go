@@ -38,8 +38,13 @@
 // commit, so concurrent callers share one write and one fsync. What is
 // logged: puts (the whole job), deletes, releases (with the new priority,
 // delay and absolute due time), buries, kicks, reserves by ID of delayed or
-// buried jobs (as "ready"), and pauses. Reserves from the ready state,
-// touches, unreserves and TTR expiries are not logged, as in beanstalkd.
+// buried jobs (as "ready"), and pauses; each change of a job logs its
+// history too (queue.JobStats.PutAt to LastErrorAt). Reserves from the
+// ready state, touches, unreserves and TTR expiries are not logged, as in
+// beanstalkd: a job's reserves and timeouts, and the times of its last
+// reserve and timeout, survive a restart as its last logged change left
+// them. Logs and snapshots written before jobs had a history are read as
+// jobs without one.
 // When the log passes max(Options.CompactBytes, twice the live data), the
 // Store writes a snapshot of its state beside it and deletes the log
 // behind it, so the directory stays proportional to the live data however

@@ -24,9 +24,68 @@ type job struct {
 
 	reserves, timeouts, releases, buries, kicks uint32
 
+	reserved int64    // the last reserve, Unix nanoseconds; 0 for never
+	more     *jobMore // nil unless the job has a unique key or a history
+
 	owner string // who holds the reservation; "" unless reserved
-	key   string // the UniqueKey; "" for none
 	body  []byte // never modified once stored
+}
+
+// jobMore is what most jobs do not have: a unique key, and a history
+// beyond the put and the last reserve. A job gets one when it is put with
+// a key or at its first release, bury, kick or timeout, so a job that is
+// put without a key, reserved and deleted costs no more than the job
+// struct (whose key field this replaced).
+type jobMore struct {
+	key string // the UniqueKey; "" for none
+	history
+}
+
+// history is what a job keeps of its transitions beyond its put and its
+// last reserve. Times are Unix nanoseconds of the store clock, 0 for never.
+type history struct {
+	released, buried, kicked, timedOut int64
+	errAt                              int64  // when lastErr was given
+	lastErr                            string // at most queue.MaxReasonLen bytes
+}
+
+// key returns j's UniqueKey, "" for none.
+func (j *job) key() string {
+	if j.more == nil {
+		return ""
+	}
+	return j.more.key
+}
+
+// setKey gives j the UniqueKey k (a new job, or one being replayed).
+func (j *job) setKey(k string) {
+	if k != "" {
+		j.more = &jobMore{key: k}
+	}
+}
+
+// history returns j's history, making room for it if j has none.
+func (j *job) history() *history {
+	if j.more == nil {
+		j.more = &jobMore{}
+	}
+	return &j.more.history
+}
+
+// setHistory replaces j's history (a replayed record's).
+func (j *job) setHistory(h history) {
+	if j.more != nil || h != (history{}) {
+		*j.history() = h
+	}
+}
+
+// noteError records a release's or a bury's reason at now; an empty reason
+// changes nothing.
+func (j *job) noteError(reason string, now int64) {
+	if reason != "" {
+		h := j.history()
+		h.lastErr, h.errAt = reason, now
+	}
 }
 
 // export returns the job as Reserve and Peek return it, with its own copy of

@@ -71,6 +71,10 @@ type view struct {
 	TTR, Delay, Created    int64
 	Key, Body              string
 	Releases, Buries, Kick uint32
+	// History that every change of the job logs as it happens (the last
+	// reserve and timeout are logged only with the next change).
+	ReleasedAt, BuriedAt, KickedAt, LastErrorAt time.Time
+	LastError                                   string
 }
 
 type tubeView struct {
@@ -95,9 +99,12 @@ func durable(s *Store) snapshotView {
 	st := snapshotView{LastID: s.lastID, Jobs: map[queue.ID]view{}}
 	for id, j := range s.jobs {
 		state, at := durableState(j)
+		var h queue.JobStats
+		j.addHistory(&h)
 		st.Jobs[id] = view{
 			Tube: j.tube.name, State: state, Pri: j.pri, At: at, TTR: j.ttr, Delay: j.delay, Created: j.created,
-			Key: j.key, Body: string(j.body), Releases: j.releases, Buries: j.buries, Kick: j.kicks,
+			Key: j.key(), Body: string(j.body), Releases: j.releases, Buries: j.buries, Kick: j.kicks,
+			ReleasedAt: h.ReleasedAt, BuriedAt: h.BuriedAt, KickedAt: h.KickedAt, LastErrorAt: h.LastErrorAt, LastError: h.LastError,
 		}
 	}
 	for _, t := range s.tubesInOrder() {
@@ -125,7 +132,7 @@ func TestRestart(t *testing.T) {
 			must(s.ReserveJob(ctx, "w", reserved))
 			fromBuried := put(t, s, "b", queue.NewJob{Body: []byte("reserved from buried")})
 			must(s.ReserveJob(ctx, "w", fromBuried))
-			ok(t, s.Bury(ctx, "w", fromBuried, 3))
+			ok(t, s.Bury(ctx, "w", fromBuried, 3, ""))
 			must(s.ReserveJob(ctx, "w", fromBuried))
 			var buried []queue.ID
 			for i := range 3 {
@@ -134,12 +141,12 @@ func TestRestart(t *testing.T) {
 			}
 			for _, id := range slices.Backward(buried) {
 				must(s.ReserveJob(ctx, "w", id))
-				ok(t, s.Bury(ctx, "w", id, 9))
+				ok(t, s.Bury(ctx, "w", id, 9, ""))
 			}
 			released := put(t, s, "a", queue.NewJob{Body: []byte("released")})
 			must(s.ReserveJob(ctx, "w", released))
 			clock.Advance(time.Second)
-			ok(t, s.Release(ctx, "w", released, 8, 30*time.Second))
+			ok(t, s.Release(ctx, "w", released, 8, 30*time.Second, ""))
 			gone := put(t, s, "d", queue.NewJob{Body: []byte("gone")})
 			errs := must(s.Delete(ctx, "w", []queue.ID{gone}))
 			ok(t, errs[0])
@@ -276,9 +283,9 @@ func TestRandomRestart(t *testing.T) {
 			case 6:
 				must(s.Delete(ctx, owner, []queue.ID{pick(), pick()}))
 			case 7:
-				s.Release(ctx, owner, pick(), uint32(rng.IntN(2000)), dur())
+				s.Release(ctx, owner, pick(), uint32(rng.IntN(2000)), dur(), []string{"", "release " + owner}[rng.IntN(2)])
 			case 8:
-				s.Bury(ctx, owner, pick(), uint32(rng.IntN(2000)))
+				s.Bury(ctx, owner, pick(), uint32(rng.IntN(2000)), []string{"", "bury " + owner}[rng.IntN(2)])
 			case 9:
 				s.Touch(ctx, owner, pick())
 			case 10:
@@ -425,7 +432,7 @@ func TestReleaseLoop(t *testing.T) {
 	}
 	for range n {
 		must(s.ReserveJob(ctx, "w", id))
-		ok(t, s.Release(ctx, "w", id, 0, time.Second))
+		ok(t, s.Release(ctx, "w", id, 0, time.Second, ""))
 	}
 	closeT(t, s)
 	// Compaction runs in the background while releases go on, so the log

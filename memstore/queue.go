@@ -13,6 +13,25 @@ import (
 // durationOf converts nanoseconds to a Duration.
 func durationOf(ns int64) time.Duration { return time.Duration(ns) }
 
+// timeOf converts Unix nanoseconds to a Time in UTC; 0 is the zero Time
+// (never).
+func timeOf(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// addHistory fills in the history fields of out.
+func (j *job) addHistory(out *queue.JobStats) {
+	out.ReservedAt = timeOf(j.reserved)
+	if j.more != nil {
+		h := &j.more.history
+		out.ReleasedAt, out.BuriedAt, out.KickedAt = timeOf(h.released), timeOf(h.buried), timeOf(h.kicked)
+		out.TimedOutAt, out.LastErrorAt, out.LastError = timeOf(h.timedOut), timeOf(h.errAt), h.lastErr
+	}
+}
+
 // Put implements queue.Store.
 func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
 	now, err := s.begin(ctx)
@@ -81,9 +100,9 @@ func (s *Store) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.Tic
 		ttr:     int64(nj.TTR),
 		delay:   int64(nj.Delay),
 		created: now,
-		key:     nj.UniqueKey,
 		body:    append(make([]byte, 0, len(nj.Body)), nj.Body...),
 	}
+	j.setKey(nj.UniqueKey)
 	if j.ttr <= 0 {
 		j.ttr = int64(queue.DefaultTTR)
 	}
@@ -155,6 +174,7 @@ func (s *Store) reserveLocked(j *job, owner string, now int64) {
 	s.unlink(j)
 	j.owner = owner
 	j.reserves++
+	j.reserved = now
 	j.at = now + j.ttr
 	s.link(j, queue.Reserved)
 }
@@ -178,7 +198,7 @@ func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queu
 		was := j.state
 		s.reserveLocked(j, owner, now)
 		if was != queue.Ready {
-			tk = s.append(kindUpdate, s.encodeUpdate(j), nil)
+			tk = s.append(kindUpdateH, s.encodeUpdate(j), nil)
 		}
 	}
 	var out queue.Job
@@ -260,11 +280,13 @@ func (s *Store) onHeld(ctx context.Context, owner string, id queue.ID, f func(no
 }
 
 // Release implements queue.Store.
-func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint32, delay time.Duration) error {
+func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint32, delay time.Duration, reason string) error {
 	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
 		s.unlink(j)
 		j.pri = pri
 		j.releases++
+		j.history().released = now
+		j.noteError(reason, now)
 		j.delay = int64(delay)
 		st := queue.Ready
 		j.at = 0
@@ -273,20 +295,22 @@ func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint
 		}
 		s.link(j, st)
 		s.wakeLocked(j.tube.name)
-		return s.append(kindUpdate, s.encodeUpdate(j), nil)
+		return s.append(kindUpdateH, s.encodeUpdate(j), nil)
 	})
 }
 
 // Bury implements queue.Store.
-func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32) error {
+func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32, reason string) error {
 	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
 		s.unlink(j)
 		j.pri = pri
 		j.buries++
+		j.history().buried = now
+		j.noteError(reason, now)
 		s.burySeq++
 		j.at = s.burySeq
 		s.link(j, queue.Buried)
-		return s.append(kindUpdate, s.encodeUpdate(j), nil)
+		return s.append(kindUpdateH, s.encodeUpdate(j), nil)
 	})
 }
 
@@ -326,13 +350,14 @@ func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (in
 	return n, nil
 }
 
-// kickLocked moves a buried or delayed job to ready.
-func (s *Store) kickLocked(j *job) wal.Ticket {
+// kickLocked moves a buried or delayed job to ready at now.
+func (s *Store) kickLocked(j *job, now int64) wal.Ticket {
 	s.unlink(j)
 	j.kicks++
+	j.history().kicked = now
 	j.at = 0
 	s.link(j, queue.Ready)
-	return s.append(kindUpdate, s.encodeUpdate(j), nil)
+	return s.append(kindUpdateH, s.encodeUpdate(j), nil)
 }
 
 // Kick implements queue.Store.
@@ -349,7 +374,7 @@ func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
 			h = &t.delayed
 		}
 		for ; k < n && h.len() > 0; k++ {
-			tk = s.kickLocked(h.top())
+			tk = s.kickLocked(h.top(), now)
 		}
 		if k > 0 {
 			s.wakeLocked(tube)
@@ -375,7 +400,7 @@ func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
 	case j.state != queue.Buried && j.state != queue.Delayed:
 		err = queue.ErrNotKickable
 	default:
-		tk = s.kickLocked(j)
+		tk = s.kickLocked(j, now)
 		s.wakeLocked(j.tube.name)
 	}
 	if err := s.end(now, tk); err != nil {
@@ -465,7 +490,9 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 			Releases: j.releases,
 			Buries:   j.buries,
 			Kicks:    j.kicks,
+			PutAt:    timeOf(j.created),
 		}
+		j.addHistory(&out)
 		if j.state == queue.Delayed || j.state == queue.Reserved {
 			out.TimeLeft = durationOf(max(j.at-now, 0))
 		}
@@ -657,8 +684,8 @@ func (s *Store) checkLocked() error {
 					return fmt.Errorf("job %d has an ID beyond the last issued (%d)", j.id, s.lastID)
 				case (st == queue.Reserved) != (j.owner != ""):
 					return fmt.Errorf("job %d is %v with owner %q", j.id, st, j.owner)
-				case j.key != "" && t.keys[j.key] != j:
-					return fmt.Errorf("job %d's unique key %q is not filed to it", j.id, j.key)
+				case j.key() != "" && t.keys[j.key()] != j:
+					return fmt.Errorf("job %d's unique key %q is not filed to it", j.id, j.key())
 				}
 				if st == queue.Ready && j.pri < queue.UrgentPriority {
 					tu++
@@ -675,7 +702,7 @@ func (s *Store) checkLocked() error {
 		}
 		urgent += tu
 		for k, j := range t.keys {
-			if s.jobs[j.id] != j || j.key != k || j.tube != t {
+			if s.jobs[j.id] != j || j.key() != k || j.tube != t {
 				return fmt.Errorf("tube %q files unique key %q to job %d, which does not hold it", name, k, j.id)
 			}
 		}

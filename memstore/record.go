@@ -28,6 +28,11 @@ const (
 	kindUpdate = 6 // a job's new state, priority, delay, due time and counters
 	kindPause  = 7 // a tube paused or unpaused
 	kindHold   = 8 // a tube's references began or ended (log and snapshot)
+	// Since job history: kindJob and kindUpdate followed by the history.
+	// The engine writes these; it still reads the two older kinds (a job
+	// without history).
+	kindJobH    = 9  // snapshot: a job with its history
+	kindUpdateH = 10 // log: an update with the job's history
 )
 
 // Layouts (u: uvarint, v: varint, s: u length + bytes):
@@ -38,6 +43,10 @@ const (
 //	           v created, u reserves, u timeouts, u releases, u buries, u kicks, s key; then the body
 //	delete     u id
 //	update     u id, byte state, u pri, v at, v delay, u reserves, u timeouts, u releases, u buries, u kicks
+//	jobH       job's fields, then history; then the body
+//	updateH    update's fields, then history
+//	history    v reserved, v released, v buried, v kicked, v timedOut, v errAt, s lastErr
+//	           (times Unix ns, 0 for never)
 //	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
 //	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
 //
@@ -47,7 +56,10 @@ const (
 // connection outlives the process) and logs that.
 //
 // A reserved job is written as ready: reservations are not logged, so a
-// reserved job comes back ready after a restart, as in beanstalkd.
+// reserved job comes back ready after a restart, as in beanstalkd. Nor are
+// timeouts: a job's reserves and timeouts counts, and the times of its last
+// reserve and timeout, are as its last logged change (or a snapshot) left
+// them.
 
 // durableState is the state a job is written with.
 func durableState(j *job) (queue.State, int64) {
@@ -75,7 +87,10 @@ func (s *Store) encodeJob(j *job, inSnapshot bool) []byte {
 	b = binary.AppendVarint(b, j.delay)
 	b = binary.AppendVarint(b, j.created)
 	b = appendCounters(b, j)
-	b = appendString(b, j.key)
+	b = appendString(b, j.key())
+	if inSnapshot {
+		b = appendHistory(b, j)
+	}
 	s.scratch = b
 	return b
 }
@@ -89,6 +104,7 @@ func (s *Store) encodeUpdate(j *job) []byte {
 	b = binary.AppendVarint(b, at)
 	b = binary.AppendVarint(b, j.delay)
 	b = appendCounters(b, j)
+	b = appendHistory(b, j)
 	s.scratch = b
 	return b
 }
@@ -125,6 +141,17 @@ func appendCounters(b []byte, j *job) []byte {
 	return b
 }
 
+func appendHistory(b []byte, j *job) []byte {
+	var h history
+	if j.more != nil {
+		h = j.more.history
+	}
+	for _, t := range [...]int64{j.reserved, h.released, h.buried, h.kicked, h.timedOut, h.errAt} {
+		b = binary.AppendVarint(b, t)
+	}
+	return appendString(b, h.lastErr)
+}
+
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
@@ -157,7 +184,7 @@ func (s *Store) snapshotLocked(w *wal.SnapshotWriter) {
 		}
 		for _, h := range []*jobHeap{&t.ready, &t.delayed, &t.reserved, &t.buried} {
 			for _, j := range h.s {
-				w.Add(kindJob, s.encodeJob(j, true), j.body)
+				w.Add(kindJobH, s.encodeJob(j, true), j.body)
 			}
 		}
 	}
@@ -242,6 +269,17 @@ func (d *decoder) counters(j *job) {
 	j.reserves, j.timeouts, j.releases, j.buries, j.kicks = d.u32(), d.u32(), d.u32(), d.u32(), d.u32()
 }
 
+// history reads the history of a jobH or updateH record into j.
+func (d *decoder) history(j *job) {
+	j.reserved = d.varint()
+	h := history{released: d.varint(), buried: d.varint(), kicked: d.varint(), timedOut: d.varint(), errAt: d.varint()}
+	h.lastErr = d.string()
+	if len(h.lastErr) > queue.MaxReasonLen {
+		d.err = errBadRecord
+	}
+	j.setHistory(h)
+}
+
 // end checks that a record without a trailing body was read to its end.
 func (d *decoder) end() error {
 	if d.err == nil && len(d.b) != 0 {
@@ -292,11 +330,11 @@ func (s *Store) replay(kind byte, p []byte) error {
 		s.resched(t)
 		return nil
 
-	case kindJob, kindPut:
+	case kindJob, kindJobH, kindPut:
 		j := &job{id: queue.ID(d.uvarint()), hidx: -1}
 		var seq uint64
 		var name string
-		if kind == kindJob {
+		if kind != kindPut {
 			seq = d.uvarint()
 		} else {
 			name = d.string()
@@ -305,7 +343,10 @@ func (s *Store) replay(kind byte, p []byte) error {
 		j.pri = d.u32()
 		j.at, j.ttr, j.delay, j.created = d.varint(), d.varint(), d.varint(), d.varint()
 		d.counters(j)
-		j.key = d.string()
+		j.setKey(d.string())
+		if kind == kindJobH {
+			d.history(j)
+		}
 		if d.err != nil {
 			return d.err
 		}
@@ -313,7 +354,7 @@ func (s *Store) replay(kind byte, p []byte) error {
 			return err
 		}
 		var t *tube
-		if kind == kindJob {
+		if kind != kindPut {
 			t = s.replayTubes[seq]
 		} else {
 			s.replayPauseEnd(name, j.created)
@@ -325,8 +366,8 @@ func (s *Store) replay(kind byte, p []byte) error {
 		if j.id == 0 || j.id > queue.MaxID || s.jobs[j.id] != nil {
 			return fmt.Errorf("job %d put twice", j.id)
 		}
-		if j.key != "" && t.keys[j.key] != nil {
-			return fmt.Errorf("job %d: unique key held by job %d", j.id, t.keys[j.key].id)
+		if k := j.key(); k != "" && t.keys[k] != nil {
+			return fmt.Errorf("job %d: unique key held by job %d", j.id, t.keys[k].id)
 		}
 		j.tube = t
 		j.body = slices.Clone(d.b)
@@ -355,13 +396,16 @@ func (s *Store) replay(kind byte, p []byte) error {
 		s.removeJob(j)
 		return nil
 
-	case kindUpdate:
+	case kindUpdate, kindUpdateH:
 		id := queue.ID(d.uvarint())
 		st, err := state(d.byte())
 		pri := d.u32()
 		at, delay := d.varint(), d.varint()
 		var c job
 		d.counters(&c)
+		if kind == kindUpdateH {
+			d.history(&c)
+		}
 		if err := d.end(); err != nil {
 			return err
 		}
@@ -375,6 +419,14 @@ func (s *Store) replay(kind byte, p []byte) error {
 		s.unlink(j)
 		j.pri, j.at, j.delay = pri, at, delay
 		j.reserves, j.timeouts, j.releases, j.buries, j.kicks = c.reserves, c.timeouts, c.releases, c.buries, c.kicks
+		if kind == kindUpdateH {
+			j.reserved = c.reserved
+			var h history
+			if c.more != nil {
+				h = c.more.history
+			}
+			j.setHistory(h)
+		}
 		if st == queue.Buried {
 			s.burySeq = max(s.burySeq, at)
 		}

@@ -250,6 +250,7 @@ func (s *Store) advanceTube(t *tube, now int64) int {
 	for j := t.reserved.top(); j != nil && j.at <= now; j = t.reserved.top() {
 		s.unlink(j)
 		j.timeouts++
+		j.history().timedOut = j.at // when the TTR ran out, not when it was seen
 		s.timeouts++
 		j.at = 0
 		s.link(j, queue.Ready)
@@ -478,16 +479,16 @@ func (s *Store) link(j *job, st queue.State) {
 }
 
 // jobSize estimates the bytes of j's record in a snapshot.
-func jobSize(j *job) int64 { return int64(64 + len(j.key) + len(j.body)) }
+func jobSize(j *job) int64 { return int64(64 + len(j.key()) + len(j.body)) }
 
 // addJob stores a new job in state st.
 func (s *Store) addJob(j *job, st queue.State) {
 	s.jobs[j.id] = j
-	if j.key != "" {
+	if k := j.key(); k != "" {
 		if j.tube.keys == nil {
 			j.tube.keys = map[string]*job{}
 		}
-		j.tube.keys[j.key] = j
+		j.tube.keys[k] = j
 	}
 	s.live += jobSize(j)
 	s.link(j, st)
@@ -498,8 +499,8 @@ func (s *Store) removeJob(j *job) {
 	t := j.tube
 	s.unlink(j)
 	delete(s.jobs, j.id)
-	if j.key != "" {
-		delete(t.keys, j.key)
+	if k := j.key(); k != "" {
+		delete(t.keys, k)
 	}
 	s.live -= jobSize(j)
 	t.deletes++

@@ -21,6 +21,16 @@
 //	  │ delay passes     │ release with delay ──► delayed
 //	delayed              │ bury ──► buried ──kick──► ready
 //
+// # History
+//
+// A job keeps, at a fixed cost, what an operator asks of a failed one
+// (StatsJob): its attempts (Reserves), the times of its put and of its
+// last reserve, release, bury, kick and timeout, and its last error — the
+// reason given to ReleaseWithReason or BuryWithReason, at most
+// MaxReasonLen bytes (CutReason). Release and Bury give none and leave the
+// last error as it was. A Worker gives its handler's error each time it
+// releases a failed job and when it buries one after its last attempt.
+//
 // # Owners
 //
 // A reservation belongs to an owner: the Queue's own name, or the name given

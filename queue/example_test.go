@@ -91,3 +91,24 @@ func ExampleQueue_Kick() {
 	// delayed
 	// 1 ready 1
 }
+
+// A job set aside with a reason says why when it is looked at.
+func ExampleQueue_BuryWithReason() {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	defer store.Close()
+	q, _ := queue.New(store, nil)
+	defer q.Close()
+
+	q.Put(ctx, "invoices", queue.NewJob{Body: []byte("INV-7")})
+	job, _ := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"invoices"}})
+	if err := q.BuryWithReason(ctx, job.ID, job.Priority, "customer 42 has no billing address"); err != nil {
+		log.Fatal(err)
+	}
+	st, _ := q.StatsJob(ctx, job.ID)
+	fmt.Println(st.State, st.Reserves, st.LastError)
+	fmt.Println(st.LastErrorAt.Equal(st.BuriedAt), st.ReleasedAt.IsZero())
+	// Output:
+	// buried 1 customer 42 has no billing address
+	// true true
+}

@@ -3,7 +3,9 @@ package queue
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ID identifies a job. IDs are unique within a store and stay below 2^53,
@@ -91,6 +93,44 @@ type JobStats struct {
 	Releases uint32
 	Buries   uint32
 	Kicks    uint32
+
+	// History: when the job last went through each transition, by the
+	// store's clock (to the millisecond at least); the zero Time for never.
+	// Each is the time of the last such transition only: a job keeps a
+	// fixed set of fields, not a list.
+	PutAt      time.Time // when it was put (Age ago)
+	ReservedAt time.Time // its last reserve
+	ReleasedAt time.Time
+	BuriedAt   time.Time
+	KickedAt   time.Time
+	TimedOutAt time.Time // when the TTR of its last reservation that timed out ran out
+	// LastError is the last reason given with a release or a bury
+	// (Queue.ReleaseWithReason, BuryWithReason; a Worker gives its
+	// handler's error), at most MaxReasonLen bytes; "" when none was given.
+	// LastErrorAt is when it was given.
+	LastError   string
+	LastErrorAt time.Time
+}
+
+// MaxReasonLen is the most bytes of a release's or a bury's reason a job
+// keeps (JobStats.LastError).
+const MaxReasonLen = 1024
+
+// CutReason returns reason as a store keeps it: invalid UTF-8 replaced by
+// U+FFFD, then cut to at most MaxReasonLen bytes at the end of a whole
+// character. Queue applies it to every reason before the store sees it.
+func CutReason(reason string) string {
+	if !utf8.ValidString(reason) {
+		reason = strings.ToValidUTF8(reason, "\uFFFD")
+	}
+	if len(reason) <= MaxReasonLen {
+		return reason
+	}
+	n := MaxReasonLen
+	for n > 0 && !utf8.RuneStart(reason[n]) {
+		n--
+	}
+	return reason[:n]
 }
 
 // TubeStats describes one tube, as beanstalkd's stats-tube does.

@@ -339,26 +339,43 @@ func (q *Queue) DeleteMany(ctx context.Context, ids []ID) ([]error, error) {
 
 // Release returns a job reserved by q's owner to ready with priority pri, or
 // to delayed when delay > 0. ErrNotFound when there is no such job,
-// ErrNotReserved when q's owner does not hold it.
+// ErrNotReserved when q's owner does not hold it. It records no reason:
+// the job keeps the last error it had (see ReleaseWithReason).
 func (q *Queue) Release(ctx context.Context, id ID, pri uint32, delay time.Duration) error {
+	return q.ReleaseWithReason(ctx, id, pri, delay, "")
+}
+
+// ReleaseWithReason is Release that also records why the job is given back
+// (a worker's error text) as the job's last error, with the time, in
+// JobStats.LastError and LastErrorAt. The reason is cut to MaxReasonLen
+// bytes (see CutReason); an empty reason records nothing and the job keeps
+// the last error it had.
+func (q *Queue) ReleaseWithReason(ctx context.Context, id ID, pri uint32, delay time.Duration, reason string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
 	if err := checkDuration("delay", delay); err != nil {
 		return err
 	}
-	err := q.store.Release(ctx, q.owner, id, pri, truncMS(delay))
+	err := q.store.Release(ctx, q.owner, id, pri, truncMS(delay), CutReason(reason))
 	q.settle(id, err)
 	return err
 }
 
 // Bury moves a job reserved by q's owner to the end of its tube's buried
-// list with priority pri. Errors as for Release.
+// list with priority pri. Errors as for Release. It records no reason (see
+// BuryWithReason).
 func (q *Queue) Bury(ctx context.Context, id ID, pri uint32) error {
+	return q.BuryWithReason(ctx, id, pri, "")
+}
+
+// BuryWithReason is Bury that also records why the job is set aside as its
+// last error, as ReleaseWithReason does.
+func (q *Queue) BuryWithReason(ctx context.Context, id ID, pri uint32, reason string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	err := q.store.Bury(ctx, q.owner, id, pri)
+	err := q.store.Bury(ctx, q.owner, id, pri, CutReason(reason))
 	q.settle(id, err)
 	return err
 }

@@ -11,7 +11,8 @@ import (
 
 // Handler processes one job. Returning nil deletes the job; an error
 // releases it with a backoff delay, or buries it once it has been reserved
-// WorkerOptions.MaxAttempts times. The context ends when the worker gives
+// WorkerOptions.MaxAttempts times, and its text becomes the job's last
+// error (JobStats.LastError, cut to MaxReasonLen bytes). The context ends when the worker gives
 // up on the job (shutdown deadline) or loses it (a touch failed).
 type Handler interface {
 	HandleJob(ctx context.Context, job Job) error
@@ -277,13 +278,13 @@ func (w *Worker) handle(hctx context.Context, job Job) bool {
 		w.q.forget([]ID{job.ID}, nil)
 	case int(job.Reserves) >= w.opts.maxAttempts():
 		log.Warn("queue: job failed for the last time; burying it", "id", job.ID, "attempts", job.Reserves, "err", err)
-		if e := w.q.Bury(bctx, job.ID, job.Priority); e != nil {
+		if e := w.q.BuryWithReason(bctx, job.ID, job.Priority, err.Error()); e != nil {
 			log.Warn("queue: burying a failed job", "id", job.ID, "err", e)
 		}
 	default:
 		delay := w.opts.backoff(int(job.Reserves))
 		log.Info("queue: job failed; releasing it", "id", job.ID, "attempt", job.Reserves, "delay", delay, "err", err)
-		if e := w.q.Release(bctx, job.ID, job.Priority, delay); e != nil {
+		if e := w.q.ReleaseWithReason(bctx, job.ID, job.Priority, delay, err.Error()); e != nil {
 			log.Warn("queue: releasing a failed job", "id", job.ID, "err", e)
 		}
 	}

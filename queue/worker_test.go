@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,6 +117,110 @@ func TestWorkerRetriesThenBuries(t *testing.T) {
 	}
 	if st.State != queue.Buried || st.Reserves != 3 || st.Releases != 2 || st.Buries != 1 || st.Priority != 7 {
 		t.Fatalf("after 3 failed attempts: %+v, want buried after 3 reserves and 2 releases", st)
+	}
+}
+
+// TestWorkerBuriesWithTheLastError: a job that fails its last attempt is
+// buried with that attempt's error as its last error; each failure before
+// it was recorded as the reason of its release.
+func TestWorkerBuriesWithTheLastError(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := newQueue(t)
+	var attempts atomic.Int32
+	failed := make(chan int32, 3) // each attempt, as its handler returns
+	h := queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
+		n := attempts.Add(1)
+		defer func() { failed <- n }()
+		if n == 3 {
+			panic("nil map write in the handler")
+		}
+		return fmt.Errorf("attempt %d: payment service: 503 Service Unavailable", n)
+	})
+	opts := &queue.WorkerOptions{MaxAttempts: 3, Backoff: func(n int) time.Duration {
+		if n == 1 {
+			return 0
+		}
+		return time.Hour // the second failure waits, so that its release can be looked at
+	}}
+	// run runs a worker until attempt n has failed; Shutdown returns once
+	// the worker has given the job back.
+	run := func(n int32) {
+		t.Helper()
+		w, err := queue.NewWorker(q, h, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runWorker(t, w)
+		for got := int32(0); got < n; {
+			select {
+			case got = <-failed:
+			case <-ctx.Done():
+				t.Fatalf("attempt %d never ran", n)
+			}
+		}
+		if err := w.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, err := q.Put(ctx, "default", queue.NewJob{Body: []byte("charge")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(2)
+	st, err := q.StatsJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != queue.Delayed || st.LastError != "attempt 2: payment service: 503 Service Unavailable" ||
+		st.LastErrorAt.IsZero() || !st.LastErrorAt.Equal(st.ReleasedAt) || st.Releases != 2 {
+		t.Fatalf("after the second failure: %+v, want released with its error", st)
+	}
+	// The last attempt panics: buried with the panic as its last error.
+	if err := q.KickJob(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	run(3)
+	st, err = q.StatsJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != queue.Buried || st.Reserves != 3 || st.Buries != 1 || st.LastError != "queue: handler panicked: nil map write in the handler" ||
+		!st.LastErrorAt.Equal(st.BuriedAt) || st.BuriedAt.Before(st.ReleasedAt) || st.ReservedAt.After(st.BuriedAt) {
+		t.Fatalf("after the last attempt: %+v, want buried with the handler's error", st)
+	}
+}
+
+// TestWorkerCutsALongError: a handler's error longer than MaxReasonLen is
+// kept cut to it.
+func TestWorkerCutsALongError(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := newQueue(t)
+	long := strings.Repeat("stack frame ", 200)
+	handled := make(chan struct{})
+	w, err := queue.NewWorker(q, queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
+		defer close(handled)
+		return errors.New(long)
+	}), &queue.WorkerOptions{MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	id, err := q.Put(ctx, "default", queue.NewJob{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-handled
+	if err := w.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := q.StatsJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != queue.Buried || st.LastError != long[:queue.MaxReasonLen] {
+		t.Fatalf("%v with a LastError of %d bytes, want buried with the first %d of the handler's error", st.State, len(st.LastError), queue.MaxReasonLen)
 	}
 }
 

@@ -120,6 +120,44 @@ func BenchmarkMemoryPerDelayedJob(b *testing.B) {
 	b.ReportMetric(float64(usedMemory(b, c)-before)/n, "bytes/job")
 }
 
+// BenchmarkMemoryPerReservedJob reports the Redis memory each job of 100
+// bytes costs while it is reserved (put, then reserved by one worker), and
+// once a failure released it to the delayed state with its error as the
+// reason: the job of a worker between attempts.
+func BenchmarkMemoryPerReservedJob(b *testing.B) {
+	ctx := context.Background()
+	_, c, q := ownServer(b, nil)
+	const n = 20000
+	before := usedMemory(b, c)
+	jobs := make([]queue.NewJob, 100)
+	for i := range jobs {
+		jobs[i] = queue.NewJob{Body: body100, TTR: time.Hour}
+	}
+	b.ResetTimer()
+	var held []queue.Job
+	for i := 0; i < n; i += len(jobs) {
+		if _, err := q.PutMany(ctx, "mem", jobs); err != nil {
+			b.Fatal(err)
+		}
+		got, err := q.ReserveN(ctx, len(jobs), queue.ReserveOptions{Tubes: []string{"mem"}, Timeout: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		held = append(held, got...)
+	}
+	b.StopTimer()
+	if len(held) != n {
+		b.Fatalf("reserved %d jobs, want %d", len(held), n)
+	}
+	b.ReportMetric(float64(usedMemory(b, c)-before)/n, "bytes/reserved-job")
+	for _, j := range held {
+		if err := release(ctx, q, j.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(usedMemory(b, c)-before)/n, "bytes/released-job")
+}
+
 func usedMemory(b *testing.B, c *redis.Client) int64 {
 	info, err := c.Info(context.Background(), "memory").Result()
 	if err != nil {
@@ -317,4 +355,10 @@ func commandStats(b testing.TB, c *redis.Client) map[string]cmdStat {
 		out[name] = st
 	}
 	return out
+}
+
+// release gives back a job that failed, as a Worker does: with its
+// handler's error (55 bytes) as the reason.
+func release(ctx context.Context, q *queue.Queue, id queue.ID) error {
+	return q.ReleaseWithReason(ctx, id, 1024, time.Hour, "dial tcp 10.0.0.7:5432: connect: connection refused")
 }

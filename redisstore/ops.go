@@ -565,13 +565,13 @@ func (s *Store) owned(ctx context.Context, sc *op, owner string, id queue.ID, ex
 }
 
 // Release implements queue.Store.
-func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint32, delay time.Duration) error {
-	return s.owned(ctx, scripts.release, owner, id, pri, ms(delay))
+func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint32, delay time.Duration, reason string) error {
+	return s.owned(ctx, scripts.release, owner, id, pri, ms(delay), reason)
 }
 
 // Bury implements queue.Store.
-func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32) error {
-	return s.owned(ctx, scripts.bury, owner, id, pri)
+func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32, reason string) error {
+	return s.owned(ctx, scripts.bury, owner, id, pri, reason)
 }
 
 // Touch implements queue.Store.
@@ -667,11 +667,16 @@ func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
 	})
 }
 
-// peek runs peek.lua: the job and its stats.
-func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, error) {
+// peekStats is how many integers peek.lua's stats hold; the last error
+// follows them.
+const peekStats = 18
+
+// peek runs peek.lua: the job, its stats and its last error.
+func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, string, error) {
 	var (
-		j     queue.Job
-		stats []int64
+		j       queue.Job
+		stats   []int64
+		lastErr string
 	)
 	err := s.withTube(ctx, id, func(tube string) (bool, error) {
 		v, err := s.run(ctx, scripts.peek, tagOf(id), tube, tube, idhex(id))
@@ -688,25 +693,35 @@ func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, erro
 		}
 		a = r.arr(a, 3)
 		j = parseJob(r, a[1])
-		st := r.arr(a[2], 11)
-		stats = make([]int64, len(st))
-		for i, x := range st {
+		st := r.arr(a[2], peekStats+1)
+		stats = make([]int64, peekStats)
+		for i, x := range st[:peekStats] {
 			stats[i] = r.int(x)
 		}
+		lastErr = r.str(st[peekStats])
 		return false, r.done()
 	})
-	return j, stats, err
+	return j, stats, lastErr, err
 }
 
 // Peek implements queue.Store.
 func (s *Store) Peek(ctx context.Context, id queue.ID) (queue.Job, error) {
-	j, _, err := s.peek(ctx, id)
+	j, _, _, err := s.peek(ctx, id)
 	return j, err
+}
+
+// timeMS converts Unix milliseconds to a Time in UTC; 0 is the zero Time
+// (never).
+func timeMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
 }
 
 // StatsJob implements queue.Store.
 func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
-	j, st, err := s.peek(ctx, id)
+	j, st, lastErr, err := s.peek(ctx, id)
 	if err != nil {
 		return queue.JobStats{}, err
 	}
@@ -716,6 +731,8 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 		ID: j.ID, Tube: j.Tube, State: queue.State(n(0)), Priority: uint32(n(1)),
 		Age: d(2), Delay: d(3), TTR: d(4), TimeLeft: d(5),
 		Reserves: uint32(n(6)), Timeouts: uint32(n(7)), Releases: uint32(n(8)), Buries: uint32(n(9)), Kicks: uint32(n(10)),
+		PutAt: timeMS(n(11)), ReservedAt: timeMS(n(12)), ReleasedAt: timeMS(n(13)), BuriedAt: timeMS(n(14)),
+		KickedAt: timeMS(n(15)), TimedOutAt: timeMS(n(16)), LastErrorAt: timeMS(n(17)), LastError: lastErr,
 	}, nil
 }
 

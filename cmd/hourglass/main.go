@@ -28,7 +28,10 @@
 // (--max-job-size: HOURGLASS_MAX_JOB_SIZE); the flag wins.
 //
 // The other commands are clients of any beanstalkd-protocol server, found
-// with --addr (default 127.0.0.1:11300, or HOURGLASS_ADDR). They print
+// with --addr (default 127.0.0.1:11300, or HOURGLASS_ADDR); peek and stats
+// --job read the job over an hourglass server's HTTP API instead when
+// --http (or HOURGLASS_HTTP) names it, and then show its history too
+// (attempts, last error, the times of its transitions). They print
 // readable text, or one JSON object with --json. In JSON, a job's body is
 // always in "body_base64", and also in "body" as a string when it is valid
 // UTF-8; statistics are numbers, booleans or strings as their values read.

@@ -16,15 +16,26 @@ var peekCommand = &command{
 lowest ID), --delayed the delayed job due first, --buried the job buried
 first. The job is shown with what stats-job says of it.
 
+With --http URL (or HOURGLASS_HTTP: an hourglass server's HTTP API, with
+the token of --auth-token or HOURGLASS_AUTH_TOKEN) the job is read there instead, and
+shown with its history as well, which the beanstalkd protocol has no
+field for: attempts, last_error (the reason its last release or bury gave,
+a worker's error), and when it was put, last reserved, released, buried,
+kicked and timed out, and when its last error was given (RFC 3339, "never"
+when it has not happened).
+
 Examples:
 
   hourglass peek 42
   hourglass peek --buried --tube emails
   hourglass peek --ready --raw > next-body
+  hourglass peek --buried --tube emails --http http://127.0.0.1:7480
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var cf clientFlags
 		cf.define(fs)
+		var hf jobHTTP
+		hf.define(fs)
 		tube := fs.String("tube", "default", "`tube` of --ready, --delayed and --buried")
 		ready := fs.Bool("ready", false, "show the next ready job of the tube")
 		delayed := fs.Bool("delayed", false, "show the delayed job of the tube due first")
@@ -53,11 +64,17 @@ Examples:
 				if err := checkTube(*tube); err != nil {
 					return err
 				}
+				if hf.url != "" {
+					return c.peekHTTP(ctx, hf, cf.json, 0, *tube, state, *raw)
+				}
 				return c.peek(ctx, cf, 0, *tube, state, *raw)
 			}
 			id, err := parseID(args[0])
 			if err != nil {
 				return err
+			}
+			if hf.url != "" {
+				return c.peekHTTP(ctx, hf, cf.json, id, "", "", *raw)
 			}
 			return c.peek(ctx, cf, id, "", "", *raw)
 		}

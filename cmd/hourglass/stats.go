@@ -15,16 +15,28 @@ var statsCommand = &command{
 	help: `Prints the server's stats document as it sends it, one "key: value" per
 line in its order, or as one JSON object (numbers and booleans as such).
 
+With --job and --http URL (or HOURGLASS_HTTP: an hourglass server's HTTP
+API, with the token of --auth-token or HOURGLASS_AUTH_TOKEN) the job's statistics are read there
+instead, with its history, which beanstalkd's stats-job has no field for:
+attempts, last_error (the reason its last release or bury gave, a
+worker's error), and the times of its last put, reserve, release, bury,
+kick, timeout and error (RFC 3339, "never" when it has not happened).
+Without --job, --http changes nothing: the server's and a tube's
+statistics are beanstalkd's.
+
 Examples:
 
   hourglass stats
   hourglass stats --tube emails
   hourglass stats --job 42 --json
+  hourglass stats --job 42 --http http://127.0.0.1:7480
   hourglass stats --json | jq '."current-jobs-ready"'
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var cf clientFlags
 		cf.define(fs)
+		var hf jobHTTP
+		hf.define(fs)
 		tube := fs.String("tube", "", "show this `tube`'s statistics")
 		job := fs.String("job", "", "show the statistics of the job with this `ID`")
 		return func(ctx context.Context, c *cli, args []string) error {
@@ -45,6 +57,9 @@ Examples:
 				if err := checkTube(*tube); err != nil {
 					return err
 				}
+			}
+			if hf.url != "" && id != 0 {
+				return c.statsJobHTTP(ctx, hf, cf.json, id)
 			}
 			return c.stats(ctx, cf, *tube, id)
 		}

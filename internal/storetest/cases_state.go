@@ -32,7 +32,7 @@ func testRelease(t *testing.T, s *suite) {
 			e.advance(time.Second)
 			e.ok("Release", e.q.Release(e.ctx, id, c.pri, c.delay))
 			want := queue.JobStats{Tube: "rel", State: queue.Ready, Priority: c.pri, Age: time.Second, Delay: c.delay,
-				TTR: 10 * time.Second, Reserves: 1, Releases: 1}
+				TTR: 10 * time.Second, Reserves: 1, Releases: 1, PutAt: epoch, ReservedAt: epoch, ReleasedAt: epoch.Add(time.Second)}
 			if c.delay > 0 {
 				want.State, want.TimeLeft = queue.Delayed, c.delay
 				e.wantStatsJob("released", id, want)

@@ -14,7 +14,7 @@ func testDelayed(t *testing.T, s *suite) {
 		t.Run(delay.String(), func(t *testing.T) {
 			e := s.env(t)
 			id := e.put("later", queue.NewJob{Body: []byte("d"), Priority: 3, Delay: delay})
-			want := queue.JobStats{Tube: "later", State: queue.Delayed, Priority: 3, Delay: delay, TTR: queue.DefaultTTR, TimeLeft: delay}
+			want := queue.JobStats{Tube: "later", State: queue.Delayed, Priority: 3, Delay: delay, TTR: queue.DefaultTTR, TimeLeft: delay, PutAt: epoch}
 			e.wantStatsJob("just put", id, want)
 			if _, err := e.q.PeekReady(e.ctx, "later"); !errors.Is(err, queue.ErrNotFound) {
 				t.Errorf("PeekReady with only a delayed job: %v, want ErrNotFound", err)
@@ -90,7 +90,8 @@ func testTTRExpiry(t *testing.T, s *suite) {
 	const ttr = 2 * time.Second
 	id := e.put("ttr", queue.NewJob{Body: []byte("slow"), Priority: 4, TTR: ttr})
 	e.reserveWant(e.q, id, "ttr")
-	want := queue.JobStats{Tube: "ttr", State: queue.Reserved, Priority: 4, TTR: ttr, TimeLeft: ttr, Reserves: 1}
+	want := queue.JobStats{Tube: "ttr", State: queue.Reserved, Priority: 4, TTR: ttr, TimeLeft: ttr, Reserves: 1,
+		PutAt: epoch, ReservedAt: epoch}
 	e.wantStatsJob("reserved", id, want)
 
 	e.advance(ttr - time.Millisecond)
@@ -102,6 +103,7 @@ func testTTRExpiry(t *testing.T, s *suite) {
 
 	e.advance(time.Millisecond)
 	want.State, want.Age, want.TimeLeft, want.Timeouts = queue.Ready, ttr, 0, 1
+	want.TimedOutAt = epoch.Add(ttr)
 	e.wantStatsJob("TTR run out", id, want)
 	if st := e.stats(); st.Timeouts != 1 || st.Ready != 1 || st.Reserved != 0 {
 		t.Errorf("Stats after expiry: Timeouts %d Ready %d Reserved %d, want 1, 1, 0", st.Timeouts, st.Ready, st.Reserved)
@@ -126,6 +128,7 @@ func testTTRExpiry(t *testing.T, s *suite) {
 	// It times out again; the ready job can be deleted by anyone.
 	e.advance(ttr)
 	want.Age, want.Reserves, want.Timeouts = 2*ttr, 2, 2
+	want.ReservedAt, want.TimedOutAt = epoch.Add(ttr), epoch.Add(2*ttr) // the time the TTR ran out
 	e.wantStatsJob("second expiry", id, want)
 	if st := e.stats(); st.Timeouts != 2 {
 		t.Errorf("Stats.Timeouts = %d, want 2", st.Timeouts)
@@ -226,7 +229,9 @@ func testDueTransitions(t *testing.T, s *suite) {
 func testStatsJob(t *testing.T, s *suite) {
 	e := s.env(t)
 	id := e.put("sj", queue.NewJob{Body: []byte("stats"), Priority: 7, Delay: 2 * time.Second, TTR: 30 * time.Second})
-	want := queue.JobStats{Tube: "sj", State: queue.Delayed, Priority: 7, Delay: 2 * time.Second, TTR: 30 * time.Second, TimeLeft: 2 * time.Second}
+	want := queue.JobStats{Tube: "sj", State: queue.Delayed, Priority: 7, Delay: 2 * time.Second, TTR: 30 * time.Second, TimeLeft: 2 * time.Second,
+		PutAt: epoch}
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
 	e.wantStatsJob("put", id, want)
 
 	e.advance(500 * time.Millisecond)
@@ -240,37 +245,44 @@ func testStatsJob(t *testing.T, s *suite) {
 	e.reserveWant(e.q, id, "sj")
 	e.advance(10 * time.Second)
 	want.State, want.Age, want.TimeLeft, want.Reserves = queue.Reserved, 12*time.Second, 20*time.Second, 1
+	want.ReservedAt = at(2 * time.Second)
 	e.wantStatsJob("reserved, 10s in", id, want)
 
 	e.ok("Release", e.q.Release(e.ctx, id, 9, 0))
 	want.State, want.Priority, want.Delay, want.TimeLeft, want.Releases = queue.Ready, 9, 0, 0, 1
+	want.ReleasedAt = at(12 * time.Second)
 	e.wantStatsJob("released", id, want)
 
 	e.advance(time.Second)
 	e.reserveJob(e.q, id)
 	e.ok("Bury", e.q.Bury(e.ctx, id, 4))
 	want.State, want.Priority, want.Age, want.Reserves, want.Buries = queue.Buried, 4, 13*time.Second, 2, 1
+	want.ReservedAt, want.BuriedAt = at(13*time.Second), at(13*time.Second)
 	e.wantStatsJob("buried", id, want)
 
 	if n, err := e.q.Kick(e.ctx, "sj", 1); err != nil || n != 1 {
 		t.Fatalf("Kick = %d, %v; want 1", n, err)
 	}
 	want.State, want.Kicks = queue.Ready, 1
+	want.KickedAt = at(13 * time.Second)
 	e.wantStatsJob("kicked", id, want)
 
 	e.reserveWant(e.q, id, "sj")
 	e.advance(30 * time.Second)
 	want.Age, want.Reserves, want.Timeouts = 43*time.Second, 3, 1
+	want.ReservedAt, want.TimedOutAt = at(13*time.Second), at(43*time.Second)
 	e.wantStatsJob("timed out", id, want)
 
 	e.reserveWant(e.q, id, "sj")
 	e.ok("Release with delay", e.q.Release(e.ctx, id, 9, 4*time.Second))
 	want.State, want.Priority, want.Delay, want.TimeLeft = queue.Delayed, 9, 4*time.Second, 4*time.Second
 	want.Reserves, want.Releases = 4, 2
+	want.ReservedAt, want.ReleasedAt = at(43*time.Second), at(43*time.Second)
 	e.wantStatsJob("released with a delay", id, want)
 
 	e.advance(time.Second)
 	e.ok("KickJob", e.q.KickJob(e.ctx, id))
 	want.State, want.Age, want.TimeLeft, want.Kicks = queue.Ready, 44*time.Second, 0, 2
+	want.KickedAt = at(44 * time.Second)
 	e.wantStatsJob("kicked from delayed", id, want)
 }

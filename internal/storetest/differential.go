@@ -38,6 +38,7 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 		pri := uint32(rng.IntN(4))
 		delay := []time.Duration{0, 0, time.Second, 5 * time.Second}[rng.IntN(4)]
 		op := rng.IntN(21)
+		reason := []string{"", "", fmt.Sprintf("failed at step %d", step)}[rng.IntN(3)]
 		var name string
 		var ra, rb any
 		switch op {
@@ -58,10 +59,10 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			ra, rb = da.errOf(a.Delete(ctx, owner, []queue.ID{da.id(pick)})), db.errOf(b.Delete(ctx, owner, []queue.ID{db.id(pick)}))
 		case 8:
 			name = "Release"
-			ra, rb = class(a.Release(ctx, owner, da.id(pick), pri, delay)), class(b.Release(ctx, owner, db.id(pick), pri, delay))
+			ra, rb = class(a.Release(ctx, owner, da.id(pick), pri, delay, reason)), class(b.Release(ctx, owner, db.id(pick), pri, delay, reason))
 		case 9:
 			name = "Bury"
-			ra, rb = class(a.Bury(ctx, owner, da.id(pick), pri)), class(b.Bury(ctx, owner, db.id(pick), pri))
+			ra, rb = class(a.Bury(ctx, owner, da.id(pick), pri, reason)), class(b.Bury(ctx, owner, db.id(pick), pri, reason))
 		case 10:
 			name = "Touch"
 			ra, rb = class(a.Touch(ctx, owner, da.id(pick))), class(b.Touch(ctx, owner, db.id(pick)))

@@ -72,6 +72,8 @@ func queueCases() []queueCase {
 		{"PeekState", testPeekState},
 		{"PeekStateN", testPeekStateN},
 		{"StatsJob", testStatsJob},
+		{"HistoryReasons", testHistoryReasons},
+		{"HistoryReasonBound", testHistoryReasonBound},
 		{"StatsTube", testStatsTube},
 		{"StatsTubeUnknown", testStatsTubeUnknown},
 		{"Stats", testStats},

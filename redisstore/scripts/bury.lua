@@ -1,10 +1,10 @@
 #!lua
 -- bury: moves a job reserved by owner to the end of its tube's buried list.
 -- KEYS: m j tubes, then the 6 keys of the tube
--- ARGV: now, owner, tube, id (hex), pri
+-- ARGV: now, owner, tube, id (hex), pri, reason ("" for none: the last error stays)
 -- Returns: 1 buried, 0 no such job, -1 not reserved by owner, -2 in another tube
 local T = tubekeys(1)
-local owner, tube, idh, pri = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local owner, tube, idh, pri, reason = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6] or ''
 local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = held(T, idh, owner)
@@ -14,6 +14,8 @@ local sk = session_key(9)
 if sk then redis.call('SREM', sk, idh) end
 rec[F_PRI] = pri
 rec[F_BURIES] = rec[F_BURIES] + 1
+stamp(rec, F_BURIED_AT, now)
+stamp_error(rec, reason, now)
 rec[F_STATE] = BURIED
 rec[F_OWNER] = ''
 flush(T)

@@ -16,6 +16,7 @@ local ids = redis.call('ZRANGE', from, 0, n - 1)
 for _, idh in ipairs(ids) do
   local rec, body = load(idh)
   rec[F_KICKS] = rec[F_KICKS] + 1
+  stamp(rec, F_KICKED_AT, now)
   to_ready(T, idh, rec)
   save(idh, rec, body)
 end

@@ -12,6 +12,7 @@ if not rec then return done(T, body) end
 if rec[F_STATE] ~= BURIED and rec[F_STATE] ~= DELAYED then return done(T, -3) end
 unindex(T, idh, rec)
 rec[F_KICKS] = rec[F_KICKS] + 1
+stamp(rec, F_KICKED_AT, now)
 to_ready(T, idh, rec)
 save(idh, rec, body)
 wake(T)

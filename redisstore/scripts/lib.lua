@@ -26,7 +26,13 @@
 --
 -- A record is a msgpack array, indexed by the F_* constants below, whose
 -- trailing fields are left out while they hold their defaults (zero
--- counters, no owner, no unique key): a delayed job's record is 21 bytes.
+-- counters, no owner, no unique key, no history): a delayed job's record
+-- is 21 bytes. The history fields (14–20) hold the time of the job's last
+-- reserve, release, error, bury, timeout and kick as milliseconds after
+-- its put (F_CREATED), so they stay small, or -1 for never; and its last
+-- error (a release's or a bury's reason, at most 1024 bytes). They come in
+-- the order jobs gain them, so that a job that is put, reserved and
+-- deleted carries only the first.
 -- The tube is its number in the tag (m's t:<n>), not its name. The due time
 -- or TTR deadline is the job's score in d or x. States: 1 ready, 2 delayed,
 -- 3 reserved, 4 buried. Times are milliseconds since the Unix epoch;
@@ -37,8 +43,10 @@
 
 local F_TUBE, F_PRI, F_STATE, F_DELAY, F_TTR, F_CREATED = 1, 2, 3, 4, 5, 6
 local F_RESERVES, F_TIMEOUTS, F_RELEASES, F_BURIES, F_KICKS, F_OWNER, F_UKEY = 7, 8, 9, 10, 11, 12, 13
-local DEFAULTS = { [7] = 0, [8] = 0, [9] = 0, [10] = 0, [11] = 0, [12] = '', [13] = '' }
-local NFIELDS = 13
+local F_RESERVED_AT, F_RELEASED_AT, F_ERROR_AT, F_ERROR, F_BURIED_AT, F_TIMEDOUT_AT, F_KICKED_AT = 14, 15, 16, 17, 18, 19, 20
+local DEFAULTS = { [7] = 0, [8] = 0, [9] = 0, [10] = 0, [11] = 0, [12] = '', [13] = '',
+  [14] = -1, [15] = -1, [16] = -1, [17] = '', [18] = -1, [19] = -1, [20] = -1 }
+local NFIELDS = 20
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
 local PROMOTE_LIMIT = 1000
 
@@ -133,12 +141,41 @@ local function load(idh)
   return unpack_job(v)
 end
 
+-- save stores a record, leaving out its trailing fields that hold their
+-- defaults (or were never set: a new job's record names only the fields
+-- it has).
 local function save(idh, rec, body)
   local n = NFIELDS
-  while n > F_CREATED and rec[n] == DEFAULTS[n] do
+  while n > F_CREATED and (rec[n] == nil or rec[n] == DEFAULTS[n]) do
     n = n - 1
   end
   redis.call('HSET', KEYS[2], idh, cmsgpack.pack({ unpack(rec, 1, n) }, body))
+end
+
+-- stamp sets history field f of rec to at (ms).
+local function stamp(rec, f, at)
+  local d = at - rec[F_CREATED]
+  if d < 0 then
+    d = 0
+  end
+  rec[f] = d
+end
+
+-- stamp_error records a release's or a bury's reason at now; an empty one
+-- changes nothing.
+local function stamp_error(rec, reason, now)
+  if reason ~= '' then
+    rec[F_ERROR] = reason
+    stamp(rec, F_ERROR_AT, now)
+  end
+end
+
+-- stamped returns the time (ms) in history field f of rec, or 0 for never.
+local function stamped(rec, f)
+  if rec[f] < 0 then
+    return 0
+  end
+  return rec[F_CREATED] + rec[f]
 end
 
 -- tube_name is the name of tube number ix of this tag.
@@ -286,16 +323,20 @@ local function tick(T, tube, now)
   if #due > 0 then
     redis.call('ZREM', T.d, unpack(due))
   end
-  local exp = redis.call('ZRANGE', T.x, '-inf', now, 'BYSCORE', 'LIMIT', 0, PROMOTE_LIMIT)
-  for _, idh in ipairs(exp) do
+  local exp = redis.call('ZRANGE', T.x, '-inf', now, 'BYSCORE', 'LIMIT', 0, PROMOTE_LIMIT, 'WITHSCORES')
+  local ended = {}
+  for i = 1, #exp, 2 do
+    local idh = exp[i]
     local rec, body = load(idh)
     rec[F_TIMEOUTS] = rec[F_TIMEOUTS] + 1
+    stamp(rec, F_TIMEDOUT_AT, tonumber(exp[i + 1])) -- when the TTR ran out, not when it was seen
     to_ready(T, idh, rec)
     save(idh, rec, body)
+    ended[#ended + 1] = idh
   end
-  if #exp > 0 then
-    redis.call('ZREM', T.x, unpack(exp))
-    redis.call('HINCRBY', KEYS[1], 'timeouts', #exp)
+  if #ended > 0 then
+    redis.call('ZREM', T.x, unpack(ended))
+    redis.call('HINCRBY', KEYS[1], 'timeouts', #ended)
   end
   if T.pu and T.pu <= now then
     set(T, 'pu', false)
@@ -341,6 +382,7 @@ local function reserve_rec(T, idh, rec, body, owner, now, sk)
   rec[F_STATE] = RESERVED
   rec[F_OWNER] = owner
   rec[F_RESERVES] = rec[F_RESERVES] + 1
+  stamp(rec, F_RESERVED_AT, now)
   local deadline = now + rec[F_TTR]
   redis.call('ZADD', T.x, deadline, idh)
   schedule(T, deadline)

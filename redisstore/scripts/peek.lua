@@ -3,7 +3,9 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, tube, id (hex)
 -- Returns: { 1, job (as jobreply), stats } or { 0 } no such job, { -2 } in another tube.
--- stats: state, pri, age ms, delay ms, ttr ms, time left ms, reserves, timeouts, releases, buries, kicks
+-- stats: state, pri, age ms, delay ms, ttr ms, time left ms, reserves, timeouts, releases, buries, kicks,
+--   then the history: put, last reserve, release, bury, kick, timeout and error (times in ms, 0 for
+--   never), and the last error (a string).
 local T = tubekeys(1)
 local tube, idh = ARGV[2], ARGV[3]
 local us, now = open({ T })
@@ -19,4 +21,6 @@ if rec[F_STATE] == RESERVED or rec[F_STATE] == DELAYED then
 end
 return done(T, { 1, jobreply(idh, rec, body, tube), {
   rec[F_STATE], rec[F_PRI], now - rec[F_CREATED], rec[F_DELAY], rec[F_TTR], left,
-  rec[F_RESERVES], rec[F_TIMEOUTS], rec[F_RELEASES], rec[F_BURIES], rec[F_KICKS] } })
+  rec[F_RESERVES], rec[F_TIMEOUTS], rec[F_RELEASES], rec[F_BURIES], rec[F_KICKS],
+  rec[F_CREATED], stamped(rec, F_RESERVED_AT), stamped(rec, F_RELEASED_AT), stamped(rec, F_BURIED_AT),
+  stamped(rec, F_KICKED_AT), stamped(rec, F_TIMEDOUT_AT), stamped(rec, F_ERROR_AT), rec[F_ERROR] } })

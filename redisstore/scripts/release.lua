@@ -1,10 +1,10 @@
 #!lua
 -- release: returns a job reserved by owner to ready (delay 0) or delayed.
 -- KEYS: m j tubes, then the 6 keys of the tube
--- ARGV: now, owner, tube, id (hex), pri, delay ms
+-- ARGV: now, owner, tube, id (hex), pri, delay ms, reason ("" for none: the last error stays)
 -- Returns: 1 released, 0 no such job, -1 not reserved by owner, -2 in another tube
 local T = tubekeys(1)
-local owner, tube, idh, pri, delay = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local owner, tube, idh, pri, delay, reason = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] or ''
 local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = held(T, idh, owner)
@@ -15,6 +15,8 @@ if sk then redis.call('SREM', sk, idh) end
 rec[F_PRI] = pri
 rec[F_RELEASES] = rec[F_RELEASES] + 1
 rec[F_DELAY] = delay
+stamp(rec, F_RELEASED_AT, now)
+stamp_error(rec, reason, now)
 if delay > 0 then
   rec[F_STATE] = DELAYED
   rec[F_OWNER] = ''

@@ -279,7 +279,76 @@ func (s *Server) peek(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, jobOf(j))
+	// A second look for the history: a job deleted between the two is
+	// gone (404), as it would be a moment later anyway.
+	st, err := s.Queue.StatsJob(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, JobView{Job: jobOf(j), State: st.State.String(), JobHistory: historyOf(st)})
+	return nil
+}
+
+// JobView is a job as GET /v1/jobs/{id} shows it: the job, its state and
+// its history.
+type JobView struct {
+	Job
+	State string `json:"state"`
+	JobHistory
+}
+
+// JobHistory is what a job keeps of its past: how often it was tried, the
+// last error a worker gave when it released or buried it, and when each
+// transition last happened. Times are RFC 3339 in UTC with milliseconds
+// ("2030-01-02T03:04:05.678Z"), null for never.
+type JobHistory struct {
+	Attempts    uint32    `json:"attempts"`   // reserves, this one included when reserved
+	LastError   string    `json:"last_error"` // at most queue.MaxReasonLen bytes; "" for none
+	LastErrorAt Timestamp `json:"last_error_at"`
+	PutAt       Timestamp `json:"put_at"`
+	ReservedAt  Timestamp `json:"reserved_at"`
+	ReleasedAt  Timestamp `json:"released_at"`
+	BuriedAt    Timestamp `json:"buried_at"`
+	KickedAt    Timestamp `json:"kicked_at"`
+	TimedOutAt  Timestamp `json:"timed_out_at"` // when the TTR of the last reservation that timed out ran out
+}
+
+func historyOf(st queue.JobStats) JobHistory {
+	return JobHistory{Attempts: st.Reserves, LastError: st.LastError, LastErrorAt: Timestamp(st.LastErrorAt),
+		PutAt: Timestamp(st.PutAt), ReservedAt: Timestamp(st.ReservedAt), ReleasedAt: Timestamp(st.ReleasedAt),
+		BuriedAt: Timestamp(st.BuriedAt), KickedAt: Timestamp(st.KickedAt), TimedOutAt: Timestamp(st.TimedOutAt)}
+}
+
+// Timestamp is a time in JSON as RFC 3339 in UTC with milliseconds, or
+// null for the zero Time (never).
+type Timestamp time.Time
+
+// TimestampFormat is the layout of a Timestamp.
+const TimestampFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// MarshalJSON implements json.Marshaler.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	if time.Time(t).IsZero() {
+		return []byte("null"), nil
+	}
+	return []byte(`"` + time.Time(t).UTC().Format(TimestampFormat) + `"`), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler: null is the zero Time.
+func (t *Timestamp) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*t = Timestamp{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return err
+	}
+	*t = Timestamp(v)
 	return nil
 }
 
@@ -321,6 +390,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
 type ReleaseRequest struct {
 	Priority *uint32 `json:"priority,omitempty"`
 	DelayMS  int64   `json:"delay_ms"`
+	// Reason, when given, becomes the job's last_error (cut to
+	// queue.MaxReasonLen bytes at the end of a whole character); without
+	// one the job keeps the last error it had.
+	Reason string `json:"reason,omitempty"`
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
@@ -339,7 +412,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := q.Release(r.Context(), id, priority(req.Priority), ms(req.DelayMS)); err != nil {
+	if err := q.ReleaseWithReason(r.Context(), id, priority(req.Priority), ms(req.DelayMS), req.Reason); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -350,6 +423,8 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 // queue.DefaultPriority, 1024).
 type BuryRequest struct {
 	Priority *uint32 `json:"priority,omitempty"`
+	// Reason is as ReleaseRequest's.
+	Reason string `json:"reason,omitempty"`
 }
 
 // priority is p, or queue.DefaultPriority when p is nil (absent).
@@ -373,7 +448,7 @@ func (s *Server) bury(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := q.Bury(r.Context(), id, priority(req.Priority)); err != nil {
+	if err := q.BuryWithReason(r.Context(), id, priority(req.Priority), req.Reason); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -500,6 +575,7 @@ type JobStats struct {
 	Releases   uint32 `json:"releases"`
 	Buries     uint32 `json:"buries"`
 	Kicks      uint32 `json:"kicks"`
+	JobHistory
 }
 
 func (s *Server) statsJob(w http.ResponseWriter, r *http.Request) error {
@@ -514,7 +590,7 @@ func (s *Server) statsJob(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, JobStats{ID: uint64(st.ID), Tube: st.Tube, State: st.State.String(), Priority: st.Priority,
 		AgeMS: st.Age.Milliseconds(), DelayMS: st.Delay.Milliseconds(), TTRMS: st.TTR.Milliseconds(),
 		TimeLeftMS: st.TimeLeft.Milliseconds(), Reserves: st.Reserves, Timeouts: st.Timeouts,
-		Releases: st.Releases, Buries: st.Buries, Kicks: st.Kicks})
+		Releases: st.Releases, Buries: st.Buries, Kicks: st.Kicks, JobHistory: historyOf(st)})
 	return nil
 }
 

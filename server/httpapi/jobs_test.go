@@ -6,10 +6,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/redisstore"
@@ -380,6 +382,83 @@ func TestDefaultPriority(t *testing.T) {
 			if action == "/release" {
 				c.do(req{method: "DELETE", path: path}).want(t, http.StatusNoContent, "")
 			}
+		}
+	})
+}
+
+// jobHistory is the history part of GET /v1/jobs/{id} and its stats.
+type jobHistory struct {
+	State       string  `json:"state"`
+	Attempts    uint32  `json:"attempts"`
+	LastError   string  `json:"last_error"`
+	LastErrorAt *string `json:"last_error_at"`
+	PutAt       *string `json:"put_at"`
+	ReservedAt  *string `json:"reserved_at"`
+	ReleasedAt  *string `json:"released_at"`
+	BuriedAt    *string `json:"buried_at"`
+	KickedAt    *string `json:"kicked_at"`
+	TimedOutAt  *string `json:"timed_out_at"`
+}
+
+// TestJobHistory: a release's and a bury's reason is the job's last_error
+// in its view and its stats, with the times of its transitions as RFC 3339
+// with milliseconds (null for never).
+func TestJobHistory(t *testing.T) {
+	stamp := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
+		ts := startServer(t, open(t), nil)
+		c := ts.c
+		id := c.put(t, "mail", map[string]any{"body": "to bob"})
+		path := fmt.Sprintf("/v1/jobs/%d", id)
+		look := func(step string) (view, stats jobHistory) {
+			t.Helper()
+			c.do(req{method: "GET", path: path}).want(t, http.StatusOK, "").decode(t, &view)
+			c.do(req{method: "GET", path: path + "/stats"}).want(t, http.StatusOK, "").decode(t, &stats)
+			if diff := cmp.Diff(view, stats); diff != "" {
+				t.Fatalf("%s: the job's view and its stats differ (-view +stats):\n%s", step, diff)
+			}
+			for _, at := range []*string{view.LastErrorAt, view.PutAt, view.ReservedAt, view.ReleasedAt, view.BuriedAt, view.KickedAt, view.TimedOutAt} {
+				if at != nil && !stamp.MatchString(*at) {
+					t.Fatalf("%s: time %q, want RFC 3339 in UTC with milliseconds", step, *at)
+				}
+			}
+			return view, stats
+		}
+		h, _ := look("put")
+		if h.State != "ready" || h.Attempts != 0 || h.LastError != "" || h.PutAt == nil ||
+			h.ReservedAt != nil || h.ReleasedAt != nil || h.BuriedAt != nil || h.KickedAt != nil || h.TimedOutAt != nil || h.LastErrorAt != nil {
+			t.Fatalf("a job just put: %+v, want only put_at", h)
+		}
+
+		r := c.reserve(t, []string{"mail"}, 0)
+		c.do(req{method: "POST", path: path + "/release", header: lease(r.Lease), json: map[string]any{"reason": "smtp: 421 try again later"}}).want(t, http.StatusNoContent, "")
+		h, _ = look("released")
+		if h.State != "ready" || h.Attempts != 1 || h.LastError != "smtp: 421 try again later" || h.ReservedAt == nil ||
+			h.ReleasedAt == nil || h.LastErrorAt == nil || *h.LastErrorAt != *h.ReleasedAt || h.BuriedAt != nil {
+			t.Fatalf("released with a reason: %+v", h)
+		}
+
+		// A reason of the wrong type is refused and changes nothing.
+		r = c.reserve(t, []string{"mail"}, 0)
+		c.do(req{method: "POST", path: path + "/bury", header: lease(r.Lease), json: map[string]any{"reason": 42}, offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		if h, _ = look("a bad bury"); h.State != "reserved" || h.BuriedAt != nil {
+			t.Fatalf("after a refused bury: %+v, want still reserved", h)
+		}
+		long := strings.Repeat("é", 700) // 1400 bytes
+		c.do(req{method: "POST", path: path + "/bury", header: lease(r.Lease), json: map[string]any{"reason": long}}).want(t, http.StatusNoContent, "")
+		h, _ = look("buried")
+		if h.State != "buried" || h.Attempts != 2 || h.LastError != long[:queue.MaxReasonLen] || h.BuriedAt == nil || *h.LastErrorAt != *h.BuriedAt {
+			t.Fatalf("buried with a long reason: state %s, %d attempts, last_error of %d bytes at %v, buried at %v; want the reason cut to %d bytes",
+				h.State, h.Attempts, len(h.LastError), h.LastErrorAt, h.BuriedAt, queue.MaxReasonLen)
+		}
+
+		// Kicked, reserved, released without a reason: the last error stays.
+		c.do(req{method: "POST", path: path + "/kick"}).want(t, http.StatusNoContent, "")
+		r = c.reserve(t, []string{"mail"}, 0)
+		c.do(req{method: "POST", path: path + "/release", header: lease(r.Lease)}).want(t, http.StatusNoContent, "")
+		h, _ = look("released without a reason")
+		if h.Attempts != 3 || h.KickedAt == nil || h.LastError != long[:queue.MaxReasonLen] || *h.ReleasedAt < *h.LastErrorAt {
+			t.Fatalf("released without a reason: %+v", h)
 		}
 	})
 }
