@@ -72,8 +72,8 @@ func screenshots(t *testing.T, bctx context.Context, name string) {
 }
 
 // TestDashboardBrowserInChromium: with 1,000 jobs in a tube, an operator
-// pages through all of them, opens a buried job, pauses a tube and sees
-// it paused, at desktop and phone widths.
+// pages through all of them, opens a buried job and sees why it failed,
+// pauses a tube and sees it paused, at desktop and phone widths.
 func TestDashboardBrowserInChromium(t *testing.T) {
 	ts := startServer(t, memStore(t), func(s *httpapi.Server) { s.StoreKind = "memory" })
 	ctx := context.Background()
@@ -174,6 +174,9 @@ func TestDashboardBrowserInChromium(t *testing.T) {
 	}
 	if s := text("#job pre.body"); s != "failed 1" {
 		t.Errorf("the job page shows the body %q, want %q", s, "failed 1")
+	}
+	if s := text("#job"); !strings.Contains(s, "smtp: mailbox 1 unavailable") {
+		t.Errorf("the job page does not show the failure reason; it reads %q", s)
 	}
 	screenshots(t, bctx, "job")
 

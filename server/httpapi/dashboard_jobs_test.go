@@ -40,7 +40,7 @@ func buryN(t *testing.T, q *queue.Queue, tube string, n int) []queue.ID {
 		if _, err := q.ReserveJob(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Bury(ctx, id, 0); err != nil {
+		if err := q.BuryWithReason(ctx, id, 0, fmt.Sprintf("smtp: mailbox %d unavailable", i)); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
