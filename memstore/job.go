@@ -92,12 +92,13 @@ func (j *job) noteError(reason string, now int64) {
 // the body.
 func (j *job) export() queue.Job {
 	return queue.Job{
-		ID:       j.id,
-		Tube:     j.tube.name,
-		Priority: j.pri,
-		TTR:      durationOf(j.ttr),
-		Reserves: j.reserves,
-		Body:     append(make([]byte, 0, len(j.body)), j.body...),
+		ID:        j.id,
+		Tube:      j.tube.name,
+		Priority:  j.pri,
+		TTR:       durationOf(j.ttr),
+		Reserves:  j.reserves,
+		Body:      append(make([]byte, 0, len(j.body)), j.body...),
+		UniqueKey: j.key(),
 	}
 }
 

@@ -491,6 +491,8 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 			Buries:   j.buries,
 			Kicks:    j.kicks,
 			PutAt:    timeOf(j.created),
+
+			UniqueKey: j.key(),
 		}
 		j.addHistory(&out)
 		if j.state == queue.Delayed || j.state == queue.Reserved {

@@ -47,6 +47,10 @@ type Job struct {
 	TTR      time.Duration // time to run: how long a reservation lasts without a touch
 	Reserves uint32        // times the job has been reserved, this reservation included
 	Body     []byte
+	// UniqueKey is the key the job was put with (NewJob.UniqueKey); "" for
+	// none. The job of a schedule's tick carries schedule.JobKey(name,
+	// tick), which schedule.ParseJobKey reads back.
+	UniqueKey string
 }
 
 // DefaultPriority is the priority beanstalkd clients give a job when the
@@ -110,6 +114,8 @@ type JobStats struct {
 	// LastErrorAt is when it was given.
 	LastError   string
 	LastErrorAt time.Time
+	// UniqueKey is the key the job was put with; "" for none.
+	UniqueKey string
 }
 
 // MaxReasonLen is the most bytes of a release's or a bury's reason a job

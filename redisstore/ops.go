@@ -349,25 +349,30 @@ func deleteOutcome(code int64) error {
 	}
 }
 
-// parseJobs reads the flat job replies of an operation (6 values per job).
+// jobValues is the length of a job reply (jobreply in lib.lua).
+const jobValues = 7
+
+// parseJobs reads the flat job replies of an operation (jobValues per job).
 func parseJobs(r *reply, a []any) ([]queue.Job, error) {
-	jobs := make([]queue.Job, 0, len(a)/6)
-	for i := 0; i+5 < len(a); i += 6 {
-		jobs = append(jobs, parseJob(r, a[i:i+6]))
+	jobs := make([]queue.Job, 0, len(a)/jobValues)
+	for i := 0; i+jobValues <= len(a); i += jobValues {
+		jobs = append(jobs, parseJob(r, a[i:i+jobValues]))
 	}
 	return jobs, r.done()
 }
 
-// parseJob reads one job reply: id, tube, pri, ttr ms, reserves, body.
+// parseJob reads one job reply: id, tube, pri, ttr ms, reserves, body,
+// unique key.
 func parseJob(r *reply, v any) queue.Job {
-	a := r.arr(v, 6)
+	a := r.arr(v, jobValues)
 	return queue.Job{
-		ID:       queue.ID(r.int(a[0])),
-		Tube:     r.str(a[1]),
-		Priority: uint32(r.int(a[2])),
-		TTR:      time.Duration(r.int(a[3])) * time.Millisecond,
-		Reserves: uint32(r.int(a[4])),
-		Body:     []byte(r.str(a[5])),
+		ID:        queue.ID(r.int(a[0])),
+		Tube:      r.str(a[1]),
+		Priority:  uint32(r.int(a[2])),
+		TTR:       time.Duration(r.int(a[3])) * time.Millisecond,
+		Reserves:  uint32(r.int(a[4])),
+		Body:      []byte(r.str(a[5])),
+		UniqueKey: r.str(a[6]),
 	}
 }
 
@@ -733,6 +738,7 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 		Reserves: uint32(n(6)), Timeouts: uint32(n(7)), Releases: uint32(n(8)), Buries: uint32(n(9)), Kicks: uint32(n(10)),
 		PutAt: timeMS(n(11)), ReservedAt: timeMS(n(12)), ReleasedAt: timeMS(n(13)), BuriedAt: timeMS(n(14)),
 		KickedAt: timeMS(n(15)), TimedOutAt: timeMS(n(16)), LastErrorAt: timeMS(n(17)), LastError: lastErr,
+		UniqueKey: j.UniqueKey,
 	}, nil
 }
 

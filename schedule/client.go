@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -382,7 +384,23 @@ func normal(s Schedule) Schedule {
 }
 
 // JobKey returns the unique key of the job of a tick: the put of a tick is
-// idempotent on it.
+// idempotent on it, and the job carries it (queue.Job.UniqueKey).
 func JobKey(name string, tick time.Time) string {
 	return fmt.Sprintf("schedule:%s:%d", name, tick.UnixMilli())
+}
+
+// ParseJobKey reads the schedule's name and the tick from the unique key
+// of a job a schedule put (queue.Job.UniqueKey, queue.JobStats.UniqueKey);
+// ok is false for any other key.
+func ParseJobKey(key string) (name string, tick time.Time, ok bool) {
+	rest, found := strings.CutPrefix(key, "schedule:")
+	i := strings.LastIndexByte(rest, ':')
+	if !found || i < 0 {
+		return "", time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil || checkName(rest[:i]) != nil {
+		return "", time.Time{}, false
+	}
+	return rest[:i], time.UnixMilli(ms).UTC(), true
 }

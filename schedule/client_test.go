@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/schedule"
@@ -34,5 +35,20 @@ func TestClientBadInput(t *testing.T) {
 	s.Close()
 	if _, err := c.Get(ctx, "x"); !errors.Is(err, schedule.ErrClosed) {
 		t.Errorf("Get after Close: %v", err)
+	}
+}
+
+func TestParseJobKey(t *testing.T) {
+	tick := time.Date(2026, 3, 29, 1, 0, 0, 123e6, time.UTC)
+	for _, name := range []string{"nightly", "a:b:c", "x"} {
+		got, gotTick, ok := schedule.ParseJobKey(schedule.JobKey(name, tick))
+		if !ok || got != name || !gotTick.Equal(tick) {
+			t.Errorf("ParseJobKey(JobKey(%q, %v)) = %q, %v, %v", name, tick, got, gotTick, ok)
+		}
+	}
+	for _, key := range []string{"", "k", "schedule:", "schedule:x", "schedule::1", "schedule:x:", "schedule:x:1.5", "other:x:1", "schedule:bad name:1"} {
+		if name, tick, ok := schedule.ParseJobKey(key); ok {
+			t.Errorf("ParseJobKey(%q) = %q, %v, true; want not a schedule's key", key, name, tick)
+		}
 	}
 }

@@ -16,7 +16,9 @@
 // of Clients may Run against one store with no leader and no lock: each
 // tick is put once, and a Client that loses the race changes nothing. The
 // job of a tick carries the unique key JobKey(name, tick), so its put is
-// idempotent on (schedule, tick) even when a store call is retried.
+// idempotent on (schedule, tick) even when a store call is retried, and a
+// worker reads the tick back from the job (ParseJobKey of
+// queue.Job.UniqueKey).
 //
 // Time: ticks are computed in Go from the spec; whether a tick is due is
 // decided by the store's clock (Redis: TIME; the embedded engine: its

@@ -316,7 +316,17 @@ func testUniqueKey(t *testing.T, s *suite) {
 	if got := e.stats().TotalJobs; got != total {
 		t.Errorf("a duplicate put changed Stats.TotalJobs from %d to %d", total, got)
 	}
-	e.wantPeek(first.ID, queue.Job{ID: first.ID, Tube: "uniq", TTR: queue.DefaultTTR, Body: []byte("first")})
+	e.wantPeek(first.ID, queue.Job{ID: first.ID, Tube: "uniq", TTR: queue.DefaultTTR, Body: []byte("first"), UniqueKey: "k"})
+	if st := e.statsJob(first.ID); st.UniqueKey != "k" {
+		t.Errorf("StatsJob of the job put with key k: UniqueKey %q", st.UniqueKey)
+	}
+	// A reserve returns the key too (a reservation of the queue's own).
+	if j := e.reserve(e.q, "uniq"); j.ID != first.ID || j.UniqueKey != "k" {
+		t.Errorf("reserve: job %d with key %q, want job %d with key k", j.ID, j.UniqueKey, first.ID)
+	}
+	if err := e.q.Release(e.ctx, first.ID, 0, 0); err != nil {
+		t.Fatal(err)
+	}
 
 	other := putKey("uniq-other", "k", "other tube")
 	if other.Duplicate || other.ID == first.ID {
@@ -356,5 +366,5 @@ func testUniqueKey(t *testing.T, s *suite) {
 	if again.Duplicate || again.ID == first.ID {
 		t.Errorf("put of key k after its job was deleted: %+v, want a new job", again)
 	}
-	e.wantPeek(again.ID, queue.Job{ID: again.ID, Tube: "uniq", TTR: queue.DefaultTTR, Body: []byte("after delete")})
+	e.wantPeek(again.ID, queue.Job{ID: again.ID, Tube: "uniq", TTR: queue.DefaultTTR, Body: []byte("after delete"), UniqueKey: "k"})
 }

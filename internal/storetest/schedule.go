@@ -198,6 +198,11 @@ func testScOncePerTick(e *scEnv) {
 		if string(js[0].Body) != "tick" {
 			e.t.Fatalf("fire %d: body %q", i, js[0].Body)
 		}
+		// The job carries its tick.
+		name, tick, ok := schedule.ParseJobKey(js[0].UniqueKey)
+		if want := e.clock.Now().Truncate(time.Minute); !ok || name != "m" || !tick.Equal(want) {
+			e.t.Fatalf("fire %d: the job's key %q reads as (%q, %v, %v), want (m, %v)", i, js[0].UniqueKey, name, tick, ok, want)
+		}
 	}
 	st := e.get("m")
 	if st.Fires != 3 || st.Misfires != 0 {

@@ -389,9 +389,10 @@ local function reserve_rec(T, idh, rec, body, owner, now, sk)
   save(idh, rec, body)
 end
 
--- jobreply is how a job travels back to Go: id, tube, pri, ttr ms, reserves, body.
+-- jobreply is how a job travels back to Go: id, tube, pri, ttr ms, reserves,
+-- body, unique key ('' for none).
 local function jobreply(idh, rec, body, tube)
-  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body }
+  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body, rec[F_UKEY] }
 end
 
 -- delete_one deletes a job of tube T for owner: 1 deleted, 0 no such job,

@@ -6,7 +6,7 @@
 -- KEYS: m j tubes, then 6 keys per tube (see lib.lua)
 -- ARGV: now, tube count N, N tube names, request count R, then per request:
 --       owner, max, pair count D, D pairs (tube index 1..N, job id hex) to delete
--- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 6 per job as jobreply),
+-- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 7 per job as jobreply),
 --            next (µs until a job may be ready, -1 if nothing is scheduled; only when fewer than max jobs were reserved),
 --            index of the tube next refers to,
 --            and when max is 0 (a look before choosing among tags): the priority and id of the job it would take, or -1 and '' }

@@ -104,11 +104,14 @@ type Job struct {
 	BodyBase64 string `json:"body_base64"`
 	// Body is the body as a string when it is valid UTF-8.
 	Body *string `json:"body,omitempty"`
+	// UniqueKey is the key the job was put with, when it was put with one
+	// (a schedule's job carries "schedule:<name>:<tick unix ms>").
+	UniqueKey string `json:"unique_key,omitempty"`
 }
 
 func jobOf(j queue.Job) Job {
 	out := Job{ID: uint64(j.ID), Tube: j.Tube, Priority: j.Priority, TTRMS: j.TTR.Milliseconds(), Reserves: j.Reserves,
-		BodyBase64: base64.StdEncoding.EncodeToString(j.Body)}
+		BodyBase64: base64.StdEncoding.EncodeToString(j.Body), UniqueKey: j.UniqueKey}
 	if utf8.Valid(j.Body) {
 		b := string(j.Body)
 		out.Body = &b
@@ -575,6 +578,7 @@ type JobStats struct {
 	Releases   uint32 `json:"releases"`
 	Buries     uint32 `json:"buries"`
 	Kicks      uint32 `json:"kicks"`
+	UniqueKey  string `json:"unique_key,omitempty"`
 	JobHistory
 }
 
@@ -590,7 +594,7 @@ func (s *Server) statsJob(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, JobStats{ID: uint64(st.ID), Tube: st.Tube, State: st.State.String(), Priority: st.Priority,
 		AgeMS: st.Age.Milliseconds(), DelayMS: st.Delay.Milliseconds(), TTRMS: st.TTR.Milliseconds(),
 		TimeLeftMS: st.TimeLeft.Milliseconds(), Reserves: st.Reserves, Timeouts: st.Timeouts,
-		Releases: st.Releases, Buries: st.Buries, Kicks: st.Kicks, JobHistory: historyOf(st)})
+		Releases: st.Releases, Buries: st.Buries, Kicks: st.Kicks, UniqueKey: st.UniqueKey, JobHistory: historyOf(st)})
 	return nil
 }
 

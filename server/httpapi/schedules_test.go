@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -111,6 +112,13 @@ func TestScheduleLifecycle(t *testing.T) {
 		j, err := ts.q.Peek(ctx, queue.ID(f.JobID))
 		if err != nil || j.Tube != "reports" || string(j.Body) != `{"kind":"nightly"}` || j.TTR != time.Minute {
 			t.Fatalf("the triggered job: %+v, %v", j, err)
+		}
+		// The job's view carries its tick in its unique key.
+		var view httpapi.JobView
+		c.do(req{method: "GET", path: fmt.Sprintf("/v1/jobs/%d", f.JobID)}).want(t, http.StatusOK, "").decode(t, &view)
+		fireTick, _ := time.Parse(time.RFC3339Nano, f.Tick)
+		if name, tick, ok := schedule.ParseJobKey(view.UniqueKey); !ok || name != "nightly-report" || !tick.Equal(fireTick.Truncate(time.Millisecond)) {
+			t.Errorf("the triggered job's unique_key %q reads as (%q, %v, %v), want the fire's tick %s", view.UniqueKey, name, tick, ok, f.Tick)
 		}
 		got := c.getSchedule(t, "nightly-report")
 		if got.Fires != 1 || len(got.Last) != 1 || got.Last[0] != f || got.Next != st.Next {
