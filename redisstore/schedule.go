@@ -412,24 +412,33 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 	return schedule.FireResult{Fired: id > 0, JobID: uint64(id), State: st}, nil
 }
 
-// Due implements schedule.Store over every tag that holds schedules; Now is
-// the clock of the first tag's master. When more are due on a tag than
-// asked for, it returns a window at a random place among them, so Clients
-// firing at once mostly take different schedules.
+// Due implements schedule.Store over every tag that holds schedules, asked
+// in one pipeline; Now is the clock of the first tag's master. Each tag is
+// asked for its share of limit (at least 4) and the first limit are
+// returned; a Client asks again while schedules stay due.
+// When more are due on a tag than asked for, the tag returns a window at a
+// random place among them, so Clients firing at once mostly take different
+// schedules.
 func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, error) {
 	tags, err := c.tags(ctx)
 	if err != nil {
 		return schedule.DueResult{}, err
 	}
+	per := limit
+	if len(tags) > 1 {
+		per = max(limit/len(tags), min(limit, 4))
+	}
+	calls := make([]call, len(tags))
+	for i, tag := range tags {
+		ks := c.s.k.scKeys(tag)[:2]
+		calls[i] = call{op: scScripts.due, keys: ks, args: []any{c.s.now(), per, rand.IntN(1_000_000)}}
+	}
+	vals, err := c.s.r.runMany(ctx, calls)
+	if err != nil {
+		return schedule.DueResult{}, scheduleErrs.mapErr(err)
+	}
 	var res schedule.DueResult
-	for _, tag := range tags {
-		if len(res.Due) >= limit {
-			break
-		}
-		v, err := c.call(ctx, scScripts.due, c.s.k.scKeys(tag)[:2], limit-len(res.Due), rand.IntN(1_000_000))
-		if err != nil {
-			return schedule.DueResult{}, err
-		}
+	for _, v := range vals {
 		a, ok := v.([]any)
 		if !ok || len(a) < 2 {
 			return schedule.DueResult{}, fmt.Errorf("redisstore: sc_due: unexpected reply %v", v)
@@ -447,6 +456,9 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 			return schedule.DueResult{}, err
 		}
 		res.Due = append(res.Due, sts...)
+	}
+	if len(res.Due) > limit {
+		res.Due = res.Due[:limit]
 	}
 	if res.Now.IsZero() {
 		t, err := c.s.c.Time(ctx).Result()

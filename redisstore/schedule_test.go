@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -246,5 +247,40 @@ return had`
 	}
 	if tube, err := c.Eval(t.Context(), `return cmsgpack.unpack(redis.call('HGET', KEYS[1], 's:old'))[9]`, keys).Text(); err != nil || tube != "legacy" {
 		t.Fatalf("after a fire the state holds tube %q (%v), want legacy", tube, err)
+	}
+}
+
+// Schedules on many tags, due at once, all fire once when a Client asks
+// for fewer than are due per call (each tag asked for its share).
+func TestScheduleDueAcrossTags(t *testing.T) {
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			c := topo.client(t)
+			clock := storetest.NewClock(time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC))
+			s := newStore(t, c, &redisstore.Options{Clock: clock.Now})
+			fired := map[string]int{}
+			cl, _ := schedule.New(s.Schedules(), &schedule.Options{Now: clock.Now, BatchSize: 5, Concurrency: 1,
+				OnFire: func(name string, _ schedule.Fire) { fired[name]++ }})
+			const n = 40
+			for i := range n {
+				if _, err := cl.Set(t.Context(), schedule.Schedule{Name: fmt.Sprint("s", i), Spec: "@every 1m",
+					Job: schedule.Job{Tube: fmt.Sprint("tube-", i%20)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clock.Advance(time.Minute)
+			wait, err := cl.FireDue(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fired) != n || wait != time.Minute {
+				t.Fatalf("%d schedules fired, the next in %v; want %d and 1m", len(fired), wait, n)
+			}
+			for name, k := range fired {
+				if k != 1 {
+					t.Errorf("%s fired %d times", name, k)
+				}
+			}
+		})
 	}
 }
