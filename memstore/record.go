@@ -11,12 +11,17 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-// Record kinds. Each primitive of the engine owns a range: the job queue
-// 1–31; expiring hash fields 32–63 (ttlhash.go); schedules 128–159
-// (schedule.go); 64–127 are kept for rate limits and locks. Each writes its
-// own snapshot records.
-// Kind 0 belongs to the log. A kind's layout never changes once released:
-// a new layout is a new kind.
+// Record kinds. Each primitive the engine keeps on disk owns a range and
+// writes its own snapshot records:
+//
+//	0        the log's own
+//	1–31     the job queue (this file; 1–10 in use)
+//	32–63    expiring hash fields (ttlhash.go; 32–39 in use)
+//	64–127   free: rate limits and locks live in memory only (ratelimit.go,
+//	         lock.go), so a restart begins every key and holds no lock
+//	128–159  schedules (schedule.go; 128–129 in use)
+//
+// A kind's layout never changes once released: a new layout is a new kind.
 const (
 	// Snapshot records: the state at the snapshot's cut.
 	kindQueueMeta = 1 // lastID, tubeSeq, burySeq
