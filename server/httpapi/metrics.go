@@ -16,8 +16,9 @@ import (
 )
 
 // Metric names. Every series hourglass exports starts with "hourglass_".
-// The names reserved for primitives still to come are registered by those
-// primitives' files when they are added, with the labels written here.
+// The series are registered in this file, or by a primitive's own file
+// (hashes_metrics.go, schedules_metrics.go), with the names and labels
+// written here.
 const (
 	// MetricRequests counts commands by protocol ("http", "beanstalk"),
 	// primitive ("jobs", …), command ("put", "reserve-with-timeout", …)

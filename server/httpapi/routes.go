@@ -12,9 +12,10 @@ import (
 // A primitive is what one of hourglass's primitives adds to the server: its
 // routes under /v1, its fragment of the OpenAPI document and its panel of
 // the dashboard. Each primitive lives in a file of its own (jobs.go) and is
-// listed in primitives; adding one (rate limits, expiring hashes, locks) is
-// adding such a file, an openapi/<name>.json fragment, a dashboard/<name>.html
-// template and a line here. See docs/http-api.md, "Adding a primitive".
+// listed in primitives; adding one (as rate limits, expiring hashes, locks
+// and schedules were) is adding such a file, an openapi/<name>.json
+// fragment, a dashboard/<name>.html template and a line here. See
+// docs/http-api.md, "Adding a primitive".
 type primitive struct {
 	// name is the metrics label "primitive", the OpenAPI fragment's file
 	// name (openapi/<name>.json) and the dashboard template's
@@ -36,7 +37,6 @@ var primitives = []primitive{
 	hashesPrimitive,
 	locksPrimitive,
 	schedulesPrimitive,
-	// ratelimit, ttlhash and lock add their entries here.
 }
 
 // route is one endpoint of a primitive.
