@@ -92,32 +92,17 @@ func (ls *lockServer) setup(s *Server) {
 		}
 		ls.client = c
 		reg := s.Metrics.Registry()
-		ls.grants = registerOnce(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricLockGrants,
+		ls.grants = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricLockGrants,
 			Help: "Lock and semaphore obtains over HTTP, by mode (try, wait, fair) and result (granted, refused, error)."},
 			[]string{"mode", "result"}))
-		ls.releases = registerOnce(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricLockReleases,
+		ls.releases = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricLockReleases,
 			Help: "Lock and semaphore releases over HTTP, by result (released, not_held, error)."},
 			[]string{"result"}))
-		ls.wait = registerOnce(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricLockWait,
+		ls.wait = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricLockWait,
 			Help:    "Seconds an obtain over HTTP took, its wait included, by mode and result.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}},
 			[]string{"mode", "result"}))
 	})
-}
-
-// registerOnce registers c on reg, or returns the collector of the same
-// description already there (two Servers sharing one Metrics).
-func registerOnce[C prometheus.Collector](reg *prometheus.Registry, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if old, ok := are.ExistingCollector.(C); ok {
-				return old
-			}
-		}
-		panic(err)
-	}
-	return c
 }
 
 func (ls *lockServer) remember(l *lock.Lock, limit int) {
