@@ -92,7 +92,10 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 		if rest != "" {
 			return nil, fmt.Errorf("%w: mem:// takes nothing after it, got %q", ErrUnsupportedURL, rawURL)
 		}
-		s := memstore.New(&memstore.Options{MaxJobs: o.MaxJobs})
+		s, err := memstore.New(&memstore.Options{MaxJobs: o.MaxJobs})
+		if err != nil {
+			return nil, err
+		}
 		return &Backend{Queue: s, Locks: s.Locks(), Schedules: s.Schedules(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "memory", close: s.Close}, nil
 	case "file":
 		u, err := url.Parse(rawURL)

@@ -46,7 +46,10 @@ func roundTrip(t *testing.T, b *hourglass.Backend) {
 	if err := q.Delete(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	l := ratelimit.New(b.Limits, nil)
+	l, err := ratelimit.New(b.Limits, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, want := range []bool{true, false} {
 		if res, err := l.Allow(ctx, tube, ratelimit.Every(time.Hour)); err != nil || res.Allowed != want {
 			t.Fatalf("Allow %d: %+v, %v; want allowed %v", i, res, err, want)

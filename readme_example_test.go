@@ -53,7 +53,10 @@ func Example_rateLimits() {
 		log.Fatal(err)
 	}
 	defer b.Close()
-	l := ratelimit.New(b.Limits, nil)
+	l, err := ratelimit.New(b.Limits, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	// One SMS per phone number per 30 minutes.
 	for range 2 {

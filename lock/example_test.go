@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"sync"
 	"time"
 
@@ -13,7 +14,10 @@ import (
 
 // A lock on the embedded engine: obtain, work, release.
 func Example() {
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
 	locks, _ := lock.New(s.Locks(), nil)
 	ctx := context.Background()
@@ -57,7 +61,10 @@ func (s *storage) write(fence uint64, v string) error {
 // Fencing: the first owner's lease runs out while it is paused; the second
 // owner writes; the first wakes up and its write is refused.
 func ExampleLock_Fence() {
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
 	locks, _ := lock.New(s.Locks(), nil)
 	ctx := context.Background()
@@ -78,7 +85,10 @@ func ExampleLock_Fence() {
 
 // A semaphore: at most two calls to a downstream service at once.
 func ExampleSemaphore() {
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
 	locks, _ := lock.New(s.Locks(), nil)
 	ctx := context.Background()
@@ -86,7 +96,7 @@ func ExampleSemaphore() {
 
 	a, _ := sem.TryAcquire(ctx, nil)
 	b, _ := sem.TryAcquire(ctx, nil)
-	_, err := sem.TryAcquire(ctx, nil)
+	_, err = sem.TryAcquire(ctx, nil)
 	fmt.Println("third:", err)
 	_ = a.Release(ctx)
 	c, err := sem.TryAcquire(ctx, nil)
@@ -101,7 +111,10 @@ func ExampleSemaphore() {
 // Fair waiting: waiters are served in arrival order, on every process that
 // shares the store.
 func ExampleClient_Obtain_fair() {
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
 	locks, _ := lock.New(s.Locks(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

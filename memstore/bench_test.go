@@ -21,7 +21,7 @@ var benchBody = []byte(strings.Repeat("b", 100))
 // benchStores makes a store per configuration: in memory, and on disk with
 // each fsync policy.
 func benchStores(b *testing.B, f func(b *testing.B, open func() *Store)) {
-	b.Run("memory", func(b *testing.B) { f(b, func() *Store { return New(nil) }) })
+	b.Run("memory", func(b *testing.B) { f(b, func() *Store { return must(New(nil)) }) })
 	for _, p := range []FsyncPolicy{FsyncAlways, FsyncEverySec, FsyncNo} {
 		b.Run("fsync="+p.String(), func(b *testing.B) {
 			dir := b.TempDir()
@@ -116,7 +116,7 @@ func BenchmarkMemoryPerJob(b *testing.B) {
 	var perJob float64
 	for range b.N {
 		before := heapAlloc()
-		s := New(nil)
+		s := must(New(nil))
 		for k := 0; k < n; k += len(batch) {
 			if _, err := s.Put(ctx, "mem", batch); err != nil {
 				b.Fatal(err)
@@ -188,7 +188,7 @@ func BenchmarkRecover(b *testing.B) {
 func BenchmarkLateness(b *testing.B) {
 	const n = 5000
 	ctx := context.Background()
-	s := New(nil)
+	s := must(New(nil))
 	defer s.Close()
 	q, err := queue.New(s, nil)
 	if err != nil {

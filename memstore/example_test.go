@@ -64,7 +64,10 @@ func ExampleOpen() {
 // An in-memory store (mem://) with a cap on the number of jobs.
 func ExampleNew() {
 	ctx := context.Background()
-	store := memstore.New(&memstore.Options{MaxJobs: 1})
+	store, err := memstore.New(&memstore.Options{MaxJobs: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, err := queue.New(store, nil)
 	if err != nil {

@@ -106,7 +106,7 @@ func TestOldRecords(t *testing.T) {
 	})
 	t.Run("snapshot", func(t *testing.T) {
 		clock := storetest.NewClock(epoch)
-		s := New(&Options{Clock: clock.Now})
+		s := must(New(&Options{Clock: clock.Now}))
 		defer s.Close()
 		s.replayTubes = map[uint64]*tube{}
 		tb := binary.AppendUvarint(nil, 1)

@@ -10,7 +10,10 @@ import (
 
 // Uncontended obtain+release in process: one goroutine, one name.
 func BenchmarkLockObtainRelease(b *testing.B) {
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer s.Close()
 	c, _ := lock.New(s.Locks(), nil)
 	ctx := b.Context()

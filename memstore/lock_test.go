@@ -13,7 +13,10 @@ import (
 
 func TestLockConformance(t *testing.T) {
 	storetest.Lock(t, func(t *testing.T, clock *storetest.Clock) lock.Store {
-		s := memstore.New(&memstore.Options{Clock: clock.Now})
+		s, err := memstore.New(&memstore.Options{Clock: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(func() { s.Close() })
 		return s.Locks()
 	})

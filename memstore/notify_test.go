@@ -68,7 +68,7 @@ func (w *wakes) drain() {
 // due jobs, expired reservations and ended pauses and wakes the tube.
 func TestTimer(t *testing.T) {
 	ctx := context.Background()
-	s := New(nil)
+	s := must(New(nil))
 	defer s.Close()
 	w := listen(t, s, "timer")
 
@@ -107,7 +107,7 @@ func TestTimer(t *testing.T) {
 // gets a delayed job once it is due, with no put in between.
 func TestBlockingReserve(t *testing.T) {
 	ctx := context.Background()
-	s := New(nil)
+	s := must(New(nil))
 	defer s.Close()
 	q, err := queue.New(s, &queue.Options{PollInterval: time.Hour})
 	if err != nil {
@@ -126,7 +126,7 @@ func TestBlockingReserve(t *testing.T) {
 func TestWakeEvents(t *testing.T) {
 	ctx := context.Background()
 	clock := storetest.NewClock(epoch)
-	s := New(&Options{Clock: clock.Now})
+	s := must(New(&Options{Clock: clock.Now}))
 	defer s.Close()
 	w := listen(t, s, "ev")
 	other := listen(t, s, "other")
@@ -168,7 +168,7 @@ func TestWakeEvents(t *testing.T) {
 // pass.
 func TestTimerBackoff(t *testing.T) {
 	clock := storetest.NewClock(epoch)
-	s := New(&Options{Clock: clock.Now})
+	s := must(New(&Options{Clock: clock.Now}))
 	defer s.Close()
 	put(t, s, "frozen", queue.NewJob{Delay: time.Millisecond})
 	deadline := time.Now().Add(10 * time.Second)
@@ -188,7 +188,7 @@ func TestTimerBackoff(t *testing.T) {
 
 func TestMaxJobs(t *testing.T) {
 	ctx := context.Background()
-	s := New(&Options{MaxJobs: 3})
+	s := must(New(&Options{MaxJobs: 3}))
 	defer s.Close()
 	nj := func(key string) queue.NewJob { return queue.NewJob{UniqueKey: key, TTR: time.Second} }
 	must(s.Put(ctx, "m", []queue.NewJob{nj("a"), nj("b")}))
@@ -213,7 +213,7 @@ func TestMaxJobs(t *testing.T) {
 
 func TestClosed(t *testing.T) {
 	ctx := context.Background()
-	for _, s := range []*Store{New(nil), openT(t, t.TempDir(), nil)} {
+	for _, s := range []*Store{must(New(nil)), openT(t, t.TempDir(), nil)} {
 		ok(t, s.Close())
 		calls := map[string]error{}
 		_, calls["Put"] = s.Put(ctx, "t", []queue.NewJob{{}})

@@ -30,10 +30,7 @@ func TestOptionsValidate(t *testing.T) {
 			t.Errorf("Open with %+v: %v, want ErrInvalid", o, err)
 		}
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("New with MaxJobs -1 did not panic")
-		}
-	}()
-	New(&Options{MaxJobs: -1})
+	if s, err := New(&Options{MaxJobs: -1}); !errors.Is(err, queue.ErrInvalid) || s != nil {
+		t.Errorf("New with MaxJobs -1: %v, %v; want ErrInvalid", s, err)
+	}
 }

@@ -12,7 +12,7 @@ import (
 
 func TestRateLimitConformance(t *testing.T) {
 	storetest.RateLimit(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
-		s := New(&Options{Clock: clock.Now})
+		s := must(New(&Options{Clock: clock.Now}))
 		t.Cleanup(func() { s.Close() })
 		return s.Limits()
 	})
@@ -22,13 +22,16 @@ func TestRateLimitConformance(t *testing.T) {
 // deleted by later decisions, so memory follows the keys in use.
 func TestRateLimitIdleKeysDropped(t *testing.T) {
 	clock := storetest.NewClock(time.Unix(1_900_000_000, 0))
-	s := New(&Options{Clock: clock.Now})
+	s := must(New(&Options{Clock: clock.Now}))
 	defer s.Close()
 	ls := s.Limits()
 	if s.Limits() != ls {
 		t.Fatal("Limits returned another store")
 	}
-	l := ratelimit.New(ls, nil)
+	l, err := ratelimit.New(ls, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	lims := [][]ratelimit.Limit{
 		{ratelimit.PerSecond(10)},
@@ -69,9 +72,12 @@ func BenchmarkRateLimitAllow(b *testing.B) {
 		n    int
 	}{{"hot-key", 1}, {"100k-keys", len(keys)}} {
 		b.Run(w.name, func(b *testing.B) {
-			s := New(nil)
+			s := must(New(nil))
 			defer s.Close()
-			l := ratelimit.New(s.Limits(), nil)
+			l, err := ratelimit.New(s.Limits(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
 			ctx := context.Background()
 			lim := ratelimit.PerSecond(1_000_000)
 			i := 0

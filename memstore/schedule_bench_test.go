@@ -12,7 +12,10 @@ import (
 // engine; tick-to-put and tick-to-reserved lateness.
 func BenchmarkScheduleLateness(b *testing.B) {
 	for range b.N {
-		s := memstore.New(nil)
+		s, err := memstore.New(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
 		storetest.BenchScheduleLateness(b, s.Schedules(), s, 200, 10*time.Millisecond)
 		s.Close()
 	}

@@ -14,7 +14,10 @@ import (
 
 func TestScheduleConformance(t *testing.T) {
 	storetest.Schedule(t, func(t *testing.T, clock *storetest.Clock) (schedule.Store, queue.Store) {
-		s := memstore.New(&memstore.Options{Clock: clock.Now})
+		s, err := memstore.New(&memstore.Options{Clock: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(func() { s.Close() })
 		return s.Schedules(), s
 	})
@@ -88,7 +91,10 @@ func TestScheduleRestartMisfire(t *testing.T) {
 // Run fires a schedule set while it waits, woken by the store, with one
 // timer to the tick.
 func TestScheduleRunWakes(t *testing.T) {
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	fired := make(chan schedule.Fire, 10)
 	c, _ := schedule.New(s.Schedules(), &schedule.Options{OnFire: func(_ string, f schedule.Fire) { fired <- f }})
@@ -119,7 +125,10 @@ func TestScheduleRunWakes(t *testing.T) {
 // A fire into a store at its job cap is refused with queue.ErrFull and
 // puts nothing.
 func TestScheduleFireFull(t *testing.T) {
-	s := memstore.New(&memstore.Options{MaxJobs: 1})
+	s, err := memstore.New(&memstore.Options{MaxJobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	ctx := t.Context()
 	if _, err := s.Put(ctx, "full", []queue.NewJob{{Body: []byte("x")}}); err != nil {

@@ -107,12 +107,13 @@ func newStore(opts *Options) *Store {
 
 // New returns a Store that keeps everything in memory (the mem:// store):
 // nothing survives Close. Options.Fsync and CompactBytes do not apply. New
-// panics when opts are invalid (a negative MaxJobs).
-func New(opts *Options) *Store {
+// fails, wrapping queue.ErrInvalid, when opts are invalid (a negative
+// MaxJobs).
+func New(opts *Options) (*Store, error) {
 	if err := opts.validate(); err != nil {
-		panic(err)
+		return nil, err
 	}
-	return newStore(opts)
+	return newStore(opts), nil
 }
 
 // Open returns a Store whose state is durable in the directory dir. It

@@ -15,7 +15,7 @@ import (
 func TestConformance(t *testing.T) {
 	t.Run("Memory", func(t *testing.T) {
 		storetest.Queue(t, func(t *testing.T, now func() time.Time) queue.Store {
-			s := New(&Options{Clock: now})
+			s := must(New(&Options{Clock: now}))
 			t.Cleanup(func() { s.Close() })
 			return s
 		})

@@ -16,7 +16,7 @@ import (
 // BenchmarkTTLHashSetTTL sets one 200-byte field with a TTL per call in an
 // in-memory Store (storetest.BenchTTLHashSetTTL).
 func BenchmarkTTLHashSetTTL(b *testing.B) {
-	s := New(nil)
+	s := must(New(nil))
 	defer s.Close()
 	storetest.BenchTTLHashSetTTL(b, s.Hashes())
 }
@@ -24,7 +24,7 @@ func BenchmarkTTLHashSetTTL(b *testing.B) {
 // BenchmarkTTLHashGet reads one field of 10,000 per call
 // (storetest.BenchTTLHashGet).
 func BenchmarkTTLHashGet(b *testing.B) {
-	s := New(nil)
+	s := must(New(nil))
 	defer s.Close()
 	storetest.BenchTTLHashGet(b, s.Hashes())
 }
@@ -38,7 +38,7 @@ func BenchmarkTTLHashBytes(b *testing.B) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	s := New(nil)
+	s := must(New(nil))
 	defer s.Close()
 	h := s.Hashes()
 	for i := range 100_000 {
@@ -60,7 +60,7 @@ func BenchmarkTTLHashBytes(b *testing.B) {
 // deadline). Run with -benchtime=1x.
 func BenchmarkTTLHashLag(b *testing.B) {
 	const fields = 50_000
-	s := New(nil)
+	s := must(New(nil))
 	defer s.Close()
 	hs, _ := ttlhash.New(s.Hashes(), nil)
 	ctx := context.Background()

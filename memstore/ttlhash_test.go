@@ -19,7 +19,7 @@ import (
 func TestTTLHashConformance(t *testing.T) {
 	t.Run("Memory", func(t *testing.T) {
 		storetest.TTLHash(t, func(t *testing.T, clock *storetest.Clock) ttlhash.Store {
-			s := New(&Options{Clock: clock.Now, MaxEvents: storetest.TTLHashMaxEvents})
+			s := must(New(&Options{Clock: clock.Now, MaxEvents: storetest.TTLHashMaxEvents}))
 			t.Cleanup(func() { s.Close() })
 			return s.Hashes()
 		})

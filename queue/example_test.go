@@ -13,7 +13,10 @@ import (
 // A job put with a delay is reserved once the delay has passed.
 func Example() {
 	ctx := context.Background()
-	store := memstore.New(nil) // or redisstore.New(ctx, redisClient, nil)
+	store, err := memstore.New(nil) // or redisstore.New(ctx, redisClient, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, err := queue.New(store, nil)
 	if err != nil {
@@ -43,7 +46,10 @@ func Example() {
 // A Worker runs a handler over jobs, retrying failures with a backoff.
 func ExampleWorker() {
 	ctx := context.Background()
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, err := queue.New(store, nil)
 	if err != nil {
@@ -75,7 +81,10 @@ func ExampleWorker() {
 // Delayed jobs can be inspected, kicked early, or set aside and kicked back.
 func ExampleQueue_Kick() {
 	ctx := context.Background()
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, _ := queue.New(store, nil)
 	defer q.Close()
@@ -95,7 +104,10 @@ func ExampleQueue_Kick() {
 // A job set aside with a reason says why when it is looked at.
 func ExampleQueue_BuryWithReason() {
 	ctx := context.Background()
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, _ := queue.New(store, nil)
 	defer q.Close()

@@ -16,7 +16,10 @@ import (
 
 func newQueue(t *testing.T) *queue.Queue {
 	t.Helper()
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	q, err := queue.New(s, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -29,4 +29,7 @@ var (
 	// wraps the store's own error; the Options.Failure policy decides what
 	// the call answered.
 	ErrStore = errors.New("ratelimit: store failed")
+	// ErrInvalidOption: New's Options (or its Store) are not usable; the
+	// error names the field.
+	ErrInvalidOption = errors.New("ratelimit: invalid option")
 )

@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"sync"
 	"time"
 
@@ -14,9 +15,15 @@ import (
 // sharing the store (on Redis: redisstore.New(ctx, client, nil).Limits()).
 func Example_sms() {
 	ctx := context.Background()
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
-	l := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	sms := ratelimit.Every(30 * time.Minute)
 	for _, phone := range []string{"+15550100", "+15550100", "+15550101"} {
@@ -42,9 +49,15 @@ func Example_sms() {
 // in the order the reservations reach the store, so no worker starves.
 func Example_downstream() {
 	ctx := context.Background()
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
-	l := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	downstream := ratelimit.PerSecond(100).WithBurst(1) // evenly spaced, 10 ms apart
 	var mu sync.Mutex
@@ -71,9 +84,15 @@ func Example_downstream() {
 // A funnel of 10 units that drains in 10 seconds, of which each call takes 3.
 func ExampleFunnel() {
 	ctx := context.Background()
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
-	l := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	f := ratelimit.Funnel(10, 10*time.Second, 3)
 	for range 4 {
@@ -90,9 +109,15 @@ func ExampleFunnel() {
 // Several limits on one key are checked and charged together.
 func ExampleLimiter_AllowN() {
 	ctx := context.Background()
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
-	l := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	perSecond, perDay := ratelimit.Every(time.Second), ratelimit.PerDay(100)
 	res, _ := l.AllowN(ctx, "user:42", 1, perSecond, perDay)
@@ -107,9 +132,15 @@ func ExampleLimiter_AllowN() {
 // A reservation claims a future slot; Cancel gives it back.
 func ExampleLimiter_Reserve() {
 	ctx := context.Background()
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
-	l := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	lim := ratelimit.Every(time.Minute)
 	for range 3 {
@@ -128,9 +159,15 @@ func ExampleLimiter_Reserve() {
 // The exact sliding log: at most 3 in any 10 seconds.
 func ExampleLimit_slidingLog() {
 	ctx := context.Background()
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
-	l := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	lim := ratelimit.Limit{Events: 3, Per: 10 * time.Second, Algorithm: ratelimit.SlidingLog}
 	for range 4 {
@@ -148,9 +185,15 @@ func ExampleLimit_slidingLog() {
 // only when both have room, and a refused request charges neither.
 func ExampleLimiter_AllowAll() {
 	ctx := context.Background()
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
-	l := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	perUser := []ratelimit.Limit{ratelimit.PerMinute(2)}
 	perTenant := []ratelimit.Limit{ratelimit.PerMinute(3)}

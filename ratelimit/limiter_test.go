@@ -12,9 +12,16 @@ import (
 
 func newLimiter(t *testing.T, opts *ratelimit.Options) (*ratelimit.Limiter, ratelimit.Store) {
 	t.Helper()
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
-	return ratelimit.New(s.Limits(), opts), s.Limits()
+	l, err := ratelimit.New(s.Limits(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, s.Limits()
 }
 
 func TestLimitConstructors(t *testing.T) {
@@ -59,8 +66,11 @@ func TestLimitConstructors(t *testing.T) {
 	}
 }
 
-func TestNewPanics(t *testing.T) {
-	s := memstore.New(nil)
+func TestNewRefusesBadOptions(t *testing.T) {
+	s, err := memstore.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	for name, o := range map[string]*ratelimit.Options{
 		"mode":          {Mode: 5},
@@ -68,14 +78,12 @@ func TestNewPanics(t *testing.T) {
 		"local missing": {Failure: ratelimit.FailLocal},
 		"negative log":  {MaxLogEvents: -1},
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: New did not panic", name)
-				}
-			}()
-			ratelimit.New(s.Limits(), o)
-		}()
+		if l, err := ratelimit.New(s.Limits(), o); !errors.Is(err, ratelimit.ErrInvalidOption) || l != nil {
+			t.Errorf("%s: New = %v, %v; want ErrInvalidOption", name, l, err)
+		}
+	}
+	if _, err := ratelimit.New(nil, nil); !errors.Is(err, ratelimit.ErrInvalidOption) {
+		t.Errorf("New with a nil Store: %v, want ErrInvalidOption", err)
 	}
 }
 

@@ -66,10 +66,10 @@ type Options struct {
 	MaxLogEvents int
 }
 
-// New returns a Limiter deciding on s. It panics if opts are invalid (an
-// unknown Mode or Failure, FailLocal without Local, a negative
-// MaxLogEvents), as these are programming errors.
-func New(s Store, opts *Options) *Limiter {
+// New returns a Limiter deciding on s, or an error wrapping
+// ErrInvalidOption when opts are not usable (an unknown Mode or Failure,
+// FailLocal without Local, a negative MaxLogEvents) or s is nil.
+func New(s Store, opts *Options) (*Limiter, error) {
 	l := &Limiter{store: s, parts: func(string) int { return 1 }, maxLog: DefaultMaxLogEvents}
 	if opts != nil {
 		l.mode, l.failure, l.local, l.onErr = opts.Mode, opts.Failure, opts.Local, opts.OnStoreError
@@ -83,19 +83,19 @@ func New(s Store, opts *Options) *Limiter {
 	}
 	switch {
 	case s == nil:
-		panic("ratelimit: New with a nil Store")
+		return nil, fmt.Errorf("%w: a nil Store", ErrInvalidOption)
 	case l.mode != Shared && l.mode != PerInstance:
-		panic(fmt.Sprintf("ratelimit: Options.Mode %d, want Shared or PerInstance", int(l.mode)))
+		return nil, fmt.Errorf("%w: Options.Mode %d, want Shared or PerInstance", ErrInvalidOption, int(l.mode))
 	case l.failure < FailClosed || l.failure > FailLocal:
-		panic(fmt.Sprintf("ratelimit: Options.Failure %d, want FailClosed, FailOpen or FailLocal", int(l.failure)))
+		return nil, fmt.Errorf("%w: Options.Failure %d, want FailClosed, FailOpen or FailLocal", ErrInvalidOption, int(l.failure))
 	case l.failure == FailLocal && l.local == nil:
-		panic("ratelimit: Options.Failure FailLocal needs Options.Local")
+		return nil, fmt.Errorf("%w: Options.Failure FailLocal needs Options.Local", ErrInvalidOption)
 	case l.maxLog < 0:
-		panic(fmt.Sprintf("ratelimit: Options.MaxLogEvents %d, want 0 (default) or more", l.maxLog))
+		return nil, fmt.Errorf("%w: Options.MaxLogEvents %d, want 0 (default) or more", ErrInvalidOption, l.maxLog)
 	}
 	if l.mode == PerInstance && l.instance == "" {
 		h, _ := os.Hostname()
 		l.instance = h + "-" + strconv.Itoa(os.Getpid())
 	}
-	return l
+	return l, nil
 }

@@ -194,7 +194,10 @@ func BenchmarkRedisCPU(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	limits := ratelimit.New(s.Limits(), nil)
+	limits, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	hashes, err := ttlhash.New(s.Hashes(), nil)
 	if err != nil {
 		b.Fatal(err)

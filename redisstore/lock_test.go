@@ -269,7 +269,10 @@ func TestLockDifferential(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			storetest.LockDifferential(t, seed, 1500,
 				func(t *testing.T, clock *storetest.Clock) lock.Store {
-					s := memstore.New(&memstore.Options{Clock: clock.Now})
+					s, err := memstore.New(&memstore.Options{Clock: clock.Now})
+					if err != nil {
+						t.Fatal(err)
+					}
 					t.Cleanup(func() { s.Close() })
 					return s.Locks()
 				},

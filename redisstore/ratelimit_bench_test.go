@@ -34,7 +34,10 @@ func BenchmarkRateLimitAllow(b *testing.B) {
 		n    int
 	}{{"hot-key", 1}, {"100k-keys", len(benchKeys)}} {
 		b.Run(keys.name, func(b *testing.B) {
-			l := ratelimit.New(newStore(b, standaloneClient(b), nil).Limits(), nil)
+			l, err := ratelimit.New(newStore(b, standaloneClient(b), nil).Limits(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
 			ctx := context.Background()
 			i := 0
 			for b.Loop() {
@@ -56,7 +59,10 @@ func BenchmarkRateLimitAllowEach(b *testing.B) {
 		n    int
 	}{{"hot-key", 1}, {"100k-keys", len(benchKeys)}} {
 		b.Run(keys.name, func(b *testing.B) {
-			l := ratelimit.New(newStore(b, standaloneClient(b), nil).Limits(), nil)
+			l, err := ratelimit.New(newStore(b, standaloneClient(b), nil).Limits(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
 			ctx := context.Background()
 			batch := make([]string, 100)
 			i := 0
@@ -84,7 +90,10 @@ func BenchmarkRateLimitPartitions(b *testing.B) {
 		b.Run("partitions="+strconv.Itoa(k), func(b *testing.B) {
 			c := redistest.ClusterClient(b)
 			s := newStore(b, c, nil)
-			l := ratelimit.New(s.Limits(), &ratelimit.Options{Partitions: func(string) int { return k }})
+			l, err := ratelimit.New(s.Limits(), &ratelimit.Options{Partitions: func(string) int { return k }})
+			if err != nil {
+				b.Fatal(err)
+			}
 			ctx := context.Background()
 			if _, err := l.Allow(ctx, "hot", benchLimit); err != nil { // connect to every master
 				b.Fatal(err)
@@ -155,7 +164,10 @@ func BenchmarkRateLimitMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	l := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name  string
 		limit ratelimit.Limit

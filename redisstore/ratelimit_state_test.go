@@ -57,7 +57,10 @@ func TestRateLimitState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name     string
 		key      string
@@ -132,7 +135,10 @@ func TestRateLimitFailure(t *testing.T) {
 	}
 	defer s.Close()
 	lim := ratelimit.PerMinute(2)
-	closed := ratelimit.New(s.Limits(), nil)
+	closed, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res, err := closed.Allow(ctx, "k", lim); err != nil || !res.Allowed {
 		t.Fatalf("before the outage: %+v, %v", res, err)
 	}
@@ -147,7 +153,10 @@ func TestRateLimitFailure(t *testing.T) {
 	}
 
 	var heard []error
-	open := ratelimit.New(s.Limits(), &ratelimit.Options{Failure: ratelimit.FailOpen, OnStoreError: func(err error) { heard = append(heard, err) }})
+	open, err := ratelimit.New(s.Limits(), &ratelimit.Options{Failure: ratelimit.FailOpen, OnStoreError: func(err error) { heard = append(heard, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err = open.Allow(ctx, "k", lim)
 	if err != nil || !res.Allowed || !errors.Is(res.StoreErr, ratelimit.ErrStore) {
 		t.Errorf("FailOpen: %+v, %v; want allowed, with StoreErr", res, err)
@@ -159,9 +168,15 @@ func TestRateLimitFailure(t *testing.T) {
 		t.Errorf("OnStoreError heard %d errors, want 2", len(heard))
 	}
 
-	local := memstore.New(nil)
+	local, err := memstore.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer local.Close()
-	fl := ratelimit.New(s.Limits(), &ratelimit.Options{Failure: ratelimit.FailLocal, Local: local.Limits()})
+	fl, err := ratelimit.New(s.Limits(), &ratelimit.Options{Failure: ratelimit.FailLocal, Local: local.Limits()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	for range 5 {
 		res, err := fl.Allow(ctx, "k", lim)
@@ -199,7 +214,10 @@ func TestRateLimitPartitionsSpread(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l := ratelimit.New(s.Limits(), &ratelimit.Options{Partitions: func(string) int { return 8 }})
+	l, err := ratelimit.New(s.Limits(), &ratelimit.Options{Partitions: func(string) int { return 8 }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for range 200 {
 		if _, err := l.Allow(ctx, "hot", ratelimit.PerSecond(80)); err != nil {
 			t.Fatal(err)
@@ -221,7 +239,10 @@ func TestRateLimitPartitionsSpread(t *testing.T) {
 func TestRateLimitScriptFlush(t *testing.T) {
 	ctx := context.Background()
 	c := standaloneClient(t)
-	l := ratelimit.New(newStore(t, c, nil).Limits(), nil)
+	l, err := ratelimit.New(newStore(t, c, nil).Limits(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, want := range []bool{true, false} {
 		if err := c.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)

@@ -91,7 +91,11 @@ func sharedLimiters(t *testing.T, client func(testing.TB) redis.UniversalClient,
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		ls = append(ls, ratelimit.New(recorder{Store: s.Limits(), log: log}, nil))
+		l, err := ratelimit.New(recorder{Store: s.Limits(), log: log}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
 	}
 	return ls
 }
@@ -241,7 +245,10 @@ func TestRateLimitDifferential(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			storetest.RateLimitDifferential(t, seed, 1500,
 				func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
-					s := memstore.New(&memstore.Options{Clock: clock.Now})
+					s, err := memstore.New(&memstore.Options{Clock: clock.Now})
+					if err != nil {
+						t.Fatal(err)
+					}
 					t.Cleanup(func() { s.Close() })
 					return s.Limits()
 				},
@@ -271,7 +278,10 @@ func TestKeySlot(t *testing.T) {
 func TestGCRAMergedAcrossKeys(t *testing.T) {
 	for _, topo := range topologies {
 		t.Run(topo.name, func(t *testing.T) {
-			l := ratelimit.New(newStore(t, topo.client(t), nil).Limits(), nil)
+			l, err := ratelimit.New(newStore(t, topo.client(t), nil).Limits(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			lim := ratelimit.PerMinute(5)
 			var allowed [200]atomic.Int64
 			var wg sync.WaitGroup

@@ -128,7 +128,10 @@ func TestDifferential(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			storetest.Differential(t, seed, 1500,
 				func(t *testing.T, now func() time.Time) queue.Store {
-					s := memstore.New(&memstore.Options{Clock: now})
+					s, err := memstore.New(&memstore.Options{Clock: now})
+					if err != nil {
+						t.Fatal(err)
+					}
 					t.Cleanup(func() { s.Close() })
 					return s
 				},

@@ -51,7 +51,10 @@ func TestTTLHashDifferential(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			storetest.TTLHashDifferential(t, seed, 1500,
 				func(t *testing.T, clock *storetest.Clock) ttlhash.Store {
-					s := memstore.New(&memstore.Options{Clock: clock.Now})
+					s, err := memstore.New(&memstore.Options{Clock: clock.Now})
+					if err != nil {
+						t.Fatal(err)
+					}
 					t.Cleanup(func() { s.Close() })
 					return s.Hashes()
 				},

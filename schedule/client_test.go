@@ -11,7 +11,10 @@ import (
 )
 
 func TestClientBadInput(t *testing.T) {
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	for _, o := range []schedule.Options{{PollInterval: -1}, {BatchSize: -1}, {BatchSize: 10_001}, {Concurrency: -1}, {Concurrency: 1001}} {
 		if _, err := schedule.New(s.Schedules(), &o); !errors.Is(err, schedule.ErrInvalidOption) {

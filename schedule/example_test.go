@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/hourglass-io/hourglass/memstore"
@@ -14,12 +15,15 @@ import (
 // its next fire times across the spring daylight-saving change.
 func Example() {
 	start := time.Date(2026, 3, 27, 12, 0, 0, 0, time.UTC)
-	s := memstore.New(&memstore.Options{Clock: func() time.Time { return start }})
+	s, err := memstore.New(&memstore.Options{Clock: func() time.Time { return start }})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
 	c, _ := schedule.New(s.Schedules(), &schedule.Options{Now: func() time.Time { return start }})
 	ctx := context.Background()
 
-	_, err := c.Set(ctx, schedule.Schedule{
+	_, err = c.Set(ctx, schedule.Schedule{
 		Name:    "nightly-report",
 		Spec:    "30 2 * * *",
 		Zone:    "Europe/Berlin",
@@ -44,7 +48,10 @@ func Example() {
 // Any number of processes run a Client over one store; each tick's job is
 // put once. Here one Client runs until the first job is reserved.
 func ExampleClient_Run() {
-	s := memstore.New(nil)
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
 	q, _ := queue.New(s, nil)
 	defer q.Close()

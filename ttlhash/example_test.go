@@ -3,6 +3,7 @@ package ttlhash_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/hourglass-io/hourglass/memstore"
@@ -12,7 +13,10 @@ import (
 // A cache of sessions in one hash, each session expiring on its own, and a
 // consumer group told of each expiry with the session's last value.
 func Example() {
-	engine := memstore.New(nil) // or redisstore's Store.Hashes(), with a Sweeper
+	engine, err := memstore.New(nil) // or redisstore's Store.Hashes(), with a Sweeper
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer engine.Close()
 	hs, err := ttlhash.New(engine.Hashes(), nil)
 	if err != nil {
@@ -48,7 +52,10 @@ func Example() {
 // Expire and Persist answer per field with the codes of Redis 7.4's
 // HEXPIRE and HPERSIST.
 func ExampleHash_Expire() {
-	engine := memstore.New(nil)
+	engine, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer engine.Close()
 	hs, _ := ttlhash.New(engine.Hashes(), nil)
 	ctx := context.Background()
@@ -77,7 +84,10 @@ func ExampleHash_Expire() {
 // On Redis, a Sweeper (in any number of processes) expires due fields;
 // reads never return an expired field either way.
 func ExampleSweeper() {
-	engine := memstore.New(nil)
+	engine, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer engine.Close()
 	w, err := ttlhash.NewSweeper(engine.Hashes(), nil)
 	if err != nil {

@@ -45,7 +45,10 @@ func systems(tb testing.TB) map[string]allower {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	hg := ratelimit.New(s.Limits(), nil)
+	hg, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	hgLimit := ratelimit.PerSecond(1_000_000)
 	rr := redis_rate.NewLimiter(c)
 	rrLimit := redis_rate.PerSecond(1_000_000)
@@ -151,7 +154,10 @@ func TestMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	hg := ratelimit.New(s.Limits(), nil)
+	hg, err := ratelimit.New(s.Limits(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rr := redis_rate.NewLimiter(c)
 	usage := func(pattern string) int64 {
 		ks, err := c.Keys(ctx, pattern).Result()

@@ -373,16 +373,23 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 			return fmt.Errorf("--http-addr: %w", err)
 		}
 	}
+	// The listeners are closed on the way out unless serving began (the
+	// servers then close them as they shut down).
+	serving := false
+	defer func() {
+		if !serving {
+			bl.Close()
+			if hl != nil {
+				hl.Close()
+			}
+		}
+	}()
 	if !authenticated(token, tlsCfg) {
 		for _, l := range []struct {
 			flag string
 			l    net.Listener
 		}{{"--beanstalk-addr", bl}, {"--http-addr", hl}} {
 			if l.l != nil && !loopback(l.l.Addr()) {
-				bl.Close()
-				if hl != nil {
-					hl.Close()
-				}
 				return fmt.Errorf("%s %s is beyond loopback: refusing to serve it without --auth-token, --auth-token-file, HOURGLASS_AUTH_TOKEN or --tls-client-ca", l.flag, l.l.Addr())
 			}
 		}
@@ -397,10 +404,6 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	metrics := httpapi.NewMetrics(nil)
 	hashes, sweeper, err := openHashes(b, log, metrics)
 	if err != nil {
-		bl.Close()
-		if hl != nil {
-			hl.Close()
-		}
 		return err
 	}
 	observe := metrics.ObserveBeanstalk
@@ -410,8 +413,12 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	}
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
 		BodyTimeout: o.bodyTimeoutOrNever(), MaxWaits: o.maxWaits, MaxWatch: o.maxWatch, Observe: observe, ConnState: metrics.BeanstalkConnState}
+	limiter, err := ratelimit.New(b.Limits, nil)
+	if err != nil {
+		return err
+	}
 	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, MaxWaits: o.maxWaits, MaxReserveTubes: o.maxWatch, Metrics: metrics, Health: healthCheck(b),
-		Limiter: ratelimit.New(b.Limits, nil), NamedLimits: namedLimits, AllowedHosts: o.hostList()}
+		Limiter: limiter, NamedLimits: namedLimits, AllowedHosts: o.hostList()}
 	hs.Locks = b.Locks
 	hs.StoreKind = b.Kind
 	// One store for the schedules' routes and for firing them, counting
@@ -422,37 +429,21 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		hs.AccessLog = log.With("log", "access")
 	}
 	if err := startSweeper(sweeper, log); err != nil {
-		bl.Close()
-		if hl != nil {
-			hl.Close()
-		}
 		return err
 	}
 	defer stopSweeper(sweeper, log) // before the store closes
 	if o.schedulesFile != "" {
 		if err = applySchedules(ctx, schedules, o.schedulesFile, fileSchedules, o.schedulesPrune, log); err != nil {
-			bl.Close()
-			if hl != nil {
-				hl.Close()
-			}
 			return err
 		}
 	}
 	stopSchedules, err := runSchedules(schedules, log)
 	if err != nil {
-		bl.Close()
-		if hl != nil {
-			hl.Close()
-		}
 		return err
 	}
 	defer stopSchedules() // before the store closes
 	es, el, err := o.envoy.start(b, token, tlsCfg, metrics.Registry(), log)
 	if err != nil {
-		bl.Close()
-		if hl != nil {
-			hl.Close()
-		}
 		return err
 	}
 	hs.EnvoyDescriptors = envoyDescriptors(es)
@@ -478,6 +469,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		warnExposed(log, "http_addr", hl.Addr(), "it needs the bearer token, which travels in clear text without --tls-cert")
 	}
 
+	serving = true
 	var wg sync.WaitGroup
 	failed := make(chan error, 3)
 	wg.Go(func() {

@@ -61,8 +61,13 @@ func (o *envoyOptions) start(b *hourglass.Backend, token string, tlsCfg *tls.Con
 	if o.failOpen {
 		policy = ratelimit.FailOpen
 	}
+	limiter, err := ratelimit.New(b.Limits, &ratelimit.Options{Failure: policy})
+	if err != nil {
+		l.Close()
+		return nil, nil, err
+	}
 	s := &envoyrl.Server{
-		Limiter: ratelimit.New(b.Limits, &ratelimit.Options{Failure: policy}), Config: cfg,
+		Limiter: limiter, Config: cfg,
 		Metrics: envoyrl.NewMetrics(reg), Logger: log, AuthToken: token, TLSConfig: tlsCfg, ResponseHeaders: o.headers,
 	}
 	warnExposed(log, "grpc_addr", l.Addr(), "it needs the bearer token, which travels in clear text without --tls-cert")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/memstore"
+	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -18,9 +19,28 @@ import (
 // Memory returns an in-memory embedded engine.
 func Memory(t testing.TB) *memstore.Store {
 	t.Helper()
-	s := memstore.New(nil)
+	return MemoryWith(t, nil)
+}
+
+// MemoryWith returns an in-memory embedded engine with opts.
+func MemoryWith(t testing.TB, opts *memstore.Options) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// Limiter returns a rate limiter over s with opts.
+func Limiter(t testing.TB, s ratelimit.Store, opts *ratelimit.Options) *ratelimit.Limiter {
+	t.Helper()
+	l, err := ratelimit.New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // Redis returns a store on the shared standalone redis-server.

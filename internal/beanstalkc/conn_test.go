@@ -21,7 +21,10 @@ import (
 // 127.0.0.1 until the test ends, and returns the server and its address.
 func startServer(t *testing.T, opts *queue.Options) (*beanstalk.Server, string) {
 	t.Helper()
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	q, err := queue.New(store, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,10 @@ import (
 // Put a job into a tube, reserve it and delete it.
 func Example() {
 	// A server to talk to; any beanstalkd-protocol server will do.
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, err := queue.New(store, nil)
 	if err != nil {

@@ -86,11 +86,13 @@ func limiter(ctx context.Context, s *redisstore.Store) {
 	case "open":
 		opts.Failure = ratelimit.FailOpen
 	case "local":
-		local := memstore.New(nil)
+		local, err := memstore.New(nil)
+		must(err)
 		defer local.Close()
 		opts.Failure, opts.Local = ratelimit.FailLocal, local.Limits()
 	}
-	l := ratelimit.New(s.Limits(), opts)
+	l, err := ratelimit.New(s.Limits(), opts)
+	must(err)
 	lim := ratelimit.PerSecond(n)
 	start := time.UnixMilli(startMS)
 	time.Sleep(time.Until(start)) // the processes start together

@@ -55,7 +55,7 @@ func RateLimit(t *testing.T, newStore NewRateLimitStore) {
 		t.Run(c.name, func(t *testing.T) {
 			clock := NewClock(epoch)
 			s := newStore(t, clock)
-			c.run(t, &rlEnv{t: t, ctx: context.Background(), clock: clock, store: s, l: ratelimit.New(s, nil)})
+			c.run(t, &rlEnv{t: t, ctx: context.Background(), clock: clock, store: s, l: newLimiter(t, s, nil)})
 		})
 	}
 }
@@ -613,9 +613,9 @@ func testRLKeysApart(t *testing.T, r *rlEnv) {
 // testRLModes: Shared limiters share; PerInstance ones each get the limit.
 func testRLModes(t *testing.T, r *rlEnv) {
 	lim := ratelimit.PerMinute(2)
-	a := ratelimit.New(r.store, &ratelimit.Options{Mode: ratelimit.PerInstance, Instance: "a"})
-	b := ratelimit.New(r.store, &ratelimit.Options{Mode: ratelimit.PerInstance, Instance: "b"})
-	s2 := ratelimit.New(r.store, nil)
+	a := newLimiter(t, r.store, &ratelimit.Options{Mode: ratelimit.PerInstance, Instance: "a"})
+	b := newLimiter(t, r.store, &ratelimit.Options{Mode: ratelimit.PerInstance, Instance: "b"})
+	s2 := newLimiter(t, r.store, nil)
 	n := 0
 	for _, l := range []*ratelimit.Limiter{a, b, r.l, s2} {
 		for range 3 {
@@ -631,7 +631,7 @@ func testRLModes(t *testing.T, r *rlEnv) {
 
 // testRLPartitions: a partitioned key never admits more than its limit.
 func testRLPartitions(t *testing.T, r *rlEnv) {
-	l := ratelimit.New(r.store, &ratelimit.Options{Partitions: func(string) int { return 4 }})
+	l := newLimiter(t, r.store, &ratelimit.Options{Partitions: func(string) int { return 4 }})
 	lim := ratelimit.Limit{Events: 8, Per: time.Second, Burst: 8}
 	n := 0
 	for range 100 {
@@ -689,4 +689,15 @@ func testRLConcurrent(t *testing.T, r *rlEnv) {
 	}
 	wg.Wait()
 	r.want("admitted", n.Load(), int64(50))
+}
+
+// newLimiter returns a Limiter over s with opts, failing the test when New
+// refuses them.
+func newLimiter(t *testing.T, s ratelimit.Store, opts *ratelimit.Options) *ratelimit.Limiter {
+	t.Helper()
+	l, err := ratelimit.New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

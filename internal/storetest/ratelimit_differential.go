@@ -17,7 +17,7 @@ import (
 func RateLimitDifferential(t *testing.T, seed uint64, steps int, newA, newB NewRateLimitStore) {
 	t.Helper()
 	ca, cb := NewClock(epoch), NewClock(epoch)
-	la, lb := ratelimit.New(newA(t, ca), nil), ratelimit.New(newB(t, cb), nil)
+	la, lb := newLimiter(t, newA(t, ca), nil), newLimiter(t, newB(t, cb), nil)
 	rng := rand.New(rand.NewPCG(seed, seed^0x51afd7ed558ccd1d))
 	ctx := context.Background()
 	sets := [][]ratelimit.Limit{

@@ -14,7 +14,10 @@ import (
 )
 
 func Example() {
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, err := queue.New(store, nil)
 	if err != nil {

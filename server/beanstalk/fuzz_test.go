@@ -61,7 +61,10 @@ func FuzzCommands(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, input []byte) {
-		store := memstore.New(nil)
+		store, err := memstore.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer store.Close()
 		q, err := queue.New(store, nil)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"io"
 	"net"
 	"strconv"
@@ -463,7 +464,7 @@ func (g *gate) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]que
 }
 
 func TestShutdownLetsCommandsFinish(t *testing.T) {
-	g := &gate{Store: memstore.New(nil), entered: make(chan struct{}), release: make(chan struct{})}
+	g := &gate{Store: backendtest.Memory(t), entered: make(chan struct{}), release: make(chan struct{})}
 	t.Cleanup(func() { g.Store.Close() })
 	q, err := queue.New(g, nil)
 	if err != nil {
@@ -502,9 +503,9 @@ func TestStoreFailures(t *testing.T) {
 		store queue.Store
 		want  string
 	}{
-		{"failure", &gate{Store: memstore.New(nil), fail: errors.New("disk on fire")}, "INTERNAL_ERROR\r\n"},
-		{"full", &gate{Store: memstore.New(nil), fail: fmt.Errorf("store: %w", queue.ErrFull)}, "OUT_OF_MEMORY\r\n"},
-		{"memstore-full", memstore.New(&memstore.Options{MaxJobs: 1}), "OUT_OF_MEMORY\r\n"},
+		{"failure", &gate{Store: backendtest.Memory(t), fail: errors.New("disk on fire")}, "INTERNAL_ERROR\r\n"},
+		{"full", &gate{Store: backendtest.Memory(t), fail: fmt.Errorf("store: %w", queue.ErrFull)}, "OUT_OF_MEMORY\r\n"},
+		{"memstore-full", backendtest.MemoryWith(t, &memstore.Options{MaxJobs: 1}), "OUT_OF_MEMORY\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Cleanup(func() { tc.store.Close() })

@@ -3,6 +3,7 @@ package envoyrl_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"net"
 	"os"
 	"path/filepath"
@@ -35,9 +36,16 @@ descriptors:
 		fmt.Println(err)
 		return
 	}
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
-	srv := &envoyrl.Server{Limiter: ratelimit.New(store.Limits(), nil), Config: cfg}
+	limiter, err := ratelimit.New(store.Limits(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &envoyrl.Server{Limiter: limiter, Config: cfg}
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	go srv.Serve(l)
 	defer srv.Shutdown(context.Background())

@@ -1,6 +1,7 @@
 package envoyrl_test
 
 import (
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestFailurePolicy(t *testing.T) {
 	cfg := load(t, "testdata/basic.yaml")
 	closed := serve(t, s.Limits(), cfg, nil)
 	open := serve(t, s.Limits(), cfg, func(srv *envoyrl.Server) {
-		srv.Limiter = ratelimit.New(s.Limits(), &ratelimit.Options{Failure: ratelimit.FailOpen})
+		srv.Limiter = backendtest.Limiter(t, s.Limits(), &ratelimit.Options{Failure: ratelimit.FailOpen})
 	})
 	expect(t, "before the outage", closed.ask(t, "edge", 0, desc("remote_address", "a")), "OK OK")
 	srv.Stop()

@@ -49,7 +49,7 @@ type fixture struct {
 func serve(t *testing.T, store ratelimit.Store, cfg *envoyrl.Config, edit func(*envoyrl.Server)) *fixture {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	srv := &envoyrl.Server{Limiter: ratelimit.New(store, nil), Config: cfg, Metrics: envoyrl.NewMetrics(reg), ReloadInterval: -1}
+	srv := &envoyrl.Server{Limiter: backendtest.Limiter(t, store, nil), Config: cfg, Metrics: envoyrl.NewMetrics(reg), ReloadInterval: -1}
 	if edit != nil {
 		edit(srv)
 	}

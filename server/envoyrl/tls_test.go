@@ -12,7 +12,6 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"github.com/hourglass-io/hourglass/internal/testcert"
-	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/server/envoyrl"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -26,7 +25,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &envoyrl.Server{Limiter: ratelimit.New(backendtest.Memory(t).Limits(), nil), Config: load(t, "testdata/basic.yaml"),
+	srv := &envoyrl.Server{Limiter: backendtest.Limiter(t, backendtest.Memory(t).Limits(), nil), Config: load(t, "testdata/basic.yaml"),
 		AuthToken: "tok", TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, ReloadInterval: -1}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,7 +16,10 @@ import (
 // Locks over HTTP: obtain, a refused second obtain, release by the owner
 // token only.
 func ExampleServer_locks() {
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, _ := queue.New(store, nil)
 	defer q.Close()

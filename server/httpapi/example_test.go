@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,7 +16,10 @@ import (
 
 // A Server's Handler mounted on an httptest server: a put and a reserve.
 func Example() {
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, _ := queue.New(store, nil)
 	defer q.Close()
@@ -39,7 +43,10 @@ func Example() {
 
 // With a token, calls without it are refused.
 func ExampleServer_authToken() {
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, _ := queue.New(store, nil)
 	defer q.Close()
@@ -64,7 +71,10 @@ func ExampleServer_authToken() {
 // Expiring hash fields: a field set with a TTL, read back with its
 // deadline, and its expiry event read by a consumer group.
 func ExampleServer_hashes() {
-	store := memstore.New(nil)
+	store, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 	q, _ := queue.New(store, nil)
 	defer q.Close()

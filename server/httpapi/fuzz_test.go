@@ -118,7 +118,10 @@ func scheduleVersions(t testing.TB, ms *memstore.Store) string {
 // here), and one answered 4xx leaves the jobs as they were.
 func FuzzAPI(f *testing.F) {
 	ops := operations(f)
-	ms := memstore.New(nil)
+	ms, err := memstore.New(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
 	q, err := queue.New(ms, &queue.Options{MaxJobSize: 4096})
 	if err != nil {
 		f.Fatal(err)
@@ -127,7 +130,11 @@ func FuzzAPI(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv := &httpapi.Server{Queue: q, Hashes: hashes, Locks: ms.Locks(), Schedules: ms.Schedules(), Limiter: ratelimit.New(ms.Limits(), nil),
+	limiter, err := ratelimit.New(ms.Limits(), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv := &httpapi.Server{Queue: q, Hashes: hashes, Locks: ms.Locks(), Schedules: ms.Schedules(), Limiter: limiter,
 		MaxWait: time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
 	h := srv.Handler()
 	f.Cleanup(func() { q.Close(); ms.Close() })

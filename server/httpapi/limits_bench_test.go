@@ -30,7 +30,10 @@ func BenchmarkLimitAllow(b *testing.B) {
 	for _, be := range backends[:2] { // the embedded engine and one redis-server
 		b.Run(be.name, func(b *testing.B) {
 			b.Run("direct", func(b *testing.B) {
-				l := ratelimit.New(storesOf(b, be.open(b)).limits, nil)
+				l, err := ratelimit.New(storesOf(b, be.open(b)).limits, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
 				ctx := context.Background()
 				parallel(b, func() func() error {
 					return func() error {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"errors"
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"io"
 	"net/http"
 	"strconv"
@@ -31,7 +32,7 @@ func startLimitServer(t testing.TB, store queue.Store, named []string, configure
 		nl[name] = ls
 	}
 	return startServer(t, store, func(srv *httpapi.Server) {
-		srv.Limiter = ratelimit.New(storesOf(t, store).limits, nil)
+		srv.Limiter = backendtest.Limiter(t, storesOf(t, store).limits, nil)
 		srv.NamedLimits = nl
 		if configure != nil {
 			configure(srv)

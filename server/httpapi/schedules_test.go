@@ -285,7 +285,10 @@ func TestSchedulesOff(t *testing.T) {
 // dropped, and triggers over HTTP, apart.
 func TestScheduleMetrics(t *testing.T) {
 	clock := storetest.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	ms := memstore.New(&memstore.Options{Clock: clock.Now})
+	ms, err := memstore.New(&memstore.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { ms.Close() })
 	m := httpapi.NewMetrics(nil)
 	watched := m.WatchSchedules(ms.Schedules())

@@ -148,7 +148,11 @@ func startHourglass(addr string, limit int, algorithm string) (string, func(), e
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &envoyrl.Server{Limiter: ratelimit.New(st.Limits(), nil), Config: cfg}
+	limiter, err := ratelimit.New(st.Limits(), nil)
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &envoyrl.Server{Limiter: limiter, Config: cfg}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err

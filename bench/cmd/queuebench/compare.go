@@ -199,7 +199,11 @@ func hgAllower(ctx context.Context, e *env) (allowFunc, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	l := ratelimit.New(h.st.Limits(), nil)
+	l, err := ratelimit.New(h.st.Limits(), nil)
+	if err != nil {
+		h.close()
+		return nil, nil, err
+	}
 	lim := ratelimit.PerSecond(gcraPerSecond)
 	return func(ctx context.Context, key string) error {
 		r, err := l.Allow(ctx, key, lim)
