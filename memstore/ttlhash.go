@@ -740,7 +740,7 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 	for i, id := range ids {
 		n, err := strconv.ParseUint(id, 10, 64)
 		if err != nil || n == 0 {
-			return 0, fmt.Errorf("%w: %q", ttlhash.ErrBadEventID, id)
+			return 0, fmt.Errorf("%w: %q", ttlhash.ErrInvalidEventID, id)
 		}
 		seqs[i] = n
 	}

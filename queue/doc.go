@@ -53,7 +53,7 @@
 //
 // Outcomes callers branch on are sentinels tested with errors.Is:
 // ErrNotFound, ErrNotReserved, ErrReserved, ErrNotKickable, ErrJobTooBig,
-// ErrBadTube, ErrInvalid (a bad argument, named in the message), ErrTimeout
+// ErrInvalidTube, ErrInvalid (a bad argument, named in the message), ErrTimeout
 // (Reserve), ErrFull, ErrClosed. Bad input is refused before the store is
 // called, so it changes nothing. A failure of the store (network, disk) is
 // returned as it is and never as one of the outcome sentinels.

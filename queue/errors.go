@@ -22,8 +22,8 @@ var (
 	ErrTimeout = errors.New("queue: reserve timed out")
 	// ErrInvalid: an argument is out of range; the error names it.
 	ErrInvalid = errors.New("queue: invalid argument")
-	// ErrBadTube: a tube name is empty, longer than 200 bytes, or has a character beanstalkd refuses.
-	ErrBadTube = errors.New("queue: bad tube name")
+	// ErrInvalidTube: a tube name is empty, longer than 200 bytes, or has a character beanstalkd refuses.
+	ErrInvalidTube = errors.New("queue: invalid tube name")
 	// ErrFull: the store holds as many jobs as it was configured to hold.
 	ErrFull = errors.New("queue: store is full")
 	// ErrClosed: the Queue or the store has been closed.

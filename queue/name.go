@@ -31,13 +31,13 @@ func tubeChar(c byte) bool {
 	return false
 }
 
-// CheckTube returns an error wrapping ErrBadTube when name is not a valid tube name.
+// CheckTube returns an error wrapping ErrInvalidTube when name is not a valid tube name.
 func CheckTube(name string) error {
 	if ValidTube(name) {
 		return nil
 	}
 	if len(name) > MaxTubeName {
-		return fmt.Errorf("%w: %d bytes (at most %d)", ErrBadTube, len(name), MaxTubeName)
+		return fmt.Errorf("%w: %d bytes (at most %d)", ErrInvalidTube, len(name), MaxTubeName)
 	}
-	return fmt.Errorf("%w: %q", ErrBadTube, name)
+	return fmt.Errorf("%w: %q", ErrInvalidTube, name)
 }

@@ -554,7 +554,7 @@ func (q *Queue) Tubes(ctx context.Context) ([]string, error) { return q.store.Tu
 
 // Hold adds n references of q's owner to tube, or takes back -n of them
 // when n < 0: a tube lives, with its counters, while it holds a job or a
-// reference (see Store.Tubes and Store.Hold). It returns ErrBadTube for a
+// reference (see Store.Tubes and Store.Hold). It returns ErrInvalidTube for a
 // bad name and ErrInvalid when n is 0.
 func (q *Queue) Hold(ctx context.Context, tube string, n int) error {
 	if err := CheckTube(tube); err != nil {

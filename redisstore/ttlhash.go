@@ -463,7 +463,7 @@ func (h *Hashes) parseEventID(id string) (int, string, error) {
 	s, rest, ok := strings.Cut(id, ":")
 	n, err := strconv.Atoi(s)
 	if !ok || err != nil || n < 0 || n >= h.shards || !isStreamID(rest) {
-		return 0, "", fmt.Errorf("%w: %q", ttlhash.ErrBadEventID, id)
+		return 0, "", fmt.Errorf("%w: %q", ttlhash.ErrInvalidEventID, id)
 	}
 	return n, rest, nil
 }

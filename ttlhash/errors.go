@@ -11,18 +11,18 @@ var (
 	// ErrInvalid: an argument is out of range (a TTL that is not positive
 	// or too long, a count below 1, an unknown condition); the error names it.
 	ErrInvalid = errors.New("ttlhash: invalid argument")
-	// ErrBadName: a hash name is empty or longer than MaxNameLen, or a
+	// ErrInvalidName: a hash name is empty or longer than MaxNameLen, or a
 	// field name is longer than MaxFieldLen.
-	ErrBadName = errors.New("ttlhash: bad hash or field name")
+	ErrInvalidName = errors.New("ttlhash: invalid hash or field name")
 	// ErrTooBig: a value is longer than MaxValueLen.
 	ErrTooBig = errors.New("ttlhash: value too big")
-	// ErrBadGroup: a consumer group or consumer name is empty or longer
+	// ErrInvalidGroup: a consumer group or consumer name is empty or longer
 	// than MaxNameLen.
-	ErrBadGroup = errors.New("ttlhash: bad group or consumer name")
+	ErrInvalidGroup = errors.New("ttlhash: invalid group or consumer name")
 	// ErrNoGroup: the consumer group does not exist.
 	ErrNoGroup = errors.New("ttlhash: no such consumer group")
-	// ErrBadEventID: an event ID was not made by this store.
-	ErrBadEventID = errors.New("ttlhash: bad event ID")
+	// ErrInvalidEventID: an event ID was not made by this store.
+	ErrInvalidEventID = errors.New("ttlhash: invalid event ID")
 	// ErrClosed: the Hashes, the Sweeper or the store has been closed.
 	ErrClosed = errors.New("ttlhash: closed")
 )

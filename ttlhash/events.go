@@ -10,7 +10,7 @@ import (
 
 func checkGroup(what, name string) error {
 	if name == "" || len(name) > MaxNameLen {
-		return fmt.Errorf("%w: %s name of %d bytes (want 1 to %d)", ErrBadGroup, what, len(name), MaxNameLen)
+		return fmt.Errorf("%w: %s name of %d bytes (want 1 to %d)", ErrInvalidGroup, what, len(name), MaxNameLen)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func New(s Store, opts *Options) (*Hashes, error) {
 func (h *Hashes) Store() Store { return h.s }
 
 // Hash returns the hash called name. It does not check the name: every
-// method of the Hash does, returning ErrBadName.
+// method of the Hash does, returning ErrInvalidName.
 func (h *Hashes) Hash(name string) *Hash { return &Hash{hs: h, name: name} }
 
 // Hash is one hash of a Store, whose fields may each carry a TTL.
@@ -95,7 +95,7 @@ func (h *Hash) Name() string { return h.name }
 
 func checkHash(name string) error {
 	if name == "" || len(name) > MaxNameLen {
-		return fmt.Errorf("%w: hash name of %d bytes (want 1 to %d)", ErrBadName, len(name), MaxNameLen)
+		return fmt.Errorf("%w: hash name of %d bytes (want 1 to %d)", ErrInvalidName, len(name), MaxNameLen)
 	}
 	return nil
 }
@@ -106,7 +106,7 @@ func checkFields(fields []string) error {
 	}
 	for _, f := range fields {
 		if len(f) > MaxFieldLen {
-			return fmt.Errorf("%w: field name of %d bytes (want at most %d)", ErrBadName, len(f), MaxFieldLen)
+			return fmt.Errorf("%w: field name of %d bytes (want at most %d)", ErrInvalidName, len(f), MaxFieldLen)
 		}
 	}
 	return nil
@@ -131,7 +131,7 @@ func (h *Hash) set(ctx context.Context, req SetRequest) (int, error) {
 	}
 	for _, f := range req.Fields {
 		if len(f.Name) > MaxFieldLen {
-			return 0, fmt.Errorf("%w: field name of %d bytes (want at most %d)", ErrBadName, len(f.Name), MaxFieldLen)
+			return 0, fmt.Errorf("%w: field name of %d bytes (want at most %d)", ErrInvalidName, len(f.Name), MaxFieldLen)
 		}
 		if len(f.Value) > MaxValueLen {
 			return 0, fmt.Errorf("%w: %d bytes (want at most %d)", ErrTooBig, len(f.Value), MaxValueLen)

@@ -9,7 +9,7 @@ import (
 // MaxEventIDLen is the longest event ID a Store makes.
 const MaxEventIDLen = 64
 
-// CheckEventID returns an error wrapping ErrBadEventID unless id has the
+// CheckEventID returns an error wrapping ErrInvalidEventID unless id has the
 // form every Store's event IDs keep to: one to three runs of ASCII digits,
 // the second after a ':' and the third after a '-' ("17", "3:1700000000000-4"),
 // each below 2^64, at most MaxEventIDLen bytes in all. A Store may refuse
@@ -17,9 +17,9 @@ const MaxEventIDLen = 64
 // before the store is called, so a malformed ID never reaches it.
 func CheckEventID(id string) error {
 	if len(id) == 0 || len(id) > MaxEventIDLen {
-		return fmt.Errorf("%w: %d bytes (want 1 to %d)", ErrBadEventID, len(id), MaxEventIDLen)
+		return fmt.Errorf("%w: %d bytes (want 1 to %d)", ErrInvalidEventID, len(id), MaxEventIDLen)
 	}
-	bad := fmt.Errorf("%w: %q", ErrBadEventID, id)
+	bad := fmt.Errorf("%w: %q", ErrInvalidEventID, id)
 	head, tail, colon := strings.Cut(id, ":")
 	if !digits(head) {
 		return bad

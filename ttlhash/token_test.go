@@ -14,8 +14,8 @@ func TestCheckEventID(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"", "x", "0:abc", "1:2-3-4", "1:", ":5", "1:-", "-1", "1:2-", "+1", "1:+2", "18446744073709551616", "1:2:3"} {
-		if err := ttlhash.CheckEventID(id); !errors.Is(err, ttlhash.ErrBadEventID) {
-			t.Errorf("CheckEventID(%q): %v, want ErrBadEventID", id, err)
+		if err := ttlhash.CheckEventID(id); !errors.Is(err, ttlhash.ErrInvalidEventID) {
+			t.Errorf("CheckEventID(%q): %v, want ErrInvalidEventID", id, err)
 		}
 	}
 }

@@ -82,14 +82,14 @@ func testBadInput(t *testing.T, s *suite) {
 		want error
 	}
 	rows := []row{
-		{"Put empty tube", put("", job), queue.ErrBadTube},
-		{"Put 201-byte tube", put(strings.Repeat("t", queue.MaxTubeName+1), job), queue.ErrBadTube},
-		{"Put tube starting with -", put("-bi", job), queue.ErrBadTube},
-		{"Put tube with a space", put("b i", job), queue.ErrBadTube},
-		{"Put tube with *", put("bi*", job), queue.ErrBadTube},
-		{"Put tube with a newline", put("bi\n", job), queue.ErrBadTube},
-		{"Put tube with a NUL", put("bi\x00", job), queue.ErrBadTube},
-		{"Put tube with non-ASCII", put("tübe", job), queue.ErrBadTube},
+		{"Put empty tube", put("", job), queue.ErrInvalidTube},
+		{"Put 201-byte tube", put(strings.Repeat("t", queue.MaxTubeName+1), job), queue.ErrInvalidTube},
+		{"Put tube starting with -", put("-bi", job), queue.ErrInvalidTube},
+		{"Put tube with a space", put("b i", job), queue.ErrInvalidTube},
+		{"Put tube with *", put("bi*", job), queue.ErrInvalidTube},
+		{"Put tube with a newline", put("bi\n", job), queue.ErrInvalidTube},
+		{"Put tube with a NUL", put("bi\x00", job), queue.ErrInvalidTube},
+		{"Put tube with non-ASCII", put("tübe", job), queue.ErrInvalidTube},
 		{"Put negative delay", put("bi", with(func(j *queue.NewJob) { j.Delay = -time.Second })), queue.ErrInvalid},
 		{"Put delay over MaxDuration", put("bi", with(func(j *queue.NewJob) { j.Delay = queue.MaxDuration + time.Second })), queue.ErrInvalid},
 		{"Put TTR 500ms", put("bi", with(func(j *queue.NewJob) { j.TTR = 500 * time.Millisecond })), queue.ErrInvalid},
@@ -112,7 +112,7 @@ func testBadInput(t *testing.T, s *suite) {
 		{"Reserve bad tube", func(e *env, _ fixture) error {
 			_, err := e.q.Reserve(e.ctx, queue.ReserveOptions{Tubes: []string{"bi", "-bad"}, Timeout: -1})
 			return err
-		}, queue.ErrBadTube},
+		}, queue.ErrInvalidTube},
 		{"ReserveN 0", func(e *env, _ fixture) error {
 			_, err := e.q.ReserveN(e.ctx, 0, queue.ReserveOptions{Tubes: []string{"bi"}, Timeout: -1})
 			return err
@@ -126,21 +126,21 @@ func testBadInput(t *testing.T, s *suite) {
 			return e.q.Release(e.ctx, f.held, 0, queue.MaxDuration+time.Second)
 		}, queue.ErrInvalid},
 		{"Kick negative n", func(e *env, _ fixture) error { _, err := e.q.Kick(e.ctx, "bi", -1); return err }, queue.ErrInvalid},
-		{"Kick bad tube", func(e *env, _ fixture) error { _, err := e.q.Kick(e.ctx, "bi?", 1); return err }, queue.ErrBadTube},
+		{"Kick bad tube", func(e *env, _ fixture) error { _, err := e.q.Kick(e.ctx, "bi?", 1); return err }, queue.ErrInvalidTube},
 		{"PauseTube negative", func(e *env, _ fixture) error { return e.q.PauseTube(e.ctx, "bi", -time.Second) }, queue.ErrInvalid},
 		{"PauseTube over MaxDuration", func(e *env, _ fixture) error {
 			return e.q.PauseTube(e.ctx, "bi", queue.MaxDuration+time.Second)
 		}, queue.ErrInvalid},
-		{"PauseTube bad tube", func(e *env, _ fixture) error { return e.q.PauseTube(e.ctx, "", time.Second) }, queue.ErrBadTube},
-		{"Hold bad tube", func(e *env, _ fixture) error { return e.q.Hold(e.ctx, "-bi", 1) }, queue.ErrBadTube},
+		{"PauseTube bad tube", func(e *env, _ fixture) error { return e.q.PauseTube(e.ctx, "", time.Second) }, queue.ErrInvalidTube},
+		{"Hold bad tube", func(e *env, _ fixture) error { return e.q.Hold(e.ctx, "-bi", 1) }, queue.ErrInvalidTube},
 		{"Hold 0", func(e *env, _ fixture) error { return e.q.Hold(e.ctx, "bi", 0) }, queue.ErrInvalid},
-		{"StatsTube bad tube", func(e *env, _ fixture) error { _, err := e.q.StatsTube(e.ctx, "-bi"); return err }, queue.ErrBadTube},
-		{"PeekReady bad tube", func(e *env, _ fixture) error { _, err := e.q.PeekReady(e.ctx, "b i"); return err }, queue.ErrBadTube},
-		{"PeekDelayed bad tube", func(e *env, _ fixture) error { _, err := e.q.PeekDelayed(e.ctx, ""); return err }, queue.ErrBadTube},
+		{"StatsTube bad tube", func(e *env, _ fixture) error { _, err := e.q.StatsTube(e.ctx, "-bi"); return err }, queue.ErrInvalidTube},
+		{"PeekReady bad tube", func(e *env, _ fixture) error { _, err := e.q.PeekReady(e.ctx, "b i"); return err }, queue.ErrInvalidTube},
+		{"PeekDelayed bad tube", func(e *env, _ fixture) error { _, err := e.q.PeekDelayed(e.ctx, ""); return err }, queue.ErrInvalidTube},
 		{"PeekBuried bad tube", func(e *env, _ fixture) error {
 			_, err := e.q.PeekBuried(e.ctx, strings.Repeat("t", 201))
 			return err
-		}, queue.ErrBadTube},
+		}, queue.ErrInvalidTube},
 	}
 	byID := []struct {
 		name string

@@ -714,9 +714,9 @@ func testHXBadInput(t *testing.T, e *hxEnv) {
 		err  error
 		want error
 	}{
-		{"empty hash", func() error { _, err := e.h.Hash("").Set(e.ctx, "f", nil); return err }(), ttlhash.ErrBadName},
-		{"long hash", func() error { _, err := e.h.Hash(long).Len(e.ctx); return err }(), ttlhash.ErrBadName},
-		{"long field", func() error { _, err := h.Set(e.ctx, strings.Repeat("f", ttlhash.MaxFieldLen+1), nil); return err }(), ttlhash.ErrBadName},
+		{"empty hash", func() error { _, err := e.h.Hash("").Set(e.ctx, "f", nil); return err }(), ttlhash.ErrInvalidName},
+		{"long hash", func() error { _, err := e.h.Hash(long).Len(e.ctx); return err }(), ttlhash.ErrInvalidName},
+		{"long field", func() error { _, err := h.Set(e.ctx, strings.Repeat("f", ttlhash.MaxFieldLen+1), nil); return err }(), ttlhash.ErrInvalidName},
 		{"zero TTL", func() error { _, err := h.SetTTL(e.ctx, "keep", []byte("2"), 0); return err }(), ttlhash.ErrInvalid},
 		{"negative TTL", func() error { _, err := h.SetTTL(e.ctx, "keep", []byte("2"), -time.Second); return err }(), ttlhash.ErrInvalid},
 		{"sub-ms TTL", func() error { _, err := h.SetTTL(e.ctx, "keep", []byte("2"), time.Microsecond); return err }(), ttlhash.ErrInvalid},
@@ -727,10 +727,10 @@ func testHXBadInput(t *testing.T, e *hxEnv) {
 		{"negative Expire", func() error { _, err := h.Expire(e.ctx, -time.Second, ttlhash.None, "keep"); return err }(), ttlhash.ErrInvalid},
 		{"ExpireAt before 1970", func() error { _, err := h.ExpireAt(e.ctx, time.Unix(-5, 0), ttlhash.None, "keep"); return err }(), ttlhash.ErrInvalid},
 		{"scan count", h.Scan(e.ctx, 0, func(ttlhash.Entry) bool { return true }), ttlhash.ErrInvalid},
-		{"empty group", e.h.CreateGroup(e.ctx, ""), ttlhash.ErrBadGroup},
-		{"empty consumer", func() error { _, err := e.h.Read(e.ctx, "g", "", 1); return err }(), ttlhash.ErrBadGroup},
+		{"empty group", e.h.CreateGroup(e.ctx, ""), ttlhash.ErrInvalidGroup},
+		{"empty consumer", func() error { _, err := e.h.Read(e.ctx, "g", "", 1); return err }(), ttlhash.ErrInvalidGroup},
 		{"read max", func() error { _, err := e.h.Read(e.ctx, "g", "c", 0); return err }(), ttlhash.ErrInvalid},
-		{"bad event ID", func() error { _, err := e.h.Ack(e.ctx, "g", "nonsense"); return err }(), ttlhash.ErrBadEventID},
+		{"bad event ID", func() error { _, err := e.h.Ack(e.ctx, "g", "nonsense"); return err }(), ttlhash.ErrInvalidEventID},
 		{"bad options", func() error { _, err := ttlhash.New(e.s, &ttlhash.Options{Batch: -1}); return err }(), ttlhash.ErrInvalid},
 		{"bad sweeper options", func() error { _, err := ttlhash.NewSweeper(e.s, &ttlhash.SweeperOptions{Interval: -1}); return err }(), ttlhash.ErrInvalid},
 	} {

@@ -49,7 +49,7 @@ var errorReplies = []struct {
 	{queue.ErrReserved, "NOT_FOUND\r\n"},
 	{queue.ErrNotKickable, "NOT_FOUND\r\n"},
 	{queue.ErrJobTooBig, "JOB_TOO_BIG\r\n"},
-	{queue.ErrBadTube, "BAD_FORMAT\r\n"},
+	{queue.ErrInvalidTube, "BAD_FORMAT\r\n"},
 	{queue.ErrFull, "OUT_OF_MEMORY\r\n"},
 	{errTooManyWatched, "OUT_OF_MEMORY\r\n"},
 	{errTooManyWaits, "OUT_OF_MEMORY\r\n"},

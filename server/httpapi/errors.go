@@ -73,7 +73,7 @@ func asAPIError(err error) apiError {
 		return apiError{http.StatusConflict, CodeNotKickable, err.Error(), 0}
 	case errors.Is(err, queue.ErrJobTooBig):
 		return apiError{http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error(), 0}
-	case errors.Is(err, queue.ErrBadTube):
+	case errors.Is(err, queue.ErrInvalidTube):
 		return apiError{http.StatusBadRequest, CodeBadTube, err.Error(), 0}
 	case errors.Is(err, queue.ErrInvalid):
 		return apiError{http.StatusBadRequest, CodeBadRequest, err.Error(), 0}

@@ -62,8 +62,8 @@ func hashErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ttlhash.ErrInvalid), errors.Is(err, ttlhash.ErrBadName),
-		errors.Is(err, ttlhash.ErrBadGroup), errors.Is(err, ttlhash.ErrBadEventID):
+	case errors.Is(err, ttlhash.ErrInvalid), errors.Is(err, ttlhash.ErrInvalidName),
+		errors.Is(err, ttlhash.ErrInvalidGroup), errors.Is(err, ttlhash.ErrInvalidEventID):
 		return apiError{http.StatusBadRequest, CodeBadRequest, err.Error(), 0}
 	case errors.Is(err, ttlhash.ErrTooBig):
 		return apiError{http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error(), 0}
@@ -380,7 +380,7 @@ func (s *Server) setKeepTTL(ctx context.Context, h *ttlhash.Hash, fields []ttlha
 	}
 	for _, f := range fields {
 		if len(f.Name) > ttlhash.MaxFieldLen {
-			return 0, fmt.Errorf("%w: field name of %d bytes (want at most %d)", ttlhash.ErrBadName, len(f.Name), ttlhash.MaxFieldLen)
+			return 0, fmt.Errorf("%w: field name of %d bytes (want at most %d)", ttlhash.ErrInvalidName, len(f.Name), ttlhash.MaxFieldLen)
 		}
 		if len(f.Value) > ttlhash.MaxValueLen {
 			return 0, fmt.Errorf("%w: %d bytes (want at most %d)", ttlhash.ErrTooBig, len(f.Value), ttlhash.MaxValueLen)
@@ -485,7 +485,7 @@ func (s *Server) hashScan(w http.ResponseWriter, r *http.Request) error {
 // to the store directly (a page of a scan).
 func checkHashName(name string) error {
 	if name == "" || len(name) > ttlhash.MaxNameLen {
-		return fmt.Errorf("%w: hash name of %d bytes (want 1 to %d)", ttlhash.ErrBadName, len(name), ttlhash.MaxNameLen)
+		return fmt.Errorf("%w: hash name of %d bytes (want 1 to %d)", ttlhash.ErrInvalidName, len(name), ttlhash.MaxNameLen)
 	}
 	return nil
 }
