@@ -49,6 +49,7 @@ type config struct {
 	clusterMasters           int
 	asynqPoll                time.Duration
 	schedules                int   // schedules of schedfires
+	schedAsynqSchedules      int   // asynq's entries of schedfires
 	schedInstances           []int // instance counts of schedfires
 	schedLateSchedules       int
 	schedLateInstances       int
@@ -177,6 +178,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.clusterMasters, "cluster-masters", 3, "masters of the cluster workload")
 	fs.DurationVar(&c.asynqPoll, "asynq-poll", 0, "asynq TaskCheckInterval and DelayedTaskCheckInterval (0: asynq's defaults, 1 s and 5 s)")
 	fs.IntVar(&c.schedules, "sched-schedules", 100000, "schedules (@every 1s) of the schedfires workload")
+	fs.IntVar(&c.schedAsynqSchedules, "sched-asynq-schedules", 10000, "asynq's entries per Scheduler in the schedfires workload (asynq collapses with many more)")
 	fs.StringVar(&schedInstances, "sched-instances", "1,4", "instance counts of the schedfires workload (schedule.Clients, asynq Schedulers)")
 	fs.IntVar(&c.schedLateSchedules, "sched-late-schedules", 1000, "schedules (@every 1s) of the schedlateness workload")
 	fs.IntVar(&c.schedLateInstances, "sched-late-instances", 2, "instances (each firing and consuming) of the schedlateness workload")
@@ -249,7 +251,7 @@ func parseFlags(args []string) (*config, error) {
 		return nil, errors.New("want 1ms <= -min-delay <= -max-delay")
 	case c.retries < 0 || c.maxOtherLoad < 0:
 		return nil, errors.New("-retries and -max-other-load must not be negative")
-	case c.schedules < 1 || c.schedLateSchedules < 1 || c.schedLateInstances < 1 || c.schedMemSchedules < 1:
+	case c.schedules < 1 || c.schedAsynqSchedules < 1 || c.schedLateSchedules < 1 || c.schedLateInstances < 1 || c.schedMemSchedules < 1:
 		return nil, errors.New("-sched-schedules, -sched-late-schedules, -sched-late-instances and -sched-mem-schedules must be at least 1")
 	case c.schedWarmup < 0 || c.schedWindow < time.Second:
 		return nil, errors.New("want -sched-warmup >= 0 and -sched-window >= 1s")
@@ -278,7 +280,7 @@ func (c *config) summary() map[string]any {
 		"min_delay_ms": c.minDelay.Milliseconds(), "max_delay_ms": c.maxDelay.Milliseconds(),
 		"rounds": c.rounds, "timeout_s": c.timeout.Seconds(), "systems": c.systems, "workloads": c.workloads,
 		"partitions": c.partitions, "cluster_masters": c.clusterMasters, "asynq_poll_ms": c.asynqPoll.Milliseconds(),
-		"sched_schedules": c.schedules, "sched_instances": c.schedInstances, "sched_late_schedules": c.schedLateSchedules,
+		"sched_schedules": c.schedules, "sched_asynq_schedules": c.schedAsynqSchedules, "sched_instances": c.schedInstances, "sched_late_schedules": c.schedLateSchedules,
 		"sched_late_instances": c.schedLateInstances, "sched_mem_schedules": c.schedMemSchedules,
 		"sched_warmup_s": c.schedWarmup.Seconds(), "sched_window_s": c.schedWindow.Seconds(),
 		"max_other_load": c.maxOtherLoad, "wait_idle_s": c.waitIdle.Seconds(), "retries": c.retries,
