@@ -459,7 +459,10 @@ func (r *report) printCompare(out io.Writer) {
 		}
 		d := metricByID(p.metric)
 		better := "higher"
-		if !d.higherBetter {
+		switch {
+		case d.unit == "jobs/tick":
+			better = "1.000"
+		case !d.higherBetter:
 			better = "lower"
 		}
 		peer, ratio := "-", "-"
