@@ -2,6 +2,7 @@
 // per workload and round against its own redis-server:
 //
 //   node bullmq/bench.mjs --host 127.0.0.1 --port N --workload put|putbulk|consume|lateness|memory [sizes]
+//   node bullmq/bench.mjs ... --workload schedfires|schedlateness|schedmemory --schedules N [--instances N --warmup-ms N --window-ms N]
 //
 // It prints one JSON object on stdout (the last line) and logs to stderr.
 import { Queue, Worker } from 'bullmq';
@@ -22,6 +23,10 @@ const args = parseArgs(process.argv.slice(2), {
   'min-delay-ms': '500',
   'max-delay-ms': '10000',
   'timeout-ms': '120000',
+  schedules: '1000',
+  instances: '1',
+  'warmup-ms': '3000',
+  'window-ms': '10000',
 });
 const int = (k) => {
   const v = Number.parseInt(args[k], 10);
@@ -145,6 +150,31 @@ async function putBulk(queue, n, batch, opts = jobOpts, workers = int('producers
   return (performance.now() - t0) / 1000;
 }
 
+// The job schedulers of the schedule workloads: scheduler i is named s<i>,
+// and its jobs carry that name. The seconds cron pattern ticks on the same
+// whole seconds as hourglass's and asynq's "@every 1s".
+const EVERY_SECOND = '* * * * * *';
+
+async function upsertSchedulers(queue, n, repeat, data = (name) => name) {
+  const t0 = performance.now();
+  await parallel(16, n, (i) => {
+    const name = 's' + i;
+    return queue.upsertJobScheduler(name, repeat, { name: JOB, data: data(name), opts: jobOpts });
+  });
+  return (performance.now() - t0) / 1000;
+}
+
+// tickOf returns the tick (ms) of a scheduler's job from its id,
+// repeat:<scheduler id>:<tick ms>.
+function tickOf(job) {
+  const id = String(job.id);
+  const i = id.lastIndexOf(':');
+  const t = Number(id.slice(i + 1));
+  return id.startsWith('repeat:') && Number.isFinite(t) ? t : NaN;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
 const workloads = {
   async put(queue) {
     const n = int('jobs');
@@ -200,6 +230,86 @@ const workloads = {
     await running;
     const s = Array.from(late).sort((a, b) => a - b);
     return { jobs: n, p50_ms: percentile(s, 50), p99_ms: percentile(s, 99), max_ms: s[s.length - 1] };
+  },
+
+  // schedfires: a scheduler produces its next job when a worker takes the
+  // current one, so a worker runs; the figure is jobs processed per second.
+  async schedfires(queue) {
+    const n = int('schedules');
+    const setup = await upsertSchedulers(queue, n, { pattern: EVERY_SECOND });
+    let done = 0;
+    const workers = [];
+    for (let i = 0; i < int('instances'); i++) {
+      const w = newWorker(async () => { done++; });
+      await w.waitUntilReady();
+      workers.push(w);
+    }
+    const running = workers.map((w) => w.run());
+    await sleep(int('warmup-ms'));
+    const d0 = done;
+    const t0 = performance.now();
+    await sleep(int('window-ms'));
+    const s = (performance.now() - t0) / 1000;
+    const processed = done - d0;
+    await Promise.all(workers.map((w) => w.close(true)));
+    await Promise.all(running);
+    return { schedules: n, setup_seconds: setup, jobs: processed, seconds: s, per_sec: processed / s };
+  },
+
+  // schedlateness: --instances workers; lateness = received - tick.
+  async schedlateness(queue) {
+    const n = int('schedules');
+    const setup = await upsertSchedulers(queue, n, { pattern: EVERY_SECOND });
+    const from = nowMs() + int('warmup-ms');
+    const to = from + int('window-ms');
+    const late = [];
+    const seen = new Map();
+    let dups = 0;
+    let unknown = 0;
+    const workers = [];
+    for (let i = 0; i < int('instances'); i++) {
+      const w = newWorker(async (job) => {
+        const at = nowMs();
+        if (at < from || at >= to) return;
+        const tick = tickOf(job);
+        if (Number.isNaN(tick)) {
+          unknown++;
+          return;
+        }
+        const k = job.data + '@' + tick;
+        const c = (seen.get(k) || 0) + 1;
+        seen.set(k, c);
+        if (c > 1) dups++;
+        late.push(at - tick);
+      });
+      await w.waitUntilReady();
+      workers.push(w);
+    }
+    const running = workers.map((w) => w.run());
+    await sleep(to - nowMs() + 200);
+    await Promise.all(workers.map((w) => w.close(true)));
+    await Promise.all(running);
+    if (late.length === 0) throw new Error(`no job received in the window (${unknown} without a tick)`);
+    const s = late.sort((a, b) => a - b);
+    return { schedules: n, setup_seconds: setup, jobs: s.length, p50_ms: percentile(s, 50), p99_ms: percentile(s, 99), max_ms: s[s.length - 1], duplicates: dups, unknown };
+  },
+
+  // schedmemory: used_memory per scheduler, the scheduler's next
+  // (delayed) job included: BullMQ keeps one for every scheduler.
+  async schedmemory(queue) {
+    const n = int('schedules');
+    const repeat = { pattern: '*/5 * * * *', tz: 'Europe/Berlin' };
+    const data = () => '01234567890123456789';
+    const admin = new IORedis(connection);
+    try {
+      await queue.upsertJobScheduler('warm-up', repeat, { name: JOB, data: data(), opts: jobOpts });
+      const before = await usedMemory(admin);
+      await upsertSchedulers(queue, n, repeat, data);
+      const after = await usedMemory(admin);
+      return { schedules: n, before, after, bytes_per_schedule: (after - before) / n };
+    } finally {
+      admin.disconnect();
+    }
   },
 
   async memory(queue) {

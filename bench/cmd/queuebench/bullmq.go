@@ -31,6 +31,13 @@ type bullResult struct {
 	Max         float64 `json:"max_ms"`
 	BytesPerJob float64 `json:"bytes_per_job"`
 	Error       string  `json:"error"`
+
+	// The schedule workloads.
+	Schedules        int     `json:"schedules"`
+	SetupSeconds     float64 `json:"setup_seconds"`
+	Duplicates       int     `json:"duplicates"`
+	Unknown          int     `json:"unknown"`
+	BytesPerSchedule float64 `json:"bytes_per_schedule"`
 }
 
 func runNode(ctx context.Context, e *env, workload string, extra ...string) (bullResult, error) {

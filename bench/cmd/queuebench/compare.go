@@ -34,7 +34,7 @@ type runner struct {
 }
 
 // compareWorkloads are the workloads run by runCompare.
-var compareWorkloads = []string{"putdelayed", "reservedelete", "gcra", "lock", "latency", "beanstalk"}
+var compareWorkloads = []string{"putdelayed", "reservedelete", "gcra", "lock", "latency", "beanstalk", "schedfires", "schedlateness", "schedmemory"}
 
 // runners returns the runners of workload w that cfg selects.
 func runners(cfg *config, w string) []runner {
@@ -76,6 +76,8 @@ func runners(cfg *config, w string) []runner {
 	case "beanstalk":
 		add("hourglass", bsRun(startHourglassServe))
 		add("beanstalkd", bsRun(startBeanstalkd))
+	default:
+		schedRunners(cfg, w, add)
 	}
 	return rs
 }
@@ -441,6 +443,11 @@ var pairs = []pair{
 	{"lateness_p50", "bullmq"}, {"lateness_p99", "bullmq"}, {"lateness_p50", "asynq"}, {"lateness_p99", "asynq"},
 	{"lat_put_p50", "asynq"}, {"lat_put_p99", "asynq"}, {"lat_rd_p50", ""}, {"lat_rd_p99", ""},
 	{"bytes_per_delayed_job", "asynq"}, {"bytes_per_delayed_job", "bullmq"},
+	{"sched_fires_1", "asynq"}, {"sched_fires_4", "asynq"},
+	{"sched_jobs_per_tick_1", "asynq"}, {"sched_jobs_per_tick_4", "asynq"},
+	{"sched_processed", "bullmq"},
+	{"sched_late_p50", "asynq"}, {"sched_late_p99", "asynq"}, {"sched_late_p50", "bullmq"}, {"sched_late_p99", "bullmq"},
+	{"bytes_per_schedule", "bullmq"},
 }
 
 // printCompare prints the table what | hourglass | peer | ratio from the
@@ -456,7 +463,10 @@ func (r *report) printCompare(out io.Writer) {
 		}
 		d := metricByID(p.metric)
 		better := "higher"
-		if !d.higherBetter {
+		switch {
+		case d.unit == "jobs/tick":
+			better = "1.000"
+		case !d.higherBetter:
 			better = "lower"
 		}
 		peer, ratio := "-", "-"

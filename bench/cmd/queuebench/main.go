@@ -48,6 +48,13 @@ type config struct {
 	partitions               []int
 	clusterMasters           int
 	asynqPoll                time.Duration
+	schedules                int   // schedules of schedfires
+	schedAsynqSchedules      int   // asynq's entries of schedfires
+	schedInstances           []int // instance counts of schedfires
+	schedLateSchedules       int
+	schedLateInstances       int
+	schedMemSchedules        int
+	schedWarmup, schedWindow time.Duration
 	node, bullScript         string
 	redisServer, redisCLI    string
 	beanstalkd, hourglassSrc string
@@ -83,7 +90,7 @@ var allSystems = map[string]system{"hourglass": hourglass{}, "asynq": asynqSys{}
 
 var systemOrder = []string{"hourglass", "asynq", "bullmq", "redis_rate", "redislock", "beanstalkd"}
 
-var workloadOrder = []string{"put", "putdelayed", "reservedelete", "consume", "beanstalk", "gcra", "lock", "lateness", "latency", "memory", "cluster"}
+var workloadOrder = []string{"put", "putdelayed", "reservedelete", "consume", "beanstalk", "gcra", "lock", "lateness", "latency", "memory", "cluster", "schedfires", "schedlateness", "schedmemory"}
 
 // defaultWorkloads are the workloads run when -workloads is not given.
 var defaultWorkloads = []string{"put", "consume", "lateness", "memory", "cluster"}
@@ -148,7 +155,7 @@ func realMain() int {
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("queuebench", flag.ContinueOnError)
 	c := &config{}
-	var systems, workloads, parts string
+	var systems, workloads, parts, schedInstances string
 	quick := fs.Bool("quick", false, "scaled-down run: 5000 jobs, 2000 delayed jobs over 0.5-3 s, 5000 jobs for memory, 1 round (explicit flags win)")
 	fs.IntVar(&c.jobs, "jobs", 50000, "jobs of the put and consume workloads")
 	fs.IntVar(&c.delayJobs, "delay-jobs", 20000, "jobs of the lateness workload")
@@ -170,6 +177,14 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&parts, "partitions", "1,3", "partition counts K of the cluster workload")
 	fs.IntVar(&c.clusterMasters, "cluster-masters", 3, "masters of the cluster workload")
 	fs.DurationVar(&c.asynqPoll, "asynq-poll", 0, "asynq TaskCheckInterval and DelayedTaskCheckInterval (0: asynq's defaults, 1 s and 5 s)")
+	fs.IntVar(&c.schedules, "sched-schedules", 100000, "schedules (@every 1s) of the schedfires workload")
+	fs.IntVar(&c.schedAsynqSchedules, "sched-asynq-schedules", 10000, "asynq's entries per Scheduler in the schedfires workload (asynq collapses with many more)")
+	fs.StringVar(&schedInstances, "sched-instances", "1,4", "instance counts of the schedfires workload (schedule.Clients, asynq Schedulers)")
+	fs.IntVar(&c.schedLateSchedules, "sched-late-schedules", 1000, "schedules (@every 1s) of the schedlateness workload")
+	fs.IntVar(&c.schedLateInstances, "sched-late-instances", 2, "instances (each firing and consuming) of the schedlateness workload")
+	fs.IntVar(&c.schedMemSchedules, "sched-mem-schedules", 10000, "schedules of the schedmemory workload")
+	fs.DurationVar(&c.schedWarmup, "sched-warmup", 3*time.Second, "schedfires and schedlateness: time from the start of the schedulers to the window")
+	fs.DurationVar(&c.schedWindow, "sched-window", 10*time.Second, "schedfires and schedlateness: the measured window")
 	fs.Float64Var(&c.maxOtherLoad, "max-other-load", 0.2, "CPU, in cores, that other programs may use during a run before it counts as disturbed")
 	fs.DurationVar(&c.waitIdle, "wait-idle", 30*time.Second, "before each run, wait up to this long for other programs to go quiet (0: do not wait)")
 	fs.IntVar(&c.retries, "retries", 2, "run a disturbed run again up to this many times, keeping the least disturbed one")
@@ -214,6 +229,10 @@ func parseFlags(args []string) (*config, error) {
 		}
 		c.workloads = append(c.workloads, w)
 	}
+	var err error
+	if c.schedInstances, err = parseInstances(schedInstances); err != nil {
+		return nil, err
+	}
 	for _, p := range splitList(parts) {
 		var k int
 		if _, err := fmt.Sscan(p, &k); err != nil || k < 1 || k > 256 {
@@ -232,6 +251,10 @@ func parseFlags(args []string) (*config, error) {
 		return nil, errors.New("want 1ms <= -min-delay <= -max-delay")
 	case c.retries < 0 || c.maxOtherLoad < 0:
 		return nil, errors.New("-retries and -max-other-load must not be negative")
+	case c.schedules < 1 || c.schedAsynqSchedules < 1 || c.schedLateSchedules < 1 || c.schedLateInstances < 1 || c.schedMemSchedules < 1:
+		return nil, errors.New("-sched-schedules, -sched-late-schedules, -sched-late-instances and -sched-mem-schedules must be at least 1")
+	case c.schedWarmup < 0 || c.schedWindow < time.Second:
+		return nil, errors.New("want -sched-warmup >= 0 and -sched-window >= 1s")
 	case c.clusterMasters < 3:
 		return nil, errors.New("-cluster-masters must be at least 3")
 	}
@@ -257,6 +280,9 @@ func (c *config) summary() map[string]any {
 		"min_delay_ms": c.minDelay.Milliseconds(), "max_delay_ms": c.maxDelay.Milliseconds(),
 		"rounds": c.rounds, "timeout_s": c.timeout.Seconds(), "systems": c.systems, "workloads": c.workloads,
 		"partitions": c.partitions, "cluster_masters": c.clusterMasters, "asynq_poll_ms": c.asynqPoll.Milliseconds(),
+		"sched_schedules": c.schedules, "sched_asynq_schedules": c.schedAsynqSchedules, "sched_instances": c.schedInstances, "sched_late_schedules": c.schedLateSchedules,
+		"sched_late_instances": c.schedLateInstances, "sched_mem_schedules": c.schedMemSchedules,
+		"sched_warmup_s": c.schedWarmup.Seconds(), "sched_window_s": c.schedWindow.Seconds(),
 		"max_other_load": c.maxOtherLoad, "wait_idle_s": c.waitIdle.Seconds(), "retries": c.retries,
 	}
 }
@@ -647,6 +673,7 @@ func metricDefs(cfg *config) []metricDef {
 		{"lat_rd_p50", "single caller reserve+delete p50", "µs", false, map[string]string{"hourglass": "Queue.Reserve + Queue.Delete"}},
 		{"lat_rd_p99", "single caller reserve+delete p99", "µs", false, map[string]string{"hourglass": "Queue.Reserve + Queue.Delete"}},
 	}
+	defs = append(defs, schedMetricDefs(cfg)...)
 	for _, what := range []string{"put", "consume"} {
 		for _, k := range cfg.partitions {
 			title := fmt.Sprintf("cluster %s/s, K=%d", what, k)
@@ -791,6 +818,8 @@ func fmtVal(v float64, unit string) string {
 		return "-"
 	case unit == "ms":
 		return fmt.Sprintf("%.1f", v)
+	case unit == "jobs/tick":
+		return fmt.Sprintf("%.3f", v)
 	default:
 		return fmt.Sprintf("%.0f", v)
 	}
