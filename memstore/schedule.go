@@ -264,7 +264,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 				t = s.tubeFor(e.st.Job.Tube)
 			}
 			j, _ := s.putJobLocked(t, queue.NewJob{
-				Body: e.st.Job.Body, Priority: e.st.Job.Priority, TTR: e.st.Job.TTR, UniqueKey: key,
+				Body: e.st.Job.Body, Priority: e.st.Job.Priority, TTR: cmp.Or(e.st.Job.TTR, queue.DefaultTTR), UniqueKey: key,
 			}, now)
 			s.wakeLocked(t.name)
 			res.JobID = uint64(j.id)

@@ -180,7 +180,7 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 			return schedule.State{}, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
 		}
 	}
-	v, err := c.call(ctx, scScripts.set, c.s.k.scKeys(tag), st.Name, def, micro(st.Next), st.Job.Priority, ms(st.Job.TTR), st.Job.Body, st.Job.Tube)
+	v, err := c.call(ctx, scScripts.set, c.s.k.scKeys(tag), st.Name, def, micro(st.Next), st.Job.Priority, ms(cmp.Or(st.Job.TTR, queue.DefaultTTR)), st.Job.Body, st.Job.Tube)
 	if err != nil {
 		return schedule.State{}, err
 	}
@@ -397,7 +397,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 		manual = 1
 	}
 	v, err := c.call(ctx, scScripts.fire, ks, tube, tag, req.Name, req.Version, micro(req.Next), micro(req.Tick),
-		micro(req.NewNext), req.Skipped, manual, "schedule:"+req.Name+":", schedule.KeepFires)
+		micro(req.NewNext), req.Skipped, manual, "schedule:"+req.Name+":", schedule.KeepFires, ms(queue.DefaultTTR))
 	if err != nil {
 		return schedule.FireResult{}, err
 	}

@@ -195,8 +195,8 @@ func testScOncePerTick(e *scEnv) {
 		e.fireDue()
 		e.fireDue() // nothing more is due
 		js := e.wantJobs("sc", 1)
-		if string(js[0].Body) != "tick" {
-			e.t.Fatalf("fire %d: body %q", i, js[0].Body)
+		if string(js[0].Body) != "tick" || js[0].TTR != queue.DefaultTTR {
+			e.t.Fatalf("fire %d: body %q, TTR %v; want tick and the default TTR (the schedule gave none)", i, js[0].Body, js[0].TTR)
 		}
 		// The job carries its tick.
 		name, tick, ok := schedule.ParseJobKey(js[0].UniqueKey)

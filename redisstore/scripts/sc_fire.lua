@@ -7,7 +7,8 @@
 -- ARGV: now, tube, tag index (0-255), name, version, next µs (-1 none),
 --       tick µs (-1: fire nothing, only advance), new next µs (-1 none),
 --       ticks skipped, manual (1: fire now, compare nothing, keep next),
---       unique key prefix (the job's key is prefix .. tick ms), last fires kept
+--       unique key prefix (the job's key is prefix .. tick ms), last fires kept,
+--       the default TTR ms (for states stored with a TTR of 0)
 -- Returns: {status, job id, definition, body, version, next, paused, fires, misfires, #last, last...}:
 --          status 0 done, 1 no such schedule, 2 changed since read, 3 tick not due
 --          (statuses 1-3 return nothing else).
@@ -52,7 +53,11 @@ if tickus >= 0 then
     redis.call('HINCRBY', KEYS[1], 'seq', 1)
     local idh = idhex((alloc_ids(KEYS[12], 1, now) + 1) * 256 + tag)
     redis.call('ZADD', T.r, st[6], idh)
-    save(idh, { T.ix, st[6], READY, 0, st[7], now, 0, 0, 0, 0, 0, '', ukey }, h[3])
+    local ttr = st[7]
+    if ttr == 0 then
+      ttr = tonumber(ARGV[13])
+    end
+    save(idh, { T.ix, st[6], READY, 0, ttr, now, 0, 0, 0, 0, 0, '', ukey }, h[3])
     redis.call('HSET', T.u, ukey, idh)
     set(T, 'total', T.total + 1)
     set(T, 'live', T.live + 1)
