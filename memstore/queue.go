@@ -174,6 +174,7 @@ func (s *Store) reserveLocked(j *job, owner string, now int64) {
 	s.unlink(j)
 	j.owner = owner
 	j.reserves++
+	j.tube.reserves++
 	j.reserved = now
 	j.at = now + j.ttr
 	s.link(j, queue.Reserved)
@@ -305,6 +306,7 @@ func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32,
 		s.unlink(j)
 		j.pri = pri
 		j.buries++
+		j.tube.buries++
 		j.history().buried = now
 		j.noteError(reason, now)
 		s.burySeq++
@@ -523,6 +525,9 @@ func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, er
 			TotalJobs: t.totalJobs,
 			Deletes:   t.deletes,
 			Pauses:    t.pauses,
+			Reserves:  t.reserves,
+			Buries:    t.buries,
+			Timeouts:  t.timeouts,
 		}
 		if t.paused {
 			out.Pause = durationOf(t.pauseLen)

@@ -253,6 +253,7 @@ func (s *Store) advanceTube(t *tube, now int64) int {
 		j.timeouts++
 		j.history().timedOut = j.at // when the TTR ran out, not when it was seen
 		s.timeouts++
+		t.timeouts++
 		j.at = 0
 		s.link(j, queue.Ready)
 		n++

@@ -21,6 +21,9 @@ type tube struct {
 	keys     map[string]*job
 
 	totalJobs, deletes, pauses int64
+	// reserves, buries and timeouts of the tube's jobs while the engine
+	// runs (not logged: they start at 0 when it opens)
+	reserves, buries, timeouts int64
 	refs                       int64 // references held (Hold), by every session
 
 	paused     bool

@@ -947,7 +947,7 @@ func (s *Store) allTubes(ctx context.Context) ([]queue.TubeStats, error) {
 
 // addTubeStats adds one partition's statstube reply to st.
 func addTubeStats(st *queue.TubeStats, r *reply, a []any) {
-	a = r.arr(a, 10)
+	a = r.arr(a, 14)
 	n := func(i int) int64 { return r.int(a[i]) }
 	st.Urgent += n(0)
 	st.Ready += n(1)
@@ -959,6 +959,9 @@ func addTubeStats(st *queue.TubeStats, r *reply, a []any) {
 	st.Pauses = max(st.Pauses, n(7))
 	st.Pause = max(st.Pause, time.Duration(n(8))*time.Millisecond)
 	st.PauseTimeLeft = max(st.PauseTimeLeft, time.Duration(n(9))*time.Millisecond)
+	st.Reserves += n(11)
+	st.Buries += n(12)
+	st.Timeouts += n(13)
 }
 
 // Tubes implements queue.Store: the tubes of every tag, merged, oldest first.

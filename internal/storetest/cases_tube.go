@@ -20,7 +20,8 @@ func testStatsTube(t *testing.T, s *suite) {
 	e.buried(e.q, "st", 2, "buried")
 	r := e.reserved(e.q, "st", queue.NewJob{Body: []byte("reserved"), Priority: 3})
 	e.putPri("st-other", 0, "another tube")
-	want := queue.TubeStats{Name: "st", Urgent: 2, Ready: 3, Reserved: 1, Delayed: 1, Buried: 1, TotalJobs: 6}
+	// Two reservations (the buried job's and the reserved one's), one bury.
+	want := queue.TubeStats{Name: "st", Urgent: 2, Ready: 3, Reserved: 1, Delayed: 1, Buried: 1, TotalJobs: 6, Reserves: 2, Buries: 1}
 	e.wantTubeStats("six jobs", want)
 
 	e.ok("Delete", e.q.Delete(e.ctx, n))
@@ -54,6 +55,12 @@ func testStatsTube(t *testing.T, s *suite) {
 	e.put("st", queue.NewJob{Body: []byte("one more")})
 	want.Urgent, want.Ready, want.TotalJobs = 4, 5, 7
 	e.wantTubeStats("one more put", want)
+
+	// A reservation whose TTR runs out counts a reserve and a timeout.
+	j := e.reserve(e.q, "st")
+	e.advance(j.TTR + time.Second)
+	want.Reserves, want.Timeouts = 3, 1
+	e.wantTubeStats("a reservation timed out", want)
 	e.wantTubeStats("the other tube", queue.TubeStats{Name: "st-other", Urgent: 1, Ready: 1, TotalJobs: 1})
 }
 
@@ -251,7 +258,7 @@ func testHold(t *testing.T, s *suite) {
 	e.ok("Delete", e.q.Delete(e.ctx, a))
 	e.reserveWant(e.q, b, "h")
 	e.ok("Delete", e.q.Delete(e.ctx, b))
-	want := queue.TubeStats{Name: "h", TotalJobs: 2, Deletes: 2}
+	want := queue.TubeStats{Name: "h", TotalJobs: 2, Deletes: 2, Reserves: 1}
 	e.wantTubeStats("every job deleted", want)
 
 	// A second holder, and an owner of another session.
@@ -308,7 +315,7 @@ func testHold(t *testing.T, s *suite) {
 	if err != nil || len(res.Deleted) != 1 || res.Deleted[0] != nil {
 		t.Fatalf("Reserve with a delete: %+v, %v", res, err)
 	}
-	e.wantTubeStats("held tube emptied by Reserve", queue.TubeStats{Name: "hr", TotalJobs: 1, Deletes: 1})
+	e.wantTubeStats("held tube emptied by Reserve", queue.TubeStats{Name: "hr", TotalJobs: 1, Deletes: 1, Reserves: 1})
 	e.ok("Hold hr -2", e.q.Hold(e.ctx, "hr", -2))
 	if ts, err := e.q.StatsTube(e.ctx, "hr"); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("StatsTube after the references went = %+v, %v; want ErrNotFound", ts, err)

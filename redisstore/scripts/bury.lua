@@ -20,5 +20,6 @@ rec[F_STATE] = BURIED
 rec[F_OWNER] = ''
 flush(T)
 redis.call('ZADD', T.b, redis.call('HINCRBY', T.t, 'bseq', 1), idh)
+redis.call('HINCRBY', T.t, 'bu', 1)
 save(idh, rec, body)
 return 1

@@ -11,7 +11,8 @@
 --                  t  tube hash: live (jobs held), rf (references held), total (jobs put), deletes, pauses,
 --                     nd (a time, ms, no later than the tube's next due transition),
 --                     pu/pl (pause end and length, ms), bseq (bury sequence),
---                     hw (the highest Redis time seen, µs), ix (the tube's number in its records)
+--                     hw (the highest Redis time seen, µs), ix (the tube's number in its records),
+--                     rs/bu/to (reserves, buries and timeouts of its jobs)
 --                  r  ready sorted set, score priority
 --                  d  delayed sorted set, score due time (ms)
 --                  x  reserved sorted set, score TTR deadline (ms)
@@ -99,6 +100,10 @@ local function flush(T)
     redis.call('HDEL', T.t, unpack(hdel))
   end
   T.dirty = {}
+  if T.reserved then
+    redis.call('HINCRBY', T.t, 'rs', T.reserved)
+    T.reserved = nil
+  end
 end
 
 -- open loads the state of tubes Ts and returns the time (µs, ms): Redis's
@@ -337,6 +342,7 @@ local function tick(T, tube, now)
   if #ended > 0 then
     redis.call('ZREM', T.x, unpack(ended))
     redis.call('HINCRBY', KEYS[1], 'timeouts', #ended)
+    redis.call('HINCRBY', T.t, 'to', #ended)
   end
   if T.pu and T.pu <= now then
     set(T, 'pu', false)
@@ -382,6 +388,7 @@ local function reserve_rec(T, idh, rec, body, owner, now, sk)
   rec[F_STATE] = RESERVED
   rec[F_OWNER] = owner
   rec[F_RESERVES] = rec[F_RESERVES] + 1
+  T.reserved = (T.reserved or 0) + 1 -- the tube's count, added by flush
   stamp(rec, F_RESERVED_AT, now)
   local deadline = now + rec[F_TTR]
   redis.call('ZADD', T.x, deadline, idh)

@@ -16,14 +16,16 @@ else
   local t = redis.call('TIME')
   us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local limit, offset = tonumber(ARGV[2]), 0
-if ARGV[3] ~= '0' then
-  local n = redis.call('ZCOUNT', SCD, '-inf', us)
-  if n > limit then
-    offset = math.floor((n - limit) * tonumber(ARGV[3]) / 1000000)
-  end
+-- The due schedules are the first n members of SCD: a window of them is
+-- read by rank, O(log N + limit), wherever it starts.
+local limit, names = tonumber(ARGV[2]), {}
+local n = redis.call('ZCOUNT', SCD, '-inf', us)
+if n > limit and ARGV[3] ~= '0' then
+  local offset = math.floor((n - limit) * tonumber(ARGV[3]) / 1000000)
+  names = redis.call('ZRANGE', SCD, offset, offset + limit - 1)
+elseif n > 0 then
+  names = redis.call('ZRANGE', SCD, 0, math.min(n, limit) - 1)
 end
-local names = redis.call('ZRANGE', SCD, '-inf', us, 'BYSCORE', 'LIMIT', offset, limit)
 local earliest = -1
 local first = redis.call('ZRANGE', SCD, '(' .. us, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
 if first[2] then

@@ -267,7 +267,6 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The lease is the job's TTR: nothing here returns the job early.
 	q.Forget(j.ID)
-	s.Metrics.series.add(seriesAll, seriesReserves, 1)
 	writeJSON(w, http.StatusOK, ReserveReply{Lease: lease, Job: jobOf(j)})
 	s.Metrics.lateness(w, r.Context(), s.Queue, j)
 	return nil

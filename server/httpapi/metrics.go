@@ -164,11 +164,6 @@ func (m *Metrics) observe(protocol, prim, command string, d time.Duration, err e
 }
 
 func (m *Metrics) record(protocol, prim, command string, d time.Duration, result string, failure bool) {
-	// An HTTP reserve that found no job is a success too: s.reserve counts
-	// those that found one.
-	if kind, ok := seriesCommands[command]; ok && result == "ok" && prim == "jobs" && (protocol == "beanstalk" || kind == seriesBuries) {
-		m.series.add(seriesAll, kind, 1)
-	}
 	m.requests.WithLabelValues(protocol, prim, command, result).Inc()
 	m.duration.WithLabelValues(protocol, prim, command).Observe(d.Seconds())
 	if failure {

@@ -10,14 +10,11 @@ import (
 // The dashboard's charts: counts per ten seconds over the last hour, in
 // a ring of fixed size, whatever the traffic. Where each count comes from:
 //
-//   - puts and deletes, per tube: the store's counters (TotalJobs and
-//     Deletes of each tube's stats), read every ten seconds (and at each
-//     chart request), so they count what every server sharing the store
-//     did, over both protocols;
-//   - timeouts, all tubes: the store's Timeouts counter, likewise;
-//   - reserves and buries, all tubes: the commands this server answered
-//     with success, over HTTP and the beanstalkd protocol (the store keeps
-//     no such counter per tube, and a bury names only a job id);
+//   - puts, reserves, deletes, buries and timeouts, per tube: the store's
+//     counters (TotalJobs, Reserves, Deletes, Buries and Timeouts of each
+//     tube's stats), read every ten seconds (and at each chart request), so
+//     they count what every server sharing the store did, over both
+//     protocols and from Go programs;
 //   - delivery lateness: what MetricDeliveryLateness observes (first
 //     reserves over HTTP of jobs never kicked); the beanstalkd protocol's
 //     reserves are not observed.
@@ -201,8 +198,7 @@ func quantile(h *[len(lateBoundsMS) + 1]uint32, q float64) int64 {
 type sampler struct {
 	mu      sync.Mutex
 	sampled bool
-	last    map[string][2]int64 // tube → TotalJobs, Deletes
-	lastTO  int64               // Stats.Timeouts
+	last    map[string][seriesKinds]int64 // tube → its counters, by kind
 }
 
 // sample reads the counters of every tube (at most maxPanelTubes) and
@@ -215,12 +211,8 @@ func (s *Server) sample(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	stats, err := q.Stats(ctx)
-	if err != nil {
-		return
-	}
 	tubes = tubes[:min(len(tubes), maxPanelTubes)]
-	cur := make(map[string][2]int64, len(tubes))
+	cur := make(map[string][seriesKinds]int64, len(tubes))
 	for _, t := range tubes {
 		st, err := q.StatsTube(ctx, t)
 		if err != nil {
@@ -229,24 +221,24 @@ func (s *Server) sample(ctx context.Context) {
 			}
 			return
 		}
-		cur[t] = [2]int64{st.TotalJobs, st.Deletes}
+		var v [seriesKinds]int64
+		v[seriesPuts], v[seriesReserves], v[seriesDeletes] = st.TotalJobs, st.Reserves, st.Deletes
+		v[seriesBuries], v[seriesTimeouts] = st.Buries, st.Timeouts
+		cur[t] = v
 	}
 	if sm.sampled {
 		for t, v := range cur {
 			prev := sm.last[t] // zero for a tube new since: it started at zero
-			for i, kind := range []seriesKind{seriesPuts, seriesDeletes} {
-				d := v[i] - prev[i]
+			for kind := range seriesKinds {
+				d := v[kind] - prev[kind]
 				if d < 0 {
-					d = v[i] // the tube went and came back
+					d = v[kind] // the tube went and came back
 				}
 				ser.add(t, kind, d)
 			}
 		}
-		if d := stats.Timeouts - sm.lastTO; d > 0 {
-			ser.add(seriesAll, seriesTimeouts, d)
-		}
 	}
-	sm.last, sm.lastTO, sm.sampled = cur, stats.Timeouts, true
+	sm.last, sm.sampled = cur, true
 }
 
 // sampleLoop samples every seriesStep until the Server stops.
@@ -271,6 +263,3 @@ func (s *Server) serveSeries(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// seriesCommands are the commands counted as reserves and buries.
-var seriesCommands = map[string]seriesKind{"reserve": seriesReserves, "reserve-with-timeout": seriesReserves,
-	"reserve-job": seriesReserves, "bury": seriesBuries}

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -32,9 +33,10 @@ func sums(t *testing.T, r httpapi.SeriesReply, chart string) map[string]int {
 	return nil
 }
 
-// TestDashboardSeries: the charts count the puts and deletes of each tube
-// from the store, the reserves and buries this server answered, and the
-// lateness of deliveries; tubes beyond the cap add up in "other".
+// TestDashboardSeries: the charts count the puts, reserves, deletes and
+// buries of each tube from the store, whoever made them (this server's
+// HTTP API, a Go program on the same store), and the lateness of
+// deliveries; tubes beyond the cap add up in "other".
 func TestDashboardSeries(t *testing.T) {
 	ts := startServer(t, memStore(t), nil)
 	ctx := context.Background()
@@ -64,13 +66,18 @@ func TestDashboardSeries(t *testing.T) {
 	r := ts.c.reserve(t, []string{"s2"}, 0)
 	ts.c.do(req{method: "POST", path: fmt.Sprintf("/v1/jobs/%d/bury", r.Job.ID), header: lease(r.Lease)}).want(t, http.StatusNoContent, "")
 
-	// The beanstalkd protocol's reserves and buries count too (the
-	// beanstalkd server calls ObserveBeanstalk after each command); a
-	// reserve that timed out does not.
-	m := ts.srv.Metrics
-	m.ObserveBeanstalk("reserve-with-timeout", 0, nil)
-	m.ObserveBeanstalk("reserve-with-timeout", 0, queue.ErrTimeout)
-	m.ObserveBeanstalk("bury", 0, nil)
+	// A reserve and a bury on the store by another client count too; a
+	// reserve that finds nothing does not.
+	j, err := ts.q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"s1"}, Timeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.q.Bury(ctx, j.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"empty"}, Timeout: -1}); !errors.Is(err, queue.ErrTimeout) {
+		t.Fatalf("a reserve of an empty tube: %v", err)
+	}
 
 	got := series()
 	if p := sums(t, got, "puts"); p["s1"] != 5 || p["s2"] != 3 {
@@ -79,11 +86,11 @@ func TestDashboardSeries(t *testing.T) {
 	if d := sums(t, got, "deletes"); d["s1"] != 2 || d["s2"] != 0 {
 		t.Errorf("deletes %v, want s1 2", d)
 	}
-	if n := sums(t, got, "reserves"); n[""] != 2 {
-		t.Errorf("reserves %v, want 2 for all tubes (one over each protocol)", n)
+	if n := sums(t, got, "reserves"); n["s1"] != 1 || n["s2"] != 1 || len(n) != 2 {
+		t.Errorf("reserves %v, want s1 1 (Go) and s2 1 (HTTP)", n)
 	}
-	if n := sums(t, got, "buries"); n[""] != 2 {
-		t.Errorf("buries %v, want 2 for all tubes", n)
+	if n := sums(t, got, "buries"); n["s1"] != 1 || n["s2"] != 1 || len(n) != 2 {
+		t.Errorf("buries %v, want s1 1 and s2 1", n)
 	}
 	late := 0
 	for i, v := range got.LatenessP50MS {

@@ -7,10 +7,10 @@
   var W = 360, H = 110, PAD = 4;
   var titles = {
     puts: "puts per 10 s (store, every server)",
-    reserves: "reserves per 10 s (this server)",
+    reserves: "reserves per 10 s (store, every server)",
     deletes: "deletes per 10 s (store, every server)",
-    buries: "buries per 10 s (this server)",
-    timeouts: "timeouts per 10 s (store)"
+    buries: "buries per 10 s (store, every server)",
+    timeouts: "timeouts per 10 s (store, every server)"
   };
   var palette = ["#2f6fde", "#e8590c", "#12b886", "#ae3ec9", "#f59f00", "#1098ad", "#d6336c", "#5c940d"];
 
