@@ -141,22 +141,22 @@ func CutReason(reason string) string {
 
 // TubeStats describes one tube, as beanstalkd's stats-tube does.
 type TubeStats struct {
-	Name          string
-	Urgent        int64 // ready jobs with a priority below UrgentPriority
-	Ready         int64
-	Reserved      int64
-	Delayed       int64
-	Buried        int64
-	TotalJobs     int64         // jobs put into the tube since it was created
-	Deletes       int64         // deletes of the tube's jobs
-	Pauses        int64         // times the tube was paused
+	Name      string
+	Urgent    int64 // ready jobs with a priority below UrgentPriority
+	Ready     int64
+	Reserved  int64
+	Delayed   int64
+	Buried    int64
+	TotalJobs int64 // jobs put into the tube since it was created
+	Deletes   int64 // deletes of the tube's jobs
+	Pauses    int64 // times the tube was paused
 	// Reserves, Buries and Timeouts count the reservations of the tube's
 	// jobs, their buries and the reservations that ended because their TTR
 	// ran out, while the tube exists (on the embedded engine, since it was
 	// opened). beanstalkd's stats-tube has no such fields.
 	Reserves, Buries, Timeouts int64
-	Pause         time.Duration // length of the current pause; 0 when not paused
-	PauseTimeLeft time.Duration
+	Pause                      time.Duration // length of the current pause; 0 when not paused
+	PauseTimeLeft              time.Duration
 }
 
 // Stats describes the whole store.

@@ -262,4 +262,3 @@ func (s *Server) serveSeries(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, s.Metrics.series.reply())
 	return nil
 }
-
