@@ -450,7 +450,7 @@ func (s *Store) PeekState(ctx context.Context, tube string, st queue.State) (que
 // top, taking the least of the frontier each time, so it costs O(n log n)
 // whatever the tube holds.
 func (s *Store) PeekStateN(ctx context.Context, tube string, st queue.State, n int) ([]queue.Job, error) {
-	if st != queue.Ready && st != queue.Delayed && st != queue.Buried {
+	if st < queue.Ready || st > queue.Buried {
 		return nil, fmt.Errorf("%w: PeekStateN of state %v", queue.ErrInvalid, st)
 	}
 	if n < 1 {

@@ -494,15 +494,16 @@ func (q *Queue) PeekBuried(ctx context.Context, tube string) (Job, error) {
 // MaxPeekN is the most jobs one PeekStateN call returns.
 const MaxPeekN = 1000
 
-// PeekStateN returns up to n of the next jobs of tube in state s (Ready,
-// Delayed or Buried), in the order PeekReady, PeekDelayed and PeekBuried
-// name them: for listings such as a dashboard's. n must be from 1 to
-// MaxPeekN. A tube with no such job gives an empty slice.
+// PeekStateN returns up to n of the next jobs of tube in state s: Ready,
+// Delayed and Buried in the order PeekReady, PeekDelayed and PeekBuried
+// name them, Reserved by the soonest end of TTR (a listing the beanstalkd
+// protocol has no command for): for listings such as a dashboard's. n must
+// be from 1 to MaxPeekN. A tube with no such job gives an empty slice.
 func (q *Queue) PeekStateN(ctx context.Context, tube string, s State, n int) ([]Job, error) {
 	if err := CheckTube(tube); err != nil {
 		return nil, err
 	}
-	if s != Ready && s != Delayed && s != Buried {
+	if s < Ready || s > Buried {
 		return nil, fmt.Errorf("%w: PeekStateN of state %v", ErrInvalid, s)
 	}
 	if n < 1 || n > MaxPeekN {

@@ -105,8 +105,9 @@ type Store interface {
 	PeekState(ctx context.Context, tube string, s State) (Job, error)
 
 	// PeekStateN returns up to n of the next jobs of tube in state s, in
-	// the order PeekState names them (for listings; n from 1 to
-	// MaxPeekN). A tube with none gives an empty slice, not ErrNotFound.
+	// the order PeekState names them, or for Reserved the soonest end of
+	// TTR, then ID (for listings; n from 1 to MaxPeekN). A tube with none
+	// gives an empty slice, not ErrNotFound.
 	PeekStateN(ctx context.Context, tube string, s State, n int) ([]Job, error)
 
 	// StatsJob describes the job with the given ID, or returns ErrNotFound.

@@ -758,7 +758,7 @@ func (s *Store) PeekState(ctx context.Context, tube string, st queue.State) (que
 // PeekStateN implements queue.Store. For a partitioned tube it takes the
 // first n of every partition and merges them by the state's order.
 func (s *Store) PeekStateN(ctx context.Context, tube string, st queue.State, n int) ([]queue.Job, error) {
-	if st != queue.Ready && st != queue.Delayed && st != queue.Buried {
+	if st < queue.Ready || st > queue.Buried {
 		return nil, fmt.Errorf("%w: PeekStateN of state %v", queue.ErrInvalid, st)
 	}
 	if n < 1 {

@@ -487,7 +487,8 @@ func testPeekState(t *testing.T, s *suite) {
 }
 
 // testPeekStateN: PeekStateN lists the next jobs of a state in PeekState's
-// order, stops at n, gives an empty list for none, and refuses bad input.
+// order (reserved ones by the end of their TTR), stops at n, gives an
+// empty list for none, and refuses bad input.
 func testPeekStateN(t *testing.T, s *suite) {
 	e := s.env(t)
 	ids := func(jobs []queue.Job) []queue.ID {
@@ -519,11 +520,15 @@ func testPeekStateN(t *testing.T, s *suite) {
 	d20 := e.put("psn", queue.NewJob{Body: []byte("d20"), Delay: 20 * time.Second})
 	b1 := e.buried(e.q, "psn", 9, "b1")
 	b2 := e.buried(e.q, "psn", 0, "b2")
+	x30 := e.reserved(e.q, "psn", queue.NewJob{Body: []byte("x30"), TTR: 30 * time.Second})
+	x10 := e.reserved(e.q, "psn", queue.NewJob{Body: []byte("x10"), TTR: 10 * time.Second})
+	x20 := e.reserved(e.q, "psn", queue.NewJob{Body: []byte("x20"), TTR: 20 * time.Second})
 
 	want("ready, all", list(queue.Ready, 10), []queue.ID{r1, r3a, r3b, r5})
 	want("ready, first 2", list(queue.Ready, 2), []queue.ID{r1, r3a})
 	want("delayed", list(queue.Delayed, 10), []queue.ID{d10, d20, d30})
 	want("buried", list(queue.Buried, 10), []queue.ID{b1, b2})
+	want("reserved, by the end of their TTR", list(queue.Reserved, 10), []queue.ID{x10, x20, x30})
 	jobs, err := e.q.PeekStateN(e.ctx, "psn", queue.Delayed, 1)
 	e.ok("PeekStateN", err)
 	if len(jobs) == 1 {
@@ -533,7 +538,7 @@ func testPeekStateN(t *testing.T, s *suite) {
 		name  string
 		state queue.State
 		n     int
-	}{{"reserved", queue.Reserved, 1}, {"n=0", queue.Ready, 0}, {"n too large", queue.Ready, queue.MaxPeekN + 1}} {
+	}{{"state 0", 0, 1}, {"state 5", 5, 1}, {"n=0", queue.Ready, 0}, {"n too large", queue.Ready, queue.MaxPeekN + 1}} {
 		if _, err := e.q.PeekStateN(e.ctx, "psn", c.state, c.n); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("PeekStateN %s: %v, want ErrInvalid", c.name, err)
 		}

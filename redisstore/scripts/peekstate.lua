@@ -1,10 +1,10 @@
 #!lua
 -- peekstate: the next jobs of one tube partition in a state.
 -- KEYS: m j tubes, then the 6 keys of the tube
--- ARGV: now, tube, state (1 ready, 2 delayed, 4 buried), count (at least 1)
+-- ARGV: now, tube, state (1 ready, 2 delayed, 3 reserved, 4 buried), count (at least 1)
 -- Returns: { score, job (as jobreply), score, job, ... } in the state's
 -- order, {} when there is none. The score orders candidates across
--- partitions: pri, due ms or bury sequence.
+-- partitions: pri, due ms, end of TTR ms or bury sequence.
 local T = tubekeys(1)
 local tube, state, count = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local us, now = open({ T })
@@ -12,6 +12,8 @@ tick(T, tube, now)
 local from = T.r
 if state == DELAYED then
   from = T.d
+elseif state == RESERVED then
+  from = T.x
 elseif state == BURIED then
   from = T.b
 end

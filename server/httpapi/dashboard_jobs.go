@@ -25,14 +25,12 @@ import (
 // fragments that the script shows in place of the panels.
 //
 // Listing: queue.Store offers PeekStateN, up to queue.MaxPeekN jobs of a
-// tube in one state (ready, delayed or buried), in the store's order, and
-// no cursor. The browser reads that window, orders it by job ID and pages
+// tube in one state, in the store's order, and no cursor. The browser reads that window, orders it by job ID and pages
 // through it 50 at a time with an "after ID" or "before ID" cursor, so
 // a page does not shift when jobs are put meanwhile. A state holding more
 // than queue.MaxPeekN jobs shows the first MaxPeekN in the store's order
-// (the next to be reserved, the soonest due, the oldest buried). Reserved
-// jobs cannot be listed (no Store method lists them): the browser shows
-// their count and the search by ID finds any job.
+// (the next to be reserved, the soonest due, the soonest end of TTR, the
+// oldest buried); the search by ID finds any job.
 
 // browsePage is the most jobs a page of the browser lists.
 const browsePage = 50
@@ -53,7 +51,6 @@ type browseData struct {
 	To     int
 	// Prev and Next are the cursors of the neighbouring pages, 0: none.
 	Prev, Next uint64
-	Unlisted   bool // reserved: no listing
 	PauseOpts  []pauseOpt
 }
 
@@ -134,10 +131,6 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 		d.Tabs = append(d.Tabs, browseTab{State: bs.String(), Count: counts[bs], Active: bs == state})
 	}
 	d.Count = counts[state]
-	if state == queue.Reserved {
-		d.Unlisted = true
-		return renderFragment(w, "browse", d)
-	}
 	jobs, err := s.Queue.PeekStateN(ctx, tube, state, queue.MaxPeekN)
 	if err != nil {
 		return err

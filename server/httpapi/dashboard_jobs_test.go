@@ -102,12 +102,12 @@ func TestDashboardBrowse(t *testing.T) {
 		t.Error("the first page does not say which jobs of how many it lists")
 	}
 
-	// Reserved jobs cannot be listed: the page says so.
+	// Reserved jobs are listed too.
 	if _, err := ts.q.ReserveJob(ctx, want[0]); err != nil {
 		t.Fatal(err)
 	}
-	if page := browse("tube=b&state=reserved"); !strings.Contains(page, "1 reserved") || !strings.Contains(page, "cannot list") {
-		t.Errorf("the reserved tab does not say it cannot list: %s", page)
+	if page := browse("tube=b&state=reserved"); !strings.Contains(page, fmt.Sprintf(`data-job="%d"`, want[0])) || !strings.Contains(page, "jobs 1–1 of 1") {
+		t.Errorf("the reserved tab does not list the reserved job %d: %s", want[0], page)
 	}
 
 	for _, c := range []struct {
