@@ -102,22 +102,36 @@ func BenchmarkReserveDelete(b *testing.B) {
 // BenchmarkMemoryPerDelayedJob reports the Redis memory each delayed job of
 // 100 bytes costs (INFO memory used_memory delta, on a server of its own).
 func BenchmarkMemoryPerDelayedJob(b *testing.B) {
-	ctx := context.Background()
-	_, c, q := ownServer(b, nil)
 	const n = 20000
-	before := usedMemory(b, c)
+	c, q, before := memoryBench(b)
+	putHundreds(b, q, n, queue.NewJob{Body: body100, Delay: time.Hour}, nil)
+	b.StopTimer()
+	b.ReportMetric(float64(usedMemory(b, c)-before)/n, "bytes/job")
+}
+
+// memoryBench starts a redis-server of the benchmark's own and returns a
+// client of it, a Queue on it and its used_memory before any job.
+func memoryBench(b *testing.B) (*redis.Client, *queue.Queue, int64) {
+	_, c, q := ownServer(b, nil)
+	return c, q, usedMemory(b, c)
+}
+
+// putHundreds puts n copies of job into tube "mem", 100 a call, calling
+// after (when set) after each call; the benchmark's timer runs from here.
+func putHundreds(b *testing.B, q *queue.Queue, n int, job queue.NewJob, after func()) {
 	jobs := make([]queue.NewJob, 100)
 	for i := range jobs {
-		jobs[i] = queue.NewJob{Body: body100, Delay: time.Hour}
+		jobs[i] = job
 	}
 	b.ResetTimer()
 	for i := 0; i < n; i += len(jobs) {
-		if _, err := q.PutMany(ctx, "mem", jobs); err != nil {
+		if _, err := q.PutMany(context.Background(), "mem", jobs); err != nil {
 			b.Fatal(err)
 		}
+		if after != nil {
+			after()
+		}
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(usedMemory(b, c)-before)/n, "bytes/job")
 }
 
 // BenchmarkMemoryPerReservedJob reports the Redis memory each job of 100
@@ -126,25 +140,16 @@ func BenchmarkMemoryPerDelayedJob(b *testing.B) {
 // reason: the job of a worker between attempts.
 func BenchmarkMemoryPerReservedJob(b *testing.B) {
 	ctx := context.Background()
-	_, c, q := ownServer(b, nil)
 	const n = 20000
-	before := usedMemory(b, c)
-	jobs := make([]queue.NewJob, 100)
-	for i := range jobs {
-		jobs[i] = queue.NewJob{Body: body100, TTR: time.Hour}
-	}
-	b.ResetTimer()
+	c, q, before := memoryBench(b)
 	var held []queue.Job
-	for i := 0; i < n; i += len(jobs) {
-		if _, err := q.PutMany(ctx, "mem", jobs); err != nil {
-			b.Fatal(err)
-		}
-		got, err := q.ReserveN(ctx, len(jobs), queue.ReserveOptions{Tubes: []string{"mem"}, Timeout: -1})
+	putHundreds(b, q, n, queue.NewJob{Body: body100, TTR: time.Hour}, func() {
+		got, err := q.ReserveN(ctx, 100, queue.ReserveOptions{Tubes: []string{"mem"}, Timeout: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
 		held = append(held, got...)
-	}
+	})
 	b.StopTimer()
 	if len(held) != n {
 		b.Fatalf("reserved %d jobs, want %d", len(held), n)
