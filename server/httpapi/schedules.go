@@ -38,8 +38,8 @@ var schedulesPrimitive = primitive{
 			{"GET", "/v1/schedules", "schedule-list", s.scheduleList},
 			{"GET", "/v1/schedules/{name}", "schedule-get", s.scheduleGet},
 			{"DELETE", "/v1/schedules/{name}", "schedule-delete", s.scheduleDelete},
-			{"POST", "/v1/schedules/{name}/pause", "schedule-pause", s.schedulePause},
-			{"POST", "/v1/schedules/{name}/resume", "schedule-resume", s.scheduleResume},
+			{"POST", "/v1/schedules/{name}/pause", "schedule-pause", s.scheduleChange((*schedule.Client).Pause)},
+			{"POST", "/v1/schedules/{name}/resume", "schedule-resume", s.scheduleChange((*schedule.Client).Resume)},
 			{"POST", "/v1/schedules/{name}/trigger", "schedule-trigger", s.scheduleTrigger},
 			{"GET", "/v1/schedules/{name}/next", "schedule-next", s.scheduleNext},
 		}
@@ -395,24 +395,18 @@ func (s *Server) scheduleDelete(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-func (s *Server) schedulePause(w http.ResponseWriter, r *http.Request) error {
-	return s.scheduleCall(r, func(ctx context.Context, c *schedule.Client, name string) error {
-		st, err := c.Pause(ctx, name)
-		if err == nil {
-			writeJSON(w, http.StatusOK, scheduleStateOf(st))
-		}
-		return err
-	})
-}
-
-func (s *Server) scheduleResume(w http.ResponseWriter, r *http.Request) error {
-	return s.scheduleCall(r, func(ctx context.Context, c *schedule.Client, name string) error {
-		st, err := c.Resume(ctx, name)
-		if err == nil {
-			writeJSON(w, http.StatusOK, scheduleStateOf(st))
-		}
-		return err
-	})
+// scheduleChange returns the handler of a change (Pause, Resume) that
+// answers the schedule's state.
+func (s *Server) scheduleChange(change func(c *schedule.Client, ctx context.Context, name string) (schedule.State, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		return s.scheduleCall(r, func(ctx context.Context, c *schedule.Client, name string) error {
+			st, err := change(c, ctx, name)
+			if err == nil {
+				writeJSON(w, http.StatusOK, scheduleStateOf(st))
+			}
+			return err
+		})
+	}
 }
 
 func (s *Server) scheduleTrigger(w http.ResponseWriter, r *http.Request) error {
