@@ -63,6 +63,29 @@ func dial(ctx context.Context, addr string) (*beanstalkc.Conn, error) {
 	return conn, nil
 }
 
+// connect starts one client command: it bounds ctx by commandTimeout, dials
+// the server and, when tube is not "", uses tube. done closes the connection
+// and ends the bound.
+func connect(ctx context.Context, cf clientFlags, tube string) (context.Context, *beanstalkc.Conn, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	conn, err := dial(ctx, cf.addr)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	done := func() {
+		conn.Close()
+		cancel()
+	}
+	if tube != "" {
+		if err := selectTube(ctx, conn, tube); err != nil {
+			done()
+			return nil, nil, nil, err
+		}
+	}
+	return ctx, conn, done, nil
+}
+
 // selectTube makes tube the connection's used tube (a new connection uses
 // "default" already).
 func selectTube(ctx context.Context, conn *beanstalkc.Conn, tube string) error {

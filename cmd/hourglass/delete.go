@@ -43,13 +43,11 @@ Examples:
 }
 
 func (c *cli) delete(ctx context.Context, cf clientFlags, ids []uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	conn, err := dial(ctx, cf.addr)
+	ctx, conn, done, err := connect(ctx, cf, "")
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer done()
 	deleted, notFound := []uint64{}, []uint64{}
 	for _, id := range ids {
 		err := conn.Delete(ctx, id)

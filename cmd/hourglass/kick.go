@@ -56,16 +56,11 @@ Examples:
 }
 
 func (c *cli) kick(ctx context.Context, cf clientFlags, tube string, n int) error {
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	conn, err := dial(ctx, cf.addr)
+	ctx, conn, done, err := connect(ctx, cf, tube)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	if err := selectTube(ctx, conn, tube); err != nil {
-		return err
-	}
+	defer done()
 	kicked, err := conn.Kick(ctx, n)
 	if err != nil {
 		return describe(err)
@@ -78,13 +73,11 @@ func (c *cli) kick(ctx context.Context, cf clientFlags, tube string, n int) erro
 }
 
 func (c *cli) kickJob(ctx context.Context, cf clientFlags, id uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	conn, err := dial(ctx, cf.addr)
+	ctx, conn, done, err := connect(ctx, cf, "")
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer done()
 	switch err := conn.KickJob(ctx, id); {
 	case errors.Is(err, beanstalkc.ErrNotFound):
 		return missf("job %d not found (or neither buried nor delayed)", id)

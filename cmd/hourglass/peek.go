@@ -84,13 +84,11 @@ Examples:
 // peek shows the job with the given ID or, when state is set, the next job
 // of tube in that state.
 func (c *cli) peek(ctx context.Context, cf clientFlags, id uint64, tube, state string, raw bool) error {
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	conn, err := dial(ctx, cf.addr)
+	ctx, conn, done, err := connect(ctx, cf, "")
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer done()
 	var j beanstalkc.Job
 	switch state {
 	case "":

@@ -82,16 +82,11 @@ func (c *cli) body(args []string) ([]byte, error) {
 }
 
 func (c *cli) put(ctx context.Context, cf clientFlags, tube string, pri uint32, delay, ttr time.Duration, body []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	conn, err := dial(ctx, cf.addr)
+	ctx, conn, done, err := connect(ctx, cf, tube)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	if err := selectTube(ctx, conn, tube); err != nil {
-		return err
-	}
+	defer done()
 	id, err := conn.Put(ctx, body, pri, delay, ttr)
 	switch {
 	case errors.Is(err, beanstalkc.ErrJobTooBig):

@@ -67,13 +67,11 @@ Examples:
 }
 
 func (c *cli) stats(ctx context.Context, cf clientFlags, tube string, id uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	conn, err := dial(ctx, cf.addr)
+	ctx, conn, done, err := connect(ctx, cf, "")
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer done()
 	var st beanstalkc.Stats
 	switch {
 	case id != 0:

@@ -52,13 +52,11 @@ var tubeColumns = []struct{ head, key string }{
 }
 
 func (c *cli) tubes(ctx context.Context, cf clientFlags) error {
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	conn, err := dial(ctx, cf.addr)
+	ctx, conn, done, err := connect(ctx, cf, "")
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer done()
 	names, err := conn.ListTubes(ctx)
 	if err != nil {
 		return describe(err)
