@@ -464,3 +464,19 @@ local function sc_append(out, st)
   end
   return out
 end
+
+-- sc_append_named appends to out, for each of names that is a schedule of
+-- the tag's hash SC, its name, definition and body, then its state as
+-- sc_append does, and returns out.
+local function sc_append_named(out, SC, names)
+  for _, name in ipairs(names) do
+    local h = redis.call('HMGET', SC, 'd:' .. name, 's:' .. name, 'b:' .. name)
+    if h[2] then
+      out[#out + 1] = name
+      out[#out + 1] = h[1]
+      out[#out + 1] = h[3]
+      sc_append(out, cmsgpack.unpack(h[2]))
+    end
+  end
+  return out
+end

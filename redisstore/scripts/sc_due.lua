@@ -31,14 +31,4 @@ local first = redis.call('ZRANGE', SCD, '(' .. us, '+inf', 'BYSCORE', 'LIMIT', 0
 if first[2] then
   earliest = tonumber(first[2])
 end
-local out = { us, earliest }
-for _, name in ipairs(names) do
-  local h = redis.call('HMGET', SC, 'd:' .. name, 's:' .. name, 'b:' .. name)
-  if h[2] then
-    out[#out + 1] = name
-    out[#out + 1] = h[1]
-    out[#out + 1] = h[3]
-    sc_append(out, cmsgpack.unpack(h[2]))
-  end
-end
-return out
+return sc_append_named({ us, earliest }, SC, names)

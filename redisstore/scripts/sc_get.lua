@@ -16,14 +16,4 @@ else
   end
   names = redis.call('ZRANGE', SCN, from, '+', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[4]))
 end
-local out = {}
-for _, name in ipairs(names) do
-  local h = redis.call('HMGET', SC, 'd:' .. name, 's:' .. name, 'b:' .. name)
-  if h[2] then
-    out[#out + 1] = name
-    out[#out + 1] = h[1]
-    out[#out + 1] = h[3]
-    sc_append(out, cmsgpack.unpack(h[2]))
-  end
-end
-return out
+return sc_append_named({}, SC, names)
