@@ -6,19 +6,11 @@
 local now = nowms()
 local D, name = KEYS[7], ARGV[3]
 local n = 0
-for k = 4, #ARGV do
-  local f = ARGV[k]
-  local raw = redis.call('HGET', D, f)
-  if raw then
-    local dl, gone = deadline(raw, now)
-    if gone then
-      expire(D, name, f, raw, dl, now)
-    else
-      redis.call('HDEL', D, f)
-      n = n + 1
-    end
-  end
-end
+each_live(D, name, 4, now, function(f)
+  redis.call('HDEL', D, f)
+  n = n + 1
+  return 1
+end)
 gc(D, name)
 finish()
 return n

@@ -12,35 +12,24 @@ local target = tonumber(ARGV[5])
 if ARGV[4] == 'r' then
   target = now + target
 end
-local out, id = {}, nil
-for k = 7, #ARGV do
-  local f = ARGV[k]
-  local raw = redis.call('HGET', D, f)
-  local code = -2
-  if raw then
-    local odl, gone = deadline(raw, now)
-    if gone then
-      expire(D, name, f, raw, odl, now)
-    else
-      local ok = cond == '' or (cond == 'NX' and odl == 0) or (cond == 'XX' and odl > 0)
-        or (cond == 'GT' and odl > 0 and target > odl) or (cond == 'LT' and (odl == 0 or target < odl))
-      if not ok then
-        code = 0
-      elseif target <= now then
-        expire(D, name, f, raw, target, now)
-        code = 2
-      else
-        if target ~= odl then
-          redis.call('HSET', D, f, enc6(target) .. string.sub(raw, 7))
-          id = id or idOf(name, true)
-          insert(id, f, target, now)
-        end
-        code = 1
-      end
-    end
+local id = nil
+local out = each_live(D, name, 7, now, function(f, raw, odl)
+  local ok = cond == '' or (cond == 'NX' and odl == 0) or (cond == 'XX' and odl > 0)
+    or (cond == 'GT' and odl > 0 and target > odl) or (cond == 'LT' and (odl == 0 or target < odl))
+  if not ok then
+    return 0
   end
-  out[#out + 1] = code
-end
+  if target <= now then
+    expire(D, name, f, raw, target, now)
+    return 2
+  end
+  if target ~= odl then
+    redis.call('HSET', D, f, enc6(target) .. string.sub(raw, 7))
+    id = id or idOf(name, true)
+    insert(id, f, target, now)
+  end
+  return 1
+end)
 gc(D, name)
 finish()
 return out

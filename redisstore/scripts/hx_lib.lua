@@ -206,6 +206,44 @@ local function deadline(raw, now)
   return dl, dl > 0 and dl <= now
 end
 
+-- each_live calls f(field, raw, dl) for each field named in ARGV from index
+-- first on that is live in hash D (named name), expiring on the way those
+-- whose deadline has passed, and returns f's results in order, -2 for a
+-- field missing or expired.
+local function each_live(D, name, first, now, f)
+  local out = {}
+  for k = first, #ARGV do
+    local field = ARGV[k]
+    local raw = redis.call('HGET', D, field)
+    local code = -2
+    if raw then
+      local dl, gone = deadline(raw, now)
+      if gone then
+        expire(D, name, field, raw, dl, now)
+      else
+        code = f(field, raw, dl)
+      end
+    end
+    out[#out + 1] = code
+  end
+  return out
+end
+
+-- live_fields appends to out, for each live field of all (HGETALL's or
+-- HSCAN's name, raw value pairs), its name, value and deadline, and
+-- returns out.
+local function live_fields(out, all, now)
+  for k = 1, #all, 2 do
+    local dl, gone = deadline(all[k + 1], now)
+    if not gone then
+      out[#out + 1] = all[k]
+      out[#out + 1] = string.sub(all[k + 1], 7)
+      out[#out + 1] = dl
+    end
+  end
+  return out
+end
+
 local function parseid(id)
   local ms, seq = string.match(id, '^(%d+)-(%d+)$')
   return tonumber(ms), tonumber(seq)
