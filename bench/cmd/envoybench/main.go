@@ -20,7 +20,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
@@ -33,6 +32,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/envoyproxy/ratelimit/src/service_cmd/runner"
 	"github.com/envoyproxy/ratelimit/src/settings"
+	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/envoyrl"
@@ -62,11 +62,12 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 
-	addr, stop, err := startRedis()
+	srv, err := redistest.StartStandalone()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	addr, stop := srv.Addr, srv.Stop
 	defer stop()
 
 	type system struct {
@@ -302,38 +303,4 @@ func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-func startRedis() (string, func(), error) {
-	port, err := freePort()
-	if err != nil {
-		return "", nil, err
-	}
-	dir, err := os.MkdirTemp("", "envoybench-redis")
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		os.RemoveAll(dir)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	for i := 0; ; i++ {
-		if c.Ping(context.Background()).Err() == nil {
-			return addr, stop, nil
-		}
-		if i > 100 {
-			stop()
-			return "", nil, fmt.Errorf("redis-server on %s did not start", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -18,17 +18,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -54,11 +52,12 @@ func main() {
 	hold := flag.Duration("hold", 2*time.Millisecond, "how long each holder keeps the lock (its work)")
 	flag.Parse()
 
-	addr, stop, err := startRedis()
+	srv, err := redistest.StartStandalone()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	addr, stop := srv.Addr, srv.Stop
 	defer stop()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -283,41 +282,3 @@ func pct(v []float64, p float64) float64 {
 }
 
 func median(v []float64) float64 { return pct(v, 0.5) }
-
-// startRedis starts a redis-server on 127.0.0.1 at a free port, without
-// persistence, and returns its address and a function that stops it.
-func startRedis() (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir, err := os.MkdirTemp("", "lockbench")
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		os.RemoveAll(dir)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	for i := 0; ; i++ {
-		if c.Ping(context.Background()).Err() == nil {
-			return addr, stop, nil
-		}
-		if i > 100 {
-			stop()
-			return "", nil, fmt.Errorf("redis-server on %s did not start", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
