@@ -17,19 +17,35 @@
 // exists. With Options.MaxJobs set, a Put that would pass the cap returns
 // queue.ErrFull and stores nothing.
 //
+// # Core and parts
+//
+// A Store is a core and its parts. The core owns the mutex, the clock, the
+// one timer, the log, snapshots and the wake-ups of listeners; each
+// primitive is a part that owns its state, its record kinds and its
+// deadlines: the job queue, expiring hash fields, their expiry events,
+// locks, rate limits and schedules. The core asks every part the same
+// things (part.go): its next deadline, to apply what is due, to write its
+// snapshot records, to replay one of its records, and to close. One table
+// (register in part.go) lists the parts and allots each its range of
+// record kinds; replay hands each record to the part that owns its kind.
+// A new primitive is a new file with a part, and one line in that table.
+//
 // # Time
 //
 // Every deadline comes from Options.Clock (default time.Now) and is kept in
-// nanoseconds. Due transitions (a delay ending, a TTR running out, a pause
-// ending) are applied lazily at the start of every operation, through a
-// heap of tubes ordered by their next deadline, so no operation ever sees
-// a job in a state its deadlines say it has left. One time.Timer, reset to
-// the earliest deadline of all tubes, applies them in the background too,
-// so that the listeners of package queue's blocking reserves (see Listen)
-// learn of a job the moment it becomes ready. There is no timer or
-// goroutine per job. With a clock that does not follow real time (a test's
-// manual clock), the timer finds nothing due and backs off; the next
-// operation applies what the clock says is due.
+// nanoseconds. Due transitions of jobs (a delay ending, a TTR running out,
+// a pause ending) are applied lazily at the start of every operation,
+// through a heap of tubes ordered by their next deadline, so no operation
+// ever sees a job in a state its deadlines say it has left. One timer,
+// reset to the earliest deadline of all parts (jobs, hash fields, lock
+// leases), applies them in the background too, so that the listeners of
+// package queue's blocking reserves (see Listen) learn of a job the moment
+// it becomes ready, fields expire and ended leases wake their waiters.
+// There is no timer or goroutine per job, field or lock. The timer waits
+// on the clock through Options.AfterFunc (default time.AfterFunc); a test's
+// manual clock supplies its own, which fires when the test moves the
+// clock. With a Clock and no AfterFunc nothing waits on the clock, and the
+// next operation applies what it says is due.
 //
 // # Durability
 //
@@ -103,9 +119,10 @@
 // disk.
 //
 // The log layer lives in internal/wal and knows nothing of jobs: a record is
-// a kind byte and a payload, and the queue owns kinds 1–31 (see record.go),
-// expiring hash fields 32–63 and schedules 128–159, each with their own
-// snapshot records in the same log.
+// a kind byte and a payload. The queue owns kinds 1–31 (queuelog.go),
+// expiring hash fields 32–33, their expiry events 34–63 and schedules
+// 128–159 (the table in part.go), each part with its own snapshot records
+// in the same log.
 //
 // # Schedules
 //
@@ -124,18 +141,30 @@
 // starts idle, with its full burst. It has its own mutex, taken without the
 // Store's, and drops the state of idle keys incrementally.
 //
+// # Locks
+//
+// Store.Locks returns the engine's lock.Store. Holders and fair queues live
+// in memory under the Store's mutex; the earliest lease or place in a
+// queue is a deadline of the Store's one timer, which drops what has ended
+// and wakes the waiters. Locks are not logged: after a restart no lock is
+// held, and fences still increase (none is below the clock in
+// microseconds).
+//
 // # Expiring hash fields
 //
-// Store.Hashes returns the ttlhash.Store of the engine: its hashes, due
-// fields and expiry events share the Store's mutex, its one timer (reset to
-// the earliest deadline of jobs and fields) and its log (record kinds
-// 32–39). Events a group has not acknowledged are handed out again after a
-// restart. Options.MaxEvents caps the events kept.
+// Store.Hashes returns the ttlhash.Store of the engine, a view of two
+// parts: the hashes and their fields (record kinds 32–33), and the expiry
+// events with their consumer groups (34–39). Both share the Store's mutex,
+// its one timer (which expires due fields) and its log. Events a group has
+// not acknowledged are handed out again after a restart; event listeners
+// are woken once the events are on disk. Options.MaxEvents caps the events
+// kept.
 //
 // # Concurrency
 //
-// A Store is safe for concurrent use. One mutex guards the whole state;
-// every operation holds it for its in-memory work only. Lock order: the
+// A Store is safe for concurrent use. One mutex guards the whole state
+// (but the rate limits', which have their own); every operation holds it
+// for its in-memory work only. Lock order: the
 // Store's mutex, then the log's. No I/O happens under the Store's mutex:
 // records are appended to an in-memory buffer under it (which fixes their
 // order), and the write and fsync happen after it is released. Listener

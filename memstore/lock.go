@@ -3,11 +3,13 @@ package memstore
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/wal"
 	"github.com/hourglass-io/hourglass/lock"
+	"github.com/hourglass-io/hourglass/queue"
 )
 
 var (
@@ -16,26 +18,25 @@ var (
 )
 
 // Locks is the embedded engine's lock.Store and lock.Notifier: the holders
-// and fair queues of locks and semaphores, in memory, on the Store's
-// clock. Locks are not written to the log: after a restart no lock is held
-// and no waiter queued. Fencing tokens keep increasing across a restart all
-// the same, because no fence is less than the clock in microseconds.
+// and fair queues of locks and semaphores, in memory, a part of the Store
+// (see part.go) under its mutex, on its clock. Locks are not written to
+// the log: after a restart no lock is held and no waiter queued. Fencing
+// tokens keep increasing across a restart all the same, because no fence
+// is less than the clock in microseconds.
 //
-// One timer, reset to the earliest lease or queue deadline, drops what has
-// ended and wakes the waiters of its name; a released or expired lock with
-// no waiters takes no memory. It is safe for concurrent use.
+// The earliest lease or queue deadline is the part's next deadline: the
+// Store's one timer drops what has ended and wakes the waiters of its
+// name; a released or expired lock with no waiters takes no memory. It is
+// safe for concurrent use.
 type Locks struct {
-	clock func() time.Time
-	timer *time.Timer
+	inMemory
+	s *Store
 
-	// mu guards everything below.
-	mu        sync.Mutex
-	closed    bool
+	// Guarded by the Store's mu.
 	names     map[string]*lockState
 	lastFence uint64       // the last fence issued, for every name
 	due       deadlineHeap // (deadline, name); stale entries are skipped
-	timerAt   int64        // when the timer fires (Unix ns); never when stopped
-	listeners map[string]map[*func(string)]struct{}
+	listeners listeners    // by name
 }
 
 type lockState struct {
@@ -68,47 +69,26 @@ func (h *deadlineHeap) Pop() any {
 
 // Locks returns the Store's lock.Store. Every call returns the same Locks;
 // Close of the Store stops it.
-func (s *Store) Locks() *Locks {
-	s.locksOnce.Do(func() {
-		l := &Locks{
-			clock: s.clock, names: map[string]*lockState{}, timerAt: never,
-			listeners: map[string]map[*func(string)]struct{}{},
-		}
-		l.timer = time.AfterFunc(time.Hour, l.fire)
-		l.timer.Stop()
-		s.locks.Store(l)
-	})
-	return s.locks.Load()
-}
+func (s *Store) Locks() *Locks { return &s.locks }
 
-func (s *Store) closeLocks() {
-	if l := s.locks.Load(); l != nil {
-		l.close()
-	}
+func (l *Locks) init(s *Store) {
+	l.s = s
+	l.names = map[string]*lockState{}
 }
 
 func (l *Locks) close() {
-	l.mu.Lock()
-	l.closed = true
-	l.timer.Stop()
-	l.timerAt = never
 	clear(l.names)
-	clear(l.listeners)
+	clear(l.listeners.byKey)
 	l.due = nil
-	l.mu.Unlock()
 }
 
-// begin takes the mutex and returns the time, or ErrClosed.
+// begin starts an operation (see Store.begin).
 func (l *Locks) begin(ctx context.Context) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	now, err := l.s.begin(ctx)
+	if errors.Is(err, queue.ErrClosed) {
 		return 0, lock.ErrClosed
 	}
-	return l.clock().UnixNano(), nil
+	return now, err
 }
 
 // prune drops the ended leases and lapsed places of st, and reports
@@ -149,25 +129,19 @@ func (l *Locks) schedule(name string, at int64) {
 	if len(l.due) > 4*len(l.names)+64 {
 		l.rebuild() // stale entries of released or renewed leases
 	}
-	if at < l.timerAt {
-		l.arm(at)
-	}
 }
 
-func (l *Locks) arm(at int64) {
-	l.timerAt = at
-	l.timer.Reset(time.Duration(max(at-l.clock().UnixNano(), 0)))
+// next is the earliest lease or queue deadline (perhaps of a lease since
+// released or renewed), or never.
+func (l *Locks) next() int64 {
+	if len(l.due) == 0 {
+		return never
+	}
+	return l.due[0].at
 }
 
-// fire drops what has ended by now and wakes the waiters of those names.
-func (l *Locks) fire() {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return
-	}
-	now := l.clock().UnixNano()
-	var woken []string
+// advance drops what has ended by now and wakes the waiters of those names.
+func (l *Locks) advance(now int64) wal.Ticket {
 	for len(l.due) > 0 && l.due[0].at <= now {
 		d := heap.Pop(&l.due).(deadline)
 		st := l.names[d.name]
@@ -175,20 +149,11 @@ func (l *Locks) fire() {
 			continue
 		}
 		if prune(st, now) {
-			woken = append(woken, d.name)
+			l.s.wake(&l.listeners, d.name)
 		}
 		l.tidy(d.name, st)
 	}
-	l.timerAt = never
-	if len(l.due) > 0 {
-		// A clock that does not move (tests) must not make the timer spin.
-		l.arm(max(l.due[0].at, now+int64(time.Millisecond)))
-	}
-	calls := l.wakeCalls(woken...)
-	l.mu.Unlock()
-	for _, c := range calls {
-		c()
-	}
+	return 0
 }
 
 // rebuild makes the heap hold one entry per name, its earliest deadline, so
@@ -211,24 +176,12 @@ func (l *Locks) rebuild() {
 	heap.Init(&l.due)
 }
 
-func (l *Locks) wakeCalls(names ...string) []func() {
-	var calls []func()
+// end finishes an operation and wakes the waiters of names.
+func (l *Locks) end(now int64, names ...string) {
 	for _, name := range names {
-		for h := range l.listeners[name] {
-			f, n := *h, name
-			calls = append(calls, func() { f(n) })
-		}
+		l.s.wake(&l.listeners, name)
 	}
-	return calls
-}
-
-// end releases the mutex and wakes the waiters of names.
-func (l *Locks) end(names ...string) {
-	calls := l.wakeCalls(names...)
-	l.mu.Unlock()
-	for _, c := range calls {
-		c()
-	}
+	l.s.end(now, 0)
 }
 
 // Acquire implements lock.Store.
@@ -253,7 +206,7 @@ func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Gran
 		until := now + int64(req.TTL)
 		st.holders[req.Token] = until
 		l.schedule(req.Name, until)
-		l.mu.Unlock()
+		l.end(now)
 		return lock.Grant{Acquired: true, Fence: fence}, nil
 	}
 	if req.Queue {
@@ -281,7 +234,7 @@ func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Gran
 		}
 	}
 	l.tidy(req.Name, st)
-	l.mu.Unlock()
+	l.end(now)
 	if wait == never {
 		wait = int64(time.Millisecond)
 	}
@@ -309,12 +262,12 @@ func (l *Locks) Release(ctx context.Context, name, token string) error {
 	}
 	st, _, ok := l.held(name, token, now)
 	if !ok {
-		l.mu.Unlock()
+		l.end(now)
 		return lock.ErrNotHeld
 	}
 	delete(st.holders, token)
 	l.tidy(name, st)
-	l.end(name)
+	l.end(now, name)
 	return nil
 }
 
@@ -326,12 +279,12 @@ func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Durati
 	}
 	st, _, ok := l.held(name, token, now)
 	if !ok {
-		l.mu.Unlock()
+		l.end(now)
 		return lock.ErrNotHeld
 	}
 	st.holders[token] = now + int64(ttl)
 	l.schedule(name, now+int64(ttl))
-	l.mu.Unlock()
+	l.end(now)
 	return nil
 }
 
@@ -341,7 +294,7 @@ func (l *Locks) TTL(ctx context.Context, name, token string) (time.Duration, err
 	if err != nil {
 		return 0, err
 	}
-	defer l.mu.Unlock()
+	defer l.end(now)
 	_, until, ok := l.held(name, token, now)
 	if !ok {
 		return 0, lock.ErrNotHeld
@@ -357,7 +310,7 @@ func (l *Locks) Leave(ctx context.Context, name, token string) error {
 	}
 	st := l.state(name, now)
 	if st == nil {
-		l.mu.Unlock()
+		l.end(now)
 		return nil
 	}
 	n := len(st.queue)
@@ -365,10 +318,10 @@ func (l *Locks) Leave(ctx context.Context, name, token string) error {
 	left := len(st.queue) != n
 	l.tidy(name, st)
 	if !left {
-		l.mu.Unlock()
+		l.end(now)
 		return nil
 	}
-	l.end(name)
+	l.end(now, name)
 	return nil
 }
 
@@ -376,29 +329,13 @@ func (l *Locks) Leave(ctx context.Context, name, token string) error {
 // of name, each waiter leaving its queue, and each lease or place of name
 // that the timer finds ended.
 func (l *Locks) Listen(ctx context.Context, name string, wake func(name string)) (stop func(), err error) {
-	if _, err := l.begin(ctx); err != nil {
-		return nil, err
-	}
-	h := &wake
-	if l.listeners[name] == nil {
-		l.listeners[name] = map[*func(string)]struct{}{}
-	}
-	l.listeners[name][h] = struct{}{}
-	l.mu.Unlock()
-	return func() {
-		l.mu.Lock()
-		delete(l.listeners[name], h)
-		if len(l.listeners[name]) == 0 {
-			delete(l.listeners, name)
-		}
-		l.mu.Unlock()
-	}, nil
+	return l.s.listen(ctx, &l.listeners, name, wake, lock.ErrClosed)
 }
 
 // heldLocks reports how many names the Locks keeps (tests: memory is
 // bounded).
 func (l *Locks) heldLocks() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
 	return len(l.names)
 }

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
 // wakes records the wake-ups of a tube.
@@ -163,26 +165,51 @@ func TestWakeEvents(t *testing.T) {
 	put(t, s, "ev", queue.NewJob{})
 }
 
-// TestTimerBackoff: with a manual clock that does not move, the timer
-// backs off instead of firing again and again for a deadline it cannot see
-// pass.
-func TestTimerBackoff(t *testing.T) {
+// TestManualClockTimer: on a manual clock that the Store waits on
+// (Options.AfterFunc), its one timer fires when the clock passes the
+// earliest deadline of any part, and not while the clock stands still; on
+// a clock it only reads, no timer runs and the next operation applies what
+// is due.
+func TestManualClockTimer(t *testing.T) {
+	ctx := context.Background()
 	clock := storetest.NewClock(epoch)
-	s := must(New(&Options{Clock: clock.Now}))
+	s := must(New(&Options{Clock: clock.Now, AfterFunc: clock.AfterFunc}))
 	defer s.Close()
-	put(t, s, "frozen", queue.NewJob{Delay: time.Millisecond})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s.mu.Lock()
-		b := s.backoff
-		s.mu.Unlock()
-		if b >= 16*time.Millisecond {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backoff is %v after 10s", b)
-		}
-		time.Sleep(5 * time.Millisecond)
+	w := listen(t, s, "frozen")
+	put(t, s, "frozen", queue.NewJob{Delay: time.Second})
+	before := w.count()
+	clock.Advance(time.Second - time.Millisecond)
+	if w.count() != before {
+		t.Fatal("woken before the delay ended")
+	}
+	clock.Advance(time.Millisecond)
+	if w.count() != before+1 {
+		t.Fatal("not woken when the clock passed the delay")
+	}
+	// A lock's lease ends on the same timer, with no operation.
+	c, _ := lock.New(s.Locks(), nil)
+	if _, err := c.TryObtain(ctx, "l", &lock.ObtainOptions{TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if n := s.Locks().heldLocks(); n != 0 {
+		t.Fatalf("%d names kept after the lease ended", n)
+	}
+	// So does a hash field.
+	if _, err := s.Hashes().Set(ctx, "h", ttlhash.SetRequest{Fields: []ttlhash.Field{{Name: "f"}}, TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if st := must(s.Hashes().EventStats(ctx)); st.Retained != 1 {
+		t.Fatalf("%d events after the field's deadline passed, want 1", st.Retained)
+	}
+
+	read := must(New(&Options{Clock: clock.Now}))
+	defer read.Close()
+	id := put(t, read, "frozen", queue.NewJob{Delay: time.Second})
+	clock.Advance(time.Second)
+	if st := must(read.StatsJob(ctx, id)); st.State != queue.Ready {
+		t.Fatalf("job %v after its delay, want ready", st.State)
 	}
 }
 

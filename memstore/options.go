@@ -69,6 +69,14 @@ type Options struct {
 	// Clock is where every deadline comes from. Default time.Now. Tests
 	// inject a manual clock; a Store keeps nanoseconds.
 	Clock func() time.Time
+	// AfterFunc is how the Store waits on Clock: like time.AfterFunc for
+	// time.Now, it calls f in its own goroutine once Clock has moved d on,
+	// and returns a Timer that Reset and Stop move and stop. The Store has
+	// one such timer, set to the earliest deadline of all its primitives.
+	// Default time.AfterFunc when Clock is nil. When Clock is set and
+	// AfterFunc is not, nothing waits on Clock: what falls due is applied
+	// by the next operation (and Hashes.Sweep) instead.
+	AfterFunc func(d time.Duration, f func()) Timer
 	// Fsync is the durability of the log (Open only; New ignores it).
 	// Default FsyncAlways.
 	Fsync FsyncPolicy
@@ -95,6 +103,28 @@ func (o *Options) clock() func() time.Time {
 		return time.Now
 	}
 	return o.Clock
+}
+
+// Timer is the timer of Options.AfterFunc; *time.Timer is one.
+type Timer = interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// noTimer is the timer of a clock nothing waits on: it never fires.
+type noTimer struct{}
+
+func (noTimer) Reset(time.Duration) bool { return false }
+func (noTimer) Stop() bool               { return false }
+
+func (o *Options) afterFunc() func(d time.Duration, f func()) Timer {
+	switch {
+	case o != nil && o.AfterFunc != nil:
+		return o.AfterFunc
+	case o != nil && o.Clock != nil:
+		return func(time.Duration, func()) Timer { return noTimer{} }
+	}
+	return func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 }
 
 func (o *Options) fsync() FsyncPolicy {

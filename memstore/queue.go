@@ -760,8 +760,8 @@ func (s *Store) checkLocked() error {
 			return fmt.Errorf("tube %q counts %d references, sessions hold %d", name, t.refs, refs[name])
 		}
 	}
-	for tube, ls := range s.listeners {
-		if len(ls) == 0 || slices.ContainsFunc(ls, func(l *listener) bool { return l.tube != tube }) {
+	for tube, ls := range s.tubeListeners.byKey {
+		if len(ls) == 0 || slices.ContainsFunc(ls, func(l *listener) bool { return l.key != tube }) {
 			return fmt.Errorf("listeners of tube %q misfiled", tube)
 		}
 	}

@@ -28,20 +28,34 @@ const (
 	kindSchedDelete = 129 // s name
 )
 
-// Schedules is the embedded engine's schedule.Store, sharing the Store's
-// lock, clock and log: a fire puts its job and advances its schedule under
-// one lock hold and in adjacent log records. Get it with Store.Schedules.
-type Schedules struct{ s *Store }
+// Schedules is the embedded engine's schedule.Store, a part of the Store
+// (see part.go) sharing its lock, clock and log: a fire puts its job and
+// advances its schedule under one lock hold and in adjacent log records.
+// Schedules have no deadline of the Store's: a schedule.Client asks Due
+// and fires them. Get it with Store.Schedules.
+type Schedules struct {
+	s *Store
 
-// Schedules returns the Store's schedule.Store.
-func (s *Store) Schedules() *Schedules { return &Schedules{s: s} }
-
-// scState is the schedule state of a Store, guarded by Store.mu.
-type scState struct {
-	byName map[string]*scEntry
-	due    scHeap // unpaused schedules with a next tick, earliest first
-	lis    map[*func()]struct{}
+	// Guarded by the Store's mu.
+	byName    map[string]*scEntry
+	due       scHeap    // unpaused schedules with a next tick, earliest first
+	listeners listeners // Listen, all under ""
 }
+
+// Schedules returns the Store's schedule.Store (the same one on every
+// call).
+func (s *Store) Schedules() *Schedules { return &s.schedules }
+
+func (c *Schedules) init(s *Store) {
+	c.s = s
+	c.byName = map[string]*scEntry{}
+}
+
+func (c *Schedules) next() int64              { return never }
+func (c *Schedules) advance(int64) wal.Ticket { return 0 }
+func (c *Schedules) recovered(int64)          {}
+func (c *Schedules) size() int64              { return 0 }
+func (c *Schedules) close()                   { clear(c.listeners.byKey) }
 
 type scEntry struct {
 	st   schedule.State
@@ -70,34 +84,24 @@ func (h *scHeap) Pop() any {
 	return e
 }
 
-func (s *Store) scInit() {
-	if s.sc.byName == nil {
-		s.sc.byName = map[string]*scEntry{}
-		s.sc.lis = map[*func()]struct{}{}
-	}
-}
-
-// scIndex puts e in, or takes it out of, the due heap as its state says.
-func (s *Store) scIndex(e *scEntry) {
+// index puts e in, or takes it out of, the due heap as its state says.
+func (c *Schedules) index(e *scEntry) {
 	want := !e.st.Paused && !e.st.Next.IsZero()
 	switch {
 	case want && e.hidx >= 0:
-		heap.Fix(&s.sc.due, e.hidx)
+		heap.Fix(&c.due, e.hidx)
 	case want:
-		heap.Push(&s.sc.due, e)
+		heap.Push(&c.due, e)
 	case e.hidx >= 0:
-		heap.Remove(&s.sc.due, e.hidx)
+		heap.Remove(&c.due, e.hidx)
 	}
 }
 
-// scBegin is begin with the schedule package's sentinel for a closed store.
+// begin is begin with the schedule package's sentinel for a closed store.
 func (c *Schedules) begin(ctx context.Context) (int64, error) {
 	now, err := c.s.begin(ctx)
 	if errors.Is(err, queue.ErrClosed) {
 		return 0, schedule.ErrClosed
-	}
-	if err == nil {
-		c.s.scInit()
 	}
 	return now, err
 }
@@ -109,7 +113,7 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 	if err != nil {
 		return schedule.State{}, err
 	}
-	e := s.sc.byName[st.Name]
+	e := c.byName[st.Name]
 	if e != nil && schedule.EqualDefinition(e.st.Schedule, st.Schedule) {
 		out := cloneState(e.st)
 		return out, s.end(now, 0)
@@ -121,15 +125,15 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 	if e == nil {
 		e = &scEntry{hidx: -1}
 		e.st.Name = st.Name
-		s.sc.byName[st.Name] = e
+		c.byName[st.Name] = e
 	}
 	e.st.Schedule = st.Schedule
 	e.st.Schedule.Job.Body = slices.Clone(st.Job.Body)
 	e.st.Next = st.Next
 	e.st.Version++
-	s.scIndex(e)
+	c.index(e)
 	tk := s.append(kindSchedState, s.encodeSched(&e.st), nil)
-	s.scWakeLocked()
+	s.wake(&c.listeners, "")
 	out := cloneState(e.st)
 	return out, s.end(now, tk)
 }
@@ -141,7 +145,7 @@ func (c *Schedules) Get(ctx context.Context, name string) (schedule.State, error
 	if err != nil {
 		return schedule.State{}, err
 	}
-	e := s.sc.byName[name]
+	e := c.byName[name]
 	if e == nil {
 		s.end(now, 0)
 		return schedule.State{}, schedule.ErrNotFound
@@ -157,8 +161,8 @@ func (c *Schedules) List(ctx context.Context, after string, limit int) ([]schedu
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(s.sc.byName))
-	for n := range s.sc.byName {
+	names := make([]string, 0, len(c.byName))
+	for n := range c.byName {
 		if n > after {
 			names = append(names, n)
 		}
@@ -166,7 +170,7 @@ func (c *Schedules) List(ctx context.Context, after string, limit int) ([]schedu
 	sort.Strings(names)
 	out := make([]schedule.State, 0, min(limit, len(names)))
 	for _, n := range names[:min(limit, len(names))] {
-		out = append(out, cloneState(s.sc.byName[n].st))
+		out = append(out, cloneState(c.byName[n].st))
 	}
 	return out, s.end(now, 0)
 }
@@ -178,15 +182,15 @@ func (c *Schedules) Delete(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	e := s.sc.byName[name]
+	e := c.byName[name]
 	if e == nil {
 		s.end(now, 0)
 		return schedule.ErrNotFound
 	}
 	if e.hidx >= 0 {
-		heap.Remove(&s.sc.due, e.hidx)
+		heap.Remove(&c.due, e.hidx)
 	}
-	delete(s.sc.byName, name)
+	delete(c.byName, name)
 	tk := s.append(kindSchedDelete, appendString(s.scratch[:0], name), nil)
 	return s.end(now, tk)
 }
@@ -198,7 +202,7 @@ func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, nex
 	if err != nil {
 		return schedule.State{}, err
 	}
-	e := s.sc.byName[name]
+	e := c.byName[name]
 	if e == nil {
 		s.end(now, 0)
 		return schedule.State{}, schedule.ErrNotFound
@@ -210,10 +214,10 @@ func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, nex
 	e.st.Paused = paused
 	if !paused {
 		e.st.Next = next
-		s.scWakeLocked()
+		s.wake(&c.listeners, "")
 	}
 	e.st.Version++
-	s.scIndex(e)
+	c.index(e)
 	tk := s.append(kindSchedState, s.encodeSched(&e.st), nil)
 	out := cloneState(e.st)
 	return out, s.end(now, tk)
@@ -231,7 +235,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 		s.end(now, 0)
 		return schedule.FireResult{}, err
 	}
-	e := s.sc.byName[req.Name]
+	e := c.byName[req.Name]
 	if e == nil || (req.Tube != "" && req.Tube != e.st.Job.Tube) {
 		return fail(schedule.ErrNotFound)
 	}
@@ -279,7 +283,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 		e.st.Misfires += uint64(req.Skipped)
 	}
 	e.st.Version++
-	s.scIndex(e)
+	c.index(e)
 	tk = s.append(kindSchedState, s.encodeSched(&e.st), nil)
 	res.State = cloneState(e.st)
 	return res, s.end(now, tk)
@@ -296,10 +300,10 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 	// The heap's order: collect the due prefix by a bounded walk.
 	var walk func(i int)
 	walk = func(i int) {
-		if i >= len(s.sc.due) || len(res.Due) >= limit {
+		if i >= len(c.due) || len(res.Due) >= limit {
 			return
 		}
-		e := s.sc.due[i]
+		e := c.due[i]
 		if e.st.Next.UnixNano() > now {
 			if res.Earliest.IsZero() || e.st.Next.Before(res.Earliest) {
 				res.Earliest = e.st.Next
@@ -320,31 +324,7 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 // Listen implements schedule.Notifier: wake is called after a schedule is
 // set or resumed.
 func (c *Schedules) Listen(ctx context.Context, wake func()) (func(), error) {
-	s := c.s
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, schedule.ErrClosed
-	}
-	s.scInit()
-	p := &wake
-	s.sc.lis[p] = struct{}{}
-	return func() {
-		s.mu.Lock()
-		delete(s.sc.lis, p)
-		s.mu.Unlock()
-	}, nil
-}
-
-// scWakeLocked calls the listeners; they only poke a channel, so they may
-// run under the lock.
-func (s *Store) scWakeLocked() {
-	for p := range s.sc.lis {
-		(*p)()
-	}
+	return c.s.listen(ctx, &c.listeners, "", func(string) { wake() }, schedule.ErrClosed)
 }
 
 func cloneState(st schedule.State) schedule.State {
@@ -438,45 +418,46 @@ func (s *Store) decodeSched(d *decoder) (schedule.State, error) {
 	return st, d.end()
 }
 
-// scReplay applies one schedule record at Open.
-func (s *Store) scReplay(kind byte, d *decoder) error {
-	s.scInit()
+// replay applies one schedule record at Open.
+func (c *Schedules) replay(kind byte, d *decoder) error {
+	s := c.s
 	switch kind {
 	case kindSchedState:
 		st, err := s.decodeSched(d)
 		if err != nil {
 			return err
 		}
-		e := s.sc.byName[st.Name]
+		e := c.byName[st.Name]
 		if e == nil {
 			e = &scEntry{hidx: -1}
-			s.sc.byName[st.Name] = e
+			c.byName[st.Name] = e
 		}
 		e.st = st
-		s.scIndex(e)
+		c.index(e)
 		return nil
 	case kindSchedDelete:
 		name := d.string()
 		if err := d.end(); err != nil {
 			return err
 		}
-		e := s.sc.byName[name]
+		e := c.byName[name]
 		if e == nil {
 			return fmt.Errorf("delete of unknown schedule %q", name)
 		}
 		if e.hidx >= 0 {
-			heap.Remove(&s.sc.due, e.hidx)
+			heap.Remove(&c.due, e.hidx)
 		}
-		delete(s.sc.byName, name)
+		delete(c.byName, name)
 		return nil
 	}
 	return fmt.Errorf("unknown record kind %d", kind)
 }
 
-// scSnapshotLocked adds every schedule to a snapshot, in name order.
-func (s *Store) scSnapshotLocked(w *wal.SnapshotWriter) {
-	es := make([]*scEntry, 0, len(s.sc.byName))
-	for _, e := range s.sc.byName {
+// snapshot adds every schedule to a snapshot, in name order.
+func (c *Schedules) snapshot(w *wal.SnapshotWriter) {
+	s := c.s
+	es := make([]*scEntry, 0, len(c.byName))
+	for _, e := range c.byName {
 		es = append(es, e)
 	}
 	slices.SortFunc(es, func(a, b *scEntry) int { return cmp.Compare(a.st.Name, b.st.Name) })

@@ -69,10 +69,10 @@ func TestTTLHashConformance(t *testing.T) {
 func hxDump(s *Store) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hxAdvance(s.now(), 0)
-	x := &s.hx
+	s.fields.expire(s.now(), 0)
+	x := &s.events
 	var lines []string
-	for n, hh := range x.hashes {
+	for n, hh := range s.fields.hashes {
 		for _, f := range hh.fields {
 			lines = append(lines, "field "+n+"/"+f.name+"="+string(f.value)+" @"+strconv.FormatInt(f.dl, 10))
 		}

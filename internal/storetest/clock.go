@@ -1,15 +1,18 @@
 package storetest
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
 
 // Clock is a manual clock for deterministic tests. Its time moves only when
-// Advance is called. It is safe for concurrent use.
+// Advance is called, and its timers (AfterFunc) fire only then. It is safe
+// for concurrent use.
 type Clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu     sync.Mutex
+	now    time.Time
+	timers []*clockTimer // the armed ones
 }
 
 // NewClock returns a Clock that reads start until it is advanced.
@@ -25,8 +28,10 @@ func (c *Clock) Now() time.Time {
 	return c.now
 }
 
-// Advance moves the clock forward by d. It panics if d is negative: a
-// store's clock never runs backwards.
+// Advance moves the clock forward by d and then, before it returns, calls
+// the functions of the timers that fell due, earliest first, in the
+// calling goroutine. It panics if d is negative: a store's clock never
+// runs backwards.
 func (c *Clock) Advance(d time.Duration) {
 	if d < 0 {
 		panic("storetest: Clock.Advance with a negative duration")
@@ -34,4 +39,78 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		var due *clockTimer
+		for _, t := range c.timers {
+			if !t.at.After(c.now) && (due == nil || t.at.Before(due.at)) {
+				due = t
+			}
+		}
+		if due == nil {
+			c.mu.Unlock()
+			return
+		}
+		c.disarm(due)
+		c.mu.Unlock()
+		due.f()
+	}
+}
+
+// AfterFunc is time.AfterFunc on the clock: f is called once the clock
+// has been advanced by d (by the Advance that gets there), or at once, in
+// its own goroutine, when d is not positive. The timer's Reset and Stop
+// are those of a time.Timer. Its method value is what a store under test
+// takes to wait on the clock (memstore.Options.AfterFunc).
+func (c *Clock) AfterFunc(d time.Duration, f func()) interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+} {
+	t := &clockTimer{c: c, f: f}
+	t.Reset(d)
+	return t
+}
+
+type clockTimer struct {
+	c     *Clock
+	f     func()
+	at    time.Time
+	armed bool
+}
+
+// Reset sets t to fire once the clock has moved d on, and reports whether
+// it was armed.
+func (t *clockTimer) Reset(d time.Duration) bool {
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was := t.armed
+	if d <= 0 {
+		c.disarm(t)
+		go t.f()
+		return was
+	}
+	t.at = c.now.Add(d)
+	if !was {
+		t.armed = true
+		c.timers = append(c.timers, t)
+	}
+	return was
+}
+
+// Stop disarms t and reports whether it was armed.
+func (t *clockTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.armed
+	t.c.disarm(t)
+	return was
+}
+
+// disarm takes t out of the armed timers; c.mu is held.
+func (c *Clock) disarm(t *clockTimer) {
+	if t.armed {
+		t.armed = false
+		c.timers = slices.DeleteFunc(c.timers, func(x *clockTimer) bool { return x == t })
+	}
 }

@@ -1,0 +1,170 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/hourglass-io/hourglass/internal/wal"
+)
+
+// part is one primitive of the engine: the job queue, expiring hash
+// fields, their expiry events, locks, rate limits, schedules. The core
+// (store.go) owns the mutex, the clock, the one timer, the log and the
+// listeners; a part owns its state, its records and its deadlines, and
+// the core asks every part the same things. Every method is called with
+// the Store's mutex held.
+type part interface {
+	// next is the part's earliest deadline (Unix ns), or never. The core
+	// sets its one timer to the earliest of all parts.
+	next() int64
+	// advance applies what is due at now: the timer calls it on every
+	// part, and each operation on the parts registered with onBegin. It
+	// returns the ticket of the last record it logged (0: none).
+	advance(now int64) wal.Ticket
+	// snapshot adds the part's whole state to w, in records of its kinds.
+	snapshot(w *wal.SnapshotWriter)
+	// replay applies one record of the part's kinds at Open.
+	replay(kind byte, d *decoder) error
+	// recovered is called once at Open, after the replay, at now.
+	recovered(now int64)
+	// size is about the bytes a snapshot of the part's state takes.
+	size() int64
+	// close drops what a closed Store no longer serves (listeners, state
+	// kept in memory only).
+	close()
+}
+
+// registration is one part in the table of parts: the kinds lo–hi of the
+// log are its own (none when hi is 0), and onBegin says whether every
+// operation applies its due work first.
+type registration struct {
+	p       part
+	lo, hi  byte
+	onBegin bool
+}
+
+// register makes the table of parts: a new primitive adds its line here
+// (and its state, a field of Store). The kind ranges are the only place
+// record kinds are allotted; each part lists its own kinds in its file.
+//
+//	0        the log's own
+//	1–31     the job queue (queue.go, queuelog.go; 1–10 in use)
+//	32–33    expiring hash fields (hashfields.go; both in use)
+//	34–63    expiry events of hash fields (hashevents.go; 34–39 in use)
+//	64–127   free: locks and rate limits keep no records, so a restart
+//	         holds no lock and begins every rate limit key idle
+//	128–159  schedules (schedule.go; 128–129 in use)
+//	160–255  free
+//
+// A kind's layout never changes once released: a new layout is a new kind.
+func (s *Store) register() {
+	for _, r := range []registration{
+		{p: &s.jobQueue, lo: 1, hi: 31, onBegin: true},
+		{p: &s.fields, lo: 32, hi: 33},
+		{p: &s.events, lo: 34, hi: 63},
+		{p: &s.locks},
+		{p: &s.limits},
+		{p: &s.schedules, lo: 128, hi: 159},
+	} {
+		s.parts = append(s.parts, r.p)
+		if r.onBegin {
+			s.onBegin = append(s.onBegin, r.p)
+		}
+		for k := int(r.lo); r.hi > 0 && k <= int(r.hi); k++ {
+			if s.byKind[k] != nil {
+				panic("memstore: record kind allotted twice")
+			}
+			s.byKind[k] = r.p
+		}
+	}
+}
+
+// inMemory is embedded by the parts that keep nothing in the log and need
+// no work at Open.
+type inMemory struct{}
+
+func (inMemory) snapshot(*wal.SnapshotWriter) {}
+func (inMemory) replay(byte, *decoder) error  { return errBadRecord }
+func (inMemory) recovered(int64)              {}
+func (inMemory) size() int64                  { return 0 }
+
+// listeners are the wake-up callbacks of one part, by key (a tube, a lock
+// name; "" when a part has one kind of wake-up).
+type listeners struct {
+	byKey map[string][]*listener
+	// durable: wake only once the operation's records are on disk.
+	durable bool
+}
+
+type listener struct {
+	key  string
+	wake func(key string)
+}
+
+// wakeup is a wake-up noted during an operation.
+type wakeup struct {
+	ls  *listeners
+	key string
+}
+
+// listen adds wake to ls under key; stop removes it. closed is the error
+// of the part's package for a closed Store.
+func (s *Store) listen(ctx context.Context, ls *listeners, key string, wake func(string), closed error) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l := &listener{key: key, wake: wake}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, closed
+	}
+	if ls.byKey == nil {
+		ls.byKey = map[string][]*listener{}
+	}
+	ls.byKey[key] = append(ls.byKey[key], l)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			all := ls.byKey[key]
+			if i := slices.Index(all, l); i >= 0 {
+				all = slices.Delete(all, i, i+1)
+			}
+			if len(all) == 0 {
+				delete(ls.byKey, key)
+			} else {
+				ls.byKey[key] = all
+			}
+		})
+	}
+	return stop, nil
+}
+
+// wake notes that the listeners of key in ls are to be woken when the
+// current operation ends.
+func (s *Store) wake(ls *listeners, key string) {
+	if len(ls.byKey[key]) == 0 || slices.Contains(s.wakes, wakeup{ls, key}) {
+		return
+	}
+	s.wakes = append(s.wakes, wakeup{ls, key})
+}
+
+// wakeCalls are the listeners to call once an operation has released the
+// mutex: now at once, durable once its records are on disk.
+type wakeCalls struct{ now, durable []*listener }
+
+func (s *Store) takeWakesLocked() wakeCalls {
+	var c wakeCalls
+	for _, w := range s.wakes {
+		if w.ls.durable {
+			c.durable = append(c.durable, w.ls.byKey[w.key]...)
+		} else {
+			c.now = append(c.now, w.ls.byKey[w.key]...)
+		}
+	}
+	s.wakes = s.wakes[:0]
+	return c
+}

@@ -1,0 +1,400 @@
+package memstore
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/hourglass-io/hourglass/internal/wal"
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// Record kinds of the job queue: the range 1–31 (see register in part.go).
+// A kind's layout never changes once released: a new layout is a new kind.
+const (
+	// Snapshot records: the state at the snapshot's cut.
+	kindQueueMeta = 1 // lastID, tubeSeq, burySeq
+	kindTube      = 2 // a tube, its counters and its pause
+	kindJob       = 3 // a job, its tube named by sequence number
+	// Log records: one per change.
+	kindPut    = 4 // a job put; its tube named
+	kindDelete = 5 // a job deleted
+	kindUpdate = 6 // a job's new state, priority, delay, due time and counters
+	kindPause  = 7 // a tube paused or unpaused
+	kindHold   = 8 // a tube's references began or ended (log and snapshot)
+	// Since job history: kindJob and kindUpdate followed by the history.
+	// The engine writes these; it still reads the two older kinds (a job
+	// without history).
+	kindJobH    = 9  // snapshot: a job with its history
+	kindUpdateH = 10 // log: an update with the job's history
+)
+
+// Layouts (u: uvarint, v: varint, s: u length + bytes):
+//
+//	queueMeta  u lastID, u tubeSeq, v burySeq
+//	tube       u seq, s name, v totalJobs, v deletes, v pauses, byte paused, v pauseLen, v pauseUntil
+//	job/put    u id, (job: u tube seq | put: s tube name), byte state, u pri, v at, v ttr, v delay,
+//	           v created, u reserves, u timeouts, u releases, u buries, u kicks, s key; then the body
+//	delete     u id
+//	update     u id, byte state, u pri, v at, v delay, u reserves, u timeouts, u releases, u buries, u kicks
+//	jobH       job's fields, then history; then the body
+//	updateH    update's fields, then history
+//	history    v reserved, v released, v buried, v kicked, v timedOut, v errAt, s lastErr
+//	           (times Unix ns, 0 for never)
+//	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
+//	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
+//
+// References (Store.Hold) are not durable, but whether a tube has any is
+// logged when it changes, so that a replay keeps a tube's counters exactly
+// as long as the running store did; Open then ends every reference (no
+// connection outlives the process) and logs that.
+//
+// A reserved job is written as ready: reservations are not logged, so a
+// reserved job comes back ready after a restart, as in beanstalkd. Nor are
+// timeouts: a job's reserves and timeouts counts, and the times of its last
+// reserve and timeout, are as its last logged change (or a snapshot) left
+// them.
+
+// durableState is the state a job is written with.
+func durableState(j *job) (queue.State, int64) {
+	if j.state == queue.Reserved {
+		return queue.Ready, 0
+	}
+	return j.state, j.at
+}
+
+// encodeJob encodes the fields of a put (inSnapshot false) or job record;
+// the body follows them.
+func (s *Store) encodeJob(j *job, inSnapshot bool) []byte {
+	b := s.scratch[:0]
+	b = binary.AppendUvarint(b, uint64(j.id))
+	if inSnapshot {
+		b = binary.AppendUvarint(b, j.tube.seq)
+	} else {
+		b = appendString(b, j.tube.name)
+	}
+	st, at := durableState(j)
+	b = append(b, byte(st))
+	b = binary.AppendUvarint(b, uint64(j.pri))
+	b = binary.AppendVarint(b, at)
+	b = binary.AppendVarint(b, j.ttr)
+	b = binary.AppendVarint(b, j.delay)
+	b = binary.AppendVarint(b, j.created)
+	b = appendCounters(b, j)
+	b = appendString(b, j.key())
+	if inSnapshot {
+		b = appendHistory(b, j)
+	}
+	s.scratch = b
+	return b
+}
+
+func (s *Store) encodeUpdate(j *job) []byte {
+	b := s.scratch[:0]
+	b = binary.AppendUvarint(b, uint64(j.id))
+	st, at := durableState(j)
+	b = append(b, byte(st))
+	b = binary.AppendUvarint(b, uint64(j.pri))
+	b = binary.AppendVarint(b, at)
+	b = binary.AppendVarint(b, j.delay)
+	b = appendCounters(b, j)
+	b = appendHistory(b, j)
+	s.scratch = b
+	return b
+}
+
+func (s *Store) encodeDelete(id queue.ID) []byte {
+	s.scratch = binary.AppendUvarint(s.scratch[:0], uint64(id))
+	return s.scratch
+}
+
+func (s *Store) encodeHold(t *tube, now int64) []byte {
+	b := appendString(s.scratch[:0], t.name)
+	held := byte(0)
+	if t.refs > 0 {
+		held = 1
+	}
+	b = append(b, held)
+	b = binary.AppendVarint(b, now)
+	s.scratch = b
+	return b
+}
+
+func (s *Store) encodePause(t *tube) []byte {
+	b := appendString(s.scratch[:0], t.name)
+	b = binary.AppendVarint(b, t.pauseLen)
+	b = binary.AppendVarint(b, t.pauseUntil)
+	s.scratch = b
+	return b
+}
+
+func appendCounters(b []byte, j *job) []byte {
+	for _, c := range [...]uint32{j.reserves, j.timeouts, j.releases, j.buries, j.kicks} {
+		b = binary.AppendUvarint(b, uint64(c))
+	}
+	return b
+}
+
+func appendHistory(b []byte, j *job) []byte {
+	var h history
+	if j.more != nil {
+		h = j.more.history
+	}
+	for _, t := range [...]int64{j.reserved, h.released, h.buried, h.kicked, h.timedOut, h.errAt} {
+		b = binary.AppendVarint(b, t)
+	}
+	return appendString(b, h.lastErr)
+}
+
+// snapshot adds the whole queue state to w.
+func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
+	s := q.store
+	w.Grow(1 + len(s.tubes) + len(s.jobs))
+	b := binary.AppendUvarint(s.scratch[:0], uint64(s.lastID))
+	b = binary.AppendUvarint(b, s.tubeSeq)
+	b = binary.AppendVarint(b, s.burySeq)
+	w.Add(kindQueueMeta, b, nil)
+	for _, t := range s.tubesInOrder() {
+		b = binary.AppendUvarint(b[:0], t.seq)
+		b = appendString(b, t.name)
+		b = binary.AppendVarint(b, t.totalJobs)
+		b = binary.AppendVarint(b, t.deletes)
+		b = binary.AppendVarint(b, t.pauses)
+		paused := byte(0)
+		if t.paused {
+			paused = 1
+		}
+		b = append(b, paused)
+		b = binary.AppendVarint(b, t.pauseLen)
+		b = binary.AppendVarint(b, t.pauseUntil)
+		w.Add(kindTube, b, nil)
+		if t.refs > 0 {
+			w.Add(kindHold, s.encodeHold(t, 0), nil)
+			b = s.scratch[:0]
+		}
+		for _, h := range []*jobHeap{&t.ready, &t.delayed, &t.reserved, &t.buried} {
+			for _, j := range h.s {
+				w.Add(kindJobH, s.encodeJob(j, true), j.body)
+			}
+		}
+	}
+	s.scratch = b[:0]
+}
+
+func (s *Store) tubesInOrder() []*tube {
+	ts := make([]*tube, 0, len(s.tubes))
+	for _, t := range s.tubes {
+		ts = append(ts, t)
+	}
+	slices.SortFunc(ts, func(a, b *tube) int { return cmp.Compare(a.seq, b.seq) })
+	return ts
+}
+
+func (d *decoder) counters(j *job) {
+	j.reserves, j.timeouts, j.releases, j.buries, j.kicks = d.u32(), d.u32(), d.u32(), d.u32(), d.u32()
+}
+
+// history reads the history of a jobH or updateH record into j.
+func (d *decoder) history(j *job) {
+	j.reserved = d.varint()
+	h := history{released: d.varint(), buried: d.varint(), kicked: d.varint(), timedOut: d.varint(), errAt: d.varint()}
+	h.lastErr = d.string()
+	if len(h.lastErr) > queue.MaxReasonLen {
+		d.err = errBadRecord
+	}
+	j.setHistory(h)
+}
+
+func state(b byte) (queue.State, error) {
+	switch st := queue.State(b); st {
+	case queue.Ready, queue.Delayed, queue.Buried:
+		return st, nil
+	}
+	return 0, fmt.Errorf("job state %d in the log", b)
+}
+
+// replay applies one record of the queue's kinds at Open.
+func (q *jobQueue) replay(kind byte, d *decoder) error {
+	s := q.store
+	switch kind {
+	case kindQueueMeta:
+		s.lastID = queue.ID(d.uvarint())
+		s.tubeSeq = d.uvarint()
+		s.burySeq = d.varint()
+		return d.end()
+
+	case kindTube:
+		t := newTube("", d.uvarint())
+		t.name = d.string()
+		t.totalJobs, t.deletes, t.pauses = d.varint(), d.varint(), d.varint()
+		t.paused = d.byte() == 1
+		t.pauseLen, t.pauseUntil = d.varint(), d.varint()
+		if err := d.end(); err != nil {
+			return err
+		}
+		if s.tubes[t.name] != nil || s.replayTubes[t.seq] != nil {
+			return fmt.Errorf("tube %q twice in the snapshot", t.name)
+		}
+		s.tubes[t.name] = t
+		s.replayTubes[t.seq] = t
+		s.tubeSeq = max(s.tubeSeq, t.seq)
+		s.resched(t)
+		return nil
+
+	case kindJob, kindJobH, kindPut:
+		j := &job{id: queue.ID(d.uvarint()), hidx: -1}
+		var seq uint64
+		var name string
+		if kind != kindPut {
+			seq = d.uvarint()
+		} else {
+			name = d.string()
+		}
+		st, err := state(d.byte())
+		j.pri = d.u32()
+		j.at, j.ttr, j.delay, j.created = d.varint(), d.varint(), d.varint(), d.varint()
+		d.counters(j)
+		j.setKey(d.string())
+		if kind == kindJobH {
+			d.history(j)
+		}
+		if d.err != nil {
+			return d.err
+		}
+		if err != nil {
+			return err
+		}
+		var t *tube
+		if kind != kindPut {
+			t = s.replayTubes[seq]
+		} else {
+			s.replayPauseEnd(name, j.created)
+			t = s.tubeFor(name)
+		}
+		if t == nil {
+			return errors.New("job of an unknown tube")
+		}
+		if j.id == 0 || j.id > queue.MaxID || s.jobs[j.id] != nil {
+			return fmt.Errorf("job %d put twice", j.id)
+		}
+		if k := j.key(); k != "" && t.keys[k] != nil {
+			return fmt.Errorf("job %d: unique key held by job %d", j.id, t.keys[k].id)
+		}
+		j.tube = t
+		j.body = slices.Clone(d.b)
+		if j.body == nil {
+			j.body = []byte{}
+		}
+		s.lastID = max(s.lastID, j.id)
+		if st == queue.Buried {
+			s.burySeq = max(s.burySeq, j.at)
+		}
+		if kind == kindPut {
+			t.totalJobs++
+		}
+		s.addJob(j, st)
+		return nil
+
+	case kindDelete:
+		id := queue.ID(d.uvarint())
+		if err := d.end(); err != nil {
+			return err
+		}
+		j := s.jobs[id]
+		if j == nil {
+			return fmt.Errorf("delete of unknown job %d", id)
+		}
+		s.removeJob(j)
+		return nil
+
+	case kindUpdate, kindUpdateH:
+		id := queue.ID(d.uvarint())
+		st, err := state(d.byte())
+		pri := d.u32()
+		at, delay := d.varint(), d.varint()
+		var c job
+		d.counters(&c)
+		if kind == kindUpdateH {
+			d.history(&c)
+		}
+		if err := d.end(); err != nil {
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		j := s.jobs[id]
+		if j == nil {
+			return fmt.Errorf("update of unknown job %d", id)
+		}
+		s.unlink(j)
+		j.pri, j.at, j.delay = pri, at, delay
+		j.reserves, j.timeouts, j.releases, j.buries, j.kicks = c.reserves, c.timeouts, c.releases, c.buries, c.kicks
+		if kind == kindUpdateH {
+			j.reserved = c.reserved
+			var h history
+			if c.more != nil {
+				h = c.more.history
+			}
+			j.setHistory(h)
+		}
+		if st == queue.Buried {
+			s.burySeq = max(s.burySeq, at)
+		}
+		s.link(j, st)
+		return nil
+
+	case kindPause:
+		name := d.string()
+		plen, until := d.varint(), d.varint()
+		if err := d.end(); err != nil {
+			return err
+		}
+		if plen > 0 {
+			s.replayPauseEnd(name, until-plen)
+		}
+		s.setPause(s.tubeFor(name), plen, until)
+		return nil
+
+	case kindHold:
+		name := d.string()
+		held := d.byte()
+		now := d.varint()
+		if err := d.end(); err != nil {
+			return err
+		}
+		s.replayPauseEnd(name, now)
+		t := s.tubeFor(name)
+		t.refs = int64(held) // a replay knows whether a tube had references, not whose
+		s.gcTube(t)
+		return nil
+	}
+	return fmt.Errorf("unknown record kind %d", kind)
+}
+
+// replayPauseEnd ends the pause of tube name if it had ended at now, the
+// time of the record being replayed, as the operation that wrote the record
+// did before it. Only puts and pauses carry their time, and only they can
+// find an empty tube whose pause ended (and so a new tube, with fresh
+// counters and a later place in Tubes).
+func (s *Store) replayPauseEnd(name string, now int64) {
+	if t := s.tubes[name]; t != nil && t.paused && t.pauseUntil <= now {
+		t.paused, t.pauseLen, t.pauseUntil = false, 0, 0
+		s.resched(t)
+		s.gcTube(t)
+	}
+}
+
+// setPause pauses t for plen nanoseconds until until, or unpauses it when
+// plen is 0, counting a pause.
+func (s *Store) setPause(t *tube, plen, until int64) {
+	t.pauses++
+	t.paused, t.pauseLen, t.pauseUntil = plen > 0, plen, until
+	if plen == 0 {
+		t.pauseUntil = 0
+	}
+	s.resched(t)
+	s.gcTube(t)
+}
