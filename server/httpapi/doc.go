@@ -83,7 +83,10 @@
 // token, 403 cross-site, 404 not found, 409 wrong state or not the holder,
 // 413 too large, 415 a body neither JSON nor raw bytes, 421 a Host not
 // allowed, 429 with Retry-After (limits), 503 store unreachable or shutting down,
-// 507 store full.
+// 507 store full. One table maps the sentinel errors of every primitive
+// (queue, ttlhash, lock, ratelimit, schedule) to their status and code; an
+// error it does not list is a failure of the store: 503 unavailable, the
+// cause logged, never sent.
 //
 // # Security and limits
 //

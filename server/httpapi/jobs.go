@@ -261,7 +261,7 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err != nil {
 		if r.Context().Err() == nil && s.stop.Err() != nil {
-			return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+			return shuttingDown
 		}
 		return err
 	}

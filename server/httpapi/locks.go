@@ -220,8 +220,8 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 		l, err = sem.Acquire(ctx, opts)
 	}
 	took := time.Since(start)
-	if err != nil && lockBadInput(err) {
-		return lockError(err)
+	if isBadInput(err) {
+		return err
 	}
 	result := "granted"
 	switch {
@@ -234,9 +234,9 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	s.locks.wait.WithLabelValues(mode, result).Observe(took.Seconds())
 	if err != nil {
 		if r.Context().Err() == nil && s.stop.Err() != nil {
-			return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+			return shuttingDown
 		}
-		return lockError(err)
+		return err
 	}
 	s.locks.remember(l, req.Limit)
 	writeJSON(w, http.StatusOK, LockGrant{Name: name, Token: l.Token(), Fence: l.Fence(), Limit: req.Limit,
@@ -278,7 +278,7 @@ func (s *Server) lockRelease(w http.ResponseWriter, r *http.Request) error {
 		s.locks.forget(token)
 	}
 	if err != nil {
-		return lockError(err)
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -301,7 +301,7 @@ func (s *Server) lockRefresh(w http.ResponseWriter, r *http.Request) error {
 		if errors.Is(err, lock.ErrNotHeld) {
 			s.locks.forget(token)
 		}
-		return lockError(err)
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -317,31 +317,10 @@ func (s *Server) lockTTL(w http.ResponseWriter, r *http.Request) error {
 		if errors.Is(err, lock.ErrNotHeld) {
 			s.locks.forget(token)
 		}
-		return lockError(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, LockTTL{TTLMS: d.Milliseconds()})
 	return nil
-}
-
-// lockBadInput reports whether err is lock's report of bad input.
-func lockBadInput(err error) bool {
-	return errors.Is(err, lock.ErrInvalidName) || errors.Is(err, lock.ErrInvalidTTL) ||
-		errors.Is(err, lock.ErrInvalidLimit) || errors.Is(err, lock.ErrInvalidOption)
-}
-
-// lockError maps an error of package lock to its reply.
-func lockError(err error) error {
-	switch {
-	case lockBadInput(err):
-		return badRequest("httpapi: %v", err)
-	case errors.Is(err, lock.ErrNotObtained):
-		return apiError{http.StatusConflict, CodeNotObtained, "httpapi: " + err.Error(), 0}
-	case errors.Is(err, lock.ErrNotHeld):
-		return apiError{http.StatusConflict, CodeNotHeld, "httpapi: " + err.Error(), 0}
-	case errors.Is(err, lock.ErrClosed):
-		return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
-	}
-	return err
 }
 
 // locksPanelData is what the locks panel shows.

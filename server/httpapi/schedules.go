@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -289,26 +288,6 @@ func scheduleStateOf(st schedule.State) ScheduleState {
 	return out
 }
 
-// scheduleBadInput reports whether err is package schedule's report of bad
-// input.
-func scheduleBadInput(err error) bool {
-	return errors.Is(err, schedule.ErrInvalidName) || errors.Is(err, schedule.ErrInvalidSpec) ||
-		errors.Is(err, schedule.ErrInvalidZone) || errors.Is(err, schedule.ErrInvalidOption)
-}
-
-// scheduleError maps an error of package schedule to its reply.
-func scheduleError(err error) error {
-	switch {
-	case scheduleBadInput(err):
-		return badRequest("httpapi: %v", err)
-	case errors.Is(err, schedule.ErrNotFound):
-		return apiError{http.StatusNotFound, CodeNotFound, "httpapi: " + err.Error(), 0}
-	case errors.Is(err, schedule.ErrClosed):
-		return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
-	}
-	return err
-}
-
 func (s *Server) scheduleSet(w http.ResponseWriter, r *http.Request) error {
 	c, err := s.scheduleClient()
 	if err != nil {
@@ -322,11 +301,11 @@ func (s *Server) scheduleSet(w http.ResponseWriter, r *http.Request) error {
 	}
 	sc, err := req.Schedule(name)
 	if err != nil {
-		return scheduleError(err)
+		return err
 	}
 	st, err := c.Set(r.Context(), sc)
 	if err != nil {
-		return scheduleError(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, scheduleStateOf(st))
 	return nil
@@ -353,7 +332,7 @@ func (s *Server) scheduleList(w http.ResponseWriter, r *http.Request) error {
 	}
 	sts, err := c.List(r.Context(), after, int(limit))
 	if err != nil {
-		return scheduleError(err)
+		return err
 	}
 	out := ScheduleList{Schedules: make([]ScheduleState, 0, len(sts))}
 	for _, st := range sts {
@@ -372,7 +351,7 @@ func (s *Server) scheduleCall(r *http.Request, call func(ctx context.Context, c 
 	if err != nil {
 		return err
 	}
-	return scheduleError(call(r.Context(), c, r.PathValue("name")))
+	return call(r.Context(), c, r.PathValue("name"))
 }
 
 func (s *Server) scheduleGet(w http.ResponseWriter, r *http.Request) error {
