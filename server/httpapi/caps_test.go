@@ -139,7 +139,7 @@ func TestMaxWaitsLocksAndLimits(t *testing.T) {
 	store := memStore(t)
 	ts := startLimitServer(t, store, []string{"slow=1/1m"}, func(s *httpapi.Server) {
 		s.MaxWaits = 1
-		s.Locks = storesOf(t, store).locks
+		s.Locks = lockClient(t, storesOf(t, store).locks)
 	})
 	done := make(chan int, 1)
 	go func() {

@@ -65,7 +65,6 @@ const maxRecentLocks = 50
 // lockServer is the state of the locks' routes in a Server.
 type lockServer struct {
 	once     sync.Once
-	client   *lock.Client
 	grants   *prometheus.CounterVec
 	releases *prometheus.CounterVec
 	wait     *prometheus.HistogramVec
@@ -83,14 +82,9 @@ type heldLock struct {
 	granted time.Time
 }
 
-// setup makes the Client and registers the metrics, once.
+// setup registers the metrics, once.
 func (ls *lockServer) setup(s *Server) {
 	ls.once.Do(func() {
-		c, err := lock.New(s.Locks, nil)
-		if err != nil {
-			panic(err) // nil options are always valid
-		}
-		ls.client = c
 		reg := s.Metrics.Registry()
 		ls.grants = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricLockGrants,
 			Help: "Lock and semaphore obtains over HTTP, by mode (try, wait, fair) and result (granted, refused, error)."},
@@ -196,7 +190,7 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	// A TTL is always given, and AutoRenew never set: the server renews
 	// no lease; the holder refreshes it.
 	opts := &lock.ObtainOptions{TTL: ttl, Fair: req.Fair}
-	sem := s.locks.client.NewSemaphore(name, req.Limit)
+	sem := s.Locks.NewSemaphore(name, req.Limit)
 	wait := min(ms(req.WaitMS), s.maxWait())
 	mode := "try"
 	start := time.Now()

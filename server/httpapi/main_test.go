@@ -77,6 +77,26 @@ func storesOf(t testing.TB, s queue.Store) stores {
 	return stores{}
 }
 
+// lockClient returns a lock.Client of st, as a Server's Locks.
+func lockClient(t testing.TB, st lock.Store) *lock.Client {
+	t.Helper()
+	c, err := lock.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// scheduleClient returns a schedule.Client of st, as a Server's Schedules.
+func scheduleClient(t testing.TB, st schedule.Store) *schedule.Client {
+	t.Helper()
+	c, err := schedule.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func forEachBackend(t *testing.T, f func(t *testing.T, open func(testing.TB) queue.Store)) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) { f(t, b.open) })

@@ -58,27 +58,6 @@ const (
 	MaxScheduleNext     = 1000
 )
 
-// scheduleServer is the state of the schedules' routes in a Server.
-type scheduleServer struct {
-	client *schedule.Client
-	err    error // why there is no client
-}
-
-// setup makes the Client; init calls it.
-func (ss *scheduleServer) setup(s *Server) {
-	if s.Schedules != nil {
-		ss.client, ss.err = schedule.New(s.Schedules, nil)
-	}
-}
-
-// scheduleClient returns the schedule.Client of the server.
-func (s *Server) scheduleClient() (*schedule.Client, error) {
-	if s.sched.err != nil {
-		return nil, apiError{http.StatusInternalServerError, CodeInternal, "httpapi: schedules: " + s.sched.err.Error(), 0}
-	}
-	return s.sched.client, nil
-}
-
 // ScheduleRequest is the JSON body of a set: a schedule's definition, its
 // name in the path. It is also one entry of hourglass serve's
 // --schedules-file (with a "name").
@@ -289,10 +268,6 @@ func scheduleStateOf(st schedule.State) ScheduleState {
 }
 
 func (s *Server) scheduleSet(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.scheduleClient()
-	if err != nil {
-		return err
-	}
 	name := r.PathValue("name")
 	var req ScheduleRequest
 	// base64 takes 4 bytes per 3, and JSON escapes up to 6 per byte of text.
@@ -303,7 +278,7 @@ func (s *Server) scheduleSet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.Set(r.Context(), sc)
+	st, err := s.Schedules.Set(r.Context(), sc)
 	if err != nil {
 		return err
 	}
@@ -312,11 +287,8 @@ func (s *Server) scheduleSet(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) scheduleList(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.scheduleClient()
-	if err != nil {
-		return err
-	}
 	q := r.URL.Query()
+	var err error
 	limit := uint64(DefaultScheduleList)
 	if v := q.Get("limit"); v != "" {
 		if limit, err = queryUint(v, "limit", MaxScheduleList); err != nil {
@@ -330,7 +302,7 @@ func (s *Server) scheduleList(w http.ResponseWriter, r *http.Request) error {
 	if len(after) > schedule.MaxNameLen {
 		return badRequest("httpapi: after is %d bytes, want at most %d (a schedule name)", len(after), schedule.MaxNameLen)
 	}
-	sts, err := c.List(r.Context(), after, int(limit))
+	sts, err := s.Schedules.List(r.Context(), after, int(limit))
 	if err != nil {
 		return err
 	}
@@ -347,11 +319,7 @@ func (s *Server) scheduleList(w http.ResponseWriter, r *http.Request) error {
 
 // scheduleCall runs a call on the schedule named in the path.
 func (s *Server) scheduleCall(r *http.Request, call func(ctx context.Context, c *schedule.Client, name string) error) error {
-	c, err := s.scheduleClient()
-	if err != nil {
-		return err
-	}
-	return call(r.Context(), c, r.PathValue("name"))
+	return call(r.Context(), s.Schedules, r.PathValue("name"))
 }
 
 func (s *Server) scheduleGet(w http.ResponseWriter, r *http.Request) error {
@@ -452,11 +420,7 @@ const maxPanelSchedules = 100
 // schedulesPanel lists the first schedules in name order with their next
 // tick and last fires.
 func schedulesPanel(ctx context.Context, s *Server) (any, error) {
-	c, err := s.scheduleClient()
-	if err != nil {
-		return nil, err
-	}
-	sts, err := c.List(ctx, "", maxPanelSchedules+1)
+	sts, err := s.Schedules.List(ctx, "", maxPanelSchedules+1)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 // startScheduleServer serves the queue and the schedules of store.
 func startScheduleServer(t testing.TB, store queue.Store, configure func(*httpapi.Server)) *testServer {
 	t.Helper()
-	sc := storesOf(t, store).schedules
+	sc := scheduleClient(t, storesOf(t, store).schedules)
 	return startServer(t, store, func(s *httpapi.Server) {
 		s.Schedules = sc
 		if configure != nil {
@@ -332,7 +332,7 @@ func TestScheduleMetrics(t *testing.T) {
 	}
 
 	// A trigger over HTTP counts as manual, on the same Metrics.
-	ts := startServer(t, ms, func(s *httpapi.Server) { s.Schedules = watched; s.Metrics = m })
+	ts := startServer(t, ms, func(s *httpapi.Server) { s.Schedules = c; s.Metrics = m })
 	ts.c.do(req{method: "POST", path: schedPath("minutely", "trigger")}).want(t, http.StatusOK, "")
 	if n := counter(t, m, httpapi.MetricScheduleFires, map[string]string{"manual": "true"}); n != 1 {
 		t.Errorf("manual fires: %v, want 1", n)
