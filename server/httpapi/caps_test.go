@@ -38,7 +38,7 @@ func TestMaxReserveTubes(t *testing.T) {
 // alone (not in parallel) so that the heap it reads is its own.
 func TestMaxWaitsFlood(t *testing.T) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { testMaxWaitsFlood(t, b) })
+		t.Run(b.Name, func(t *testing.T) { testMaxWaitsFlood(t, b) })
 	}
 }
 
