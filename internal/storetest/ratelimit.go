@@ -54,8 +54,9 @@ func RateLimit(t *testing.T, newStore NewRateLimitStore) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clock := NewClock(epoch)
-			s := newStore(t, clock)
+			s, rec := recordRL(newStore(t, clock))
 			c.run(t, &rlEnv{t: t, ctx: context.Background(), clock: clock, store: s, l: newLimiter(t, s, nil)})
+			rec.checkInvariants(t)
 		})
 	}
 }
