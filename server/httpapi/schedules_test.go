@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
@@ -278,6 +279,19 @@ func TestScheduleBadInput(t *testing.T) {
 func TestSchedulesOff(t *testing.T) {
 	c := startServer(t, memStore(t), nil).c
 	c.do(req{method: "GET", path: "/v1/schedules", offSpec: true}).want(t, http.StatusNotFound, httpapi.CodeNotFound)
+}
+
+// A trigger into a store at its job cap is 507 store_full, as a put is, and
+// records no fire.
+func TestScheduleTriggerFull(t *testing.T) {
+	ms := backendtest.MemoryWith(t, &memstore.Options{MaxJobs: 1})
+	ts := startScheduleServer(t, ms, nil)
+	ts.c.setSchedule(t, "nightly", nightly("full"))
+	ts.c.do(req{method: "POST", path: "/v1/tubes/full/jobs", json: map[string]any{"body": "x"}}).want(t, http.StatusCreated, "")
+	ts.c.do(req{method: "POST", path: schedPath("nightly", "trigger")}).want(t, http.StatusInsufficientStorage, httpapi.CodeStoreFull)
+	if st := ts.c.getSchedule(t, "nightly"); st.Fires != 0 || len(st.Last) != 0 {
+		t.Errorf("after a refused trigger: %d fires, last %+v; want none", st.Fires, st.Last)
+	}
 }
 
 // The fires of a Client over a store WatchSchedules returned are counted:
