@@ -3,7 +3,6 @@ package hourglass_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,11 +15,7 @@ import (
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // roundTrip puts a job through b and reserves it back.
 func roundTrip(t *testing.T, b *hourglass.Backend) {

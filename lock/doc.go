@@ -9,6 +9,9 @@
 // after the grant unless renewed. Only the owner can Release or Refresh
 // it: anyone else gets ErrNotHeld and changes nothing, so a lease that ran
 // out and was granted to another owner is never released by the first.
+// A holder that has the token but not the Lock (a grant made in another
+// process, over HTTP say) calls Client.Release, Refresh and TTL with the
+// name and the token; nothing renews such a lease.
 //
 // # Leases and renewal
 //

@@ -129,3 +129,35 @@ func ExampleClient_Obtain_fair() {
 	fmt.Println("holding, fence > 0:", l.Fence() > 0)
 	// Output: holding, fence > 0: true
 }
+
+// A holder with only the owner token of a grant (made by another process,
+// over HTTP say) acts on the lease by name and token.
+func ExampleClient_Refresh() {
+	s, err := memstore.New(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	locks, _ := lock.New(s.Locks(), nil)
+	ctx := context.Background()
+
+	l, err := locks.TryObtain(ctx, "export", &lock.ObtainOptions{TTL: 10 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	token := l.Token() // all the other holder has
+	fmt.Println("refresh:", locks.Refresh(ctx, "export", token, time.Minute))
+	left, _ := locks.TTL(ctx, "export", token)
+	fmt.Println("more than 10s left:", left > 10*time.Second)
+	fmt.Println("release:", locks.Release(ctx, "export", token))
+	fmt.Println("release again:", locks.Release(ctx, "export", token))
+	fmt.Println("refresh of 0s:", errors.Is(locks.Refresh(ctx, "export", token, 0), lock.ErrInvalidTTL))
+	l.Release(ctx) // stops its renewal
+	// Output:
+	// refresh: <nil>
+	// more than 10s left: true
+	// release: <nil>
+	// release again: lock: not held
+	// refresh of 0s: true
+}

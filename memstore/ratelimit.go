@@ -92,7 +92,8 @@ func (l *Limits) sweep(now int64) {
 }
 
 // GCRA implements ratelimit.Store.
-func (l *Limits) GCRA(ctx context.Context, key string, req ratelimit.GCRARequest) (ratelimit.Decision, error) {
+func (l *Limits) GCRA(ctx context.Context, key string, events int, limits []ratelimit.Limit, op ratelimit.Op, maxWait time.Duration, at time.Time) (ratelimit.Decision, error) {
+	req := ratelimit.GCRARequest{Op: op, N: events, Limits: limits, MaxWait: maxWait, At: at}
 	if err := ctx.Err(); err != nil {
 		return ratelimit.Decision{}, err
 	}

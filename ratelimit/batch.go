@@ -156,7 +156,8 @@ func (l *Limiter) batch(ctx context.Context, skeys []string, reqs []GCRARequest)
 		}
 		out := make([]Decision, len(skeys))
 		for i := range skeys {
-			d, err := s.GCRA(ctx, skeys[i], reqs[i])
+			q := reqs[i]
+			d, err := s.GCRA(ctx, skeys[i], q.N, q.Limits, q.Op, q.MaxWait, q.At)
 			if err != nil {
 				return nil, err
 			}

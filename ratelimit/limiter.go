@@ -76,7 +76,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int, limits ...Limit
 		case SlidingWindow:
 			return s.SlidingWindow(ctx, skey, n, limits)
 		}
-		return s.GCRA(ctx, skey, GCRARequest{Op: OpAllow, N: n, Limits: limits})
+		return s.GCRA(ctx, skey, n, limits, OpAllow, 0, time.Time{})
 	}
 	p := 0
 	if k > 1 {
@@ -168,7 +168,7 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 	if !r.ok || r.canceled || r.store == nil {
 		return nil
 	}
-	_, err := r.store.GCRA(ctx, r.skey, GCRARequest{Op: OpCancel, N: r.n, Limits: r.limits, At: r.at})
+	_, err := r.store.GCRA(ctx, r.skey, r.n, r.limits, OpCancel, 0, r.at)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
@@ -207,7 +207,7 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 		}
 	}
 	do := func(s Store, skey string) (Decision, error) {
-		return s.GCRA(ctx, skey, GCRARequest{Op: OpReserve, N: n, Limits: limits, MaxWait: maxWait})
+		return s.GCRA(ctx, skey, n, limits, OpReserve, maxWait, time.Time{})
 	}
 	p := 0
 	if k > 1 {

@@ -20,9 +20,11 @@ import (
 // Implementations: memstore.(*Store).Limits and redisstore.(*Store).Limits.
 // internal/storetest.RateLimit is the conformance suite of this contract.
 type Store interface {
-	// GCRA applies a GCRA decision (Allow, Reserve or Cancel, by req.Op)
-	// for req.Limits on key.
-	GCRA(ctx context.Context, key string, req GCRARequest) (Decision, error)
+	// GCRA applies a GCRA decision for n events (each limit charged
+	// n*Quota) on key, by op: allow, reserve within maxWait, cancel or
+	// roll back the decision of at (see Op). maxWait and at are those of
+	// GCRARequest; an op that does not use them ignores them.
+	GCRA(ctx context.Context, key string, n int, limits []Limit, op Op, maxWait time.Duration, at time.Time) (Decision, error)
 	// SlidingLog admits n events (n*Quota entries per limit) on key when
 	// every limit's window has room for them, and records them.
 	SlidingLog(ctx context.Context, key string, n int, limits []Limit) (Decision, error)
@@ -51,7 +53,8 @@ const (
 	OpRollback
 )
 
-// GCRARequest is one GCRA decision.
+// GCRARequest is one GCRA decision of a batch (Batcher), the arguments of
+// Store.GCRA.
 type GCRARequest struct {
 	// Op is the operation.
 	Op Op

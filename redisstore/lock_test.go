@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/lock"
@@ -214,12 +215,7 @@ func waitLost(t *testing.T, l *lock.Lock) {
 
 func newStoreWithPrefix(t testing.TB, c redis.UniversalClient, prefix string) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.New(t.Context(), c, &redisstore.Options{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return backendtest.Open(t, c, &redisstore.Options{Prefix: prefix})
 }
 
 // WAIT after a grant: with no replica to acknowledge it, the grant is undone

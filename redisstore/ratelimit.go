@@ -139,8 +139,8 @@ func (l *Limits) windowCall(o *op, kind, key string, n int, limits []ratelimit.L
 }
 
 // GCRA implements ratelimit.Store.
-func (l *Limits) GCRA(ctx context.Context, key string, req ratelimit.GCRARequest) (ratelimit.Decision, error) {
-	return l.one(ctx, l.gcraCall(key, req))
+func (l *Limits) GCRA(ctx context.Context, key string, n int, limits []ratelimit.Limit, op ratelimit.Op, maxWait time.Duration, at time.Time) (ratelimit.Decision, error) {
+	return l.one(ctx, l.gcraCall(key, ratelimit.GCRARequest{Op: op, N: n, Limits: limits, MaxWait: maxWait, At: at}))
 }
 
 // SlidingLog implements ratelimit.Store.
@@ -158,7 +158,7 @@ func (l *Limits) SlidingWindow(ctx context.Context, key string, n int, limits []
 func (l *Limits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.GCRARequest) ([]ratelimit.Decision, error) {
 	if len(keys) == 1 {
 		// One decision goes with other callers' (group commit).
-		d, err := l.GCRA(ctx, keys[0], reqs[0])
+		d, err := l.one(ctx, l.gcraCall(keys[0], reqs[0]))
 		if err != nil {
 			return nil, err
 		}

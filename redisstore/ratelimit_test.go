@@ -66,9 +66,9 @@ func (r recorder) note(ctx context.Context, d ratelimit.Decision, err error) (ra
 	return d, err
 }
 
-func (r recorder) GCRA(ctx context.Context, key string, req ratelimit.GCRARequest) (ratelimit.Decision, error) {
-	d, err := r.Store.GCRA(ctx, key, req)
-	if req.Op == ratelimit.OpCancel {
+func (r recorder) GCRA(ctx context.Context, key string, n int, limits []ratelimit.Limit, op ratelimit.Op, maxWait time.Duration, at time.Time) (ratelimit.Decision, error) {
+	d, err := r.Store.GCRA(ctx, key, n, limits, op, maxWait, at)
+	if op == ratelimit.OpCancel {
 		return d, err
 	}
 	return r.note(ctx, d, err)

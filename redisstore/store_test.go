@@ -3,10 +3,10 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
@@ -15,11 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // topology is a Redis to run a test on.
 type topology struct {
@@ -64,17 +60,12 @@ func ownServer(t testing.TB, opts *redis.Options) (*redistest.Server, *redis.Cli
 // newStore returns a store under a prefix of its own on c.
 func newStore(t testing.TB, c redis.UniversalClient, opts *redisstore.Options) *redisstore.Store {
 	t.Helper()
-	o := redisstore.Options{}
+	var o redisstore.Options
 	if opts != nil {
 		o = *opts
 	}
-	o.Prefix = redistest.Prefix(t)
-	s, err := redisstore.New(context.Background(), c, &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	o.Prefix = "" // the test's own
+	return backendtest.Open(t, c, &o)
 }
 
 func TestSmoke(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hourglass-io/hourglass"
 	"github.com/hourglass-io/hourglass/internal/logging"
+	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
@@ -419,11 +420,16 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	}
 	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, MaxWaits: o.maxWaits, MaxReserveTubes: o.maxWatch, Metrics: metrics, Health: healthCheck(b),
 		Limiter: limiter, NamedLimits: namedLimits, AllowedHosts: o.hostList()}
-	hs.Locks = b.Locks
+	if hs.Locks, err = lock.New(b.Locks, nil); err != nil {
+		return err
+	}
 	hs.StoreKind = b.Kind
-	// One store for the schedules' routes and for firing them, counting
+	// One client for the schedules' routes and for firing them, counting
 	// the fires on the metrics.
-	schedules := metrics.WatchSchedules(b.Schedules)
+	schedules, err := newSchedules(metrics.WatchSchedules(b.Schedules), log)
+	if err != nil {
+		return err
+	}
 	hs.Schedules = schedules
 	if o.accessLog {
 		hs.AccessLog = log.With("log", "access")
@@ -437,10 +443,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 			return err
 		}
 	}
-	stopSchedules, err := runSchedules(schedules, log)
-	if err != nil {
-		return err
-	}
+	stopSchedules := runSchedules(schedules)
 	defer stopSchedules() // before the store closes
 	es, el, err := o.envoy.start(b, token, tlsCfg, metrics.Registry(), log)
 	if err != nil {
@@ -611,19 +614,21 @@ func openError(store string, err error) error {
 	return fmt.Errorf("opening store %s: %w", redact(store), err)
 }
 
-// runSchedules fires the ticks of the store's schedules while the server
-// runs (any number of servers may: each tick is put once) and returns the
-// function that stops it.
-func runSchedules(store schedule.Store, log *slog.Logger) (stop func(), err error) {
-	c, err := schedule.New(store, &schedule.Options{
+// newSchedules returns the client of the store's schedules, logging its
+// fires.
+func newSchedules(store schedule.Store, log *slog.Logger) (*schedule.Client, error) {
+	return schedule.New(store, &schedule.Options{
 		OnError: func(err error) { log.Warn("schedules: firing due ticks", "err", err) },
 		OnFire: func(name string, f schedule.Fire) {
 			log.Debug("schedules: fired", "schedule", name, "tick", f.Tick, "job", f.JobID, "lateness", f.Lateness)
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
+}
+
+// runSchedules fires the ticks of c's schedules while the server runs (any
+// number of servers may: each tick is put once) and returns the function
+// that stops it.
+func runSchedules(c *schedule.Client) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -633,5 +638,5 @@ func runSchedules(store schedule.Store, log *slog.Logger) (stop func(), err erro
 	return func() {
 		cancel()
 		<-done
-	}, nil
+	}
 }

@@ -83,16 +83,12 @@ func jsonErr(b []byte, err error) error {
 	return fmt.Errorf("line %d: %w", bytes.Count(b[:off], []byte("\n"))+1, err)
 }
 
-// applySchedules sets every schedule of the file on the store (an unchanged
+// applySchedules sets every schedule of the file with c (an unchanged
 // one changes nothing) and, with prune, deletes the store's schedules the
 // file does not list. It checks first that no schedule of the file moves
 // an existing schedule to another tube, which the store refuses, so that
 // a file refused for that changes nothing.
-func applySchedules(ctx context.Context, store schedule.Store, path string, scs []schedule.Schedule, prune bool, log *slog.Logger) error {
-	c, err := schedule.New(store, nil)
-	if err != nil {
-		return err
-	}
+func applySchedules(ctx context.Context, c *schedule.Client, path string, scs []schedule.Schedule, prune bool, log *slog.Logger) error {
 	old := make(map[string]schedule.State, len(scs))
 	for _, sc := range scs {
 		st, err := c.Get(ctx, sc.Name)

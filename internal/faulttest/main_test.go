@@ -24,9 +24,7 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role))
 	}
-	code := m.Run()
-	redistest.StopShared()
-	os.Exit(code)
+	redistest.Main(m)
 }
 
 // child is a re-run of this test binary in a role, with its output lines

@@ -18,7 +18,8 @@
 //     sentinels monitoring the master under the name "mymaster".
 //
 // SharedStandalone and SharedCluster hand out one lazily started instance of
-// each per test binary; call StopShared from TestMain after m.Run. Tests
+// each per test binary; call StopShared from TestMain after m.Run (Main is
+// such a TestMain). Tests
 // sharing a server should namespace their keys with Prefix.
 //
 // The redis-server and redis-cli binaries must be on PATH; when they are not,

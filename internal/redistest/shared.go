@@ -3,6 +3,7 @@ package redistest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,6 +74,14 @@ func StopShared() {
 	if sharedCluster != nil {
 		sharedCluster.Stop()
 	}
+}
+
+// Main is the TestMain of a package whose tests share the servers: it runs
+// the tests, stops the shared servers and exits with the tests' code.
+func Main(m *testing.M) {
+	code := m.Run()
+	StopShared()
+	os.Exit(code)
 }
 
 var prefixSeq atomic.Uint64

@@ -31,5 +31,17 @@
 // RateLimit is the suite of the ratelimit.Store contract, in the same
 // manner: a back end hands it a constructor taking a *Clock, and the suite
 // checks admitted counts, delays and retry times exactly, through
-// ratelimit.Limiter.
+// ratelimit.Limiter. Lock, TTLHash and Schedule are those of lock.Store,
+// ttlhash.Store and schedule.Store.
+//
+// Each of these suites too checks after every case what must hold whatever
+// the case did, through the public contract only: no lock name has more
+// live holders than its limit, and every live lease has between 0 and the
+// lease it was last given left (lock_invariants.go); no rate limit decision
+// says more is left than its limits hold, or less than nothing
+// (ratelimit_invariants.go); no hash field the case wrote is readable past
+// its deadline, GetAll, Len, Get and TTL agree, and no consumer group has
+// more events pending than the store keeps (ttlhash_invariants.go); List
+// and Get agree on every schedule, whose next tick comes after the tick of
+// its last fire (schedule_invariants.go).
 package storetest

@@ -44,7 +44,11 @@ func Lock(t *testing.T, newStore NewLockStore) {
 		{"BadInput", testLockBadInput},
 		{"MutualExclusion", testLockMutualExclusion},
 	} {
-		t.Run(c.name, func(t *testing.T) { c.run(t, newStore) })
+		t.Run(c.name, func(t *testing.T) {
+			var inv lockInvariants
+			c.run(t, inv.wrap(newStore))
+			inv.check(t)
+		})
 	}
 }
 

@@ -54,8 +54,9 @@ func RateLimit(t *testing.T, newStore NewRateLimitStore) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clock := NewClock(epoch)
-			s := newStore(t, clock)
+			s, rec := recordRL(newStore(t, clock))
 			c.run(t, &rlEnv{t: t, ctx: context.Background(), clock: clock, store: s, l: newLimiter(t, s, nil)})
+			rec.checkInvariants(t)
 		})
 	}
 }
@@ -373,20 +374,18 @@ func testRLAllowAll(t *testing.T, r *rlEnv) {
 // and nothing admitted since gives everything back.
 func testRLRollbackBound(t *testing.T, r *rlEnv) {
 	lim := ratelimit.Every(100 * time.Millisecond).WithBurst(1)
-	req := ratelimit.GCRARequest{Op: ratelimit.OpAllow, N: 1, Limits: []ratelimit.Limit{lim}}
-	d, err := r.store.GCRA(r.ctx, "whole", req)
+	lims := []ratelimit.Limit{lim}
+	d, err := r.store.GCRA(r.ctx, "whole", 1, lims, ratelimit.OpAllow, 0, time.Time{})
 	if err != nil || !d.OK {
 		t.Fatalf("allow: %+v %v", d, err)
 	}
-	back := req
-	back.Op, back.At = ratelimit.OpRollback, d.Now
-	if d, err := r.store.GCRA(r.ctx, "whole", back); err != nil || !d.OK || d.Remaining != 1 {
+	if d, err := r.store.GCRA(r.ctx, "whole", 1, lims, ratelimit.OpRollback, 0, d.Now); err != nil || !d.OK || d.Remaining != 1 {
 		t.Fatalf("roll back at once: %+v %v, want OK with 1 remaining", d, err)
 	}
 
 	for _, burst := range []int{1, 3} {
 		lim := ratelimit.Every(100 * time.Millisecond).WithBurst(burst)
-		req := ratelimit.GCRARequest{Op: ratelimit.OpAllow, N: 1, Limits: []ratelimit.Limit{lim}}
+		lims := []ratelimit.Limit{lim}
 		key := fmt.Sprint("rand", burst)
 		rng := rand.New(rand.NewPCG(uint64(burst), 11))
 		type admitted struct {
@@ -399,9 +398,7 @@ func testRLRollbackBound(t *testing.T, r *rlEnv) {
 			case rng.IntN(10) == 0 && len(all) > 0:
 				h := all[len(all)-1-rng.IntN(min(len(all), 3))]
 				if !h.out {
-					back := req
-					back.Op, back.At = ratelimit.OpRollback, h.at
-					if _, err := r.store.GCRA(r.ctx, key, back); err != nil {
+					if _, err := r.store.GCRA(r.ctx, key, 1, lims, ratelimit.OpRollback, 0, h.at); err != nil {
 						t.Fatal(err)
 					}
 					h.out = true
@@ -409,7 +406,7 @@ func testRLRollbackBound(t *testing.T, r *rlEnv) {
 			case rng.IntN(3) == 0:
 				r.clock.Advance(time.Duration(rng.IntN(120)) * time.Millisecond)
 			default:
-				d, err := r.store.GCRA(r.ctx, key, req)
+				d, err := r.store.GCRA(r.ctx, key, 1, lims, ratelimit.OpAllow, 0, time.Time{})
 				if err != nil {
 					t.Fatal(err)
 				}

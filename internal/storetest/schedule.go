@@ -50,7 +50,9 @@ func Schedule(t *testing.T, newStore NewScheduleStore) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.run(&scEnv{t: t, ctx: t.Context(), clock: clock, ss: ss, qs: qs, c: cl})
+			e := &scEnv{t: t, ctx: t.Context(), clock: clock, ss: ss, qs: qs, c: cl}
+			c.run(e)
+			e.checkInvariants()
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,7 +56,9 @@ func TTLHash(t *testing.T, newStore NewTTLHashStore) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.run(t, &hxEnv{t: t, ctx: context.Background(), s: s, h: h, clock: clock})
+			e := &hxEnv{t: t, ctx: context.Background(), s: s, h: h, clock: clock, names: map[string]bool{}}
+			c.run(t, e)
+			e.checkInvariants()
 		})
 	}
 }
@@ -66,6 +69,10 @@ type hxEnv struct {
 	s     ttlhash.Store
 	h     *ttlhash.Hashes
 	clock *Clock
+
+	// mu guards names.
+	mu    sync.Mutex
+	names map[string]bool // the hashes the case named (hash), for the invariant check
 }
 
 func (e *hxEnv) ok(what string, err error) {
@@ -97,7 +104,7 @@ func (e *hxEnv) sweep() int {
 // and Len must agree.
 func (e *hxEnv) snapshot(hash string, fields ...string) map[string]string {
 	e.t.Helper()
-	h := e.h.Hash(hash)
+	h := e.hash(hash)
 	all, err := h.GetAll(e.ctx)
 	e.ok("GetAll", err)
 	m := map[string]string{}
@@ -189,7 +196,7 @@ func wantCodes(t *testing.T, what string, got []int, err error, want ...int) {
 }
 
 func testHXSetGet(t *testing.T, e *hxEnv) {
-	h := e.h.Hash("users")
+	h := e.hash("users")
 	added, err := h.Set(e.ctx, "a", []byte("1"))
 	e.ok("Set", err)
 	if !added {
@@ -238,7 +245,7 @@ func testHXSetGet(t *testing.T, e *hxEnv) {
 }
 
 func testHXReadsNeverExpired(t *testing.T, e *hxEnv) {
-	h := e.h.Hash("cache")
+	h := e.hash("cache")
 	_, err := h.SetTTL(e.ctx, "short", []byte("s"), 10*time.Second)
 	e.ok("SetTTL", err)
 	_, err = h.SetTTL(e.ctx, "long", []byte("l"), 20*time.Second)
@@ -269,7 +276,7 @@ func testHXReadsNeverExpired(t *testing.T, e *hxEnv) {
 }
 
 func testHXSetTTLRules(t *testing.T, e *hxEnv) {
-	h := e.h.Hash("h")
+	h := e.hash("h")
 	_, err := h.SetTTL(e.ctx, "a", []byte("1"), time.Minute)
 	e.ok("SetTTL", err)
 	_, err = h.SetTTL(e.ctx, "b", []byte("1"), time.Minute)
@@ -297,7 +304,7 @@ func testHXSetTTLRules(t *testing.T, e *hxEnv) {
 }
 
 func testHXExpireCodes(t *testing.T, e *hxEnv) {
-	h := e.h.Hash("h")
+	h := e.hash("h")
 	set := func(f string, ttl time.Duration) {
 		t.Helper()
 		var err error
@@ -362,7 +369,7 @@ func testHXExpireCodes(t *testing.T, e *hxEnv) {
 }
 
 func testHXPersist(t *testing.T, e *hxEnv) {
-	h := e.h.Hash("h")
+	h := e.hash("h")
 	_, err := h.SetTTL(e.ctx, "a", []byte("1"), time.Second)
 	e.ok("SetTTL", err)
 	_, err = h.Set(e.ctx, "b", []byte("1"))
@@ -382,7 +389,7 @@ func testHXPersist(t *testing.T, e *hxEnv) {
 }
 
 func testHXDel(t *testing.T, e *hxEnv) {
-	h := e.h.Hash("h")
+	h := e.hash("h")
 	e.ok("CreateGroup", e.h.CreateGroup(e.ctx, "g"))
 	_, err := h.SetMany(e.ctx, []ttlhash.Field{{Name: "a", Value: []byte("1")}, {Name: "b", Value: []byte("2")}}, time.Second)
 	e.ok("SetMany", err)
@@ -411,7 +418,7 @@ func testHXDel(t *testing.T, e *hxEnv) {
 }
 
 func testHXScan(t *testing.T, e *hxEnv) {
-	h := e.h.Hash("big")
+	h := e.hash("big")
 	want := map[string]string{}
 	var fs []ttlhash.Field
 	for i := range 300 {
@@ -440,7 +447,7 @@ func testHXEvents(t *testing.T, e *hxEnv) {
 	e.ok("CreateGroup again", e.h.CreateGroup(e.ctx, "a"))
 	start := e.clock.Now()
 	for i := range 20 {
-		h := e.h.Hash(fmt.Sprintf("h%d", i%5))
+		h := e.hash(fmt.Sprintf("h%d", i%5))
 		_, err := h.SetTTL(e.ctx, fmt.Sprintf("f%d", i), []byte(fmt.Sprintf("v%d", i)), time.Duration(i+1)*time.Second)
 		e.ok("SetTTL", err)
 	}
@@ -512,7 +519,7 @@ func testHXEvents(t *testing.T, e *hxEnv) {
 
 func testHXRedelivery(t *testing.T, e *hxEnv) {
 	e.ok("CreateGroup", e.h.CreateGroup(e.ctx, "g"))
-	h := e.h.Hash("h")
+	h := e.hash("h")
 	_, err := h.SetMany(e.ctx, []ttlhash.Field{{Name: "a", Value: []byte("1")}, {Name: "b", Value: []byte("2")}}, time.Second)
 	e.ok("SetMany", err)
 	e.clock.Advance(time.Second)
@@ -562,7 +569,7 @@ func testHXRetention(t *testing.T, e *hxEnv) {
 	e.ok("CreateGroup", e.h.CreateGroup(e.ctx, "g"))
 	const total = 4 * TTLHashMaxEvents
 	for i := range total {
-		_, err := e.h.Hash(fmt.Sprintf("h%d", i)).SetTTL(e.ctx, "f", []byte("v"), time.Second)
+		_, err := e.hash(fmt.Sprintf("h%d", i)).SetTTL(e.ctx, "f", []byte("v"), time.Second)
 		e.ok("SetTTL", err)
 	}
 	e.clock.Advance(time.Second)
@@ -580,7 +587,7 @@ func testHXRetention(t *testing.T, e *hxEnv) {
 	}
 	// Events acknowledged by every group are not held: more expiries fit.
 	for i := range TTLHashMaxEvents / 2 {
-		_, err := e.h.Hash(fmt.Sprintf("k%d", i)).SetTTL(e.ctx, "f", []byte("v"), time.Second)
+		_, err := e.hash(fmt.Sprintf("k%d", i)).SetTTL(e.ctx, "f", []byte("v"), time.Second)
 		e.ok("SetTTL", err)
 	}
 	e.clock.Advance(time.Second)
@@ -608,19 +615,19 @@ func testHXManyDeadlines(t *testing.T, e *hxEnv) {
 	for i := range 400 {
 		ttl := time.Duration(1+(i*i*7919)%(24*3600*1000)) * time.Millisecond
 		f := fld{fmt.Sprintf("h%d", i%20), fmt.Sprintf("f%d", i), start.Add(ttl)}
-		_, err := e.h.Hash(f.hash).SetTTL(e.ctx, f.name, []byte(f.name), ttl)
+		_, err := e.hash(f.hash).SetTTL(e.ctx, f.name, []byte(f.name), ttl)
 		e.ok("SetTTL", err)
 		switch i % 10 {
 		case 1:
-			codes, err := e.h.Hash(f.hash).Expire(e.ctx, ttl/2+time.Millisecond, ttlhash.None, f.name)
+			codes, err := e.hash(f.hash).Expire(e.ctx, ttl/2+time.Millisecond, ttlhash.None, f.name)
 			wantCodes(t, "Expire", codes, err, ttlhash.Done)
 			f.dl = start.Add(ttl/2 + time.Millisecond)
 		case 2:
-			_, err := e.h.Hash(f.hash).Persist(e.ctx, f.name)
+			_, err := e.hash(f.hash).Persist(e.ctx, f.name)
 			e.ok("Persist", err)
 			f.dl = time.Time{}
 		case 3:
-			_, err := e.h.Hash(f.hash).Del(e.ctx, f.name)
+			_, err := e.hash(f.hash).Del(e.ctx, f.name)
 			e.ok("Del", err)
 			continue
 		}
@@ -643,7 +650,7 @@ func testHXManyDeadlines(t *testing.T, e *hxEnv) {
 		for _, f := range live {
 			if !f.dl.IsZero() && !f.dl.After(now) {
 				due++
-				ttls, err := e.h.Hash(f.hash).TTL(e.ctx, f.name)
+				ttls, err := e.hash(f.hash).TTL(e.ctx, f.name)
 				e.ok("TTL", err)
 				if ttls[0] != ttlhash.NoField {
 					t.Fatalf("at +%v: %s/%s due at +%v has TTL %v", now.Sub(start), f.hash, f.name, f.dl.Sub(start), ttls[0])
@@ -668,7 +675,7 @@ func testHXManyDeadlines(t *testing.T, e *hxEnv) {
 	}
 	for i := range 20 {
 		hash := fmt.Sprintf("h%d", i)
-		n, err := e.h.Hash(hash).Len(e.ctx)
+		n, err := e.hash(hash).Len(e.ctx)
 		e.ok("Len", err)
 		if n != persisted[hash] {
 			t.Errorf("%s: %d fields left, want the %d persisted", hash, n, persisted[hash])
@@ -684,7 +691,7 @@ func testHXGroups(t *testing.T, e *hxEnv) {
 		t.Errorf("DeleteGroup of a missing group: %v, want ErrNoGroup", err)
 	}
 	e.ok("CreateGroup", e.h.CreateGroup(e.ctx, "g"))
-	_, err := e.h.Hash("h").SetTTL(e.ctx, "f", []byte("v"), time.Millisecond)
+	_, err := e.hash("h").SetTTL(e.ctx, "f", []byte("v"), time.Millisecond)
 	e.ok("SetTTL", err)
 	e.clock.Advance(time.Millisecond)
 	e.sweep()
@@ -705,7 +712,7 @@ func testHXGroups(t *testing.T, e *hxEnv) {
 }
 
 func testHXBadInput(t *testing.T, e *hxEnv) {
-	h := e.h.Hash("h")
+	h := e.hash("h")
 	_, err := h.Set(e.ctx, "keep", []byte("1"))
 	e.ok("Set", err)
 	long := strings.Repeat("x", ttlhash.MaxNameLen+1)
@@ -714,8 +721,8 @@ func testHXBadInput(t *testing.T, e *hxEnv) {
 		err  error
 		want error
 	}{
-		{"empty hash", func() error { _, err := e.h.Hash("").Set(e.ctx, "f", nil); return err }(), ttlhash.ErrInvalidName},
-		{"long hash", func() error { _, err := e.h.Hash(long).Len(e.ctx); return err }(), ttlhash.ErrInvalidName},
+		{"empty hash", func() error { _, err := e.hash("").Set(e.ctx, "f", nil); return err }(), ttlhash.ErrInvalidName},
+		{"long hash", func() error { _, err := e.hash(long).Len(e.ctx); return err }(), ttlhash.ErrInvalidName},
 		{"long field", func() error { _, err := h.Set(e.ctx, strings.Repeat("f", ttlhash.MaxFieldLen+1), nil); return err }(), ttlhash.ErrInvalidName},
 		{"zero TTL", func() error { _, err := h.SetTTL(e.ctx, "keep", []byte("2"), 0); return err }(), ttlhash.ErrInvalid},
 		{"negative TTL", func() error { _, err := h.SetTTL(e.ctx, "keep", []byte("2"), -time.Second); return err }(), ttlhash.ErrInvalid},

@@ -14,8 +14,8 @@ import (
 // job's put, reserve and delete.
 func BenchmarkProtocol(b *testing.B) {
 	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) {
-			_, addr := startServer(b, be.open(b), nil)
+		b.Run(be.Name, func(b *testing.B) {
+			_, addr := startServer(b, be.Open(b), nil)
 			ctx := context.Background()
 			const conns = 8
 			cs := make([]*beanstalkc.Conn, conns)

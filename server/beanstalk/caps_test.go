@@ -11,7 +11,7 @@ import (
 
 func TestMaxWatch(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), func(s *beanstalk.Server) { s.MaxWatch = 3 })
+		_, addr := startServer(t, b.Open(t), func(s *beanstalk.Server) { s.MaxWatch = 3 })
 		c := dial(t, addr)
 		c.expect("watch a", "WATCHING 2\r\n")
 		c.expect("watch b", "WATCHING 3\r\n")
@@ -40,8 +40,8 @@ func heapInUse() uint64 {
 func TestMaxWaitsFlood(t *testing.T) {
 	const maxWaits, flood = 50, 400
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			_, addr := startServer(t, b.open(t), func(s *beanstalk.Server) { s.MaxWaits = maxWaits })
+		t.Run(b.Name, func(t *testing.T) {
+			_, addr := startServer(t, b.Open(t), func(s *beanstalk.Server) { s.MaxWaits = maxWaits })
 			o := dial(t, addr)
 			o.expect("use t", "USING t\r\n")
 			o.expect("watch t", "WATCHING 2\r\n")
@@ -101,7 +101,7 @@ func TestMaxWaitsFlood(t *testing.T) {
 // with no IdleTimeout set; a connection idle between commands stays.
 func TestBodyTimeout(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), func(s *beanstalk.Server) { s.BodyTimeout = 200 * time.Millisecond })
+		_, addr := startServer(t, b.Open(t), func(s *beanstalk.Server) { s.BodyTimeout = 200 * time.Millisecond })
 		idle, stuck := dial(t, addr), dial(t, addr)
 		idle.expect("list-tube-used", "USING default\r\n")
 		stuck.send("put 0 0 60 10\r\nabc")

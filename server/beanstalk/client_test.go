@@ -12,7 +12,7 @@ import (
 // TestClientLibrary drives the server with a real beanstalkd client.
 func TestClientLibrary(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), nil)
+		_, addr := startServer(t, b.Open(t), nil)
 		c, err := gobeanstalk.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)

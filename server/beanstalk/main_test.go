@@ -18,40 +18,21 @@ import (
 	"github.com/hourglass-io/hourglass/server/beanstalk"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // backend is a store to run the server on.
-type backend struct {
-	name string
-	open func(t testing.TB) queue.Store
-}
+type backend = backendtest.Backend
 
-var backends = []backend{
-	{"redis", redisStore},
-	{"mem", memStore},
-}
+var backends = []backend{backendtest.RedisBackend, backendtest.MemoryBackend}
 
-func memStore(t testing.TB) queue.Store   { return backendtest.Memory(t) }
-func redisStore(t testing.TB) queue.Store { return backendtest.Redis(t) }
-
-func clusterStore(t testing.TB) queue.Store { return backendtest.Cluster(t) }
+var (
+	memStore     = backendtest.MemoryBackend.Open
+	redisStore   = backendtest.RedisBackend.Open
+	clusterStore = backendtest.ClusterBackend.Open
+)
 
 // testLogger logs to t, so that a failing test shows what the server said.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(t testing.TB) *slog.Logger { return backendtest.Logger(t, slog.LevelDebug) }
 
 // startServer serves a fresh queue on store on 127.0.0.1 and returns the
 // server and its address; the server is shut down when the test ends.

@@ -118,7 +118,7 @@ func field(t testing.TB, yaml, key string) string {
 
 func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			f(t, b)
 		})
@@ -127,7 +127,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 
 func TestDeadlineSoonWakesWaitingReserve(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), nil)
+		_, addr := startServer(t, b.Open(t), nil)
 		c := dial(t, addr)
 		id := c.put(3, "a")
 		c.reservedID(c.do("reserve"))
@@ -147,7 +147,7 @@ func TestDeadlineSoonWakesWaitingReserve(t *testing.T) {
 
 func TestReservationExpires(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), nil)
+		_, addr := startServer(t, b.Open(t), nil)
 		a, o := dial(t, addr), dial(t, addr)
 		id := a.put(1, "x")
 		a.reservedID(a.do("reserve"))
@@ -171,7 +171,7 @@ func TestReservationExpires(t *testing.T) {
 
 func TestCloseReturnsJobs(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), nil)
+		_, addr := startServer(t, b.Open(t), nil)
 		a := dial(t, addr)
 		ids := map[string]bool{}
 		for i := range 3 {
@@ -206,7 +206,7 @@ func TestCloseReturnsJobs(t *testing.T) {
 
 func TestDrain(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		srv, addr := startServer(t, b.open(t), nil)
+		srv, addr := startServer(t, b.Open(t), nil)
 		c := dial(t, addr)
 		id := c.put(60, "a")
 		if v := field(t, c.do("stats"), "draining"); v != "false" {
@@ -248,7 +248,7 @@ func TestWaitingCounts(t *testing.T) {
 		check(t, startBeanstalkd(t).addr)
 	})
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), nil)
+		_, addr := startServer(t, b.Open(t), nil)
 		check(t, addr)
 	})
 }
@@ -267,7 +267,7 @@ func waitFor(t testing.TB, c *client, key, want string) {
 
 func TestIdleTimeout(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), func(s *beanstalk.Server) {
+		_, addr := startServer(t, b.Open(t), func(s *beanstalk.Server) {
 			s.IdleTimeout = 200 * time.Millisecond
 		})
 		idle, waiting := dial(t, addr), dial(t, addr)
@@ -284,7 +284,7 @@ func TestIdleTimeout(t *testing.T) {
 
 func TestMaxConns(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), func(s *beanstalk.Server) { s.MaxConns = 2 })
+		_, addr := startServer(t, b.Open(t), func(s *beanstalk.Server) { s.MaxConns = 2 })
 		a, o := dial(t, addr), dial(t, addr)
 		a.expect("list-tube-used", "USING default\r\n")
 		o.expect("list-tube-used", "USING default\r\n")
@@ -322,8 +322,8 @@ func TestManyConnections(t *testing.T) {
 	const conns = 2000
 	raiseFileLimit(t, 2*conns+500)
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			_, addr := startServer(t, b.open(t), nil)
+		t.Run(b.Name, func(t *testing.T) {
+			_, addr := startServer(t, b.Open(t), nil)
 			var wg sync.WaitGroup
 			errs := make(chan error, conns)
 			start := make(chan struct{})
@@ -390,7 +390,7 @@ func session(addr string, i int) error {
 
 func TestShutdown(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		store := b.open(t)
+		store := b.Open(t)
 		q, err := queue.New(store, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -556,7 +556,7 @@ func TestDeadServersJobsReturn(t *testing.T) {
 // the commands in what it sent is run.
 func TestHTTPClosed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), nil)
+		_, addr := startServer(t, b.Open(t), nil)
 		for _, first := range []string{"POST / HTTP/1.1", "GET /stats HTTP/1.0", "PUT /x?y=z HTTP/1.1", "PRI * HTTP/2.0"} {
 			c := dial(t, addr)
 			c.send(first + "\r\nHost: 127.0.0.1:11300\r\nContent-Type: text/plain\r\n\r\nuse evil\r\nput 0 0 10 2\r\nhi\r\n")
@@ -586,7 +586,7 @@ func TestHTTPClosed(t *testing.T) {
 // write.
 func TestClosedConnectionStopsPipeline(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), nil)
+		_, addr := startServer(t, b.Open(t), nil)
 		nc, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)

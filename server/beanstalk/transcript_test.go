@@ -359,11 +359,11 @@ func TestTranscripts(t *testing.T) {
 			}
 			bs := backends
 			if onCluster[name] {
-				bs = append(bs[:len(bs):len(bs)], backend{"cluster", clusterStore})
+				bs = append(bs[:len(bs):len(bs)], backend{Name: "cluster", Open: clusterStore})
 			}
 			for _, b := range bs {
-				t.Run(b.name, func(t *testing.T) {
-					srv, addr := startServer(t, b.open(t), nil)
+				t.Run(b.Name, func(t *testing.T) {
+					srv, addr := startServer(t, b.Open(t), nil)
 					got := runTranscript(t, addr, srv.Drain, steps)
 					if diff := cmp.Diff(want.replies, got.replies); diff != "" {
 						t.Errorf("replies differ from beanstalkd's (-beanstalkd +ours):\n%s", diff)

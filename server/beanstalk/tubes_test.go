@@ -7,6 +7,7 @@ import (
 	"time"
 
 	gobeanstalk "github.com/beanstalkd/go-beanstalk"
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"github.com/hourglass-io/hourglass/internal/redistest"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
@@ -30,12 +31,7 @@ func TestSharedTubeLifetime(t *testing.T) {
 				} else {
 					c = redistest.StandaloneClient(t)
 				}
-				s, err := redisstore.New(t.Context(), c, &redisstore.Options{Prefix: prefix})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				return s, c
+				return backendtest.Open(t, c, &redisstore.Options{Prefix: prefix}), c
 			}
 			lease := func(s *beanstalk.Server) { s.SessionLease = 300 * time.Millisecond }
 			storeA, clientA := open()
@@ -91,7 +87,7 @@ func TestSharedTubeLifetime(t *testing.T) {
 func TestClientLibraryTubeCounters(t *testing.T) {
 	const n = 3000
 	forEachBackend(t, func(t *testing.T, b backend) {
-		_, addr := startServer(t, b.open(t), nil)
+		_, addr := startServer(t, b.Open(t), nil)
 		c, err := gobeanstalk.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)

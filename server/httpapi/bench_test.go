@@ -24,9 +24,9 @@ const benchClients = 16
 // the two is the cost of the HTTP path.
 func BenchmarkPutReserveDelete(b *testing.B) {
 	for _, be := range backends[:2] { // the embedded engine and one redis-server
-		b.Run(be.name, func(b *testing.B) {
+		b.Run(be.Name, func(b *testing.B) {
 			b.Run("direct", func(b *testing.B) {
-				q, err := queue.New(be.open(b), nil)
+				q, err := queue.New(be.Open(b), nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -47,7 +47,7 @@ func BenchmarkPutReserveDelete(b *testing.B) {
 				})
 			})
 			b.Run("http", func(b *testing.B) {
-				ts := startServer(b, be.open(b), nil)
+				ts := startServer(b, be.Open(b), nil)
 				tr := &http.Transport{MaxIdleConnsPerHost: benchClients}
 				defer tr.CloseIdleConnections()
 				hc := &http.Client{Transport: tr}

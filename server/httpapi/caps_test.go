@@ -38,7 +38,7 @@ func TestMaxReserveTubes(t *testing.T) {
 // alone (not in parallel) so that the heap it reads is its own.
 func TestMaxWaitsFlood(t *testing.T) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { testMaxWaitsFlood(t, b) })
+		t.Run(b.Name, func(t *testing.T) { testMaxWaitsFlood(t, b) })
 	}
 }
 
@@ -139,7 +139,7 @@ func TestMaxWaitsLocksAndLimits(t *testing.T) {
 	store := memStore(t)
 	ts := startLimitServer(t, store, []string{"slow=1/1m"}, func(s *httpapi.Server) {
 		s.MaxWaits = 1
-		s.Locks = storesOf(t, store).locks
+		s.Locks = lockClient(t, storesOf(t, store).locks)
 	})
 	done := make(chan int, 1)
 	go func() {

@@ -62,19 +62,20 @@
 //
 // # Locks
 //
-// With Locks set (a lock.Store), obtain grants through a lock.Client of
-// the Server over it and replies with the owner token and the fencing
-// token; release, refresh and ttl go to the store with the token of the
-// Hourglass-Lock-Token header, so that any other token gets 409 not_held.
+// With Locks set (a lock.Client, built by the caller as Queue, Hashes and
+// Limiter are), obtain grants through it and replies with the owner token
+// and the fencing token; release, refresh and ttl act on the lease by the
+// token of the Hourglass-Lock-Token header (Client.Release, Refresh, TTL),
+// so that any other token gets 409 not_held.
 // The server renews no lease: an HTTP holder refreshes its lease itself
 // before it runs out.
 //
 // # Schedules
 //
-// With Schedules set (a schedule.Store), the routes manage schedules
-// through a schedule.Client of the Server over it. The Server fires no
-// tick: a schedule.Client's Run over the same store does (hourglass serve
-// runs one). Metrics.WatchSchedules counts the fires of such a Client.
+// With Schedules set (a schedule.Client built by the caller), the routes
+// manage schedules through it. The Server fires no tick: a Client's Run
+// over the same store does (hourglass serve runs that of the very Client
+// it gives the Server). Metrics.WatchSchedules counts the fires of such a Client.
 //
 // # Errors
 //
@@ -83,7 +84,10 @@
 // token, 403 cross-site, 404 not found, 409 wrong state or not the holder,
 // 413 too large, 415 a body neither JSON nor raw bytes, 421 a Host not
 // allowed, 429 with Retry-After (limits), 503 store unreachable or shutting down,
-// 507 store full.
+// 507 store full. One table maps the sentinel errors of every primitive
+// (queue, ttlhash, lock, ratelimit, schedule) to their status and code; an
+// error it does not list is a failure of the store: 503 unavailable, the
+// cause logged, never sent.
 //
 // # Security and limits
 //

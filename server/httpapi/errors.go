@@ -8,7 +8,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/schedule"
+	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
 // Error codes: the stable "code" of an error reply. Clients branch on the
@@ -56,34 +60,112 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// asAPIError maps an error of the queue (or of the server) to its reply.
-// The one table of the package: every handler goes through it.
+// errorTable maps every sentinel error of the primitives (and of the
+// server) to its reply, first match wins: the one table of the package,
+// which every handler's error goes through (see asAPIError). Order
+// matters where one error wraps another: lock.ErrNotObtained wraps the
+// context's error of a wait that ended, ratelimit.ErrStore the store's.
+// An error not listed is a failure of the store (or a bug): 503
+// unavailable, the cause logged and not sent.
+var errorTable = []struct {
+	err    error
+	status int
+	code   string
+}{
+	// queue
+	{queue.ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{queue.ErrNotReserved, http.StatusConflict, CodeNotReserved},
+	{queue.ErrReserved, http.StatusConflict, CodeReserved},
+	{queue.ErrNotKickable, http.StatusConflict, CodeNotKickable},
+	{queue.ErrJobTooBig, http.StatusRequestEntityTooLarge, CodeTooLarge},
+	{queue.ErrInvalidTube, http.StatusBadRequest, CodeBadTube},
+	{queue.ErrInvalid, http.StatusBadRequest, CodeBadRequest},
+	{queue.ErrFull, http.StatusInsufficientStorage, CodeStoreFull},
+	{queue.ErrTimeout, http.StatusServiceUnavailable, CodeUnavailable}, // reserve answers it with 204 first
+	{queue.ErrNotReplicated, http.StatusServiceUnavailable, CodeUnavailable},
+	{queue.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
+
+	// ttlhash
+	{ttlhash.ErrInvalid, http.StatusBadRequest, CodeBadRequest},
+	{ttlhash.ErrInvalidName, http.StatusBadRequest, CodeBadRequest},
+	{ttlhash.ErrInvalidGroup, http.StatusBadRequest, CodeBadRequest},
+	{ttlhash.ErrInvalidEventID, http.StatusBadRequest, CodeBadRequest},
+	{ttlhash.ErrTooBig, http.StatusRequestEntityTooLarge, CodeTooLarge},
+	{ttlhash.ErrNoGroup, http.StatusNotFound, CodeNotFound},
+	{ttlhash.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
+
+	// lock
+	{lock.ErrInvalidName, http.StatusBadRequest, CodeBadRequest},
+	{lock.ErrInvalidTTL, http.StatusBadRequest, CodeBadRequest},
+	{lock.ErrInvalidLimit, http.StatusBadRequest, CodeBadRequest},
+	{lock.ErrInvalidOption, http.StatusBadRequest, CodeBadRequest},
+	{lock.ErrNotObtained, http.StatusConflict, CodeNotObtained},
+	{lock.ErrNotHeld, http.StatusConflict, CodeNotHeld},
+	{lock.ErrLeaseExpired, http.StatusConflict, CodeNotHeld}, // causes of a Lock's end: no route returns them
+	{lock.ErrReleased, http.StatusConflict, CodeNotHeld},
+	{lock.ErrNotReplicated, http.StatusServiceUnavailable, CodeUnavailable},
+	{lock.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
+
+	// ratelimit
+	{ratelimit.ErrInvalidLimit, http.StatusBadRequest, CodeBadLimit},
+	{ratelimit.ErrImpossible, http.StatusBadRequest, CodeImpossible},
+	{ratelimit.ErrUnsupported, http.StatusBadRequest, CodeNotSupported},
+	{ratelimit.ErrInvalidKey, http.StatusBadRequest, CodeBadRequest},
+	{ratelimit.ErrInvalidCost, http.StatusBadRequest, CodeBadRequest},
+	{ratelimit.ErrInvalidOption, http.StatusBadRequest, CodeBadRequest},
+	{ratelimit.ErrWaitTooLong, http.StatusTooManyRequests, CodeRateLimited}, // wait answers a slot too far with its own reply first
+
+	// schedule
+	{schedule.ErrInvalidName, http.StatusBadRequest, CodeBadRequest},
+	{schedule.ErrInvalidSpec, http.StatusBadRequest, CodeBadRequest},
+	{schedule.ErrInvalidZone, http.StatusBadRequest, CodeBadRequest},
+	{schedule.ErrInvalidOption, http.StatusBadRequest, CodeBadRequest},
+	{schedule.ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{schedule.ErrConflict, http.StatusServiceUnavailable, CodeUnavailable}, // fires of a spec's ticks (Run's), never a route's
+	{schedule.ErrNotDue, http.StatusServiceUnavailable, CodeUnavailable},
+	{schedule.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
+
+	// the request's end: the server shutting down (a client gone reads
+	// no reply)
+	{context.Canceled, http.StatusServiceUnavailable, CodeShuttingDown},
+
+	// failures of a store, wrapped by the primitive
+	{ratelimit.ErrStore, http.StatusServiceUnavailable, CodeUnavailable},
+}
+
+// shuttingDown is the reply of a call the server's shutdown ended.
+var shuttingDown = apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+
+// asAPIError returns err's reply: err itself when it is one (a reply of a
+// handler's own), else errorTable's. The message of a 503 is the server's,
+// never the cause's.
 func asAPIError(err error) apiError {
 	var ae apiError
-	switch {
-	case errors.As(err, &ae):
+	if errors.As(err, &ae) {
 		return ae
-	case errors.Is(err, queue.ErrNotFound):
-		return apiError{http.StatusNotFound, CodeNotFound, err.Error(), 0}
-	case errors.Is(err, queue.ErrNotReserved):
-		return apiError{http.StatusConflict, CodeNotReserved, err.Error(), 0}
-	case errors.Is(err, queue.ErrReserved):
-		return apiError{http.StatusConflict, CodeReserved, err.Error(), 0}
-	case errors.Is(err, queue.ErrNotKickable):
-		return apiError{http.StatusConflict, CodeNotKickable, err.Error(), 0}
-	case errors.Is(err, queue.ErrJobTooBig):
-		return apiError{http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error(), 0}
-	case errors.Is(err, queue.ErrInvalidTube):
-		return apiError{http.StatusBadRequest, CodeBadTube, err.Error(), 0}
-	case errors.Is(err, queue.ErrInvalid):
-		return apiError{http.StatusBadRequest, CodeBadRequest, err.Error(), 0}
-	case errors.Is(err, queue.ErrFull):
-		return apiError{http.StatusInsufficientStorage, CodeStoreFull, err.Error(), 0}
-	case errors.Is(err, queue.ErrClosed), errors.Is(err, context.Canceled):
-		return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
-	default:
-		return apiError{http.StatusServiceUnavailable, CodeUnavailable, "httpapi: the store did not answer (the server's log says why)", 0}
 	}
+	for _, e := range errorTable {
+		if !errors.Is(err, e.err) {
+			continue
+		}
+		switch e.code {
+		case CodeShuttingDown:
+			return shuttingDown
+		case CodeUnavailable:
+			return unavailable
+		}
+		return apiError{e.status, e.code, err.Error(), 0}
+	}
+	return unavailable
+}
+
+// unavailable is the reply of a failure of the store: the cause goes to
+// the server's log.
+var unavailable = apiError{http.StatusServiceUnavailable, CodeUnavailable, "httpapi: the store did not answer (the server's log says why)", 0}
+
+// isBadInput reports whether err is a report of bad input: a 400.
+func isBadInput(err error) bool {
+	return err != nil && asAPIError(err).status == http.StatusBadRequest
 }
 
 // storeFailure reports whether err is a failure of the store rather than an

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/httpapi"
@@ -23,7 +24,8 @@ func ExampleServer_locks() {
 	defer store.Close()
 	q, _ := queue.New(store, nil)
 	defer q.Close()
-	ts := httptest.NewServer((&httpapi.Server{Queue: q, Locks: store.Locks()}).Handler())
+	locks, _ := lock.New(store.Locks(), nil)
+	ts := httptest.NewServer((&httpapi.Server{Queue: q, Locks: locks}).Handler())
 	defer ts.Close()
 
 	obtain := func() (int, httpapi.LockGrant) {

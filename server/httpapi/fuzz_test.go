@@ -134,7 +134,7 @@ func FuzzAPI(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv := &httpapi.Server{Queue: q, Hashes: hashes, Locks: ms.Locks(), Schedules: ms.Schedules(), Limiter: limiter,
+	srv := &httpapi.Server{Queue: q, Hashes: hashes, Locks: lockClient(f, ms.Locks()), Schedules: scheduleClient(f, ms.Schedules()), Limiter: limiter,
 		MaxWait: time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
 	h := srv.Handler()
 	f.Cleanup(func() { q.Close(); ms.Close() })

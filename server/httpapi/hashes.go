@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -55,25 +54,6 @@ const (
 	// store cannot wake it (and at most how long it sleeps when it can).
 	eventPoll = time.Second
 )
-
-// hashErr maps the errors of package ttlhash to their replies; other
-// errors go to asAPIError's table as they are.
-func hashErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ttlhash.ErrInvalid), errors.Is(err, ttlhash.ErrInvalidName),
-		errors.Is(err, ttlhash.ErrInvalidGroup), errors.Is(err, ttlhash.ErrInvalidEventID):
-		return apiError{http.StatusBadRequest, CodeBadRequest, err.Error(), 0}
-	case errors.Is(err, ttlhash.ErrTooBig):
-		return apiError{http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error(), 0}
-	case errors.Is(err, ttlhash.ErrNoGroup):
-		return apiError{http.StatusNotFound, CodeNotFound, err.Error(), 0}
-	case errors.Is(err, ttlhash.ErrClosed):
-		return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
-	}
-	return err
-}
 
 // SetFieldsRequest is the JSON body of a set: fields stored in one atomic
 // operation, all with the same expiry. At most one of TTLMS, At and
@@ -362,7 +342,7 @@ func (s *Server) hashSet(w http.ResponseWriter, r *http.Request) error {
 		added, err = h.SetMany(r.Context(), fields, ms(req.TTLMS))
 	}
 	if err != nil {
-		return hashErr(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, SetFieldsReply{Added: added})
 	return nil
@@ -407,7 +387,7 @@ func (s *Server) hashGet(w http.ResponseWriter, r *http.Request) error {
 	if len(names) == 0 {
 		es, err := h.GetAll(r.Context())
 		if err != nil {
-			return hashErr(err)
+			return err
 		}
 		for _, e := range es {
 			reply.Fields = append(reply.Fields, entryOf(e))
@@ -415,7 +395,7 @@ func (s *Server) hashGet(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		es, err := h.GetMany(r.Context(), names...)
 		if err != nil {
-			return hashErr(err)
+			return err
 		}
 		for i, e := range es {
 			if e == nil {
@@ -436,7 +416,7 @@ func (s *Server) hashDel(w http.ResponseWriter, r *http.Request) error {
 	}
 	n, err := s.hash(r).Del(r.Context(), names...)
 	if err != nil {
-		return hashErr(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, DelFieldsReply{Deleted: n})
 	return nil
@@ -446,7 +426,7 @@ func (s *Server) hashLen(w http.ResponseWriter, r *http.Request) error {
 	h := s.hash(r)
 	n, err := h.Len(r.Context())
 	if err != nil {
-		return hashErr(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, HashLenReply{Hash: h.Name(), Len: n})
 	return nil
@@ -463,15 +443,15 @@ func (s *Server) hashScan(w http.ResponseWriter, r *http.Request) error {
 		count = n
 	}
 	h := s.hash(r)
-	if err := hashErr(checkHashName(h.Name())); err != nil {
+	if err := checkHashName(h.Name()); err != nil {
 		return err
 	}
-	if err := hashErr(ttlhash.CheckCursor(q.Get("cursor"))); err != nil {
+	if err := ttlhash.CheckCursor(q.Get("cursor")); err != nil {
 		return err
 	}
 	es, next, err := s.Hashes.Store().Scan(r.Context(), h.Name(), q.Get("cursor"), count)
 	if err != nil {
-		return hashErr(err)
+		return err
 	}
 	reply := ScanReply{Fields: make([]HashEntry, 0, len(es)), Cursor: next}
 	for _, e := range es {
@@ -497,7 +477,7 @@ func (s *Server) hashTTL(w http.ResponseWriter, r *http.Request) error {
 	}
 	ttls, err := s.hash(r).TTL(r.Context(), names...)
 	if err != nil {
-		return hashErr(err)
+		return err
 	}
 	reply := TTLReply{Fields: make([]FieldTTL, len(names))}
 	for i, d := range ttls {
@@ -564,7 +544,7 @@ func (s *Server) hashExpire(w http.ResponseWriter, r *http.Request) error {
 		codes, err = h.Expire(r.Context(), ms(*req.TTLMS), cond, req.Fields...)
 	}
 	if err != nil {
-		return hashErr(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, codesOf(req.Fields, codes))
 	return nil
@@ -580,7 +560,7 @@ func (s *Server) hashPersist(w http.ResponseWriter, r *http.Request) error {
 	}
 	codes, err := s.hash(r).Persist(r.Context(), req.Fields...)
 	if err != nil {
-		return hashErr(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, codesOf(req.Fields, codes))
 	return nil
@@ -588,7 +568,7 @@ func (s *Server) hashPersist(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) hashGroupCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Hashes.CreateGroup(r.Context(), r.PathValue("group")); err != nil {
-		return hashErr(err)
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -596,7 +576,7 @@ func (s *Server) hashGroupCreate(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) hashGroupDelete(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Hashes.DeleteGroup(r.Context(), r.PathValue("group")); err != nil {
-		return hashErr(err)
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -641,7 +621,7 @@ func (s *Server) hashRead(w http.ResponseWriter, r *http.Request) error {
 			}
 		})
 		if err != nil {
-			return s.pollErr(r, hashErr(err))
+			return s.pollErr(r, err)
 		}
 		defer stop()
 	}
@@ -651,7 +631,7 @@ func (s *Server) hashRead(w http.ResponseWriter, r *http.Request) error {
 	for {
 		evs, err := s.Hashes.Read(ctx, group, req.Consumer, req.Max)
 		if err != nil {
-			return s.pollErr(r, hashErr(err))
+			return s.pollErr(r, err)
 		}
 		left := time.Until(deadline)
 		if len(evs) > 0 || left <= 0 {
@@ -680,7 +660,7 @@ func (s *Server) hashRead(w http.ResponseWriter, r *http.Request) error {
 // stopping.
 func (s *Server) pollErr(r *http.Request, err error) error {
 	if r.Context().Err() == nil && s.stop.Err() != nil {
-		return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+		return shuttingDown
 	}
 	return err
 }
@@ -698,7 +678,7 @@ func (s *Server) hashAck(w http.ResponseWriter, r *http.Request) error {
 	}
 	n, err := s.Hashes.Ack(r.Context(), r.PathValue("group"), req.IDs...)
 	if err != nil {
-		return hashErr(err)
+		return err
 	}
 	s.hashMetrics().acked.Add(float64(n))
 	writeJSON(w, http.StatusOK, AckReply{Acked: n})
@@ -708,7 +688,7 @@ func (s *Server) hashAck(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) hashEventStats(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.Hashes.EventStats(r.Context())
 	if err != nil {
-		return hashErr(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, eventStatsOf(st))
 	return nil

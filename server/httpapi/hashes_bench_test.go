@@ -17,9 +17,9 @@ import (
 // redis-server.
 func BenchmarkHashSetGet(b *testing.B) {
 	for _, be := range backends[:2] {
-		b.Run(be.name, func(b *testing.B) {
+		b.Run(be.Name, func(b *testing.B) {
 			b.Run("direct", func(b *testing.B) {
-				hs := storesOf(b, be.open(b)).hashes
+				hs := storesOf(b, be.Open(b)).hashes
 				h, err := ttlhash.New(hs, nil)
 				if err != nil {
 					b.Fatal(err)

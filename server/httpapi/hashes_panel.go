@@ -61,7 +61,7 @@ func hashesPanel(ctx context.Context, s *Server) (any, error) {
 		h := s.Hashes.Hash(name)
 		n, err := h.Len(ctx)
 		if err != nil {
-			if isOutcome(hashErr(err)) {
+			if isOutcome(err) {
 				continue
 			}
 			return nil, err
@@ -69,7 +69,7 @@ func hashesPanel(ctx context.Context, s *Server) (any, error) {
 		ph := panelHash{Name: name, Len: n}
 		if n > 0 && n <= panelHashFields {
 			es, err := h.GetAll(ctx)
-			if err != nil && !isOutcome(hashErr(err)) {
+			if err != nil && !isOutcome(err) {
 				return nil, err
 			}
 			ph.Read = err == nil
@@ -89,7 +89,7 @@ func hashesPanel(ctx context.Context, s *Server) (any, error) {
 	}
 	st, err := s.Hashes.EventStats(ctx)
 	if err != nil {
-		if !isOutcome(hashErr(err)) {
+		if !isOutcome(err) {
 			return nil, err
 		}
 		d.EventsErr = true

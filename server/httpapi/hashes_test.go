@@ -19,7 +19,7 @@ import (
 // fields expire and their events appear), and opts for the Hashes.
 func startHashServer(t testing.TB, b backend, opts *ttlhash.Options, configure func(*httpapi.Server)) *testServer {
 	t.Helper()
-	qs := b.open(t)
+	qs := b.Open(t)
 	hs := storesOf(t, qs).hashes
 	h, err := ttlhash.New(hs, opts)
 	if err != nil {
@@ -45,7 +45,7 @@ func startHashServer(t testing.TB, b backend, opts *ttlhash.Options, configure f
 
 func forEachHashBackend(t *testing.T, f func(t *testing.T, b backend)) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { f(t, b) })
+		t.Run(b.Name, func(t *testing.T) { f(t, b) })
 	}
 }
 
@@ -553,7 +553,7 @@ func TestHashMalformedCursorAndEventID(t *testing.T) {
 		c.do(req{method: "POST", path: "/v1/hash-groups/g", offSpec: true})
 		for _, cursor := range []string{"%FF", "-1", "abc", "1.5", "99999999999999999999999"} {
 			r := c.do(req{method: "GET", path: "/v1/hashes/h/scan?cursor=" + cursor, offSpec: true})
-			if r.status >= 500 || (b.name != "mem" && r.status != 400) {
+			if r.status >= 500 || (b.Name != "mem" && r.status != 400) {
 				t.Errorf("scan with cursor %q: %d %s, want 400 (or 200 on the embedded engine)", cursor, r.status, r.body)
 			}
 		}

@@ -77,6 +77,43 @@ func validLease(s string) bool {
 	return true
 }
 
+// leaseUse says what a call on a job does with the request's lease.
+type leaseUse int
+
+const (
+	noLeaseUse    leaseUse = iota // none: the server's queue
+	leaseIfGiven                  // the holder's view when a lease is given (delete)
+	leaseRequired                 // the holder's view; a call without a lease is refused
+)
+
+// jobCall serves a call on the job of the path's {id} that answers 204 No
+// Content, checking in this order: the id; the body, when decode is not
+// nil; the lease, as use says; then call, on the holder's view of the
+// queue (or the server's).
+func (s *Server) jobCall(w http.ResponseWriter, r *http.Request, use leaseUse, decode func() error,
+	call func(q *queue.Queue, ctx context.Context, id queue.ID) error) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if decode != nil {
+		if err := decode(); err != nil {
+			return err
+		}
+	}
+	q := s.Queue
+	if use != noLeaseUse {
+		if q, err = s.holder(r, use == leaseRequired); err != nil {
+			return err
+		}
+	}
+	if err := call(q, r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 // holder returns the queue view of r's lease; required says a call without
 // one is refused.
 func (s *Server) holder(r *http.Request, required bool) (*queue.Queue, error) {
@@ -261,7 +298,7 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err != nil {
 		if r.Context().Err() == nil && s.stop.Err() != nil {
-			return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+			return shuttingDown
 		}
 		return err
 	}
@@ -372,19 +409,7 @@ func (s *Server) peekBody(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	q, err := s.holder(r, false)
-	if err != nil {
-		return err
-	}
-	if err := q.Delete(r.Context(), id); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.jobCall(w, r, leaseIfGiven, nil, (*queue.Queue).Delete)
 }
 
 // ReleaseRequest is the JSON body of a release (optional: the defaults
@@ -399,26 +424,19 @@ type ReleaseRequest struct {
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
 	var req ReleaseRequest
-	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
-		return err
+	decode := func() error {
+		if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+			return err
+		}
+		if req.DelayMS < 0 {
+			return badRequest("httpapi: delay_ms is %d, want 0 or more", req.DelayMS)
+		}
+		return nil
 	}
-	if req.DelayMS < 0 {
-		return badRequest("httpapi: delay_ms is %d, want 0 or more", req.DelayMS)
-	}
-	q, err := s.holder(r, true)
-	if err != nil {
-		return err
-	}
-	if err := q.ReleaseWithReason(r.Context(), id, priority(req.Priority), ms(req.DelayMS), req.Reason); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.jobCall(w, r, leaseRequired, decode, func(q *queue.Queue, ctx context.Context, id queue.ID) error {
+		return q.ReleaseWithReason(ctx, id, priority(req.Priority), ms(req.DelayMS), req.Reason)
+	})
 }
 
 // BuryRequest is the JSON body of a bury (optional: an absent priority is
@@ -438,51 +456,19 @@ func priority(p *uint32) uint32 {
 }
 
 func (s *Server) bury(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
 	var req BuryRequest
-	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
-		return err
-	}
-	q, err := s.holder(r, true)
-	if err != nil {
-		return err
-	}
-	if err := q.BuryWithReason(r.Context(), id, priority(req.Priority), req.Reason); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	decode := func() error { return readJSON(w, r, maxSmallBody, &req) }
+	return s.jobCall(w, r, leaseRequired, decode, func(q *queue.Queue, ctx context.Context, id queue.ID) error {
+		return q.BuryWithReason(ctx, id, priority(req.Priority), req.Reason)
+	})
 }
 
 func (s *Server) touch(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	q, err := s.holder(r, true)
-	if err != nil {
-		return err
-	}
-	if err := q.Touch(r.Context(), id); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.jobCall(w, r, leaseRequired, nil, (*queue.Queue).Touch)
 }
 
 func (s *Server) kickJob(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	if err := s.Queue.KickJob(r.Context(), id); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.jobCall(w, r, noLeaseUse, nil, (*queue.Queue).KickJob)
 }
 
 // KickRequest is the JSON body of a tube's kick.

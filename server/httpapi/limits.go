@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -102,23 +101,6 @@ func limited(reply LimitReply, retry time.Duration, msg string) limitedError {
 // ceilMS is d in whole milliseconds, rounded up.
 func ceilMS(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
 
-// limitError maps an error of the Limiter to its reply.
-func limitError(err error) error {
-	switch {
-	case errors.Is(err, ratelimit.ErrInvalidLimit):
-		return apiError{http.StatusBadRequest, CodeBadLimit, err.Error(), 0}
-	case errors.Is(err, ratelimit.ErrImpossible):
-		return apiError{http.StatusBadRequest, CodeImpossible, err.Error(), 0}
-	case errors.Is(err, ratelimit.ErrUnsupported):
-		return apiError{http.StatusBadRequest, CodeNotSupported, err.Error(), 0}
-	case errors.Is(err, ratelimit.ErrInvalidKey), errors.Is(err, ratelimit.ErrInvalidCost):
-		return apiError{http.StatusBadRequest, CodeBadRequest, err.Error(), 0}
-	case errors.Is(err, ratelimit.ErrStore):
-		return err // 503 unavailable (asAPIError), the cause logged, not sent
-	}
-	return err
-}
-
 // call is a decoded allow or wait.
 type limitCall struct {
 	key    string
@@ -167,7 +149,7 @@ func (s *Server) limitCall(req AllowRequest) (limitCall, error) {
 		c.limits = append(c.limits, rl)
 	}
 	if err := checkLimits(c.limits); err != nil {
-		return c, limitError(err)
+		return c, err
 	}
 	return c, nil
 }
@@ -203,7 +185,7 @@ func (s *Server) limitAllow(w http.ResponseWriter, r *http.Request) error {
 	res, err := s.Limiter.AllowN(r.Context(), c.key, c.n, c.limits...)
 	s.decided(c, res.Allowed, err)
 	if err != nil {
-		return limitError(err)
+		return err
 	}
 	reply := LimitReply{Allowed: res.Allowed, Remaining: res.Remaining, RetryAfterMS: ceilMS(res.RetryAfter), ResetAfterMS: ceilMS(res.ResetAfter)}
 	if !res.Allowed {
@@ -245,7 +227,7 @@ func (s *Server) limitWait(w http.ResponseWriter, r *http.Request) error {
 	res, err := s.Limiter.ReserveN(ctx, c.key, c.n, maxWait, c.limits...)
 	s.decided(c, err == nil && res.OK(), err)
 	if err != nil {
-		return limitError(err)
+		return err
 	}
 	if !res.OK() {
 		return limited(LimitReply{RetryAfterMS: ceilMS(res.Delay())}, res.Delay(),
@@ -263,7 +245,7 @@ func (s *Server) limitWait(w http.ResponseWriter, r *http.Request) error {
 				s.logger().Warn("limits: giving back an abandoned slot", "err", err)
 			}
 			if r.Context().Err() == nil && s.stop.Err() != nil {
-				return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+				return shuttingDown
 			}
 			return ctx.Err()
 		}

@@ -28,9 +28,9 @@ func BenchmarkLimitAllow(b *testing.B) {
 	var next atomic.Int64
 	key := func() string { return fmt.Sprintf("user:%d", next.Add(1)%1000) }
 	for _, be := range backends[:2] { // the embedded engine and one redis-server
-		b.Run(be.name, func(b *testing.B) {
+		b.Run(be.Name, func(b *testing.B) {
 			b.Run("direct", func(b *testing.B) {
-				l, err := ratelimit.New(storesOf(b, be.open(b)).limits, nil)
+				l, err := ratelimit.New(storesOf(b, be.Open(b)).limits, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -44,7 +44,7 @@ func BenchmarkLimitAllow(b *testing.B) {
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 			})
 			b.Run("http", func(b *testing.B) {
-				ts := startLimitServer(b, be.open(b), []string{"bench=" + spec}, nil)
+				ts := startLimitServer(b, be.Open(b), []string{"bench=" + spec}, nil)
 				tr := &http.Transport{MaxIdleConnsPerHost: benchClients}
 				defer tr.CloseIdleConnections()
 				hc := &http.Client{Transport: tr}

@@ -65,7 +65,6 @@ const maxRecentLocks = 50
 // lockServer is the state of the locks' routes in a Server.
 type lockServer struct {
 	once     sync.Once
-	client   *lock.Client
 	grants   *prometheus.CounterVec
 	releases *prometheus.CounterVec
 	wait     *prometheus.HistogramVec
@@ -83,14 +82,9 @@ type heldLock struct {
 	granted time.Time
 }
 
-// setup makes the Client and registers the metrics, once.
+// setup registers the metrics, once.
 func (ls *lockServer) setup(s *Server) {
 	ls.once.Do(func() {
-		c, err := lock.New(s.Locks, nil)
-		if err != nil {
-			panic(err) // nil options are always valid
-		}
-		ls.client = c
 		reg := s.Metrics.Registry()
 		ls.grants = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricLockGrants,
 			Help: "Lock and semaphore obtains over HTTP, by mode (try, wait, fair) and result (granted, refused, error)."},
@@ -196,7 +190,7 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	// A TTL is always given, and AutoRenew never set: the server renews
 	// no lease; the holder refreshes it.
 	opts := &lock.ObtainOptions{TTL: ttl, Fair: req.Fair}
-	sem := s.locks.client.NewSemaphore(name, req.Limit)
+	sem := s.Locks.NewSemaphore(name, req.Limit)
 	wait := min(ms(req.WaitMS), s.maxWait())
 	mode := "try"
 	start := time.Now()
@@ -220,8 +214,8 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 		l, err = sem.Acquire(ctx, opts)
 	}
 	took := time.Since(start)
-	if err != nil && lockBadInput(err) {
-		return lockError(err)
+	if isBadInput(err) {
+		return err
 	}
 	result := "granted"
 	switch {
@@ -234,9 +228,9 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	s.locks.wait.WithLabelValues(mode, result).Observe(took.Seconds())
 	if err != nil {
 		if r.Context().Err() == nil && s.stop.Err() != nil {
-			return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+			return shuttingDown
 		}
-		return lockError(err)
+		return err
 	}
 	s.locks.remember(l, req.Limit)
 	writeJSON(w, http.StatusOK, LockGrant{Name: name, Token: l.Token(), Fence: l.Fence(), Limit: req.Limit,
@@ -278,7 +272,7 @@ func (s *Server) lockRelease(w http.ResponseWriter, r *http.Request) error {
 		s.locks.forget(token)
 	}
 	if err != nil {
-		return lockError(err)
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -301,7 +295,7 @@ func (s *Server) lockRefresh(w http.ResponseWriter, r *http.Request) error {
 		if errors.Is(err, lock.ErrNotHeld) {
 			s.locks.forget(token)
 		}
-		return lockError(err)
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -317,31 +311,10 @@ func (s *Server) lockTTL(w http.ResponseWriter, r *http.Request) error {
 		if errors.Is(err, lock.ErrNotHeld) {
 			s.locks.forget(token)
 		}
-		return lockError(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, LockTTL{TTLMS: d.Milliseconds()})
 	return nil
-}
-
-// lockBadInput reports whether err is lock's report of bad input.
-func lockBadInput(err error) bool {
-	return errors.Is(err, lock.ErrInvalidName) || errors.Is(err, lock.ErrInvalidTTL) ||
-		errors.Is(err, lock.ErrInvalidLimit) || errors.Is(err, lock.ErrInvalidOption)
-}
-
-// lockError maps an error of package lock to its reply.
-func lockError(err error) error {
-	switch {
-	case lockBadInput(err):
-		return badRequest("httpapi: %v", err)
-	case errors.Is(err, lock.ErrNotObtained):
-		return apiError{http.StatusConflict, CodeNotObtained, "httpapi: " + err.Error(), 0}
-	case errors.Is(err, lock.ErrNotHeld):
-		return apiError{http.StatusConflict, CodeNotHeld, "httpapi: " + err.Error(), 0}
-	case errors.Is(err, lock.ErrClosed):
-		return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
-	}
-	return err
 }
 
 // locksPanelData is what the locks panel shows.

@@ -21,7 +21,7 @@ import (
 // startLockServer serves the queue and the locks of store.
 func startLockServer(t testing.TB, store queue.Store, configure func(*httpapi.Server)) *testServer {
 	t.Helper()
-	ls := storesOf(t, store).locks
+	ls := lockClient(t, storesOf(t, store).locks)
 	return startServer(t, store, func(s *httpapi.Server) {
 		s.Locks = ls
 		if configure != nil {

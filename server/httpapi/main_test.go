@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -31,27 +30,19 @@ import (
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // backend is a store to run the server on.
-type backend struct {
-	name string
-	open func(t testing.TB) queue.Store
-}
+type backend = backendtest.Backend
 
-var backends = []backend{
-	{"mem", memStore},
-	{"redis", redisStore},
-	{"cluster", clusterStore},
-}
+// backends are the stores to run the server on.
+var backends = []backend{backendtest.MemoryBackend, backendtest.RedisBackend, backendtest.ClusterBackend}
 
-func memStore(t testing.TB) queue.Store     { return backendtest.Memory(t) }
-func redisStore(t testing.TB) queue.Store   { return backendtest.Redis(t) }
-func clusterStore(t testing.TB) queue.Store { return backendtest.Cluster(t) }
+var (
+	memStore     = backendtest.MemoryBackend.Open
+	redisStore   = backendtest.RedisBackend.Open
+	clusterStore = backendtest.ClusterBackend.Open
+)
 
 // forEachBackend runs f as a subtest on each back end.
 // stores are the other primitives' stores of a back end.
@@ -77,18 +68,30 @@ func storesOf(t testing.TB, s queue.Store) stores {
 	return stores{}
 }
 
-func forEachBackend(t *testing.T, f func(t *testing.T, open func(testing.TB) queue.Store)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { f(t, b.open) })
+// lockClient returns a lock.Client of st, as a Server's Locks.
+func lockClient(t testing.TB, st lock.Store) *lock.Client {
+	t.Helper()
+	c, err := lock.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return c
 }
 
-type tWriter struct{ t testing.TB }
+// scheduleClient returns a schedule.Client of st, as a Server's Schedules.
+func scheduleClient(t testing.TB, st schedule.Store) *schedule.Client {
+	t.Helper()
+	c, err := schedule.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+func forEachBackend(t *testing.T, f func(t *testing.T, open func(testing.TB) queue.Store)) {
+	for _, b := range backends {
+		t.Run(b.Name, func(t *testing.T) { f(t, b.Open) })
+	}
 }
 
 // testServer is a Server serving on 127.0.0.1 for one test.
@@ -107,7 +110,7 @@ func startServer(t testing.TB, store queue.Store, configure func(*httpapi.Server
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &httpapi.Server{Queue: q, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))}
+	srv := &httpapi.Server{Queue: q, Logger: backendtest.Logger(t, slog.LevelInfo)}
 	if configure != nil {
 		configure(srv)
 	}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -58,27 +57,6 @@ const (
 	DefaultScheduleNext = 10
 	MaxScheduleNext     = 1000
 )
-
-// scheduleServer is the state of the schedules' routes in a Server.
-type scheduleServer struct {
-	client *schedule.Client
-	err    error // why there is no client
-}
-
-// setup makes the Client; init calls it.
-func (ss *scheduleServer) setup(s *Server) {
-	if s.Schedules != nil {
-		ss.client, ss.err = schedule.New(s.Schedules, nil)
-	}
-}
-
-// scheduleClient returns the schedule.Client of the server.
-func (s *Server) scheduleClient() (*schedule.Client, error) {
-	if s.sched.err != nil {
-		return nil, apiError{http.StatusInternalServerError, CodeInternal, "httpapi: schedules: " + s.sched.err.Error(), 0}
-	}
-	return s.sched.client, nil
-}
 
 // ScheduleRequest is the JSON body of a set: a schedule's definition, its
 // name in the path. It is also one entry of hourglass serve's
@@ -289,31 +267,7 @@ func scheduleStateOf(st schedule.State) ScheduleState {
 	return out
 }
 
-// scheduleBadInput reports whether err is package schedule's report of bad
-// input.
-func scheduleBadInput(err error) bool {
-	return errors.Is(err, schedule.ErrInvalidName) || errors.Is(err, schedule.ErrInvalidSpec) ||
-		errors.Is(err, schedule.ErrInvalidZone) || errors.Is(err, schedule.ErrInvalidOption)
-}
-
-// scheduleError maps an error of package schedule to its reply.
-func scheduleError(err error) error {
-	switch {
-	case scheduleBadInput(err):
-		return badRequest("httpapi: %v", err)
-	case errors.Is(err, schedule.ErrNotFound):
-		return apiError{http.StatusNotFound, CodeNotFound, "httpapi: " + err.Error(), 0}
-	case errors.Is(err, schedule.ErrClosed):
-		return apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
-	}
-	return err
-}
-
 func (s *Server) scheduleSet(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.scheduleClient()
-	if err != nil {
-		return err
-	}
 	name := r.PathValue("name")
 	var req ScheduleRequest
 	// base64 takes 4 bytes per 3, and JSON escapes up to 6 per byte of text.
@@ -322,22 +276,19 @@ func (s *Server) scheduleSet(w http.ResponseWriter, r *http.Request) error {
 	}
 	sc, err := req.Schedule(name)
 	if err != nil {
-		return scheduleError(err)
+		return err
 	}
-	st, err := c.Set(r.Context(), sc)
+	st, err := s.Schedules.Set(r.Context(), sc)
 	if err != nil {
-		return scheduleError(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, scheduleStateOf(st))
 	return nil
 }
 
 func (s *Server) scheduleList(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.scheduleClient()
-	if err != nil {
-		return err
-	}
 	q := r.URL.Query()
+	var err error
 	limit := uint64(DefaultScheduleList)
 	if v := q.Get("limit"); v != "" {
 		if limit, err = queryUint(v, "limit", MaxScheduleList); err != nil {
@@ -351,9 +302,9 @@ func (s *Server) scheduleList(w http.ResponseWriter, r *http.Request) error {
 	if len(after) > schedule.MaxNameLen {
 		return badRequest("httpapi: after is %d bytes, want at most %d (a schedule name)", len(after), schedule.MaxNameLen)
 	}
-	sts, err := c.List(r.Context(), after, int(limit))
+	sts, err := s.Schedules.List(r.Context(), after, int(limit))
 	if err != nil {
-		return scheduleError(err)
+		return err
 	}
 	out := ScheduleList{Schedules: make([]ScheduleState, 0, len(sts))}
 	for _, st := range sts {
@@ -368,11 +319,7 @@ func (s *Server) scheduleList(w http.ResponseWriter, r *http.Request) error {
 
 // scheduleCall runs a call on the schedule named in the path.
 func (s *Server) scheduleCall(r *http.Request, call func(ctx context.Context, c *schedule.Client, name string) error) error {
-	c, err := s.scheduleClient()
-	if err != nil {
-		return err
-	}
-	return scheduleError(call(r.Context(), c, r.PathValue("name")))
+	return call(r.Context(), s.Schedules, r.PathValue("name"))
 }
 
 func (s *Server) scheduleGet(w http.ResponseWriter, r *http.Request) error {
@@ -473,11 +420,7 @@ const maxPanelSchedules = 100
 // schedulesPanel lists the first schedules in name order with their next
 // tick and last fires.
 func schedulesPanel(ctx context.Context, s *Server) (any, error) {
-	c, err := s.scheduleClient()
-	if err != nil {
-		return nil, err
-	}
-	sts, err := c.List(ctx, "", maxPanelSchedules+1)
+	sts, err := s.Schedules.List(ctx, "", maxPanelSchedules+1)
 	if err != nil {
 		return nil, err
 	}

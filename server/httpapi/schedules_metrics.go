@@ -10,7 +10,7 @@ import (
 
 // Metrics of the schedules, recorded by a store that WatchSchedules
 // returned: the fires of every schedule.Client over it (its Run, and the
-// triggers of a Server whose Schedules it is). Schedule names are not
+// triggers of a Server whose Schedules is such a Client). Schedule names are not
 // labels: they are unbounded.
 const (
 	// MetricScheduleFires counts the jobs put for schedules' ticks, by
@@ -33,8 +33,9 @@ type scheduleMetrics struct {
 }
 
 // WatchSchedules returns st recording on m each fire made through it:
-// give it to the schedule.Client that runs the schedules (and to
-// Server.Schedules, for the triggers). A fire that lost the race to
+// build over it the schedule.Client that runs the schedules, and give
+// that Client (or another over the returned store) to Server.Schedules,
+// for the triggers to count too. A fire that lost the race to
 // another process (schedule.ErrConflict) records nothing, so that over
 // all the servers sharing a store each tick is counted once. The returned
 // store is a schedule.Notifier when st is.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
@@ -19,7 +20,7 @@ import (
 // startScheduleServer serves the queue and the schedules of store.
 func startScheduleServer(t testing.TB, store queue.Store, configure func(*httpapi.Server)) *testServer {
 	t.Helper()
-	sc := storesOf(t, store).schedules
+	sc := scheduleClient(t, storesOf(t, store).schedules)
 	return startServer(t, store, func(s *httpapi.Server) {
 		s.Schedules = sc
 		if configure != nil {
@@ -280,6 +281,19 @@ func TestSchedulesOff(t *testing.T) {
 	c.do(req{method: "GET", path: "/v1/schedules", offSpec: true}).want(t, http.StatusNotFound, httpapi.CodeNotFound)
 }
 
+// A trigger into a store at its job cap is 507 store_full, as a put is, and
+// records no fire.
+func TestScheduleTriggerFull(t *testing.T) {
+	ms := backendtest.MemoryWith(t, &memstore.Options{MaxJobs: 1})
+	ts := startScheduleServer(t, ms, nil)
+	ts.c.setSchedule(t, "nightly", nightly("full"))
+	ts.c.do(req{method: "POST", path: "/v1/tubes/full/jobs", json: map[string]any{"body": "x"}}).want(t, http.StatusCreated, "")
+	ts.c.do(req{method: "POST", path: schedPath("nightly", "trigger")}).want(t, http.StatusInsufficientStorage, httpapi.CodeStoreFull)
+	if st := ts.c.getSchedule(t, "nightly"); st.Fires != 0 || len(st.Last) != 0 {
+		t.Errorf("after a refused trigger: %d fires, last %+v; want none", st.Fires, st.Last)
+	}
+}
+
 // The fires of a Client over a store WatchSchedules returned are counted:
 // ticks of the spec with their lateness, the ticks the misfire policy
 // dropped, and triggers over HTTP, apart.
@@ -332,7 +346,7 @@ func TestScheduleMetrics(t *testing.T) {
 	}
 
 	// A trigger over HTTP counts as manual, on the same Metrics.
-	ts := startServer(t, ms, func(s *httpapi.Server) { s.Schedules = watched; s.Metrics = m })
+	ts := startServer(t, ms, func(s *httpapi.Server) { s.Schedules = c; s.Metrics = m })
 	ts.c.do(req{method: "POST", path: schedPath("minutely", "trigger")}).want(t, http.StatusOK, "")
 	if n := counter(t, m, httpapi.MetricScheduleFires, map[string]string{"manual": "true"}); n != 1 {
 		t.Errorf("manual fires: %v, want 1", n)

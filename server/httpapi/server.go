@@ -101,18 +101,19 @@ type Server struct {
 	// panel: envoyrl.Server.Descriptors, converted.
 	EnvoyDescriptors func() []EnvoyDescriptor
 	// Locks, when set, serves locks and semaphores under /v1/locks (see
-	// locks.go): a hourglass.Backend's Locks. The server obtains through a
-	// lock.Client of its own over it.
-	Locks lock.Store
+	// locks.go): obtains go through it, and release, refresh and ttl act
+	// on a lease by its token (Client.Release, Refresh, TTL). Typically
+	// lock.New(backend.Locks, nil).
+	Locks *lock.Client
 	// StoreKind names the back end for the dashboard's header: "memory",
 	// "file" or "redis" (hourglass.Backend.Kind). Empty: not shown.
 	StoreKind string
 	// Schedules, when set, serves schedules under /v1/schedules (see
-	// schedules.go): a hourglass.Backend's Schedules. The server manages
-	// them through a schedule.Client of its own; firing their ticks is
-	// not the Server's: run a schedule.Client's Run beside it (hourglass
-	// serve does).
-	Schedules schedule.Store
+	// schedules.go), managed through it. Typically
+	// schedule.New(metrics.WatchSchedules(backend.Schedules), nil), so
+	// that the triggers count in the metrics. Firing their ticks is not
+	// the Server's: run the Client's Run beside it (hourglass serve does).
+	Schedules *schedule.Client
 	// AccessLog, when set, receives one info record per HTTP request
 	// once it is answered: method, path, status, bytes, duration, remote.
 	AccessLog *slog.Logger
@@ -120,7 +121,6 @@ type Server struct {
 	initOnce sync.Once
 	started  time.Time  // when the Server was first used: the dashboard's uptime
 	locks    lockServer // the state of the locks' routes
-	sched    scheduleServer
 	handler  http.Handler
 	stop     context.Context // cancelled by Shutdown: long polls end
 	cancel   context.CancelFunc
@@ -154,7 +154,6 @@ func (s *Server) init() {
 		s.Metrics.watchQueue(s.Queue)
 		s.sampled = make(chan struct{})
 		go s.sampleLoop()
-		s.sched.setup(s)
 		hosts := s.AllowedHosts
 		if hosts == nil {
 			hosts = DefaultAllowedHosts
