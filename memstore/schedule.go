@@ -319,8 +319,11 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 
 // Listen implements schedule.Notifier: wake is called after a schedule is
 // set or resumed.
-func (c *Schedules) Listen(ctx context.Context, wake func()) (func(), error) {
+func (c *Schedules) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
 	s := c.s
+	if topic != schedule.TopicDue {
+		return nil, fmt.Errorf("memstore: %w: topic %q, want %q", schedule.ErrInvalidOption, topic, schedule.TopicDue)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -330,7 +333,8 @@ func (c *Schedules) Listen(ctx context.Context, wake func()) (func(), error) {
 		return nil, schedule.ErrClosed
 	}
 	s.scInit()
-	p := &wake
+	call := func() { wake(topic) }
+	p := &call
 	s.sc.lis[p] = struct{}{}
 	return func() {
 		s.mu.Lock()

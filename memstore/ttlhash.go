@@ -779,13 +779,18 @@ func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
 	return st, err
 }
 
-// ListenEvents implements ttlhash.Notifier: wake is called after events
-// are appended, without the Store's lock held.
-func (h *Hashes) ListenEvents(ctx context.Context, wake func()) (func(), error) {
+// Listen implements ttlhash.Notifier for ttlhash.TopicEvents only: wake is
+// called after events are appended, without the Store's lock held. The
+// engine's own timer expires fields, so it announces no ttlhash.TopicDue.
+func (h *Hashes) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
+	if topic != ttlhash.TopicEvents {
+		return nil, fmt.Errorf("memstore: %w: %q", ttlhash.ErrNoTopic, topic)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f := &wake
+	call := func() { wake(topic) }
+	f := &call
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
 	if h.s.closed {
