@@ -11,11 +11,11 @@
 //	Listen(ctx context.Context, topic string, wake func(topic string)) (stop func(), err error)
 //
 // Listen returns once the subscription is in effect: a change after it
-// returns is never missed. wake is called, from any goroutine and without
-// blocking, soon after a change of the topic (in any process, for a shared
-// store), may be called spuriously, and is called once more after the
-// store may have lost wake-ups (a reconnect to Redis). stop ends the
-// subscription. Each primitive names its topics and its interface: a
+// returns is never missed. wake must not block; it is called, from any
+// goroutine, soon after a change of the topic (in any process, for a
+// shared store), may be called spuriously, and, where a store can tell
+// (Redis's sharded subscriptions), once more after it may have lost
+// wake-ups in a reconnect. stop ends the subscription. Each primitive names its topics and its interface: a
 // queue.Notifier's topic is a tube, a lock.Notifier's a lock name, a
 // ttlhash.Notifier's TopicEvents, TopicDue or an event shard's topic, a
 // schedule.Notifier's TopicDue.
