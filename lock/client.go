@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Client obtains locks and semaphore slots from a Store. It is safe for
@@ -35,7 +37,7 @@ type local struct {
 }
 
 type waiting struct {
-	wake chan struct{} // buffered 1: a pending wake-up
+	w    *wait.Waiter
 	fair bool
 }
 
@@ -74,7 +76,7 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (c *Client) obtain(ctx context.Context, name string, limit int, opts *ObtainOptions, wait bool) (*Lock, error) {
+func (c *Client) obtain(ctx context.Context, name string, limit int, opts *ObtainOptions, block bool) (*Lock, error) {
 	if err := validName(name); err != nil {
 		return nil, err
 	}
@@ -96,23 +98,18 @@ func (c *Client) obtain(ctx context.Context, name string, limit int, opts *Obtai
 	}
 	req := AcquireRequest{
 		Name: name, Token: newToken(), Limit: limit, TTL: o.TTL,
-		Queue: wait && o.Fair, QueueTTL: c.opts.queueTTL(),
+		Queue: block && o.Fair, QueueTTL: c.opts.queueTTL(),
 		Replicas: o.Replicas, ReplicaTimeout: o.ReplicaTimeout,
 	}
 	var (
-		w       *waiting
-		got     bool
-		polled  bool // no wake-ups: poll every PollInterval
-		timer   *time.Timer
-		queued  bool
-		waitFor time.Duration
+		w      *waiting
+		got    bool
+		polled bool // no wake-ups: poll every PollInterval
+		queued bool
 	)
 	defer func() {
 		if w != nil {
 			c.unwait(name, w, got)
-		}
-		if timer != nil {
-			timer.Stop()
 		}
 	}()
 	giveUp := func(err error) (*Lock, error) {
@@ -143,33 +140,27 @@ func (c *Client) obtain(ctx context.Context, name string, limit int, opts *Obtai
 			}
 			return l, nil
 		}
-		if !wait {
+		if !block {
 			return nil, ErrNotObtained
 		}
 		queued = queued || req.Queue
 		if w == nil {
-			w = &waiting{wake: make(chan struct{}, 1), fair: req.Queue}
+			w = &waiting{w: wait.New(), fair: req.Queue}
 			polled = !c.await(ctx, name, w)
 			continue // a release before the subscription took effect is seen now
 		}
-		waitFor = max(g.Wait, time.Millisecond)
-		if polled {
-			waitFor = min(waitFor, c.opts.pollInterval())
-		}
+		// Woken by a release, or look again when the earliest lease may
+		// have ended, or (fair) when the place in line needs keeping.
+		recheck := max(g.Wait, time.Millisecond)
 		if req.Queue {
-			waitFor = min(waitFor, req.QueueTTL/3)
+			recheck = min(recheck, req.QueueTTL/3)
 		}
-		if timer == nil {
-			timer = time.NewTimer(waitFor)
-		} else {
-			timer.Reset(waitFor)
+		var poll time.Duration
+		if polled {
+			poll = c.opts.pollInterval()
 		}
-		select {
-		case <-w.wake:
-			timer.Stop()
-		case <-timer.C:
-		case <-ctx.Done():
-			return giveUp(fmt.Errorf("%w: %w", ErrNotObtained, ctx.Err()))
+		if _, err := w.w.Wait(ctx, time.Now().Add(recheck), poll); err != nil {
+			return giveUp(fmt.Errorf("%w: %w", ErrNotObtained, err))
 		}
 	}
 }
@@ -220,12 +211,8 @@ func (c *Client) wake(name string) {
 	}
 	one := false
 	for _, w := range l.waiters {
-		if w.fair || !one {
-			select {
-			case w.wake <- struct{}{}:
-				one = one || !w.fair
-			default:
-			}
+		if (w.fair || !one) && w.w.Wake() {
+			one = one || !w.fair
 		}
 	}
 }
@@ -253,10 +240,8 @@ func (c *Client) unwait(name string, w *waiting, obtained bool) {
 		}
 	}
 	c.mu.Unlock()
-	select {
-	case <-w.wake:
+	if w.w.Take() {
 		obtained = false
-	default:
 	}
 	if !obtained {
 		c.wake(name)

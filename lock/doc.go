@@ -38,9 +38,10 @@
 //
 // # Waiting and fairness
 //
-// A waiter listens for the name's releases (Store implementing Notifier)
-// and otherwise sleeps until the holder's lease could end, so a lost
-// wake-up only delays it. With ObtainOptions.Fair, waiters join a queue in
+// A waiter listens for the name's releases (Store implementing Notifier,
+// topic: the name) and otherwise sleeps until the holder's lease could end,
+// so a lost wake-up only delays it; only a store without a Notifier is
+// polled, every Options.PollInterval. With ObtainOptions.Fair, waiters join a queue in
 // the store and are granted in arrival order across all processes; each
 // waiter keeps its place alive every third of Options.QueueTTL, so a
 // waiter that died blocks the queue for at most QueueTTL, and one that gave

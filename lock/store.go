@@ -90,8 +90,9 @@ type Grant struct {
 	Replicas int
 }
 
-// Notifier is implemented by stores that can wake waiters. Without it, a
-// waiting Client rechecks a busy name every Options.PollInterval.
+// Notifier is implemented by stores that can wake waiters: its topics are
+// lock names, in the one notifier shape every primitive uses. Without it,
+// a waiting Client rechecks a busy name every Options.PollInterval.
 type Notifier interface {
 	// Listen arranges for wake(name) to be called, from any goroutine, soon
 	// after a holder of name released it or a waiter left its queue. It

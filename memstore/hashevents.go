@@ -80,7 +80,7 @@ type hashEvents struct {
 	groups    map[string]*hxGroup
 	cap       int
 	bytes     int64     // about what a snapshot of the events takes
-	listeners listeners // ListenEvents, all under ""
+	listeners listeners // Listen(TopicEvents), all under ""
 }
 
 func (x *hashEvents) init(s *Store, maxEvents int) {
@@ -334,10 +334,15 @@ func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
 	return st, err
 }
 
-// ListenEvents implements ttlhash.Notifier: wake is called after events
-// are appended (and written), without the Store's lock held.
-func (h *Hashes) ListenEvents(ctx context.Context, wake func()) (func(), error) {
-	return h.s.listen(ctx, &h.s.events.listeners, "", func(string) { wake() }, ttlhash.ErrClosed)
+// Listen implements ttlhash.Notifier for ttlhash.TopicEvents only: wake is
+// called after events are appended (and written), without the Store's lock
+// held. The engine's own timer expires fields, so it announces no
+// ttlhash.TopicDue.
+func (h *Hashes) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
+	if topic != ttlhash.TopicEvents {
+		return nil, fmt.Errorf("memstore: %w: %q", ttlhash.ErrNoTopic, topic)
+	}
+	return h.s.listen(ctx, &h.s.events.listeners, "", func(string) { wake(topic) }, ttlhash.ErrClosed)
 }
 
 // Records.

@@ -323,8 +323,11 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 
 // Listen implements schedule.Notifier: wake is called after a schedule is
 // set or resumed.
-func (c *Schedules) Listen(ctx context.Context, wake func()) (func(), error) {
-	return c.s.listen(ctx, &c.listeners, "", func(string) { wake() }, schedule.ErrClosed)
+func (c *Schedules) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
+	if topic != schedule.TopicDue {
+		return nil, fmt.Errorf("memstore: %w: topic %q, want %q", schedule.ErrInvalidOption, topic, schedule.TopicDue)
+	}
+	return c.s.listen(ctx, &c.listeners, "", func(string) { wake(topic) }, schedule.ErrClosed)
 }
 
 func cloneState(st schedule.State) schedule.State {

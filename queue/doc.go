@@ -47,7 +47,10 @@
 // when a job is due. A job becomes reservable at its due time; a waiting
 // Reserve learns of it from one timer per Queue set to the next due time the
 // store reported, and of new jobs from the store's notifications
-// (Notifier), so waiting costs no store calls.
+// (Notifier, whose topics are tubes), so waiting costs no store calls; a
+// poll every Options.PollInterval is the safety net against a lost
+// wake-up. (Waiting works the same way in every primitive: see
+// docs/architecture.md, "Waiting without polling".)
 //
 // # Errors
 //

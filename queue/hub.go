@@ -5,6 +5,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // hub makes blocking reserves cheap: the reservers of one Queue that wait
@@ -50,8 +52,8 @@ const (
 
 type waiter struct {
 	tubes []string
-	ch    chan struct{} // capacity 1: a pending wake-up
-	woken bool          // a wake-up is pending in ch
+	w     *wait.Waiter
+	woken bool // a wake-up is pending in w
 	elem  *list.Element
 }
 
@@ -140,7 +142,7 @@ func (h *hub) trimLocked() {
 
 // enter registers a waiter; the caller must leave it.
 func (h *hub) enter(tubes []string) (*waiter, error) {
-	w := &waiter{tubes: tubes, ch: make(chan struct{}, 1)}
+	w := &waiter{tubes: tubes, w: wait.New()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -185,7 +187,7 @@ func (h *hub) wakeLocked(tube string) {
 			continue
 		}
 		w.woken = true
-		w.ch <- struct{}{}
+		w.w.Wake()
 		return
 	}
 }
@@ -276,6 +278,9 @@ func (h *hub) close() {
 	h.closed = true
 	h.timer.Stop()
 	close(h.done)
+	for e := h.waiters.Front(); e != nil; e = e.Next() {
+		e.Value.(*waiter).w.Wake() // it finds done closed
+	}
 	h.mu.Unlock()
 
 	h.listenMu.Lock()

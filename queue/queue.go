@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Queue is the job queue over a Store. It validates arguments, waits for jobs
@@ -195,11 +197,9 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 	}
 	req.Delete = nil
 
-	var timeout <-chan time.Time
+	var deadline time.Time
 	if opts.Timeout > 0 {
-		t := time.NewTimer(opts.Timeout)
-		defer t.Stop()
-		timeout = t.C
+		deadline = time.Now().Add(opts.Timeout)
 	}
 	if err := q.hub.listen(ctx, tubes); err != nil {
 		return nil, deleted, err
@@ -226,16 +226,19 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 		if res.Next >= 0 {
 			q.hub.schedule(res.NextTube, res.Next)
 		}
+		r, err := w.w.Wait(ctx, deadline, 0) // the hub's one timer polls, if at all
+		if err != nil {
+			return nil, deleted, err
+		}
 		select {
-		case <-w.ch:
-			q.hub.took(w)
-		case <-timeout:
-			return nil, deleted, ErrTimeout
-		case <-ctx.Done():
-			return nil, deleted, ctx.Err()
 		case <-q.hub.done:
 			return nil, deleted, ErrClosed
+		default:
 		}
+		if r == wait.Deadline {
+			return nil, deleted, ErrTimeout
+		}
+		q.hub.took(w)
 	}
 }
 

@@ -172,7 +172,8 @@ type ReserveResult struct {
 }
 
 // Notifier is implemented by stores that can wake reservers waiting on a
-// tube. Without it, a Queue rechecks waiting tubes every
+// tube: its topics are tubes, in the one notifier shape every primitive
+// uses. Without it, a Queue rechecks waiting tubes every
 // Options.PollInterval.
 type Notifier interface {
 	// Listen arranges for wake(tube) to be called, from any goroutine, soon

@@ -73,7 +73,10 @@ func (c *Schedules) announce(ctx context.Context) {
 
 // Listen implements schedule.Notifier: wake is called soon after any
 // process sets or resumes a schedule of this store's prefix.
-func (c *Schedules) Listen(ctx context.Context, wake func()) (func(), error) {
+func (c *Schedules) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
+	if topic != schedule.TopicDue {
+		return nil, fmt.Errorf("redisstore: %w: topic %q, want %q", schedule.ErrInvalidOption, topic, schedule.TopicDue)
+	}
 	if c.s.closed.Load() {
 		return nil, schedule.ErrClosed
 	}
@@ -87,7 +90,7 @@ func (c *Schedules) Listen(ctx context.Context, wake func()) (func(), error) {
 	go func() {
 		defer close(done)
 		for range ch {
-			wake()
+			wake(topic)
 		}
 	}()
 	return func() {

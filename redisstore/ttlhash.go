@@ -101,11 +101,10 @@ type Hashes struct {
 }
 
 var (
-	_ ttlhash.Store         = (*Hashes)(nil)
-	_ ttlhash.Notifier      = (*Hashes)(nil)
-	_ ttlhash.ShardSweeper  = (*Hashes)(nil)
-	_ ttlhash.DueNotifier   = (*Hashes)(nil)
-	_ ttlhash.ShardNotifier = (*Hashes)(nil)
+	_ ttlhash.Store        = (*Hashes)(nil)
+	_ ttlhash.Notifier     = (*Hashes)(nil)
+	_ ttlhash.ShardSweeper = (*Hashes)(nil)
+	_ ttlhash.ShardReader  = (*Hashes)(nil)
 )
 
 // Hashes returns the Store's ttlhash.Store with the default options.
@@ -571,7 +570,7 @@ func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]t
 	return h.ReadShards(ctx, group, consumer, nil, max)
 }
 
-// ReadShards implements ttlhash.ShardNotifier: Read from some shards only
+// ReadShards implements ttlhash.ShardReader: Read from some shards only
 // (every shard when shards is nil).
 func (h *Hashes) ReadShards(ctx context.Context, group, consumer string, shards []int, max int) ([]ttlhash.Event, error) {
 	for _, i := range shards {
@@ -698,27 +697,27 @@ func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
 	return st, nil
 }
 
-// ListenEvents implements ttlhash.Notifier: wake is called after events
-// are appended to any shard, and after a subscription reconnects.
-func (h *Hashes) ListenEvents(ctx context.Context, wake func()) (func(), error) {
-	return h.listen(ctx, "c", func(int) { wake() })
+// Listen implements ttlhash.Notifier. ttlhash.TopicEvents: wake is called
+// with the shard's ttlhash.EventShardTopic after events are appended to
+// it, and after its subscription reconnects; an EventShardTopic listens to
+// that shard alone. ttlhash.TopicDue: the scripts publish on each shard's
+// channel "s" when they make a bucket due sooner than every other.
+func (h *Hashes) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
+	switch topic {
+	case ttlhash.TopicEvents:
+		return h.listen(ctx, "c", -1, func(shard int) { wake(ttlhash.EventShardTopic(shard)) })
+	case ttlhash.TopicDue:
+		return h.listen(ctx, "s", -1, func(int) { wake(topic) })
+	}
+	if shard, ok := ttlhash.ParseEventShardTopic(topic); ok && shard < h.shards {
+		return h.listen(ctx, "c", shard, func(int) { wake(topic) })
+	}
+	return nil, fmt.Errorf("redisstore: %w: %q", ttlhash.ErrNoTopic, topic)
 }
 
-// ListenEventShards implements ttlhash.ShardNotifier: as ListenEvents,
-// naming the shard whose channel the wake-up came on.
-func (h *Hashes) ListenEventShards(ctx context.Context, wake func(shard int)) (func(), error) {
-	return h.listen(ctx, "c", wake)
-}
-
-// ListenDue implements ttlhash.DueNotifier: the scripts publish on each
-// shard's channel "s" when they make a bucket due sooner than every other.
-func (h *Hashes) ListenDue(ctx context.Context, wake func()) (func(), error) {
-	return h.listen(ctx, "s", func(int) { wake() })
-}
-
-// listen subscribes wake to channel suffix of every shard; wake is told
-// the shard.
-func (h *Hashes) listen(ctx context.Context, suffix string, wake func(shard int)) (func(), error) {
+// listen subscribes wake to channel suffix of every shard (of shard only,
+// when it is not negative); wake is told the shard.
+func (h *Hashes) listen(ctx context.Context, suffix string, shard int, wake func(shard int)) (func(), error) {
 	f := func(shard string) {
 		n, _ := strconv.Atoi(shard)
 		wake(n)
@@ -726,6 +725,9 @@ func (h *Hashes) listen(ctx context.Context, suffix string, wake func(shard int)
 	hf := &f
 	var undos []func()
 	for i := range h.shards {
+		if shard >= 0 && i != shard {
+			continue
+		}
 		tag := i * (NumTags / h.shards)
 		undo, err := h.s.notify.add(ctx, tag, h.base(i)+suffix, strconv.Itoa(i), hf)
 		if err != nil {

@@ -97,7 +97,7 @@ func testSharedSweep(t *testing.T, top topology) {
 				defer wg.Done()
 				defer kill()
 				wake := make(chan struct{}, 1)
-				stop, err := h.Store().(ttlhash.Notifier).ListenEvents(cctx, func() {
+				stop, err := h.Store().(ttlhash.Notifier).Listen(cctx, ttlhash.TopicEvents, func(string) {
 					select {
 					case wake <- struct{}{}:
 					default:

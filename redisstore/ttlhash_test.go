@@ -83,7 +83,7 @@ func TestTTLHashSweeperWokenBySoonerDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := make(chan struct{}, 1)
-	stop, err := mine.ListenEvents(ctx, func() {
+	stop, err := mine.Listen(ctx, ttlhash.TopicEvents, func(string) {
 		select {
 		case events <- struct{}{}:
 		default:
@@ -194,11 +194,26 @@ func TestTTLHashWakeNamesShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	woken := make(chan int, 64)
-	stop, err := s.ListenEventShards(ctx, func(shard int) { woken <- shard })
+	stop, err := s.Listen(ctx, ttlhash.TopicEvents, func(topic string) {
+		shard, ok := ttlhash.ParseEventShardTopic(topic)
+		if !ok {
+			t.Errorf("woken with topic %q, want a shard's", topic)
+		}
+		woken <- shard
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
+	// A listener of one shard's topic is woken with it.
+	one := make(chan string, 64)
+	for i := range s.Shards() {
+		stop, err := s.Listen(ctx, ttlhash.EventShardTopic(i), func(topic string) { one <- topic })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+	}
 	if _, err := s.Set(ctx, "one", ttlhash.SetRequest{Fields: []ttlhash.Field{{Name: "f", Value: []byte("v")}}, TTL: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
@@ -211,6 +226,14 @@ func TestTTLHashWakeNamesShard(t *testing.T) {
 	case shard = <-woken:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no wake-up 5 s after the sweep")
+	}
+	select {
+	case topic := <-one:
+		if want := ttlhash.EventShardTopic(shard); topic != want {
+			t.Errorf("the shards' listeners were woken with %q, want %q", topic, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up of the shard's topic 5 s after the sweep")
 	}
 	other := (shard + 1) % s.Shards()
 	if evs, err := s.ReadShards(ctx, "g", "c", []int{other}, 10); err != nil || len(evs) != 0 {

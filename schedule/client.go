@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Options configures a Client. The zero value is usable.
@@ -45,9 +47,9 @@ type Options struct {
 // and run at once: each tick is put exactly once. A Client is safe for
 // concurrent use.
 type Client struct {
-	store Store
-	opt   Options
-	wake  chan struct{}
+	store  Store
+	opt    Options
+	waiter *wait.Waiter // Run's: woken by a change through this Client or the Notifier
 
 	mu      sync.Mutex
 	running bool
@@ -57,7 +59,7 @@ type Client struct {
 
 // New returns a Client of store.
 func New(store Store, opt *Options) (*Client, error) {
-	c := &Client{store: store, wake: make(chan struct{}, 1)}
+	c := &Client{store: store, waiter: wait.New()}
 	if opt != nil {
 		c.opt = *opt
 	}
@@ -188,17 +190,17 @@ func (c *Client) NextTimes(ctx context.Context, name string, n int) ([]time.Time
 	return append([]time.Time{st.Next}, st.NextTicks(spec, st.Next, n-1)...), nil
 }
 
-func (c *Client) poke() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
+func (c *Client) poke() { c.waiter.Wake() }
 
-// Run fires due ticks until ctx ends, then returns ctx's error. It keeps
-// one timer, set to the earliest due tick and reset when a schedule
-// changes (through this Client, or any process when the store is a
-// Notifier). A Client runs at most one Run at a time.
+// recheck is how long a Run whose store is a Notifier waits at most when
+// no schedule has a next tick: a safety net against an announcement lost
+// while the store was unreachable.
+const recheck = time.Hour
+
+// Run fires due ticks until ctx ends, then returns ctx's error. It waits
+// until the earliest due tick, and is woken sooner when a schedule changes
+// (through this Client, or any process when the store is a Notifier). A
+// Client runs at most one Run at a time.
 func (c *Client) Run(ctx context.Context) error {
 	c.mu.Lock()
 	if c.running {
@@ -211,7 +213,7 @@ func (c *Client) Run(ctx context.Context) error {
 
 	notified := false
 	if n, ok := c.store.(Notifier); ok {
-		stop, err := n.Listen(ctx, c.poke)
+		stop, err := n.Listen(ctx, TopicDue, c.waiter.WakeTopic)
 		if err == nil {
 			notified = true
 			defer stop()
@@ -219,14 +221,14 @@ func (c *Client) Run(ctx context.Context) error {
 			c.onError(err)
 		}
 	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
+	var poll time.Duration // only for a store that cannot wake Run
+	if !notified {
+		poll = c.opt.PollInterval
+	}
+	due := time.Now() // the first look at once
 	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-timer.C:
-		case <-c.wake:
+		if _, err := c.waiter.Wait(ctx, due, poll); err != nil {
+			return err
 		}
 		wait, err := c.FireDue(ctx)
 		if err != nil {
@@ -236,13 +238,13 @@ func (c *Client) Run(ctx context.Context) error {
 			c.onError(err)
 			wait = c.opt.PollInterval
 		}
-		if (wait < 0 || wait > c.opt.PollInterval) && !notified {
-			wait = c.opt.PollInterval
+		if wait < 0 && notified {
+			wait = recheck
 		}
-		if wait < 0 {
-			wait = time.Hour
+		due = time.Time{}
+		if wait >= 0 {
+			due = time.Now().Add(wait)
 		}
-		timer.Reset(wait)
 	}
 }
 

@@ -22,8 +22,10 @@
 //
 // Time: ticks are computed in Go from the spec; whether a tick is due is
 // decided by the store's clock (Redis: TIME; the embedded engine: its
-// clock), so processes with skewed clocks agree. Run keeps one timer set
-// to the earliest due tick, reset when a schedule changes.
+// clock), so processes with skewed clocks agree. Run waits until the
+// earliest due tick, and is woken sooner when a schedule changes: through
+// its Client, or in any process when the store is a Notifier (topic
+// TopicDue). Without one it rechecks every Options.PollInterval.
 //
 // Errors: ErrNotFound, ErrConflict and ErrNotDue for outcomes; bad input
 // wraps ErrInvalidName, ErrInvalidSpec, ErrInvalidZone or ErrInvalidOption

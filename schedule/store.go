@@ -118,12 +118,19 @@ type DueResult struct {
 	Earliest time.Time
 }
 
-// Notifier is implemented by stores that can tell a Scheduler that a
-// schedule changed (created, updated, resumed) so that it re-reads the
-// earliest due time. Without it, a Scheduler rechecks every
-// Options.PollInterval.
+// TopicDue is the one topic of a Notifier: a schedule changed (created,
+// updated, resumed), so the earliest due tick may be sooner than a running
+// Client knows.
+const TopicDue = "due"
+
+// Notifier is implemented by stores that can tell a running Client that a
+// schedule changed so that it re-reads the earliest due tick. Without it, a
+// Client rechecks every Options.PollInterval.
 type Notifier interface {
-	// Listen arranges for wake to be called soon after any schedule
-	// changes. stop ends it. Wake-ups are hints.
-	Listen(ctx context.Context, wake func()) (stop func(), err error)
+	// Listen arranges for wake(topic) to be called, from any goroutine and
+	// without blocking, soon after any schedule changes (in any process,
+	// for a shared store); topic must be TopicDue (else an error wrapping
+	// ErrInvalidOption). It returns once the subscription is in effect;
+	// stop ends it. Wake-ups are hints.
+	Listen(ctx context.Context, topic string, wake func(topic string)) (stop func(), err error)
 }

@@ -22,8 +22,12 @@
 // are dropped and counted in EventStats.Dropped.
 //
 // The Store interface is the contract the back ends implement
-// (redisstore.Store.Hashes, memstore.Store.Hashes). Hashes, Hash and
-// Sweeper are safe for concurrent use. Errors are the sentinels of
+// (redisstore.Store.Hashes, memstore.Store.Hashes): the field storage
+// (FieldStore, all a Sweeper needs) and the consumer-group event log
+// (EventLog) of one store. A store that is a Notifier wakes consumers when
+// events are appended (TopicEvents, or a shard's EventShardTopic) and
+// Sweepers when a sooner deadline is set (TopicDue), so neither polls.
+// Hashes, Hash and Sweeper are safe for concurrent use. Errors are the sentinels of
 // errors.go (test them with errors.Is) and the store's own failures.
 //
 // Time: every deadline comes from the store's clock (Redis's TIME, or the

@@ -23,6 +23,9 @@ var (
 	ErrNoGroup = errors.New("ttlhash: no such consumer group")
 	// ErrInvalidEventID: an event ID was not made by this store.
 	ErrInvalidEventID = errors.New("ttlhash: invalid event ID")
+	// ErrNoTopic: a Notifier does not announce the topic given to
+	// Listen.
+	ErrNoTopic = errors.New("ttlhash: the store does not announce this topic")
 	// ErrClosed: the Hashes, the Sweeper or the store has been closed.
 	ErrClosed = errors.New("ttlhash: closed")
 )

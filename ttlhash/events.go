@@ -2,10 +2,13 @@ package ttlhash
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 func checkGroup(what, name string) error {
@@ -81,10 +84,13 @@ type Handler func(ctx context.Context, e Event) error
 
 // Consume hands the events of group to handle as consumer, one at a time,
 // acknowledging those handled without error after each batch read (so a
-// batch should be handled within the visibility timeout), until ctx ends (it then returns ctx's error) or the store fails. It waits
-// for events without polling when the store is a Notifier (and at most
-// PollInterval in any case). Run one Consume per consumer; consumers of a
-// group share its events, each event going to one of them at a time.
+// batch should be handled within the visibility timeout), until ctx ends
+// (it then returns ctx's error) or the store fails. It waits for events
+// without polling when the store is a Notifier of TopicEvents (else it
+// looks every PollInterval), and looks for events whose visibility timeout
+// ran out every eighth of that timeout. Run one Consume per consumer;
+// consumers of a group share its events, each event going to one of them
+// at a time.
 func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Handler) error {
 	if err := checkGroup("group", group); err != nil {
 		return err
@@ -92,35 +98,35 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	if err := checkGroup("consumer", consumer); err != nil {
 		return err
 	}
-	wake := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	// With a ShardNotifier, the shards woken since the last read (all of
-	// them when any is nil) are read, not every shard.
+	// Listen before the first read, so that no event appended between a
+	// read and the wait after it is missed. With a ShardReader, the shards
+	// woken since the last read (all of them when any is nil) are read, not
+	// every shard.
 	var (
-		woken   shardSet
-		sharded ShardNotifier
+		w        = wait.New()
+		woken    shardSet
+		sharded  ShardReader
+		notified bool
 	)
-	if n, ok := h.s.(ShardNotifier); ok {
-		sharded = n
-		stop, err := n.ListenEventShards(ctx, func(shard int) {
-			woken.add(shard)
-			poke()
+	if n, ok := h.s.(Notifier); ok {
+		sr, _ := h.s.(ShardReader)
+		stop, err := n.Listen(ctx, TopicEvents, func(topic string) {
+			if sr != nil {
+				shard, ok := ParseEventShardTopic(topic)
+				if !ok {
+					shard = -1
+				}
+				woken.add(shard)
+			}
+			w.Wake()
 		})
-		if err != nil {
+		switch {
+		case err == nil:
+			defer stop()
+			notified, sharded = true, sr
+		case !errors.Is(err, ErrNoTopic):
 			return err
 		}
-		defer stop()
-	} else if n, ok := h.s.(Notifier); ok {
-		stop, err := n.ListenEvents(ctx, poke)
-		if err != nil {
-			return err
-		}
-		defer stop()
 	}
 	read := func() ([]Event, error) {
 		if sharded != nil {
@@ -130,9 +136,6 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		}
 		return h.s.Read(ctx, group, consumer, h.opts.batch())
 	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
 	// Events whose visibility timeout ran out are looked for at most every
 	// half timeout (and when there is nothing new): a claim scans pending
 	// entries.
@@ -195,17 +198,19 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			continue
 		}
 		// Fewer than a batch: wait for the next wake-up (one that came while
-		// these were handled is kept) rather than read again at once.
-		timer.Reset(h.opts.poll())
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-wake:
-			if !timer.Stop() {
-				<-timer.C
-			}
-		case <-timer.C:
-			woken.add(-1) // the poll reads every shard
+		// these were handled is kept) rather than read again at once, or
+		// for the next look at events whose visibility timeout ran out (no
+		// store announces those). The poll is for a store that cannot wake.
+		var poll time.Duration
+		if !notified {
+			poll = h.opts.poll()
+		}
+		r, err := w.Wait(ctx, lastClaim.Add(h.opts.visibility()/8), poll)
+		if err != nil {
+			return err
+		}
+		if r != wait.Woken {
+			woken.add(-1) // a timed look reads every shard
 		}
 	}
 }

@@ -13,8 +13,7 @@ type Options struct {
 	// consumer of the group. Default 30s.
 	VisibilityTimeout time.Duration
 	// PollInterval is how often an idle consumer looks for events when the
-	// store cannot wake it, and at most how long it waits when it can (a
-	// wake-up lost to a reconnect costs no more). Default 1s.
+	// store cannot wake it (is not a Notifier of TopicEvents). Default 1s.
 	PollInterval time.Duration
 	// Batch is how many events a consumer reads at a time. Default 64.
 	Batch int

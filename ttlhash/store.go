@@ -2,6 +2,8 @@ package ttlhash
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -139,8 +141,10 @@ type EventStats struct {
 }
 
 // Store keeps hashes whose fields carry their own TTL, and the expiry
-// events of those fields. Each method is one atomic operation: it happens
-// entirely or not at all, and reads the store's clock once.
+// events of those fields: the field storage (FieldStore) and the
+// consumer-group event log (EventLog) of one store, which share a clock and
+// an atomicity: Sweep, and any write that finds an expired field, removes
+// the field and appends its event in one operation.
 //
 // Time belongs to the store (Redis: the server's TIME; the embedded engine:
 // its clock). A field is expired once the store's clock reaches its
@@ -153,6 +157,15 @@ type EventStats struct {
 // values are within the limits above, TTLs are positive and at most MaxTTL,
 // counts are at least 1, groups and consumers are valid names.
 type Store interface {
+	FieldStore
+	EventLog
+}
+
+// FieldStore is the field storage of a Store: hashes of fields with their
+// own TTL, and the sweeping of due fields (whose events go to the store's
+// EventLog). Each method is one atomic operation, as Store says. A Sweeper
+// needs only this part.
+type FieldStore interface {
 	// Set stores fields in hash and returns how many were new (not stored
 	// and live before).
 	Set(ctx context.Context, hash string, req SetRequest) (added int, err error)
@@ -184,7 +197,12 @@ type Store interface {
 	// Sweep expires due fields of one shard, at most about max of them,
 	// appending their events.
 	Sweep(ctx context.Context, shard, max int) (SweepResult, error)
+}
 
+// EventLog is the consumer-group event log of a Store: the expiry events
+// its fields yield, and the groups that consume them. Each method is one
+// atomic operation, as Store says.
+type EventLog interface {
 	// CreateGroup creates a consumer group that receives every event kept
 	// and every later one. Creating an existing group does nothing.
 	CreateGroup(ctx context.Context, group string) error
@@ -211,31 +229,56 @@ type ShardSweeper interface {
 	SweepAll(ctx context.Context, max int) ([]SweepResult, error)
 }
 
-// Notifier is implemented by stores that can tell a process when events
-// may be ready to read, so consumers need not poll. wake is called after
-// events were appended (in any process, for a shared store) and may be
-// called spuriously; it must not block.
-type Notifier interface {
-	ListenEvents(ctx context.Context, wake func()) (stop func(), err error)
+// The topics of a Notifier.
+const (
+	// TopicEvents: events were appended (in any shard). A listener of it
+	// is woken with the topic of the shard (EventShardTopic) when the
+	// store keeps events in shards and knows which one, else with
+	// TopicEvents.
+	TopicEvents = "events"
+	// TopicDue: a field was given a deadline sooner than every other the
+	// store had, so a Sweeper that sleeps until the next deadline it knew
+	// of should sweep now. A store whose own timer expires fields (the
+	// embedded engine) does not announce it.
+	TopicDue = "due"
+)
+
+// EventShardTopic returns the topic of the events appended to one shard,
+// "events/<shard>": a Notifier that keeps events in shards wakes the
+// listeners of TopicEvents with it, and may be listened to one shard at a
+// time.
+func EventShardTopic(shard int) string { return TopicEvents + "/" + strconv.Itoa(shard) }
+
+// ParseEventShardTopic returns the shard of an EventShardTopic; ok is
+// false for any other topic.
+func ParseEventShardTopic(topic string) (shard int, ok bool) {
+	rest, found := strings.CutPrefix(topic, TopicEvents+"/")
+	if !found {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return 0, false
+	}
+	return n, true
 }
 
-// ShardNotifier is implemented by stores that keep events in shards and
-// can say which shard has new ones, so that a consumer reads only that
-// shard instead of all of them.
-type ShardNotifier interface {
-	// ListenEventShards is ListenEvents, naming the shard that has new
-	// events; shard is negative when any shard may have them (after a
-	// reconnect, when wake-ups may have been lost).
-	ListenEventShards(ctx context.Context, wake func(shard int)) (stop func(), err error)
+// Notifier is implemented by stores that can tell a process when events
+// may be ready to read (TopicEvents, EventShardTopic) and when a sooner
+// deadline was set (TopicDue), so that consumers and Sweepers need not
+// poll. Listen follows package internal/wait's contract: it returns once
+// the subscription is in effect; wake is called (in any process, for a
+// shared store) soon after a change of the topic, may be called
+// spuriously, and must not block; stop ends the subscription. A topic the
+// store does not announce is refused with an error wrapping ErrNoTopic.
+type Notifier interface {
+	Listen(ctx context.Context, topic string, wake func(topic string)) (stop func(), err error)
+}
+
+// ShardReader is implemented by stores that keep events in shards and wake
+// listeners of TopicEvents with the shard's topic, so that a consumer reads
+// only the shards that have new events instead of all of them.
+type ShardReader interface {
 	// ReadShards is Read from the given shards only.
 	ReadShards(ctx context.Context, group, consumer string, shards []int, max int) ([]Event, error)
-}
-
-// DueNotifier is implemented by stores that can tell a process when a
-// field was given a deadline sooner than every other the store had, so a
-// Sweeper can sleep until the next deadline it knows of instead of
-// polling. wake is called in every process of a shared store, may be
-// called spuriously, and must not block.
-type DueNotifier interface {
-	ListenDue(ctx context.Context, wake func()) (stop func(), err error)
 }

@@ -1,11 +1,14 @@
 package ttlhash
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // SweeperOptions configure a Sweeper. Nil or the zero value means the
@@ -13,10 +16,10 @@ import (
 type SweeperOptions struct {
 	// Interval is the longest a Sweeper waits between two passes over the
 	// shards. Between passes it sleeps until the next deadline the store
-	// reported, and a store that announces sooner deadlines (DueNotifier:
-	// Redis does) wakes it earlier, so Interval only bounds how long a lost
-	// announcement (a reconnect) can delay expiry. Default 1s with such a
-	// store, 5ms with any other.
+	// reported, and a store that announces sooner deadlines (a Notifier of
+	// TopicDue: Redis is) wakes it earlier, so Interval is then only a
+	// safety net, bounding how long a lost announcement could delay
+	// expiry. Default 1s with such a store, 5ms with any other.
 	Interval time.Duration
 	// Batch is about how many due entries one Sweep call of a shard may
 	// take. Default 256.
@@ -26,15 +29,15 @@ type SweeperOptions struct {
 	Logger *slog.Logger
 }
 
-// Sweeper expires due fields of a Store and so emits their events: one
+// Sweeper expires due fields of a FieldStore and so emits their events: one
 // goroutine, started by Start and stopped by Close. Any number of
 // Sweepers, in any number of processes, may sweep the same store: each
 // Sweep is atomic, so they share the work without duplicating it. (The
 // embedded engine expires fields on its own timer; a Sweeper on it only
 // adds passes.)
 type Sweeper struct {
-	s        Store
-	interval time.Duration
+	s        FieldStore
+	interval time.Duration // 0: the default, chosen when it starts
 	batch    int
 	log      *slog.Logger
 
@@ -47,11 +50,8 @@ type Sweeper struct {
 
 // NewSweeper returns a Sweeper of s, not started. It fails with ErrInvalid
 // when opts are out of range.
-func NewSweeper(s Store, opts *SweeperOptions) (*Sweeper, error) {
-	w := &Sweeper{s: s, interval: 5 * time.Millisecond, batch: 256, log: slog.Default()}
-	if _, ok := s.(DueNotifier); ok {
-		w.interval = time.Second
-	}
+func NewSweeper(s FieldStore, opts *SweeperOptions) (*Sweeper, error) {
+	w := &Sweeper{s: s, batch: 256, log: slog.Default()}
 	if opts != nil {
 		if opts.Interval < 0 {
 			return nil, invalid("SweeperOptions.Interval", "%v: want 0 (default) or positive", opts.Interval)
@@ -112,39 +112,45 @@ func (w *Sweeper) Close() error {
 func (w *Sweeper) run(ctx context.Context) {
 	defer close(w.done)
 	n := w.s.Shards()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
 	// A sooner deadline set anywhere wakes the sweeper at once; it then
-	// sweeps, and sleeps until the next deadline the pass reports.
-	woken := make(chan struct{}, 1)
-	if dn, ok := w.s.(DueNotifier); ok {
-		stop, err := dn.ListenDue(ctx, func() {
-			select {
-			case woken <- struct{}{}:
-			default:
-			}
-		})
-		if err != nil {
-			w.log.Warn("ttlhash: listening for deadlines failed; sweeping every Interval", "interval", w.interval, "err", err)
-		} else {
+	// sweeps, and sleeps until the next deadline the pass reports, or
+	// Interval at most.
+	waiter := wait.New()
+	waiter.Wake() // the first pass at once
+	interval, announced := w.interval, false
+	if dn, ok := w.s.(Notifier); ok {
+		stop, err := dn.Listen(ctx, TopicDue, waiter.WakeTopic)
+		switch {
+		case err == nil:
 			defer stop()
+			announced = true
+		case !errors.Is(err, ErrNoTopic):
+			announced = true // it announces them, but not to this Sweeper
+			w.log.Warn("ttlhash: listening for deadlines failed; sweeping every Interval", "interval", cmp.Or(interval, time.Second), "err", err)
+		}
+	}
+	if interval == 0 {
+		interval = 5 * time.Millisecond
+		if announced {
+			interval = time.Second
 		}
 	}
 	start := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		case <-woken:
-			if !timer.Stop() {
-				select {
-				case <-timer.C:
-				default:
-				}
-			}
+	var next time.Duration = -1 // until the next deadline the last pass reported, or -1
+	note := func(d time.Duration) {
+		if d >= 0 && (next < 0 || d < next) {
+			next = d
 		}
-		wait := w.interval
+	}
+	for {
+		var due time.Time
+		if next >= 0 {
+			due = time.Now().Add(next)
+		}
+		if _, err := waiter.Wait(ctx, due, interval); err != nil {
+			return
+		}
+		next = -1
 		if all, ok := w.s.(ShardSweeper); ok {
 			for {
 				rs, err := all.SweepAll(ctx, w.batch)
@@ -159,15 +165,14 @@ func (w *Sweeper) run(ctx context.Context) {
 				for _, r := range rs {
 					w.count(r)
 					more = more || r.More
-					if !r.More && r.Next >= 0 && r.Next < wait {
-						wait = r.Next
+					if !r.More {
+						note(r.Next)
 					}
 				}
 				if !more || ctx.Err() != nil {
 					break
 				}
 			}
-			timer.Reset(wait)
 			continue
 		}
 		// Start each pass at another shard, so that sweepers spread out.
@@ -185,9 +190,7 @@ func (w *Sweeper) run(ctx context.Context) {
 				}
 				w.count(r)
 				if !r.More {
-					if r.Next >= 0 && r.Next < wait {
-						wait = r.Next
-					}
+					note(r.Next)
 					break
 				}
 				if ctx.Err() != nil {
@@ -195,7 +198,6 @@ func (w *Sweeper) run(ctx context.Context) {
 				}
 			}
 		}
-		timer.Reset(wait)
 	}
 }
 

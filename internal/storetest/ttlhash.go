@@ -48,6 +48,7 @@ func TTLHash(t *testing.T, newStore NewTTLHashStore) {
 		{"ManyDeadlines", testHXManyDeadlines},
 		{"Groups", testHXGroups},
 		{"BadInput", testHXBadInput},
+		{"Notifier", testHXNotifier},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -708,6 +709,42 @@ func testHXGroups(t *testing.T, e *hxEnv) {
 	e.ok("EventStats", err)
 	if len(st.Groups) != 1 || st.Groups[0].Name != "late" {
 		t.Errorf("EventStats groups %+v, want only late", st.Groups)
+	}
+}
+
+// testHXNotifier: a store that is a Notifier wakes the listeners of
+// TopicEvents after events are appended, with TopicEvents or the topic of
+// the shard that has them, and refuses a topic it does not announce.
+func testHXNotifier(t *testing.T, e *hxEnv) {
+	n, ok := e.s.(ttlhash.Notifier)
+	if !ok {
+		t.Log("the store is not a ttlhash.Notifier: nothing to check")
+		return
+	}
+	if _, err := n.Listen(e.ctx, "no such topic", func(string) {}); !errors.Is(err, ttlhash.ErrNoTopic) {
+		t.Errorf("Listen of an unknown topic: %v, want ttlhash.ErrNoTopic", err)
+	}
+	woken := make(chan string, 64)
+	stop, err := n.Listen(e.ctx, ttlhash.TopicEvents, func(topic string) {
+		select {
+		case woken <- topic:
+		default:
+		}
+	})
+	e.ok("Listen", err)
+	defer stop()
+	e.ok("CreateGroup", e.h.CreateGroup(e.ctx, "g"))
+	_, err = e.h.Hash("h").SetTTL(e.ctx, "f", []byte("v"), time.Second)
+	e.ok("SetTTL", err)
+	e.clock.Advance(2 * time.Second)
+	e.sweep()
+	select {
+	case topic := <-woken:
+		if _, shard := ttlhash.ParseEventShardTopic(topic); topic != ttlhash.TopicEvents && !shard {
+			t.Errorf("woken with topic %q, want %q or a shard's", topic, ttlhash.TopicEvents)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up 10 s after a field expired")
 	}
 }
 

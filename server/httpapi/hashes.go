@@ -3,12 +3,14 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/hourglass-io/hourglass/internal/wait"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
@@ -50,8 +52,9 @@ const (
 	MaxEventsRead = 1000
 	// maxScanCount bounds a scan's count hint.
 	maxScanCount = 10000
-	// eventPoll is how often a waiting read looks for events when the
-	// store cannot wake it (and at most how long it sleeps when it can).
+	// eventPoll is how often a waiting read looks again: for new events
+	// when the store cannot wake it, and in any case for events whose
+	// visibility timeout ran out (no store announces those).
 	eventPoll = time.Second
 )
 
@@ -610,31 +613,24 @@ func (s *Server) hashRead(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.longPoll(r)
 	defer cancel()
 
-	// Listen before the first read, so that no event appended between the
-	// read and the wait is missed.
-	wake := make(chan struct{}, 1)
+	// Listen before the first read, so that no event appended between a
+	// read and the wait after it is missed.
+	waiter := wait.New()
 	if n, ok := s.Hashes.Store().(ttlhash.Notifier); ok && req.TimeoutMS > 0 {
-		stop, err := n.ListenEvents(ctx, func() {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		})
-		if err != nil {
+		stop, err := n.Listen(ctx, ttlhash.TopicEvents, waiter.WakeTopic)
+		switch {
+		case err == nil:
+			defer stop()
+		case !errors.Is(err, ttlhash.ErrNoTopic):
 			return s.pollErr(r, err)
 		}
-		defer stop()
 	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
 	for {
 		evs, err := s.Hashes.Read(ctx, group, req.Consumer, req.Max)
 		if err != nil {
 			return s.pollErr(r, err)
 		}
-		left := time.Until(deadline)
-		if len(evs) > 0 || left <= 0 {
+		if len(evs) > 0 || !time.Now().Before(deadline) {
 			reply := EventsReply{Events: make([]HashEvent, len(evs))}
 			for i, e := range evs {
 				reply.Events[i] = eventOf(e)
@@ -643,15 +639,8 @@ func (s *Server) hashRead(w http.ResponseWriter, r *http.Request) error {
 			s.hashMetrics().delivered(evs)
 			return nil
 		}
-		timer.Reset(min(left, eventPoll))
-		select {
-		case <-ctx.Done():
-			return s.pollErr(r, ctx.Err())
-		case <-wake:
-			if !timer.Stop() {
-				<-timer.C
-			}
-		case <-timer.C:
+		if _, err := waiter.Wait(ctx, deadline, eventPoll); err != nil {
+			return s.pollErr(r, err)
 		}
 	}
 }

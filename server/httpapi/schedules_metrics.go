@@ -88,6 +88,6 @@ type watchedNotifier struct {
 }
 
 // Listen implements schedule.Notifier.
-func (w watchedNotifier) Listen(ctx context.Context, wake func()) (func(), error) {
-	return w.n.Listen(ctx, wake)
+func (w watchedNotifier) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
+	return w.n.Listen(ctx, topic, wake)
 }

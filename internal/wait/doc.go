@@ -1,0 +1,57 @@
+// Package wait is the one way hourglass waits for a change in a store: a
+// queue's reservers (package queue's hub), a lock's waiters, an expiring
+// hash's consumers and Sweepers, a schedule's Run and the HTTP API's long
+// polls all wait through a Waiter.
+//
+// # Notifiers
+//
+// A store that can tell a process about changes implements, for each
+// primitive, one method shape:
+//
+//	Listen(ctx context.Context, topic string, wake func(topic string)) (stop func(), err error)
+//
+// Listen returns once the subscription is in effect: a change after it
+// returns is never missed. wake must not block; it is called, from any
+// goroutine, soon after a change of the topic (in any process, for a
+// shared store), may be called spuriously, and, where a store can tell
+// (Redis's sharded subscriptions), once more after it may have lost
+// wake-ups in a reconnect. stop ends the subscription. Each primitive names its topics and its interface: a
+// queue.Notifier's topic is a tube, a lock.Notifier's a lock name, a
+// ttlhash.Notifier's TopicEvents, TopicDue or an event shard's topic, a
+// schedule.Notifier's TopicDue.
+//
+// # The loop
+//
+// A Waiter holds at most one pending wake-up. Wake leaves one (wake-ups
+// that come while the waiter is busy are coalesced into one), and Wait
+// returns at once while one is pending. So a caller listens first, then
+// checks its condition and waits, in a loop:
+//
+//	w := wait.New()
+//	stop, err := n.Listen(ctx, topic, w.WakeTopic)
+//	...
+//	defer stop()
+//	for {
+//		if done := check(); done {
+//			return
+//		}
+//		if _, err := w.Wait(ctx, deadline, poll); err != nil {
+//			return err // ctx ended
+//		}
+//	}
+//
+// A change between a check and the Wait that follows is not lost: its
+// wake-up is pending, and the Wait returns at once. Wait returns why it
+// returned (Woken, Polled, Deadline); whatever the reason, the caller
+// checks again.
+//
+// The deadline (optional) is a time the caller must look again at: the end
+// of its own wait, or the next due time the store reported (a delayed
+// job, a lease's end, the next field deadline or tick). The poll bound
+// (optional) is for stores without a notifier, or, where a package says
+// so, a safety net against wake-ups lost in a reconnect; a store with a
+// notifier is otherwise never polled.
+//
+// A Waiter is safe for concurrent use by any number of wakers and one
+// goroutine in Wait.
+package wait
