@@ -176,8 +176,9 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		for _, t := range g.tubes {
 			ks = append(ks, s.k.tubeKeys(g.tag, t)...)
 		}
-		if sess := queue.SessionOf(req.Owner); sess != "" {
-			ks = append(ks, s.k.sessionIndex(g.tag, sess))
+		ks = append(ks, s.k.ownerIndex(g.tag, req.Owner))
+		if want > 0 {
+			s.held.add(req.Owner, g.tag)
 		}
 		return call{op: scripts.reserve, keys: ks, args: args}
 	}
@@ -344,7 +345,7 @@ func deleteOutcome(code int64) error {
 }
 
 // jobValues is the length of a job reply (jobreply in lib.lua).
-const jobValues = 7
+const jobValues = 8
 
 // parseJobs reads the flat job replies of an operation (jobValues per job).
 func parseJobs(r *reply, a []any) ([]queue.Job, error) {
@@ -356,7 +357,7 @@ func parseJobs(r *reply, a []any) ([]queue.Job, error) {
 }
 
 // parseJob reads one job reply: id, tube, pri, ttr ms, reserves, body,
-// unique key.
+// unique key, ms left on the reservation (0 but for a reserve).
 func parseJob(r *reply, v any) queue.Job {
 	a := r.arr(v, jobValues)
 	return queue.Job{
@@ -367,5 +368,6 @@ func parseJob(r *reply, v any) queue.Job {
 		Reserves:  uint32(r.int(a[4])),
 		Body:      []byte(r.str(a[5])),
 		UniqueKey: r.str(a[6]),
+		Left:      time.Duration(r.int(a[7])) * time.Millisecond,
 	}
 }

@@ -52,12 +52,6 @@ func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, stri
 	return j, stats, lastErr, err
 }
 
-// Peek implements queue.Store.
-func (s *Store) Peek(ctx context.Context, id queue.ID) (queue.Job, error) {
-	j, _, _, err := s.peek(ctx, id)
-	return j, err
-}
-
 // timeMS converts Unix milliseconds to a Time in UTC; 0 is the zero Time
 // (never).
 func timeMS(v int64) time.Time {
@@ -67,7 +61,8 @@ func timeMS(v int64) time.Time {
 	return time.UnixMilli(v).UTC()
 }
 
-// StatsJob implements queue.Store.
+// StatsJob implements queue.Store: one peek.lua call gives the job and
+// its stats.
 func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
 	j, st, lastErr, err := s.peek(ctx, id)
 	if err != nil {
@@ -81,21 +76,8 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 		Reserves: uint32(n(6)), Timeouts: uint32(n(7)), Releases: uint32(n(8)), Buries: uint32(n(9)), Kicks: uint32(n(10)),
 		PutAt: timeMS(n(11)), ReservedAt: timeMS(n(12)), ReleasedAt: timeMS(n(13)), BuriedAt: timeMS(n(14)),
 		KickedAt: timeMS(n(15)), TimedOutAt: timeMS(n(16)), LastErrorAt: timeMS(n(17)), LastError: lastErr,
-		UniqueKey: j.UniqueKey,
+		UniqueKey: j.UniqueKey, Body: j.Body,
 	}, nil
-}
-
-// PeekState implements queue.Store. For a partitioned tube it looks at every
-// partition and returns the best by the state's order.
-func (s *Store) PeekState(ctx context.Context, tube string, st queue.State) (queue.Job, error) {
-	jobs, err := s.PeekStateN(ctx, tube, st, 1)
-	if err != nil {
-		return queue.Job{}, err
-	}
-	if len(jobs) == 0 {
-		return queue.Job{}, fmt.Errorf("%w: no %s job in tube %s", queue.ErrNotFound, st, tube)
-	}
-	return jobs[0], nil
 }
 
 // PeekStateN implements queue.Store. For a partitioned tube it takes the

@@ -191,7 +191,7 @@ func codeErr(code int64, id queue.ID) error {
 	return fmt.Errorf("redisstore: unexpected script status %d", code)
 }
 
-// owned runs release, bury or touch: scripts whose ARGV are now, owner, tube, id, extra...
+// owned runs release or bury: scripts whose ARGV are now, owner, tube, id, extra...
 func (s *Store) owned(ctx context.Context, sc *op, owner string, id queue.ID, extra ...any) error {
 	return s.withTube(ctx, id, func(tube string) (bool, error) {
 		code, err := s.status(ctx, sc, tagOf(id), tube, owner, append([]any{owner, tube, idhex(id)}, extra...)...)
@@ -213,12 +213,77 @@ func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32,
 }
 
 // Touch implements queue.Store.
-func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) error {
-	return s.owned(ctx, scripts.touch, owner, id)
+func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Duration, error) {
+	var left time.Duration
+	err := s.withTube(ctx, id, func(tube string) (bool, error) {
+		v, err := s.runAs(ctx, scripts.touch, tagOf(id), tube, owner, owner, tube, idhex(id))
+		if err != nil {
+			return false, err
+		}
+		r := replyOf(scripts.touch)
+		a := r.arr(v, 1)
+		code := r.int(a[0])
+		if code == 1 {
+			left = time.Duration(r.int(r.arr(a, 2)[1])) * time.Millisecond
+		}
+		if err := r.done(); err != nil {
+			return false, err
+		}
+		return code == 0 || code == -2, codeErr(code, id)
+	})
+	return left, err
 }
 
-// Unreserve implements queue.Store.
+// Reservations implements queue.Store: one call per tag that may hold
+// owner's reservations (see heldTags), in one pipeline, each reading the
+// owner's reservation index of its tag.
+func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
+	tags := s.held.tags(owner)
+	if len(tags) == 0 {
+		if s.closed.Load() {
+			return nil, queue.ErrClosed
+		}
+		return []queue.Reservation{}, nil
+	}
+	calls := make([]call, len(tags))
+	for i, tag := range tags {
+		calls[i] = call{op: scripts.reservations, keys: append(s.k.tagKeys(tag), s.k.ownerIndex(tag, owner)), args: []any{s.now(), owner}}
+	}
+	var replies []any
+	var err error
+	if len(calls) == 1 {
+		// The common case, an owner of a session (a beanstalkd connection
+		// closing): through the shared batches, with other callers' calls.
+		var v any
+		v, err = s.r.run(ctx, calls[0])
+		replies, err = []any{v}, queueErrs.mapErr(err)
+	} else {
+		replies, err = s.runMany(ctx, calls)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []queue.Reservation{}
+	r := replyOf(scripts.reservations)
+	for _, v := range replies {
+		a := r.arr(v, 0)
+		for i := 0; i+1 < len(a); i += 2 {
+			out = append(out, queue.Reservation{ID: queue.ID(r.int(a[i])), Left: time.Duration(r.int(a[i+1])) * time.Millisecond})
+		}
+	}
+	if err := r.done(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		s.held.drop(owner)
+	}
+	return out, nil
+}
+
+// Unreserve implements queue.Store. The owner is going away: Reservations
+// stops asking the tags it reserved in (see heldTags).
 func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (int, error) {
+	defer s.held.drop(owner)
 	tubes, err := s.locate(ctx, ids)
 	if err != nil {
 		return 0, err
@@ -249,6 +314,7 @@ func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (in
 func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queue.Job, error) {
 	var j queue.Job
 	err := s.withTube(ctx, id, func(tube string) (bool, error) {
+		s.held.add(owner, tagOf(id))
 		v, err := s.runAs(ctx, scripts.reserveJob, tagOf(id), tube, owner, owner, tube, idhex(id))
 		if err != nil {
 			return false, err
