@@ -389,16 +389,21 @@ local function entry(owner, idh)
 end
 
 -- INDEX_KEEP_MS is how long a reservation index outlives the last end of
--- TTR it holds (then it holds only stale entries).
+-- TTR it holds (then it holds only stale entries and its member '', score
+-- +inf, which keeps it from emptying in between).
 local INDEX_KEEP_MS = 60000
 
--- index_keep trims the stale entries of reservation index ix and keeps it
--- until INDEX_KEEP_MS after deadline (ms), a TTR's end just noted in it.
--- The expiry moves at most once a minute.
+-- index_keep keeps reservation index ix until INDEX_KEEP_MS after deadline
+-- (ms), a TTR's end just noted in it. The expiry moves at most once every
+-- INDEX_KEEP_MS, and then the index's stale entries go too, so an owner that
+-- stays busy keeps those of about that long at most.
 local function index_keep(ix, deadline, now)
-  redis.call('ZREMRANGEBYSCORE', ix, '-inf', now)
   local want = deadline - now + INDEX_KEEP_MS
   if redis.call('PTTL', ix) < want then
+    redis.call('ZREMRANGEBYSCORE', ix, '-inf', now)
+    -- A member that never goes stale keeps the index from vanishing and
+    -- being made again (with its expiry) each time its owner holds nothing.
+    redis.call('ZADD', ix, '+inf', '')
     redis.call('PEXPIRE', ix, want + INDEX_KEEP_MS)
   end
 end
