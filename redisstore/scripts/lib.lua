@@ -391,7 +391,7 @@ end
 -- INDEX_KEEP_MS is how long a reservation index outlives the last end of
 -- TTR it holds (then it holds only stale entries and its member '', score
 -- +inf, which keeps it from emptying in between).
-local INDEX_KEEP_MS = 60000
+local INDEX_KEEP_MS = 10000
 
 -- index_keep keeps reservation index ix until INDEX_KEEP_MS after deadline
 -- (ms), a TTR's end just noted in it. The expiry moves at most once every
