@@ -10,8 +10,8 @@ import (
 
 // Queue is the job queue over a Store. It validates arguments and waits for
 // jobs without polling; which jobs an owner holds, the store knows (Held,
-// Abandon). A Queue is safe for concurrent use; the
-// values WithOwner returns share its waiting machinery.
+// Abandon). A Queue is safe for concurrent use; the values WithOwner
+// returns share its waiting machinery.
 type Queue struct {
 	store Store
 	opts  Options

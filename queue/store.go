@@ -85,7 +85,9 @@ type Store interface {
 	// Reservations lists the jobs owner has reserved, with the time left on
 	// each reservation on the store's clock at the call, in no particular
 	// order. A reservation whose TTR has run out is not listed, whether or
-	// not the job has moved since.
+	// not the job has moved since. An owner of a session (SessionOf) is
+	// used by the one process that keeps the session alive, and a store
+	// may look only where that process reserved for it (Redis does).
 	Reservations(ctx context.Context, owner string) ([]Reservation, error)
 
 	// Unreserve returns to ready, without counting a release or a timeout,
