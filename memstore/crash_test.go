@@ -273,7 +273,7 @@ func (m *crashModel) check(dir string) error {
 }
 
 func checkCrashBody(s *Store, id queue.ID) error {
-	j, err := s.Peek(context.Background(), id)
+	j, err := peek(context.Background(), s, id)
 	if err != nil {
 		return err
 	}

@@ -140,7 +140,7 @@ func TestOldRecords(t *testing.T) {
 		if diff := cmp.Diff(queue.JobStats{PutAt: epoch}, historyOf(js)); diff != "" {
 			t.Errorf("history of a job from an old snapshot (-want +got):\n%s", diff)
 		}
-		if j := must(s.Peek(ctx, 5)); string(j.Body) != "body" {
+		if j := must(peek(ctx, s, 5)); string(j.Body) != "body" {
 			t.Errorf("body %q", j.Body)
 		}
 	})

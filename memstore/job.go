@@ -102,6 +102,14 @@ func (j *job) export() queue.Job {
 	}
 }
 
+// exportHeld is export for a job just reserved or touched at now, with the
+// time left on its reservation.
+func (j *job) exportHeld(now int64) queue.Job {
+	out := j.export()
+	out.Left = durationOf(j.at - now)
+	return out
+}
+
 // The orders of the state heaps. Ties go by ID, so every order is total.
 func readyLess(a, b *job) bool {
 	if a.pri != b.pri {

@@ -77,7 +77,7 @@ func TestTimer(t *testing.T) {
 	id := put(t, s, "timer", queue.NewJob{Delay: 30 * time.Millisecond})
 	w.wait(t, "the put")
 	w.wait(t, "the delay ending")
-	if j, err := s.PeekState(ctx, "timer", queue.Ready); err != nil || j.ID != id {
+	if j, err := peekState(ctx, s, "timer", queue.Ready); err != nil || j.ID != id {
 		t.Fatalf("after the wake-up: %v, %v; want job %d ready", j.ID, err, id)
 	}
 

@@ -183,12 +183,12 @@ func TestRestart(t *testing.T) {
 			if js := st(released); js.State != queue.Delayed || js.TimeLeft != 20*time.Second || js.Priority != 8 || js.Releases != 1 {
 				t.Errorf("released job: %+v", js)
 			}
-			if _, err := s.Peek(ctx, gone); !errors.Is(err, queue.ErrNotFound) {
+			if _, err := peek(ctx, s, gone); !errors.Is(err, queue.ErrNotFound) {
 				t.Errorf("deleted job: %v", err)
 			}
 			// Buried order survives: the last one buried first.
 			for _, id := range slices.Backward(buried) {
-				j := must(s.PeekState(ctx, "c", queue.Buried))
+				j := must(peekState(ctx, s, "c", queue.Buried))
 				if j.ID != id {
 					t.Fatalf("PeekBuried = %d, want %d", j.ID, id)
 				}
@@ -494,12 +494,12 @@ func TestTornTail(t *testing.T) {
 			f.Close()
 			s = openT(t, dir, nil)
 			for _, id := range survivors {
-				if _, err := s.Peek(ctx, id); err != nil {
+				if _, err := peek(ctx, s, id); err != nil {
 					t.Errorf("job %d: %v", id, err)
 				}
 			}
 			if len(survivors) < len(ids) {
-				if _, err := s.Peek(ctx, ids[9]); !errors.Is(err, queue.ErrNotFound) {
+				if _, err := peek(ctx, s, ids[9]); !errors.Is(err, queue.ErrNotFound) {
 					t.Errorf("the torn job: %v, want ErrNotFound", err)
 				}
 			}
@@ -510,7 +510,7 @@ func TestTornTail(t *testing.T) {
 			id := put(t, s, "torn", queue.NewJob{Body: []byte("after")})
 			ok(t, s.Close())
 			s = openT(t, dir, nil)
-			if j := must(s.Peek(ctx, id)); string(j.Body) != "after" {
+			if j := must(peek(ctx, s, id)); string(j.Body) != "after" {
 				t.Errorf("job put after the cut: %q", j.Body)
 			}
 			closeT(t, s)

@@ -150,7 +150,7 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			break
 		}
 		s.reserveLocked(best, req.Owner, now)
-		res.Jobs = append(res.Jobs, best.export())
+		res.Jobs = append(res.Jobs, best.exportHeld(now))
 	}
 	if len(res.Jobs) == 0 {
 		for _, name := range req.Tubes {
@@ -204,7 +204,7 @@ func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queu
 	}
 	var out queue.Job
 	if err == nil {
-		out = j.export()
+		out = j.exportHeld(now)
 	}
 	if err := s.end(now, tk); err != nil {
 		return queue.Job{}, err
@@ -317,14 +317,38 @@ func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32,
 }
 
 // Touch implements queue.Store. Touches are not logged.
-func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) error {
-	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
+func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Duration, error) {
+	var left time.Duration
+	err := s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
 		s.unlink(j) // clears the owner
 		j.owner = owner
 		j.at = now + j.ttr
 		s.link(j, queue.Reserved)
+		left = durationOf(j.at - now)
 		return 0
 	})
+	return left, err
+}
+
+// Reservations implements queue.Store. It walks the reserved jobs of every
+// tube (the store applied the TTRs that ran out when the call began), so it
+// costs O(reserved jobs); it is meant for an owner that goes away or is
+// inspected, not for every operation.
+func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []queue.Reservation{}
+	for _, t := range s.tubes {
+		for _, j := range t.reserved.s {
+			if j.owner == owner {
+				out = append(out, queue.Reservation{ID: j.id, Left: durationOf(j.at - now)})
+			}
+		}
+	}
+	s.end(now, 0)
+	return out, nil
 }
 
 // Unreserve implements queue.Store. Nothing is logged: a reserved job is
@@ -411,41 +435,6 @@ func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
 	return err
 }
 
-// Peek implements queue.Store.
-func (s *Store) Peek(ctx context.Context, id queue.ID) (queue.Job, error) {
-	now, err := s.begin(ctx)
-	if err != nil {
-		return queue.Job{}, err
-	}
-	var out queue.Job
-	if j := s.jobs[id]; j != nil {
-		out = j.export()
-	} else {
-		err = queue.ErrNotFound
-	}
-	s.end(now, 0)
-	return out, err
-}
-
-// PeekState implements queue.Store.
-func (s *Store) PeekState(ctx context.Context, tube string, st queue.State) (queue.Job, error) {
-	now, err := s.begin(ctx)
-	if err != nil {
-		return queue.Job{}, err
-	}
-	var out queue.Job
-	switch t := s.tubes[tube]; {
-	case st != queue.Ready && st != queue.Delayed && st != queue.Buried:
-		err = fmt.Errorf("%w: PeekState of state %v", queue.ErrInvalid, st)
-	case t == nil || t.heap(st).len() == 0:
-		err = queue.ErrNotFound
-	default:
-		out = t.heap(st).top().export()
-	}
-	s.end(now, 0)
-	return out, err
-}
-
 // PeekStateN implements queue.Store. It walks the state's heap from the
 // top, taking the least of the frontier each time, so it costs O(n log n)
 // whatever the tube holds.
@@ -495,6 +484,7 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 			PutAt:    timeOf(j.created),
 
 			UniqueKey: j.key(),
+			Body:      append(make([]byte, 0, len(j.body)), j.body...),
 		}
 		j.addHistory(&out)
 		if j.state == queue.Delayed || j.state == queue.Reserved {

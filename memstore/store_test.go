@@ -44,3 +44,22 @@ func TestConformance(t *testing.T) {
 		})
 	})
 }
+
+// peek is a peek through StatsJob, as queue.Queue.Peek does it.
+func peek(ctx context.Context, s *Store, id queue.ID) (queue.Job, error) {
+	st, err := s.StatsJob(ctx, id)
+	return st.Job(), err
+}
+
+// peekState is the next job of tube in state st, as queue.Queue's
+// PeekReady, PeekDelayed and PeekBuried find it.
+func peekState(ctx context.Context, s *Store, tube string, st queue.State) (queue.Job, error) {
+	jobs, err := s.PeekStateN(ctx, tube, st, 1)
+	if err == nil && len(jobs) == 0 {
+		err = queue.ErrNotFound
+	}
+	if err != nil {
+		return queue.Job{}, err
+	}
+	return jobs[0], nil
+}

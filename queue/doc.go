@@ -36,8 +36,12 @@
 // A reservation belongs to an owner: the Queue's own name, or the name given
 // to WithOwner (the beanstalkd server gives each connection its own). Only
 // the owner may release, bury or touch the job; a delete of a job another
-// owner holds fails with ErrReserved. Abandon returns all of an owner's jobs
-// to ready at once, as beanstalkd does when a connection closes.
+// owner holds fails with ErrReserved. The store keeps the ledger of who
+// holds what: Held lists an owner's reservations with the time left on each,
+// and Abandon returns all of an owner's jobs to ready at once, as beanstalkd
+// does when a connection closes. A reserve and a touch return the time left
+// on the reservation as the store's clock measures it (Job.Left, Touch), so
+// a caller's deadline is its own clock at the call plus that time.
 //
 // # Time
 //

@@ -51,6 +51,12 @@ type Job struct {
 	// none. The job of a schedule's tick carries schedule.JobKey(name,
 	// tick), which schedule.ParseJobKey reads back.
 	UniqueKey string
+	// Left is, in a job that a reserve returned, the time left on its
+	// reservation, measured on the store's clock at the call (its TTR): the
+	// reservation ends no later than the caller's clock at the call plus
+	// Left. In a job from JobStats.Job it is the TimeLeft of a reserved
+	// job; elsewhere (PeekStateN) 0.
+	Left time.Duration
 }
 
 // DefaultPriority is the priority beanstalkd clients give a job when the
@@ -116,6 +122,17 @@ type JobStats struct {
 	LastErrorAt time.Time
 	// UniqueKey is the key the job was put with; "" for none.
 	UniqueKey string
+	// Body is the job's body, so that one call gives stats and peek (Job).
+	Body []byte
+}
+
+// Job returns the job st describes, as a peek returns it.
+func (st JobStats) Job() Job {
+	j := Job{ID: st.ID, Tube: st.Tube, Priority: st.Priority, TTR: st.TTR, Reserves: st.Reserves, Body: st.Body, UniqueKey: st.UniqueKey}
+	if st.State == Reserved {
+		j.Left = st.TimeLeft
+	}
+	return j
 }
 
 // MaxReasonLen is the most bytes of a release's or a bury's reason a job

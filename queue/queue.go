@@ -4,18 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
-// Queue is the job queue over a Store. It validates arguments, waits for jobs
-// without polling, and remembers which jobs each owner holds so that an owner
-// that goes away can return them all. A Queue is safe for concurrent use; the
-// values WithOwner returns share its waiting machinery.
+// Queue is the job queue over a Store. It validates arguments and waits for
+// jobs without polling; which jobs an owner holds, the store knows (Held,
+// Abandon). A Queue is safe for concurrent use; the values WithOwner
+// returns share its waiting machinery.
 type Queue struct {
 	store Store
 	opts  Options
@@ -26,12 +24,6 @@ type Queue struct {
 // shared is what a Queue and its WithOwner views have in common.
 type shared struct {
 	hub *hub
-
-	mu sync.Mutex
-	// held is, per owner, the IDs the owner reserved through this Queue and
-	// has not yet deleted, released or buried. A reservation that ended by
-	// its TTR stays until the owner touches the job or abandons its jobs.
-	held map[string]map[ID]struct{}
 }
 
 // New returns a Queue over store. It does not take ownership of the store:
@@ -49,7 +41,7 @@ func New(store Store, opts *Options) (*Queue, error) {
 		q.owner = randomOwner()
 	}
 	n, _ := store.(Notifier)
-	q.shared = &shared{hub: newHub(n, q.opts.pollInterval()), held: map[string]map[ID]struct{}{}}
+	q.shared = &shared{hub: newHub(n, q.opts.pollInterval())}
 	return q, nil
 }
 
@@ -188,9 +180,8 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 		return nil, nil, err
 	}
 	deleted := res.Deleted
-	q.forget(del, deleted)
 	if len(res.Jobs) > 0 {
-		return q.got(res.Jobs), deleted, nil
+		return res.Jobs, deleted, nil
 	}
 	if opts.Timeout < 0 {
 		return nil, deleted, ErrTimeout
@@ -221,7 +212,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 			for _, t := range tubes {
 				q.hub.wake(t)
 			}
-			return q.got(res.Jobs), deleted, nil
+			return res.Jobs, deleted, nil
 		}
 		if res.Next >= 0 {
 			q.hub.schedule(res.NextTube, res.Next)
@@ -242,44 +233,6 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 	}
 }
 
-// got records reservations for q's owner.
-func (q *Queue) got(jobs []Job) []Job {
-	q.mu.Lock()
-	m := q.held[q.owner]
-	if m == nil {
-		m = map[ID]struct{}{}
-		q.held[q.owner] = m
-	}
-	for _, j := range jobs {
-		m[j.ID] = struct{}{}
-	}
-	q.mu.Unlock()
-	return jobs
-}
-
-// forget drops reservations of q's owner that ended. errs, when not nil,
-// says which of ids ended (nil) and which were not the owner's to end.
-func (q *Queue) forget(ids []ID, errs []error) {
-	if len(ids) == 0 {
-		return
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	m := q.held[q.owner]
-	if m == nil {
-		return
-	}
-	for i, id := range ids {
-		if errs != nil && errors.Is(errs[i], ErrReserved) {
-			continue
-		}
-		delete(m, id)
-	}
-	if len(m) == 0 {
-		delete(q.held, q.owner)
-	}
-}
-
 // ReserveJob reserves the job with the given ID, if it is ready, delayed or
 // buried, whatever its tube and even if the tube is paused. It returns
 // ErrNotFound when there is no such job and ErrReserved when the job is
@@ -288,12 +241,7 @@ func (q *Queue) ReserveJob(ctx context.Context, id ID) (Job, error) {
 	if err := checkID(id); err != nil {
 		return Job{}, err
 	}
-	j, err := q.store.ReserveJob(ctx, q.owner, id)
-	if err != nil {
-		return Job{}, err
-	}
-	q.got([]Job{j})
-	return j, nil
+	return q.store.ReserveJob(ctx, q.owner, id)
 }
 
 // Delete deletes a job that is ready, delayed, buried, or reserved by q's
@@ -329,7 +277,6 @@ func (q *Queue) DeleteMany(ctx context.Context, ids []ID) ([]error, error) {
 	if err != nil {
 		return nil, err
 	}
-	q.forget(valid, errs)
 	k := 0
 	for i := range out {
 		if out[i] == nil {
@@ -360,9 +307,7 @@ func (q *Queue) ReleaseWithReason(ctx context.Context, id ID, pri uint32, delay 
 	if err := checkDuration("delay", delay); err != nil {
 		return err
 	}
-	err := q.store.Release(ctx, q.owner, id, pri, truncMS(delay), CutReason(reason))
-	q.settle(id, err)
-	return err
+	return q.store.Release(ctx, q.owner, id, pri, truncMS(delay), CutReason(reason))
 }
 
 // Bury moves a job reserved by q's owner to the end of its tube's buried
@@ -378,72 +323,40 @@ func (q *Queue) BuryWithReason(ctx context.Context, id ID, pri uint32, reason st
 	if err := checkID(id); err != nil {
 		return err
 	}
-	err := q.store.Bury(ctx, q.owner, id, pri, CutReason(reason))
-	q.settle(id, err)
-	return err
+	return q.store.Bury(ctx, q.owner, id, pri, CutReason(reason))
 }
 
-// settle forgets a reservation after an operation that ends it, or that
-// found it ended.
-func (q *Queue) settle(id ID, err error) {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotReserved) {
-		q.forget([]ID{id}, nil)
-	}
-}
-
-// Touch gives a job reserved by q's owner a fresh TTR counted from now.
-// Errors as for Release.
-func (q *Queue) Touch(ctx context.Context, id ID) error {
+// Touch gives a job reserved by q's owner a fresh TTR counted from now and
+// returns the time left on the reservation, measured on the store's clock
+// (see Job.Left). Errors as for Release.
+func (q *Queue) Touch(ctx context.Context, id ID) (time.Duration, error) {
 	if err := checkID(id); err != nil {
-		return err
+		return 0, err
 	}
-	err := q.store.Touch(ctx, q.owner, id)
-	if err != nil {
-		q.settle(id, err)
-	}
-	return err
+	return q.store.Touch(ctx, q.owner, id)
 }
 
 // Abandon returns every job that q's owner holds to ready at once, without
 // counting releases, and reports how many it returned. A connection that
-// closes, or a worker that stops, calls it.
+// closes, or a worker that stops, calls it. It asks the store which jobs the
+// owner holds (Store.Reservations), so it returns those reserved through
+// any Queue with the same owner.
 func (q *Queue) Abandon(ctx context.Context) (int, error) {
-	q.mu.Lock()
-	m := q.held[q.owner]
-	ids := make([]ID, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
+	held, err := q.store.Reservations(ctx, q.owner)
+	if err != nil || len(held) == 0 {
+		return 0, err
 	}
-	q.mu.Unlock()
-	if len(ids) == 0 {
-		return 0, nil
+	ids := make([]ID, len(held))
+	for i, r := range held {
+		ids[i] = r.ID
 	}
-	n, err := q.store.Unreserve(ctx, q.owner, ids)
-	if err != nil {
-		return n, err
-	}
-	q.forget(ids, nil)
-	return n, nil
+	return q.store.Unreserve(ctx, q.owner, ids)
 }
 
-// Forget drops ids from the reservations q records for its owner, without
-// a call to the store: Abandon will not return them and Held will not list
-// them. A caller whose reservations outlive it by design (the HTTP API, whose
-// reservations end by their TTR) calls it right after Reserve.
-func (q *Queue) Forget(ids ...ID) { q.forget(ids, nil) }
-
-// Held returns the IDs that q's owner has reserved and not yet ended, as far
-// as q knows (a reservation whose TTR ran out stays until the next operation
-// on the job).
-func (q *Queue) Held() []ID {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	m := q.held[q.owner]
-	ids := make([]ID, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	return ids
+// Held returns the jobs that q's owner has reserved, as the store sees them
+// (Store.Reservations): a reservation whose TTR has run out is not listed.
+func (q *Queue) Held(ctx context.Context) ([]Reservation, error) {
+	return q.store.Reservations(ctx, q.owner)
 }
 
 // Kick moves up to n jobs of tube to ready: its buried jobs, oldest first,
@@ -473,10 +386,11 @@ func (q *Queue) KickJob(ctx context.Context, id ID) error {
 
 // Peek returns the job with the given ID, in whatever state, or ErrNotFound.
 func (q *Queue) Peek(ctx context.Context, id ID) (Job, error) {
-	if err := checkID(id); err != nil {
+	st, err := q.StatsJob(ctx, id)
+	if err != nil {
 		return Job{}, err
 	}
-	return q.store.Peek(ctx, id)
+	return st.Job(), nil
 }
 
 // PeekReady returns the ready job of tube that a reserve would take next.
@@ -516,13 +430,18 @@ func (q *Queue) PeekStateN(ctx context.Context, tube string, s State, n int) ([]
 }
 
 func (q *Queue) peekState(ctx context.Context, tube string, s State) (Job, error) {
-	if err := CheckTube(tube); err != nil {
+	jobs, err := q.PeekStateN(ctx, tube, s, 1)
+	if err != nil {
 		return Job{}, err
 	}
-	return q.store.PeekState(ctx, tube, s)
+	if len(jobs) == 0 {
+		return Job{}, fmt.Errorf("%w: no %v job in tube %q", ErrNotFound, s, tube)
+	}
+	return jobs[0], nil
 }
 
-// StatsJob describes the job with the given ID, or returns ErrNotFound.
+// StatsJob describes the job with the given ID, body included (so
+// StatsJob(…).Job() is what Peek returns), or returns ErrNotFound.
 func (q *Queue) StatsJob(ctx context.Context, id ID) (JobStats, error) {
 	if err := checkID(id); err != nil {
 		return JobStats{}, err

@@ -77,9 +77,18 @@ type Store interface {
 	// are as for Release.
 	Bury(ctx context.Context, owner string, id ID, pri uint32, reason string) error
 
-	// Touch gives a job reserved by owner a fresh TTR counted from now.
-	// Errors as for Release.
-	Touch(ctx context.Context, owner string, id ID) error
+	// Touch gives a job reserved by owner a fresh TTR counted from now and
+	// returns the time left on the reservation, on the store's clock (the
+	// job's TTR). Errors as for Release.
+	Touch(ctx context.Context, owner string, id ID) (time.Duration, error)
+
+	// Reservations lists the jobs owner has reserved, with the time left on
+	// each reservation on the store's clock at the call, in no particular
+	// order. A reservation whose TTR has run out is not listed, whether or
+	// not the job has moved since. An owner of a session (SessionOf) is
+	// used by the one process that keeps the session alive, and a store
+	// may look only where that process reserved for it (Redis does).
+	Reservations(ctx context.Context, owner string) ([]Reservation, error)
 
 	// Unreserve returns to ready, without counting a release or a timeout,
 	// those of ids that owner has reserved (an owner that went away), and
@@ -96,21 +105,16 @@ type Store interface {
 	// ready or reserved.
 	KickJob(ctx context.Context, id ID) error
 
-	// Peek returns the job with the given ID in whatever state, or ErrNotFound.
-	Peek(ctx context.Context, id ID) (Job, error)
-
-	// PeekState returns the next job of tube in state s: Ready (lowest
-	// priority, then ID), Delayed (soonest due, then ID) or Buried (oldest
-	// buried). ErrNotFound when there is none.
-	PeekState(ctx context.Context, tube string, s State) (Job, error)
-
-	// PeekStateN returns up to n of the next jobs of tube in state s, in
-	// the order PeekState names them, or for Reserved the soonest end of
-	// TTR, then ID (for listings; n from 1 to MaxPeekN). A tube with none
-	// gives an empty slice, not ErrNotFound.
+	// PeekStateN returns up to n of the next jobs of tube in state s: Ready
+	// by lowest priority, then ID; Delayed by soonest due, then ID; Buried
+	// oldest buried first; Reserved by the soonest end of TTR, then ID (n
+	// from 1 to MaxPeekN). A tube with none gives an empty slice, not
+	// ErrNotFound.
 	PeekStateN(ctx context.Context, tube string, s State, n int) ([]Job, error)
 
-	// StatsJob describes the job with the given ID, or returns ErrNotFound.
+	// StatsJob describes the job with the given ID in whatever state, body
+	// included (JobStats.Job is the job a peek returns), or returns
+	// ErrNotFound.
 	StatsJob(ctx context.Context, id ID) (JobStats, error)
 
 	// StatsTube describes tube, or returns ErrNotFound when the store does
@@ -169,6 +173,15 @@ type ReserveResult struct {
 	Deleted  []error // one per ReserveRequest.Delete: nil, ErrNotFound or ErrReserved
 	Next     time.Duration
 	NextTube string
+}
+
+// Reservation is a job an owner has reserved (Store.Reservations).
+type Reservation struct {
+	ID ID
+	// Left is the time left on the reservation, measured on the store's
+	// clock at the call: a caller's deadline is its own clock at the call
+	// plus Left, whatever the difference between the two clocks.
+	Left time.Duration
 }
 
 // Notifier is implemented by stores that can wake reservers waiting on a

@@ -245,7 +245,7 @@ func (w *Worker) handle(hctx context.Context, job Job) bool {
 			return
 		}
 		tctx, tcancel := context.WithTimeout(ctx, job.TTR/4)
-		err := w.q.Touch(tctx, job.ID)
+		_, err := w.q.Touch(tctx, job.ID)
 		tcancel()
 		if err != nil {
 			log.Warn("queue: touch failed; the job may go to another worker", "id", job.ID, "err", err)
@@ -275,7 +275,6 @@ func (w *Worker) handle(hctx context.Context, job Job) bool {
 		if _, e := w.q.store.Unreserve(bctx, w.q.owner, []ID{job.ID}); e != nil {
 			log.Warn("queue: returning an abandoned job", "id", job.ID, "err", e)
 		}
-		w.q.forget([]ID{job.ID}, nil)
 	case int(job.Reserves) >= w.opts.maxAttempts():
 		log.Warn("queue: job failed for the last time; burying it", "id", job.ID, "attempts", job.Reserves, "err", err)
 		if e := w.q.BuryWithReason(bctx, job.ID, job.Priority, err.Error()); e != nil {

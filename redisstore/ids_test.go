@@ -202,7 +202,7 @@ func TestStaleTubeCache(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reserve-job %d through the stale cache: %v", id, err)
 	}
-	if err := p1.Touch(ctx, id); err != nil {
+	if _, err := p1.Touch(ctx, id); err != nil {
 		t.Fatalf("touch %d by its holder: %v", id, err)
 	}
 	if err := p1.Delete(ctx, id); err != nil {

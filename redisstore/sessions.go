@@ -36,6 +36,7 @@ func (s *Store) EndSession(ctx context.Context, session string) error {
 	if err := s.releaseHolds(ctx, session); err != nil {
 		return err
 	}
+	s.held.dropSession(session)
 	pipe := s.c.Pipeline()
 	for tag := range NumTags {
 		pipe.Del(ctx, s.k.sessionIndex(tag, session))

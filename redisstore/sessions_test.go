@@ -174,3 +174,95 @@ func TestSessionsReapHolds(t *testing.T) {
 		})
 	}
 }
+
+// The owners of one session share its reservation index, yet each is told
+// only its own reservations, across tags, and not one whose TTR ran out;
+// an owner whose name holds pattern characters is matched exactly.
+func TestSessionsReservations(t *testing.T) {
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			ctx := context.Background()
+			clock := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+			s := newStore(t, topo.client(t), &redisstore.Options{Clock: clock.Now})
+			q, err := queue.New(s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Close()
+			for _, tube := range []string{"s1", "s2", "s3"} { // on different tags
+				for range 2 {
+					if _, err := q.Put(ctx, tube, queue.NewJob{Body: []byte(tube), TTR: time.Minute}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			short, err := q.Put(ctx, "s1", queue.NewJob{Body: []byte("short"), Priority: 9, TTR: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			star, one, other := q.WithOwner("a/*"), q.WithOwner("a/1"), q.WithOwner("a/1:x")
+			reserve := func(q *queue.Queue, tube string) queue.ID {
+				t.Helper()
+				j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{tube}, Timeout: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return j.ID
+			}
+			held := func(q *queue.Queue) map[queue.ID]time.Duration {
+				t.Helper()
+				rs, err := q.Held(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := map[queue.ID]time.Duration{}
+				for _, r := range rs {
+					m[r.ID] = r.Left
+				}
+				return m
+			}
+			a := reserve(one, "s1")
+			b := reserve(one, "s2")
+			c := reserve(star, "s3")
+			d := reserve(other, "s1")
+			if _, err := one.ReserveJob(ctx, short); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Second)
+			for _, c := range []struct {
+				q    *queue.Queue
+				want map[queue.ID]time.Duration
+			}{
+				{one, map[queue.ID]time.Duration{a: 59 * time.Second, b: 59 * time.Second, short: time.Second}},
+				{star, map[queue.ID]time.Duration{c: 59 * time.Second}},
+				{other, map[queue.ID]time.Duration{d: 59 * time.Second}},
+			} {
+				if got := held(c.q); !equalMaps(got, c.want) {
+					t.Errorf("Held of %s = %v, want %v", c.q.Owner(), got, c.want)
+				}
+			}
+			clock.Advance(time.Second) // short's TTR runs out
+			if got, want := held(one), map[queue.ID]time.Duration{a: 58 * time.Second, b: 58 * time.Second}; !equalMaps(got, want) {
+				t.Errorf("Held of a/1 once a TTR ran out = %v, want %v", got, want)
+			}
+			if n, err := one.Abandon(ctx); err != nil || n != 2 {
+				t.Errorf("Abandon of a/1 = %d, %v; want 2", n, err)
+			}
+			if got := held(star); len(got) != 1 {
+				t.Errorf("Held of a/* after a/1 abandoned = %v, want its one job", got)
+			}
+		})
+	}
+}
+
+func equalMaps(a, b map[queue.ID]time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

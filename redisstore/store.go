@@ -62,6 +62,7 @@ type Store struct {
 	notify notifier
 	closed atomic.Bool
 	r      *runner
+	held   heldTags
 	// cluster: c is a Redis Cluster client (a call reaches one slot).
 	cluster bool
 }
@@ -186,15 +187,15 @@ func (s *Store) run(ctx context.Context, o *op, tag int, tube string, args ...an
 	return s.runAs(ctx, o, tag, tube, "", args...)
 }
 
-// runAs is run for a call made by owner: when owner belongs to a session,
-// the session's index of the tag is the last key.
+// runAs is run for a call made by owner: when owner is not empty, the
+// owner's reservation index of the tag (ownerIndex) is the last key.
 func (s *Store) runAs(ctx context.Context, o *op, tag int, tube, owner string, args ...any) (any, error) {
 	ks := s.k.tagKeys(tag)
 	if tube != "" {
 		ks = append(ks, s.k.tubeKeys(tag, tube)...)
 	}
-	if sess := queue.SessionOf(owner); sess != "" {
-		ks = append(ks, s.k.sessionIndex(tag, sess))
+	if owner != "" {
+		ks = append(ks, s.k.ownerIndex(tag, owner))
 	}
 	v, err := s.r.run(ctx, call{op: o, keys: ks, args: append([]any{s.now()}, args...)})
 	return v, queueErrs.mapErr(err)

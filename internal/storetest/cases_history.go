@@ -118,7 +118,6 @@ func testHistoryReasonBound(t *testing.T, s *suite) {
 		} else {
 			err = e.store.Release(e.ctx, e.q.Owner(), id, 0, 0, full)
 		}
-		e.q.Forget(id)
 		e.ok("Store release or bury", err)
 		if got := e.statsJob(id).LastError; got != full {
 			t.Errorf("bury %v: LastError of %d bytes, want the %d bytes given", bury, len(got), len(full))

@@ -50,11 +50,7 @@ func (e *env) snapshot() snapshot {
 			e.t.Fatalf("snapshot: StatsJob(%d): %v", id, err)
 		}
 		s.Jobs[id] = js
-		j, err := e.raw.Peek(ctx, id)
-		if err != nil {
-			e.t.Fatalf("snapshot: Peek(%d): %v", id, err)
-		}
-		s.Bodies[id] = string(j.Body)
+		s.Bodies[id] = string(js.Body)
 	}
 	return s
 }
@@ -150,7 +146,7 @@ func testBadInput(t *testing.T, s *suite) {
 		{"Delete", func(e *env, id queue.ID) error { return e.q.Delete(e.ctx, id) }},
 		{"Release", func(e *env, id queue.ID) error { return e.q.Release(e.ctx, id, 0, 0) }},
 		{"Bury", func(e *env, id queue.ID) error { return e.q.Bury(e.ctx, id, 0) }},
-		{"Touch", func(e *env, id queue.ID) error { return e.q.Touch(e.ctx, id) }},
+		{"Touch", func(e *env, id queue.ID) error { _, err := e.q.Touch(e.ctx, id); return err }},
 		{"KickJob", func(e *env, id queue.ID) error { return e.q.KickJob(e.ctx, id) }},
 		{"Peek", func(e *env, id queue.ID) error { _, err := e.q.Peek(e.ctx, id); return err }},
 		{"StatsJob", func(e *env, id queue.ID) error { _, err := e.q.StatsJob(e.ctx, id); return err }},
@@ -255,12 +251,12 @@ func testClose(t *testing.T, s *suite) {
 		{"Delete", func() error { _, err := st.Delete(ctx, "o", []queue.ID{id}); return err }},
 		{"Release", func() error { return st.Release(ctx, "o", id, 0, 0, "") }},
 		{"Bury", func() error { return st.Bury(ctx, "o", id, 0, "") }},
-		{"Touch", func() error { return st.Touch(ctx, "o", id) }},
+		{"Touch", func() error { _, err := st.Touch(ctx, "o", id); return err }},
+		{"Reservations", func() error { _, err := st.Reservations(ctx, "o"); return err }},
 		{"Unreserve", func() error { _, err := st.Unreserve(ctx, "o", []queue.ID{id}); return err }},
 		{"Kick", func() error { _, err := st.Kick(ctx, "cl", 1); return err }},
 		{"KickJob", func() error { return st.KickJob(ctx, id) }},
-		{"Peek", func() error { _, err := st.Peek(ctx, id); return err }},
-		{"PeekState", func() error { _, err := st.PeekState(ctx, "cl", queue.Ready); return err }},
+		{"PeekStateN", func() error { _, err := st.PeekStateN(ctx, "cl", queue.Ready, 1); return err }},
 		{"StatsJob", func() error { _, err := st.StatsJob(ctx, id); return err }},
 		{"StatsTube", func() error { _, err := st.StatsTube(ctx, "cl"); return err }},
 		{"Stats", func() error { _, err := st.Stats(ctx); return err }},

@@ -298,7 +298,7 @@ func testReserveJob(t *testing.T, s *suite) {
 			if js := e.statsJob(id); js.State != queue.Reserved || js.TimeLeft != js.TTR {
 				t.Errorf("after ReserveJob: %+v, want reserved with a full TTR left", js)
 			}
-			e.ok("Touch by the new owner", e.q.Touch(e.ctx, id))
+			e.ok("Touch by the new owner", e.touch(e.q, id))
 			wantErr(t, "Release by another owner", e.q2.Release(e.ctx, id, 0, 0), queue.ErrNotReserved)
 			e.ok("Release by the new owner", e.q.Release(e.ctx, id, 2, 0))
 		})
@@ -578,8 +578,8 @@ func testAbandon(t *testing.T, s *suite) {
 	if st := e.stats(); st.Timeouts != 1 {
 		t.Errorf("Stats.Timeouts = %d, want 1 (x's only)", st.Timeouts)
 	}
-	if len(e.q.Held()) != 0 {
-		t.Errorf("Held after Abandon = %v", e.q.Held())
+	if held, err := e.q.Held(e.ctx); err != nil || len(held) != 0 {
+		t.Errorf("Held after Abandon = %v, %v", held, err)
 	}
 	if n, err := e.q.Abandon(e.ctx); err != nil || n != 0 {
 		t.Errorf("second Abandon = %d, %v; want 0", n, err)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"github.com/google/go-cmp/cmp"
 	"testing"
 	"time"
 
@@ -112,7 +113,7 @@ func testTTRExpiry(t *testing.T, s *suite) {
 	// The old owner's reservation is over.
 	wantErr(t, "Release by the old owner", e.q.Release(e.ctx, id, 0, 0), queue.ErrNotReserved)
 	wantErr(t, "Bury by the old owner", e.q.Bury(e.ctx, id, 0), queue.ErrNotReserved)
-	wantErr(t, "Touch by the old owner", e.q.Touch(e.ctx, id), queue.ErrNotReserved)
+	wantErr(t, "Touch by the old owner", e.touch(e.q, id), queue.ErrNotReserved)
 	e.wantStatsJob("after the old owner's attempts", id, want)
 
 	// Someone else reserves it; the old owner still cannot end it, nor delete it.
@@ -122,7 +123,7 @@ func testTTRExpiry(t *testing.T, s *suite) {
 	}
 	wantErr(t, "Delete by the old owner while another holds it", e.q.Delete(e.ctx, id), queue.ErrReserved)
 	wantErr(t, "Release by the old owner while another holds it", e.q.Release(e.ctx, id, 0, 0), queue.ErrNotReserved)
-	wantErr(t, "Touch by the old owner while another holds it", e.q.Touch(e.ctx, id), queue.ErrNotReserved)
+	wantErr(t, "Touch by the old owner while another holds it", e.touch(e.q, id), queue.ErrNotReserved)
 	e.wantState(id, queue.Reserved)
 
 	// It times out again; the ready job can be deleted by anyone.
@@ -147,7 +148,7 @@ func testTouch(t *testing.T, s *suite) {
 	if got := e.statsJob(id).TimeLeft; got != 6*time.Second {
 		t.Errorf("TimeLeft 4s after reserve = %v, want 6s", got)
 	}
-	e.ok("Touch", e.q.Touch(e.ctx, id))
+	e.ok("Touch", e.touch(e.q, id))
 	if got := e.statsJob(id).TimeLeft; got != ttr {
 		t.Errorf("TimeLeft after Touch = %v, want the full TTR %v", got, ttr)
 	}
@@ -155,7 +156,7 @@ func testTouch(t *testing.T, s *suite) {
 	if js := e.statsJob(id); js.State != queue.Reserved || js.TimeLeft != time.Millisecond {
 		t.Errorf("1ms before the touched expiry: %v with TimeLeft %v, want reserved with 1ms", js.State, js.TimeLeft)
 	}
-	e.ok("Touch again", e.q.Touch(e.ctx, id))
+	e.ok("Touch again", e.touch(e.q, id))
 	e.advance(ttr - time.Millisecond)
 	e.wantState(id, queue.Reserved)
 	e.advance(time.Millisecond)
@@ -163,13 +164,65 @@ func testTouch(t *testing.T, s *suite) {
 		t.Errorf("at the touched expiry: %v with %d timeouts, want ready with 1", js.State, js.Timeouts)
 	}
 
-	wantErr(t, "Touch of a ready job", e.q.Touch(e.ctx, id), queue.ErrNotReserved)
+	wantErr(t, "Touch of a ready job", e.touch(e.q, id), queue.ErrNotReserved)
 	e.reserveWant(e.q2, id, "touch")
-	wantErr(t, "Touch of another owner's job", e.q.Touch(e.ctx, id), queue.ErrNotReserved)
-	e.ok("Touch by the owner", e.q2.Touch(e.ctx, id))
-	wantErr(t, "Touch of an unknown job", e.q.Touch(e.ctx, e.unknownID()), queue.ErrNotFound)
+	wantErr(t, "Touch of another owner's job", e.touch(e.q, id), queue.ErrNotReserved)
+	e.ok("Touch by the owner", e.touch(e.q2, id))
+	wantErr(t, "Touch of an unknown job", e.touch(e.q, e.unknownID()), queue.ErrNotFound)
 	e.ok("Delete", e.q2.Delete(e.ctx, id))
-	wantErr(t, "Touch of a deleted job", e.q2.Touch(e.ctx, id), queue.ErrNotFound)
+	wantErr(t, "Touch of a deleted job", e.touch(e.q2, id), queue.ErrNotFound)
+}
+
+// testReservations: reserves return the time left on the store's clock,
+// and an owner's reservations come back from the store with the time left,
+// without those of other owners, and without one whose TTR ran out.
+func testReservations(t *testing.T, s *suite) {
+	e := s.env(t)
+	held := func(q *queue.Queue) map[queue.ID]time.Duration {
+		t.Helper()
+		rs, err := q.Held(e.ctx)
+		e.ok("Held", err)
+		m := map[queue.ID]time.Duration{}
+		for _, r := range rs {
+			m[r.ID] = r.Left
+		}
+		return m
+	}
+	want := func(what string, got, want map[queue.ID]time.Duration) {
+		t.Helper()
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", what, diff)
+		}
+	}
+	want("Held of a new owner", held(e.q), map[queue.ID]time.Duration{})
+	short := e.put("rs", queue.NewJob{Body: []byte("short"), TTR: 5 * time.Second})
+	long := e.put("rs", queue.NewJob{Body: []byte("long"), TTR: time.Minute})
+	theirs := e.put("rs", queue.NewJob{Body: []byte("theirs"), TTR: time.Minute})
+	j, err := e.q.Reserve(e.ctx, queue.ReserveOptions{Tubes: []string{"rs"}, Timeout: -1})
+	e.ok("Reserve", err)
+	if j.ID != short || j.Left != 5*time.Second {
+		t.Errorf("Reserve = job %d with %v left, want %d with 5s", j.ID, j.Left, short)
+	}
+	e.advance(time.Second)
+	j, err = e.q.ReserveJob(e.ctx, long)
+	e.ok("ReserveJob", err)
+	if j.Left != time.Minute {
+		t.Errorf("ReserveJob: %v left, want 1m", j.Left)
+	}
+	e.reserveWant(e.q2, theirs, "rs")
+	e.advance(2 * time.Second)
+	want("Held 3s after the first reserve", held(e.q), map[queue.ID]time.Duration{short: 2 * time.Second, long: 58 * time.Second})
+	want("Held of the other owner", held(e.q2), map[queue.ID]time.Duration{theirs: 58 * time.Second})
+	e.advance(2 * time.Second) // short's TTR runs out; nothing has looked at it
+	want("Held once short's TTR ran out", held(e.q), map[queue.ID]time.Duration{long: 56 * time.Second})
+	e.ok("Touch", e.touch(e.q, long))
+	want("Held after Touch", held(e.q), map[queue.ID]time.Duration{long: time.Minute})
+	e.reserveWant(e.q, short, "rs") // reserved again after its timeout
+	want("Held after short's second reserve", held(e.q), map[queue.ID]time.Duration{short: 5 * time.Second, long: time.Minute})
+	e.ok("Delete", e.q.Delete(e.ctx, short))
+	e.ok("Release", e.q.Release(e.ctx, long, 0, 0))
+	want("Held after delete and release", held(e.q), map[queue.ID]time.Duration{})
+	want("Held of the other owner at the end", held(e.q2), map[queue.ID]time.Duration{theirs: 56 * time.Second})
 }
 
 // testDueTransitions: once a deadline has passed, no method sees the job in

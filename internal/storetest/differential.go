@@ -65,7 +65,9 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			ra, rb = class(a.Bury(ctx, owner, da.id(pick), pri, reason)), class(b.Bury(ctx, owner, db.id(pick), pri, reason))
 		case 10:
 			name = "Touch"
-			ra, rb = class(a.Touch(ctx, owner, da.id(pick))), class(b.Touch(ctx, owner, db.id(pick)))
+			la, ea := a.Touch(ctx, owner, da.id(pick))
+			lb, eb := b.Touch(ctx, owner, db.id(pick))
+			ra, rb = []any{la, class(ea)}, []any{lb, class(eb)}
 		case 11:
 			name = "Kick"
 			n := rng.IntN(3)
@@ -86,11 +88,11 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			sb, eb := b.StatsJob(ctx, db.id(pick))
 			ra, rb = []any{da.stats(sa, ea), class(ea)}, []any{db.stats(sb, eb), class(eb)}
 		case 15:
-			name = "PeekState"
-			st := []queue.State{queue.Ready, queue.Delayed, queue.Buried}[rng.IntN(3)]
-			ja, ea := a.PeekState(ctx, tube, st)
-			jb, eb := b.PeekState(ctx, tube, st)
-			ra, rb = []any{da.job(ja, ea), class(ea)}, []any{db.job(jb, eb), class(eb)}
+			name = "PeekStateN"
+			st := []queue.State{queue.Ready, queue.Delayed, queue.Reserved, queue.Buried}[rng.IntN(4)]
+			ja, ea := a.PeekStateN(ctx, tube, st, 2)
+			jb, eb := b.PeekStateN(ctx, tube, st, 2)
+			ra, rb = []any{da.jobs(ja, ea), class(ea)}, []any{db.jobs(jb, eb), class(eb)}
 		case 16:
 			name = "StatsTube"
 			sa, ea := a.StatsTube(ctx, tube)
@@ -191,7 +193,15 @@ func (d *diffSide) job(j queue.Job, err error) any {
 	if err != nil {
 		return nil
 	}
-	return []any{d.n(j.ID), j.Tube, j.Priority, j.TTR, j.Reserves, string(j.Body)}
+	return []any{d.n(j.ID), j.Tube, j.Priority, j.TTR, j.Reserves, string(j.Body), j.Left}
+}
+
+func (d *diffSide) jobs(js []queue.Job, err error) any {
+	out := []any{}
+	for _, j := range js {
+		out = append(out, d.job(j, err))
+	}
+	return out
 }
 
 func (d *diffSide) stats(s queue.JobStats, err error) any {

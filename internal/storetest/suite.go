@@ -60,6 +60,7 @@ func queueCases() []queueCase {
 		{"PeekDelayedSoonest", testPeekDelayedSoonest},
 		{"TTRExpiry", testTTRExpiry},
 		{"Touch", testTouch},
+		{"Reservations", testReservations},
 		{"DueTransitions", testDueTransitions},
 		{"Release", testRelease},
 		{"Bury", testBury},

@@ -18,11 +18,14 @@
 --                  x  reserved sorted set, score TTR deadline (ms)
 --                  b  buried sorted set, score bury sequence
 --                  u  unique key hash: key -> job id
---   KEYS[last]     when the owner of the call belongs to a session (an owner
---                  named "<session>/..."): the tag's set of the jobs that session's
---                  owners have reserved, so that they can be returned if the
---                  session dies. It may hold stale ids (a TTR ran out); they are
---                  checked when used.
+--   KEYS[last]     for a call made by an owner: the owner's reservation index of
+--                  the tag, a sorted set of the jobs it reserved ("<owner>:<id hex>"
+--                  -> end of TTR, ms): for an owner of a session (named "<session>/...")
+--                  the session's, shared by its owners, so that their jobs can be
+--                  returned if the session dies; else the owner's own. It may hold
+--                  stale ids (a TTR ran out, a reap returned the job); they are
+--                  checked when used, and the key expires a while after the
+--                  last end of TTR it holds.
 --   ARGV[1]        "" to use Redis's TIME, or an injected time in microseconds (tests)
 --
 -- A record is a msgpack array, indexed by the F_* constants below, whose
@@ -370,21 +373,45 @@ local function unindex(T, idh, rec)
   end
 end
 
--- session_key returns the session index of the call, when KEYS holds one
--- beyond the expected count.
-local function session_key(expected)
+-- index_key returns the owner's reservation index of the call, when KEYS
+-- holds one beyond the expected count.
+local function index_key(expected)
   if #KEYS > expected then
     return KEYS[#KEYS]
   end
   return nil
 end
 
--- reserve_rec marks a job reserved by owner until now+TTR, noting it in the
--- owner's session index sk (if any).
-local function reserve_rec(T, idh, rec, body, owner, now, sk)
-  if sk then
-    redis.call('SADD', sk, idh)
+-- entry is a job's member in a reservation index: owner, ':', id (hex), so
+-- that one owner's entries in its session's index match one pattern.
+local function entry(owner, idh)
+  return owner .. ':' .. idh
+end
+
+-- INDEX_KEEP_MS is how long a reservation index outlives the last end of
+-- TTR it holds (then it holds only stale entries and its member '', score
+-- +inf, which keeps it from emptying in between).
+local INDEX_KEEP_MS = 10000
+
+-- index_keep keeps reservation index ix until INDEX_KEEP_MS after deadline
+-- (ms), a TTR's end just noted in it. The expiry moves at most once every
+-- INDEX_KEEP_MS, and then the index's stale entries go too, so an owner that
+-- stays busy keeps those of about that long at most.
+local function index_keep(ix, deadline, now)
+  local want = deadline - now + INDEX_KEEP_MS
+  if redis.call('PTTL', ix) < want then
+    redis.call('ZREMRANGEBYSCORE', ix, '-inf', now)
+    -- A member that never goes stale keeps the index from vanishing and
+    -- being made again (with its expiry) each time its owner holds nothing.
+    redis.call('ZADD', ix, '+inf', '')
+    redis.call('PEXPIRE', ix, want + INDEX_KEEP_MS)
   end
+end
+
+-- reserve_rec marks a job reserved by owner until now+TTR, noting it in the
+-- owner's reservation index ix (if any); the caller calls index_keep. It
+-- returns the end of TTR.
+local function reserve_rec(T, idh, rec, body, owner, now, ix)
   rec[F_STATE] = RESERVED
   rec[F_OWNER] = owner
   rec[F_RESERVES] = rec[F_RESERVES] + 1
@@ -392,19 +419,24 @@ local function reserve_rec(T, idh, rec, body, owner, now, sk)
   stamp(rec, F_RESERVED_AT, now)
   local deadline = now + rec[F_TTR]
   redis.call('ZADD', T.x, deadline, idh)
+  if ix then
+    redis.call('ZADD', ix, deadline, entry(owner, idh))
+  end
   schedule(T, deadline)
   save(idh, rec, body)
+  return deadline
 end
 
 -- jobreply is how a job travels back to Go: id, tube, pri, ttr ms, reserves,
--- body, unique key ('' for none).
-local function jobreply(idh, rec, body, tube)
-  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body, rec[F_UKEY] }
+-- body, unique key ('' for none), ms left on the reservation (left: a
+-- reserve's, else 0).
+local function jobreply(idh, rec, body, tube, left)
+  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body, rec[F_UKEY], left or 0 }
 end
 
 -- delete_one deletes a job of tube T for owner: 1 deleted, 0 no such job,
 -- -1 reserved by another owner, -2 the job is in another tube.
-local function delete_one(T, tube, idh, owner, sk)
+local function delete_one(T, tube, idh, owner, ix)
   local rec = load(idh)
   if not rec then
     return 0
@@ -415,8 +447,8 @@ local function delete_one(T, tube, idh, owner, sk)
   if rec[F_STATE] == RESERVED and rec[F_OWNER] ~= owner then
     return -1
   end
-  if sk and rec[F_STATE] == RESERVED then
-    redis.call('SREM', sk, idh)
+  if ix and rec[F_STATE] == RESERVED then
+    redis.call('ZREM', ix, entry(owner, idh))
   end
   unindex(T, idh, rec)
   redis.call('HDEL', KEYS[2], idh)

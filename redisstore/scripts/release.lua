@@ -1,6 +1,6 @@
 #!lua
 -- release: returns a job reserved by owner to ready (delay 0) or delayed.
--- KEYS: m j tubes, then the 6 keys of the tube
+-- KEYS: m j tubes, then the 6 keys of the tube, then the owner's reservation index
 -- ARGV: now, owner, tube, id (hex), pri, delay ms, reason ("" for none: the last error stays)
 -- Returns: 1 released, 0 no such job, -1 not reserved by owner, -2 in another tube
 local T = tubekeys(1)
@@ -10,8 +10,8 @@ tick(T, tube, now)
 local rec, body = held(T, idh, owner)
 if not rec then return done(T, body) end
 redis.call('ZREM', T.x, idh)
-local sk = session_key(9)
-if sk then redis.call('SREM', sk, idh) end
+local ix = index_key(9)
+if ix then redis.call('ZREM', ix, entry(owner, idh)) end
 rec[F_PRI] = pri
 rec[F_RELEASES] = rec[F_RELEASES] + 1
 rec[F_DELAY] = delay

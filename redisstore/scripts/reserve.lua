@@ -3,10 +3,10 @@
 -- callers that waited together), deletes some jobs, then reserves up to max
 -- ready jobs from the tubes of one tag, lowest (priority, id) first,
 -- skipping paused tubes.
--- KEYS: m j tubes, then 6 keys per tube (see lib.lua)
+-- KEYS: m j tubes, then 6 keys per tube, then the owners' reservation index (see lib.lua)
 -- ARGV: now, tube count N, N tube names, request count R, then per request:
 --       owner, max, pair count D, D pairs (tube index 1..N, job id hex) to delete
--- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 7 per job as jobreply),
+-- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 8 per job as jobreply),
 --            next (µs until a job may be ready, -1 if nothing is scheduled; only when fewer than max jobs were reserved),
 --            index of the tube next refers to,
 --            and when max is 0 (a look before choosing among tags): the priority and id of the job it would take, or -1 and '' }
@@ -16,7 +16,7 @@ for i = 1, n do
   Ts[i] = tubekeys(i)
   names[i] = ARGV[2 + i]
 end
-local sk = session_key(3 + 6 * n)
+local ix = index_key(3 + 6 * n)
 local us, now = open(Ts)
 local had = {}
 for i = 1, n do
@@ -53,10 +53,10 @@ local function serve(a)
   local deleted = {}
   for p = a + 3, a + 1 + 2 * d, 2 do
     local i = tonumber(ARGV[p])
-    deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[p + 1], owner, sk)
+    deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[p + 1], owner, ix)
   end
   local jobs = {}
-  local got = 0
+  local got, last = 0, 0
   while got < max do
     local best, idh
     if #live == 1 then
@@ -75,12 +75,16 @@ local function serve(a)
     end
     local T = Ts[best]
     local rec, body = load(idh)
-    reserve_rec(T, idh, rec, body, owner, now, sk)
-    local r = jobreply(idh, rec, body, names[best])
+    local deadline = reserve_rec(T, idh, rec, body, owner, now, ix)
+    if deadline > last then last = deadline end
+    local r = jobreply(idh, rec, body, names[best], deadline - now)
     for k = 1, #r do
       jobs[#jobs + 1] = r[k]
     end
     got = got + 1
+  end
+  if got > 0 and ix then
+    index_keep(ix, last, now)
   end
 
   local next, nexttube = -1, 0

@@ -2,14 +2,15 @@
 -- unreserve: returns to ready the jobs of one tube that owner has reserved,
 -- counting neither a release nor a timeout (the owner went away). An owner
 -- ending in '/' names a whole session: every owner whose name starts so.
--- KEYS: m j tubes, then the 6 keys of the tube
+-- KEYS: m j tubes, then the 6 keys of the tube, then the owner's reservation index
+--       (none for a whole session: a reap drops the session's index itself)
 -- ARGV: now, owner, tube, ids (hex)...
 -- Returns: how many jobs it returned.
 local T = tubekeys(1)
 local owner, tube = ARGV[2], ARGV[3]
 local us, now = open({ T })
 tick(T, tube, now)
-local sk = session_key(9)
+local ix = index_key(9)
 local prefix = string.sub(owner, -1) == '/'
 local function owned(o)
   if prefix then
@@ -22,7 +23,7 @@ for a = 4, #ARGV do
   local idh = ARGV[a]
   local rec, body = load(idh)
   if rec and rec[F_TUBE] == T.ix and rec[F_STATE] == RESERVED and owned(rec[F_OWNER]) then
-    if sk then redis.call('SREM', sk, idh) end
+    if ix then redis.call('ZREM', ix, entry(owner, idh)) end
     redis.call('ZREM', T.x, idh)
     to_ready(T, idh, rec)
     save(idh, rec, body)

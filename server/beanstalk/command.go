@@ -294,23 +294,12 @@ func (c *conn) cmdTouch(rest string) error {
 		return errBadFormat
 	}
 	c.srv.count(opTouch)
-	if err := c.q.Touch(c.ctx, queue.ID(id)); err != nil {
+	left, err := c.q.Touch(c.ctx, queue.ID(id))
+	if err != nil {
 		c.settle(queue.ID(id), err)
 		return err
 	}
-	now := time.Now()
-	h, ok := c.held[queue.ID(id)]
-	if !ok {
-		// Forgotten when its deadline passed on our clock, yet the store
-		// still had it reserved for us: learn its TTR again.
-		if st, err := c.q.StatsJob(c.ctx, queue.ID(id)); err == nil {
-			h, ok = hold{ttr: st.TTR}, true
-		}
-	}
-	if ok {
-		h.deadline = now.Add(h.ttr)
-		c.held[queue.ID(id)] = h
-	}
+	c.held[queue.ID(id)] = time.Now().Add(left)
 	c.reply("TOUCHED\r\n")
 	return nil
 }

@@ -42,12 +42,6 @@ const (
 	stateWaiting                  // blocked in reserve
 )
 
-// hold is a reservation of the connection, as far as it knows.
-type hold struct {
-	ttr      time.Duration
-	deadline time.Time // local clock: reserve or touch time + TTR
-}
-
 // conn is one client connection. Its protocol state belongs to its own
 // goroutine; mu guards what Shutdown touches.
 type conn struct {
@@ -60,9 +54,14 @@ type conn struct {
 	log     *slog.Logger
 	scratch [64]byte // reply lines are built here
 
-	used     string
-	watched  []string // in beanstalkd's order: appended, and the last one fills a hole
-	held     map[queue.ID]hold
+	used    string
+	watched []string // in beanstalkd's order: appended, and the last one fills a hole
+	// held caches the ends of the connection's reservations, for
+	// DEADLINE_SOON: the local time at which the store's answer to a
+	// reserve or a touch arrived plus the time left that the store gave
+	// (queue.Job.Left, Queue.Touch), so that the store's clock decides. The
+	// store is the ledger: closing returns what it lists (Queue.Abandon).
+	held     map[queue.ID]time.Time
 	producer bool // has put
 	worker   bool // has reserved
 
@@ -83,7 +82,7 @@ func newConn(s *Server, base context.Context, nc net.Conn, owner string) *conn {
 		log:     s.logger().With("conn", owner, "remote", nc.RemoteAddr().String()),
 		used:    defaultTube,
 		watched: []string{defaultTube},
-		held:    map[queue.ID]hold{},
+		held:    map[queue.ID]time.Time{},
 	}
 	s.tubes.use(defaultTube, 1)
 	s.tubes.watch(defaultTube, 1)
@@ -295,7 +294,7 @@ func (c *conn) reserved(j queue.Job) error {
 		c.q.Release(c.ctx, j.ID, j.Priority, 0)
 		return errSessionUnsure
 	}
-	c.held[j.ID] = hold{ttr: j.TTR, deadline: time.Now().Add(j.TTR)}
+	c.held[j.ID] = time.Now().Add(j.Left)
 	c.replyJob("RESERVED", j)
 	return nil
 }
@@ -304,12 +303,12 @@ func (c *conn) reserved(j queue.Job) error {
 // safety margin of the end of its reservation, and when the next one will
 // be (zero if none). Reservations that have ended are forgotten.
 func (c *conn) deadlineSoon(now time.Time) (soon bool, next time.Time) {
-	for id, h := range c.held {
-		if !now.Before(h.deadline) {
+	for id, deadline := range c.held {
+		if !now.Before(deadline) {
 			delete(c.held, id) // the TTR ran out: the job is no longer ours
 			continue
 		}
-		at := h.deadline.Add(-safetyMargin)
+		at := deadline.Add(-safetyMargin)
 		if !now.Before(at) {
 			soon = true
 		}

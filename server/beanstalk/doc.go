@@ -84,8 +84,11 @@
 // and job-timeouts count since the store was created (or opened), the
 // binlog fields are those of a beanstalkd without a binlog, and id is
 // random per Server. Several connections waiting on one tube are served
-// oldest first, where beanstalkd 1.12 takes turns. DEADLINE_SOON is timed
-// by this process's clock, the end of a reservation by the store's. A put
+// oldest first, where beanstalkd 1.12 takes turns. The end of a reservation
+// is the store's: a connection caches each reservation's end as the time
+// its reserve or touch was answered plus the time left the store gave, and
+// times DEADLINE_SOON by it on this process's clock; closing returns what
+// the store lists as the connection's (Queue.Abandon). A put
 // whose body does not arrive within BodyTimeout (DefaultBodyTimeout, one
 // minute, unless set) closes the connection, where beanstalkd waits for
 // ever: a put line makes the server set aside a buffer of the size it

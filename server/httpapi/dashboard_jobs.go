@@ -227,14 +227,11 @@ func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("httpapi: job id %q: want a whole number from 1 to %d", r.URL.Query().Get("id"), queue.MaxID)
 	}
 	id := queue.ID(n)
-	j, err := s.Queue.Peek(r.Context(), id)
+	st, err := s.Queue.StatsJob(r.Context(), id) // the job and its stats in one look
 	if err != nil {
 		return err
 	}
-	st, err := s.Queue.StatsJob(r.Context(), id)
-	if err != nil {
-		return err
-	}
+	j := st.Job()
 	d := jobPageData{Job: j, Stats: st, State: st.State.String(), Size: len(j.Body), Extra: jobExtras(st)}
 	body := j.Body
 	if len(body) > jobPageBody {

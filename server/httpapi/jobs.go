@@ -303,7 +303,6 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The lease is the job's TTR: nothing here returns the job early.
-	q.Forget(j.ID)
 	writeJSON(w, http.StatusOK, ReserveReply{Lease: lease, Job: jobOf(j)})
 	s.Metrics.lateness(w, r.Context(), s.Queue, j)
 	return nil
@@ -314,17 +313,11 @@ func (s *Server) peek(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.Queue.Peek(r.Context(), id)
+	st, err := s.Queue.StatsJob(r.Context(), id) // the job and its history in one look
 	if err != nil {
 		return err
 	}
-	// A second look for the history: a job deleted between the two is
-	// gone (404), as it would be a moment later anyway.
-	st, err := s.Queue.StatsJob(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, JobView{Job: jobOf(j), State: st.State.String(), JobHistory: historyOf(st)})
+	writeJSON(w, http.StatusOK, JobView{Job: jobOf(st.Job()), State: st.State.String(), JobHistory: historyOf(st)})
 	return nil
 }
 
@@ -464,7 +457,10 @@ func (s *Server) bury(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) touch(w http.ResponseWriter, r *http.Request) error {
-	return s.jobCall(w, r, leaseRequired, nil, (*queue.Queue).Touch)
+	return s.jobCall(w, r, leaseRequired, nil, func(q *queue.Queue, ctx context.Context, id queue.ID) error {
+		_, err := q.Touch(ctx, id)
+		return err
+	})
 }
 
 func (s *Server) kickJob(w http.ResponseWriter, r *http.Request) error {

@@ -146,8 +146,8 @@ func TestJobLifecycle(t *testing.T) {
 		c.do(req{method: "DELETE", path: path, header: lease(r3.Lease)}).want(t, http.StatusNoContent, "")
 		c.do(req{method: "GET", path: path}).want(t, http.StatusNotFound, httpapi.CodeNotFound)
 		c.do(req{method: "DELETE", path: path}).want(t, http.StatusNotFound, httpapi.CodeNotFound)
-		if held := ts.q.WithOwner(r.Lease).Held(); len(held) != 0 {
-			t.Fatalf("the queue still records %v for an HTTP lease", held)
+		if held, err := ts.q.WithOwner(r3.Lease).Held(context.Background()); err != nil || len(held) != 0 {
+			t.Fatalf("the store still lists %v, %v for the lease of a deleted job", held, err)
 		}
 	})
 }

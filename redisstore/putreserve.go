@@ -1,0 +1,373 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+const maxBatch = 1000 // jobs per script call, to bound the work of one call
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// Put implements queue.Store.
+func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
+	k := s.partitions(tube)
+	// Group the jobs by partition, keeping their order within each.
+	groups := make(map[int][]int)
+	var order []int
+	for i, j := range jobs {
+		p := 0
+		if k > 1 {
+			if j.UniqueKey != "" {
+				p = int(fnv32(j.UniqueKey) % uint32(k))
+			} else {
+				p = int(s.rr.Add(1) % uint64(k))
+			}
+		}
+		if _, ok := groups[p]; !ok {
+			order = append(order, p)
+		}
+		groups[p] = append(groups[p], i)
+	}
+	out := make([]queue.PutResult, len(jobs))
+	for _, p := range order {
+		idx := groups[p]
+		tag := tubeTag(tube, p, k)
+		for start := 0; start < len(idx); start += maxBatch {
+			end := min(start+maxBatch, len(idx))
+			args := make([]any, 0, 2+5*(end-start))
+			args = append(args, tube, tag)
+			for _, i := range idx[start:end] {
+				j := jobs[i]
+				args = append(args, j.Priority, ms(j.Delay), ms(j.TTR), j.UniqueKey, j.Body)
+			}
+			ks := append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...)
+			ks = append(ks, s.idKey(ks[0]))
+			v, err := s.r.run(ctx, call{op: scripts.put, keys: ks, args: append([]any{s.now()}, args...)})
+			err = queueErrs.mapErr(err)
+			if err != nil {
+				return nil, err
+			}
+			r := replyOf(scripts.put)
+			a := r.arr(v, 2*(end-start))
+			for n, i := range idx[start:end] {
+				id := queue.ID(r.int(a[2*n]))
+				out[i] = queue.PutResult{ID: id, Duplicate: r.int(a[2*n+1]) == 1}
+			}
+			if err := r.done(); err != nil {
+				return nil, err
+			}
+			for _, i := range idx[start:end] {
+				s.tubes.add(out[i].ID, tube)
+			}
+		}
+	}
+	return out, nil
+}
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// group is the tubes of one reserve that live on one tag.
+type group struct {
+	tag   int
+	tubes []string
+}
+
+func (s *Store) groups(tubes []string) []group {
+	at := map[int]int{}
+	var gs []group
+	for _, t := range tubes {
+		k := s.partitions(t)
+		for p := 0; p < k; p++ {
+			tag := tubeTag(t, p, k)
+			i, ok := at[tag]
+			if !ok {
+				i = len(gs)
+				at[tag] = i
+				gs = append(gs, group{tag: tag})
+			}
+			gs[i].tubes = append(gs[i].tubes, t)
+		}
+	}
+	return gs
+}
+
+// Reserve implements queue.Store. The tubes are grouped by tag; each group
+// is one script call, tried from a random group onwards, so (priority, ID)
+// order holds within a group and is best effort across groups.
+func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.ReserveResult, error) {
+	var res queue.ReserveResult
+	gs := s.groups(req.Tubes)
+
+	// Deletes of jobs in a tube of a group ride along with that group's
+	// reserve; the others go first on their own.
+	res.Deleted = make([]error, len(req.Delete))
+	type del struct {
+		i    int
+		tube string
+	}
+	withGroup := map[int][]del{}
+	var cached []bool
+	if len(req.Delete) > 0 {
+		located, c, err := s.locateCached(ctx, req.Delete)
+		if err != nil {
+			return res, err
+		}
+		cached = c
+		var alone []int
+		for i, id := range req.Delete {
+			tube := located[i]
+			if tube == "" {
+				res.Deleted[i] = queue.ErrNotFound
+				continue
+			}
+			g := -1
+			for gi, gr := range gs {
+				if gr.tag == tagOf(id) && contains(gr.tubes, tube) {
+					g = gi
+					break
+				}
+			}
+			if g < 0 {
+				alone = append(alone, i)
+				continue
+			}
+			withGroup[g] = append(withGroup[g], del{i, tube})
+		}
+		if len(alone) > 0 {
+			ids := make([]queue.ID, len(alone))
+			for n, i := range alone {
+				ids[n] = req.Delete[i]
+			}
+			errs, err := s.Delete(ctx, req.Owner, ids)
+			if err != nil {
+				return res, err
+			}
+			for n, i := range alone {
+				res.Deleted[i] = errs[n]
+			}
+		}
+	}
+
+	res.Next = -1
+	mkcall := func(gi, want int, dels []del) call {
+		g := gs[gi]
+		args := make([]any, 0, 6+len(g.tubes)+2*len(dels))
+		args = append(args, s.now(), len(g.tubes))
+		for _, t := range g.tubes {
+			args = append(args, t)
+		}
+		args = append(args, 1, req.Owner, want, len(dels))
+		for _, d := range dels {
+			args = append(args, indexOf(g.tubes, d.tube)+1, idhex(req.Delete[d.i]))
+		}
+		ks := s.k.tagKeys(g.tag)
+		for _, t := range g.tubes {
+			ks = append(ks, s.k.tubeKeys(g.tag, t)...)
+		}
+		ks = append(ks, s.k.ownerIndex(g.tag, req.Owner))
+		if want > 0 {
+			s.held.add(req.Owner, g.tag)
+		}
+		return call{op: scripts.reserve, keys: ks, args: args}
+	}
+	// absorb takes in one group's reply.
+	absorb := func(gi int, v any, dels []del, look bool) ([]any, error) {
+		r := replyOf(scripts.reserve)
+		n := 4
+		if look {
+			n = 6
+		}
+		a := r.arr(r.arr(v, 1)[0], n)
+		codes := r.arr(a[0], len(dels))
+		for n, d := range dels {
+			res.Deleted[d.i] = deleteOutcome(r.int(codes[n]))
+		}
+		jobs, err := parseJobs(r, r.arr(a[1], 0))
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range jobs {
+			s.tubes.add(j.ID, j.Tube)
+			res.Jobs = append(res.Jobs, j)
+		}
+		if next := r.int(a[2]); next >= 0 {
+			d := time.Duration(next) * time.Microsecond
+			ti := int(r.int(a[3])) - 1
+			if ti < 0 || ti >= len(gs[gi].tubes) {
+				r.fail("a tube index", a[3])
+			} else if res.Next < 0 || d < res.Next {
+				res.Next, res.NextTube = d, gs[gi].tubes[ti]
+			}
+		}
+		return a, r.done()
+	}
+
+	order := []int{0}
+	if len(gs) > 1 && len(req.Tubes) == 1 {
+		// The partitions of one tube: priority order holds within a
+		// partition only, so take them from a random one onwards, one call
+		// each until enough jobs are found.
+		start := randInt(len(gs))
+		for gi := range gs {
+			if len(withGroup[gi]) > 0 {
+				start = gi // the partition of the job just finished: one call does both
+				break
+			}
+		}
+		order = order[:0]
+		for n := range gs {
+			order = append(order, (start+n)%len(gs))
+		}
+	} else if len(gs) > 1 {
+		// Several tags: first look at every tag's best ready job (and do the
+		// deletes), in one pipeline; then reserve from the tags in the
+		// order of their best jobs. Exact unless another reserver takes a
+		// job in between.
+		calls := make([]call, len(gs))
+		for gi := range gs {
+			calls[gi] = mkcall(gi, 0, withGroup[gi])
+		}
+		replies, err := s.runMany(ctx, calls)
+		if err != nil {
+			return res, err
+		}
+		type head struct {
+			gi  int
+			pri int64
+			id  string
+		}
+		var heads []head
+		for gi, v := range replies {
+			a, err := absorb(gi, v, withGroup[gi], true)
+			if err != nil {
+				return res, err
+			}
+			r := replyOf(scripts.reserve)
+			if pri := r.int(a[4]); pri >= 0 {
+				heads = append(heads, head{gi, pri, r.str(a[5])})
+			}
+			if err := r.done(); err != nil {
+				return res, err
+			}
+		}
+		if len(heads) == 0 {
+			return s.recheckDeleted(ctx, req, cached, res)
+		}
+		sort.Slice(heads, func(i, j int) bool {
+			if heads[i].pri != heads[j].pri {
+				return heads[i].pri < heads[j].pri
+			}
+			return heads[i].id < heads[j].id
+		})
+		order = order[:0]
+		for _, h := range heads {
+			order = append(order, h.gi)
+		}
+		withGroup = nil // done
+	}
+	for _, gi := range order {
+		want := max(req.Max-len(res.Jobs), 0)
+		if want == 0 && len(withGroup[gi]) == 0 {
+			continue
+		}
+		c := mkcall(gi, want, withGroup[gi])
+		v, err := s.r.run(ctx, c)
+		if err != nil {
+			return res, queueErrs.mapErr(err)
+		}
+		if _, err := absorb(gi, v, withGroup[gi], false); err != nil {
+			return res, err
+		}
+	}
+	if len(res.Jobs) > 0 {
+		res.Next, res.NextTube = -1, ""
+	}
+	return s.recheckDeleted(ctx, req, cached, res)
+}
+
+// recheckDeleted looks again for the finished jobs of a reserve that were
+// not found in the tube the cache named, where Redis says they are.
+func (s *Store) recheckDeleted(ctx context.Context, req queue.ReserveRequest, cached []bool, res queue.ReserveResult) (queue.ReserveResult, error) {
+	var again []queue.ID
+	var at []int
+	for i, e := range res.Deleted {
+		if cached[i] && errors.Is(e, queue.ErrNotFound) {
+			s.tubes.drop(req.Delete[i])
+			again = append(again, req.Delete[i])
+			at = append(at, i)
+		}
+	}
+	if len(again) == 0 {
+		return res, nil
+	}
+	errs, err := s.Delete(ctx, req.Owner, again)
+	if err != nil {
+		return res, err
+	}
+	for n, i := range at {
+		res.Deleted[i] = errs[n]
+	}
+	return res, nil
+}
+
+func contains(xs []string, x string) bool { return indexOf(xs, x) >= 0 }
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+func deleteOutcome(code int64) error {
+	switch code {
+	case 1:
+		return nil
+	case -1:
+		return queue.ErrReserved
+	default:
+		return queue.ErrNotFound
+	}
+}
+
+// jobValues is the length of a job reply (jobreply in lib.lua).
+const jobValues = 8
+
+// parseJobs reads the flat job replies of an operation (jobValues per job).
+func parseJobs(r *reply, a []any) ([]queue.Job, error) {
+	jobs := make([]queue.Job, 0, len(a)/jobValues)
+	for i := 0; i+jobValues <= len(a); i += jobValues {
+		jobs = append(jobs, parseJob(r, a[i:i+jobValues]))
+	}
+	return jobs, r.done()
+}
+
+// parseJob reads one job reply: id, tube, pri, ttr ms, reserves, body,
+// unique key, ms left on the reservation (0 but for a reserve).
+func parseJob(r *reply, v any) queue.Job {
+	a := r.arr(v, jobValues)
+	return queue.Job{
+		ID:        queue.ID(r.int(a[0])),
+		Tube:      r.str(a[1]),
+		Priority:  uint32(r.int(a[2])),
+		TTR:       time.Duration(r.int(a[3])) * time.Millisecond,
+		Reserves:  uint32(r.int(a[4])),
+		Body:      []byte(r.str(a[5])),
+		UniqueKey: r.str(a[6]),
+		Left:      time.Duration(r.int(a[7])) * time.Millisecond,
+	}
+}
