@@ -477,6 +477,14 @@ local function held(T, idh, owner)
   return rec, body
 end
 
+-- unhold ends owner's reservation of job idh of T: out of the tube's
+-- reserved set and of the owner's reservation index ix (if any). The caller
+-- gives the job its next state.
+local function unhold(T, idh, owner, ix)
+  redis.call('ZREM', T.x, idh)
+  if ix then redis.call('ZREM', ix, entry(owner, idh)) end
+end
+
 -- done flushes T and returns v: every script that opened T ends through it.
 local function done(T, v)
   flush(T)

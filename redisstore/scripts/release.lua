@@ -9,9 +9,7 @@ local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = held(T, idh, owner)
 if not rec then return done(T, body) end
-redis.call('ZREM', T.x, idh)
-local ix = index_key(9)
-if ix then redis.call('ZREM', ix, entry(owner, idh)) end
+unhold(T, idh, owner, index_key(9))
 rec[F_PRI] = pri
 rec[F_RELEASES] = rec[F_RELEASES] + 1
 rec[F_DELAY] = delay

@@ -23,8 +23,7 @@ for a = 4, #ARGV do
   local idh = ARGV[a]
   local rec, body = load(idh)
   if rec and rec[F_TUBE] == T.ix and rec[F_STATE] == RESERVED and owned(rec[F_OWNER]) then
-    if ix then redis.call('ZREM', ix, entry(owner, idh)) end
-    redis.call('ZREM', T.x, idh)
+    unhold(T, idh, rec[F_OWNER], ix)
     to_ready(T, idh, rec)
     save(idh, rec, body)
     n = n + 1
