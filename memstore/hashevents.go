@@ -192,13 +192,9 @@ func (x *hashEvents) createGroup(name string) {
 
 // DeleteGroup implements ttlhash.Store.
 func (h *Hashes) DeleteGroup(ctx context.Context, group string) error {
-	now, err := h.begin(ctx)
+	now, _, err := h.beginGroup(ctx, group)
 	if err != nil {
 		return err
-	}
-	if h.s.events.groups[group] == nil {
-		h.end(now, 0)
-		return fmt.Errorf("%w: %q", ttlhash.ErrNoGroup, group)
 	}
 	delete(h.s.events.groups, group)
 	h.s.events.trim()
@@ -220,18 +216,28 @@ func (x *hashEvents) event(seq uint64) *hxEvent {
 	return x.events[i]
 }
 
+// beginGroup begins an operation on consumer group group: ErrNoGroup, with
+// the operation ended, when there is none.
+func (h *Hashes) beginGroup(ctx context.Context, group string) (int64, *hxGroup, error) {
+	now, err := h.begin(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	g := h.s.events.groups[group]
+	if g == nil {
+		h.end(now, 0)
+		return 0, nil, fmt.Errorf("%w: %q", ttlhash.ErrNoGroup, group)
+	}
+	return now, g, nil
+}
+
 // Read implements ttlhash.Store.
 func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]ttlhash.Event, error) {
-	now, err := h.begin(ctx)
+	now, g, err := h.beginGroup(ctx, group)
 	if err != nil {
 		return nil, err
 	}
 	x := &h.s.events
-	g := x.groups[group]
-	if g == nil {
-		h.end(now, 0)
-		return nil, fmt.Errorf("%w: %q", ttlhash.ErrNoGroup, group)
-	}
 	var out []ttlhash.Event
 	if first := x.firstSeq(); g.next < first {
 		g.next = first
@@ -255,16 +261,11 @@ func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]t
 
 // Claim implements ttlhash.Store, on the Store's clock.
 func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time.Duration, max int) ([]ttlhash.Event, error) {
-	now, err := h.begin(ctx)
+	now, g, err := h.beginGroup(ctx, group)
 	if err != nil {
 		return nil, err
 	}
 	x := &h.s.events
-	g := x.groups[group]
-	if g == nil {
-		h.end(now, 0)
-		return nil, fmt.Errorf("%w: %q", ttlhash.ErrNoGroup, group)
-	}
 	ms := nowMS(now)
 	var seqs []uint64
 	for seq, p := range g.pending {
