@@ -18,12 +18,7 @@ type Queue struct {
 	store Store
 	opts  Options
 	owner string
-	*shared
-}
-
-// shared is what a Queue and its WithOwner views have in common.
-type shared struct {
-	hub *hub
+	hub   *hub // shared with the WithOwner views
 }
 
 // New returns a Queue over store. It does not take ownership of the store:
@@ -41,7 +36,7 @@ func New(store Store, opts *Options) (*Queue, error) {
 		q.owner = randomOwner()
 	}
 	n, _ := store.(Notifier)
-	q.shared = &shared{hub: newHub(n, q.opts.pollInterval())}
+	q.hub = newHub(n, q.opts.pollInterval())
 	return q, nil
 }
 
