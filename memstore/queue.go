@@ -330,22 +330,17 @@ func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Dura
 	return left, err
 }
 
-// Reservations implements queue.Store. It walks the reserved jobs of every
-// tube (the store applied the TTRs that ran out when the call began), so it
-// costs O(reserved jobs); it is meant for an owner that goes away or is
-// inspected, not for every operation.
+// Reservations implements queue.Store: the owner's entries in the index of
+// reserved jobs by owner (the TTRs that ran out were applied when the call
+// began), so it costs O(the owner's reservations).
 func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
 	now, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := []queue.Reservation{}
-	for _, t := range s.tubes {
-		for _, j := range t.reserved.s {
-			if j.owner == owner {
-				out = append(out, queue.Reservation{ID: j.id, Left: durationOf(j.at - now)})
-			}
-		}
+	out := make([]queue.Reservation, 0, len(s.byOwner[owner]))
+	for j := range s.byOwner[owner] {
+		out = append(out, queue.Reservation{ID: j.id, Left: durationOf(j.at - now)})
 	}
 	s.end(now, 0)
 	return out, nil
@@ -712,6 +707,21 @@ func (s *Store) checkLocked() error {
 	}
 	if seen != len(s.jobs) {
 		return fmt.Errorf("%d jobs in the job table, %d in the tubes' heaps", len(s.jobs), seen)
+	}
+	indexed := 0
+	for owner, m := range s.byOwner {
+		if len(m) == 0 {
+			return fmt.Errorf("owner %q has an empty entry in the reservation index", owner)
+		}
+		for j := range m {
+			if j.state != queue.Reserved || j.owner != owner || s.jobs[j.id] != j {
+				return fmt.Errorf("the reservation index files job %d to %q, which is %v by %q", j.id, owner, j.state, j.owner)
+			}
+		}
+		indexed += len(m)
+	}
+	if int64(indexed) != counts[queue.Reserved] {
+		return fmt.Errorf("%d jobs in the reservation index, %d reserved", indexed, counts[queue.Reserved])
 	}
 	for i, t := range s.sched {
 		if t.sidx != i || s.tubes[t.name] != t {

@@ -25,6 +25,11 @@ type jobQueue struct {
 
 	tubeListeners listeners // by tube (Listen)
 
+	// byOwner indexes the reserved jobs by owner (Reservations): link and
+	// unlink keep it.
+	byOwner map[string]map[*job]struct{}
+	spare   map[*job]struct{} // an empty entry of byOwner kept for the next owner
+
 	// holds counts the references of each session to each tube (Hold);
 	// each tube's refs is their sum. Not logged: a store opened again
 	// holds none.
@@ -39,6 +44,7 @@ func (q *jobQueue) init(s *Store, maxJobs int) {
 	q.jobs = map[queue.ID]*job{}
 	q.tubes = map[string]*tube{}
 	q.holds = map[holdKey]int64{}
+	q.byOwner = map[string]map[*job]struct{}{}
 	q.replayTubes = map[uint64]*tube{}
 }
 
@@ -156,6 +162,12 @@ func (s *Store) unlink(j *job) {
 		s.resched(t)
 	case queue.Reserved:
 		s.reserved--
+		m := s.byOwner[j.owner]
+		delete(m, j)
+		if len(m) == 0 {
+			delete(s.byOwner, j.owner)
+			s.spare = m
+		}
 		j.owner = ""
 		s.resched(t)
 	case queue.Buried:
@@ -181,6 +193,15 @@ func (s *Store) link(j *job, st queue.State) {
 		s.resched(t)
 	case queue.Reserved:
 		s.reserved++
+		m := s.byOwner[j.owner]
+		if m == nil {
+			m, s.spare = s.spare, nil
+			if m == nil {
+				m = map[*job]struct{}{}
+			}
+			s.byOwner[j.owner] = m
+		}
+		m[j] = struct{}{}
 		s.resched(t)
 	case queue.Buried:
 		s.buried++
