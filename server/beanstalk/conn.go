@@ -197,8 +197,10 @@ func (c *conn) stop() {
 func (c *conn) close() {
 	c.bw.Flush()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), abandonTimeout)
-	if _, err := c.q.Abandon(ctx); err != nil {
-		c.log.Error("beanstalk: returning the jobs of a closed connection", "err", err)
+	if c.worker { // a connection that never reserved holds nothing
+		if _, err := c.q.Abandon(ctx); err != nil {
+			c.log.Error("beanstalk: returning the jobs of a closed connection", "err", err)
+		}
 	}
 	refs := map[string]int{c.used: 1}
 	for _, t := range c.watched {
