@@ -12,19 +12,28 @@ import (
 	"github.com/hourglass-io/hourglass/redisstore"
 )
 
+// sessionStore returns a store on topo with a manual clock, partitioning
+// tubes by parts (nil: one partition each), and a Queue over it, both
+// closed when the test ends.
+func sessionStore(t *testing.T, topo topology, parts func(string) int) (*storetest.Clock, *redisstore.Store, *queue.Queue) {
+	t.Helper()
+	clock := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := newStore(t, topo.client(t), &redisstore.Options{Clock: clock.Now, Partitions: parts})
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return clock, s, q
+}
+
 // When a session stops renewing its lease, Reap returns the jobs its owners
 // hold, long before their TTR, and leaves everyone else's alone.
 func TestSessionsReap(t *testing.T) {
 	for _, topo := range topologies {
 		t.Run(topo.name, func(t *testing.T) {
 			ctx := context.Background()
-			clock := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-			s := newStore(t, topo.client(t), &redisstore.Options{Clock: clock.Now})
-			q, err := queue.New(s, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer q.Close()
+			clock, s, q := sessionStore(t, topo, nil)
 			tubes := []string{"s1", "s2", "s3"} // on different tags
 			for _, tube := range tubes {
 				for range 2 {
@@ -96,19 +105,13 @@ func TestSessionsReapHolds(t *testing.T) {
 	for _, topo := range topologies {
 		t.Run(topo.name, func(t *testing.T) {
 			ctx := context.Background()
-			clock := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 			parts := func(tube string) int {
 				if tube == "wide" {
 					return 4
 				}
 				return 1
 			}
-			s := newStore(t, topo.client(t), &redisstore.Options{Clock: clock.Now, Partitions: parts})
-			q, err := queue.New(s, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer q.Close()
+			clock, s, q := sessionStore(t, topo, parts)
 			if err := s.KeepAlive(ctx, "a", time.Second); err != nil {
 				t.Fatal(err)
 			}
@@ -182,13 +185,7 @@ func TestSessionsReservations(t *testing.T) {
 	for _, topo := range topologies {
 		t.Run(topo.name, func(t *testing.T) {
 			ctx := context.Background()
-			clock := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-			s := newStore(t, topo.client(t), &redisstore.Options{Clock: clock.Now})
-			q, err := queue.New(s, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer q.Close()
+			clock, _, q := sessionStore(t, topo, nil)
 			for _, tube := range []string{"s1", "s2", "s3"} { // on different tags
 				for range 2 {
 					if _, err := q.Put(ctx, tube, queue.NewJob{Body: []byte(tube), TTR: time.Minute}); err != nil {
