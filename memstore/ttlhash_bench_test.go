@@ -74,5 +74,5 @@ func BenchmarkTTLHashLag(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	storetest.ConsumeTTLHashLag(b, hs, fields, 30*time.Second)
+	storetest.ConsumeTTLHashLag(b, hs, fields, 30*time.Second, nil)
 }

@@ -138,7 +138,8 @@ func BenchmarkTTLHashMemory(b *testing.B) {
 // expiry lag (the sweep's removal time minus the deadline, on Redis's
 // clock) and the delivery lag (a consumer's handling time minus the
 // deadline) at p50, p99 and max, and the expiry rate sustained over the
-// window. rate=10k: 100,000 fields over 1,000 hashes due over 10 s;
+// window, with the Redis CPU per expired field and where the events
+// waited (lagTrace). rate=10k: 100,000 fields over 1,000 hashes due over 10 s;
 // rate=100k: 200,000 fields over 2,000 hashes due over 2 s;
 // rate=10k,fields=1M: 1,000,000 fields over 10,000 hashes due over 100 s.
 // Run with -benchtime=1x.
@@ -191,6 +192,7 @@ func BenchmarkTTLHashLag(b *testing.B) {
 			b.Logf("loaded %d fields in %v", c.fields, time.Since(loadStart))
 			rc.ConfigSet(ctx, "slowlog-log-slower-than", "5000")
 			rc.SlowLogReset(ctx)
+			trace := startLagTrace(b, rc, hs)
 			for range 2 {
 				w, err := ttlhash.NewSweeper(s.Hashes(), nil)
 				if err != nil {
@@ -199,7 +201,8 @@ func BenchmarkTTLHashLag(b *testing.B) {
 				w.Start()
 				defer w.Close()
 			}
-			storetest.ConsumeTTLHashLag(b, hs, c.fields, c.lead+c.window+30*time.Second)
+			storetest.ConsumeTTLHashLag(b, hs, c.fields, c.lead+c.window+30*time.Second, trace.seen)
+			trace.report(b, c.fields)
 			if logs, err := rc.SlowLogGet(ctx, 1000).Result(); err == nil {
 				var longest time.Duration
 				kinds := map[string]int{}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/evtrace"
 	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
@@ -139,10 +140,14 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	// Events whose visibility timeout ran out are looked for at most every
 	// half timeout (and when there is nothing new): a claim scans pending
 	// entries.
-	var lastClaim time.Time
+	var lastClaim, wokeAt time.Time
 	for {
 		var evs []Event
 		var err error
+		var tr evtrace.Batch
+		if evtrace.OnBatch != nil {
+			tr = evtrace.Batch{Consumer: consumer, Woken: wokeAt, ReadStart: time.Now()}
+		}
 		if time.Since(lastClaim) >= h.opts.visibility()/2 {
 			lastClaim = time.Now()
 			evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
@@ -160,6 +165,9 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			}
 			return err
 		}
+		if evtrace.OnBatch != nil {
+			tr.ReadEnd = time.Now()
+		}
 		// One Ack for the batch, or sooner when half the visibility
 		// timeout has passed; handled events are acknowledged even when
 		// ctx has just ended.
@@ -168,6 +176,10 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		ack := func() error {
 			if len(done) == 0 {
 				return nil
+			}
+			if evtrace.OnBatch != nil {
+				tr.AckStart = time.Now()
+				defer func() { tr.AckEnd = time.Now() }()
 			}
 			_, err := h.s.Ack(context.WithoutCancel(ctx), group, done)
 			done = done[:0]
@@ -181,6 +193,9 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			if err := handle(ctx, e); err == nil {
 				done = append(done, e.ID)
 			}
+			if evtrace.OnBatch != nil {
+				tr.IDs, tr.Handled = append(tr.IDs, e.ID), append(tr.Handled, time.Now())
+			}
 			if time.Since(read) > h.opts.visibility()/2 {
 				if err := ack(); err != nil {
 					return err
@@ -190,6 +205,10 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		if err := ack(); err != nil {
 			return err
 		}
+		if evtrace.OnBatch != nil && len(evs) > 0 {
+			evtrace.OnBatch(tr)
+		}
+		wokeAt = time.Time{}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -208,6 +227,9 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		r, err := w.Wait(ctx, lastClaim.Add(h.opts.visibility()/8), poll)
 		if err != nil {
 			return err
+		}
+		if evtrace.OnBatch != nil {
+			wokeAt = time.Now()
 		}
 		if r != wait.Woken {
 			woken.add(-1) // a timed look reads every shard

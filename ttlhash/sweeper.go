@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/evtrace"
 	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
@@ -147,12 +148,22 @@ func (w *Sweeper) run(ctx context.Context) {
 		if next >= 0 {
 			due = time.Now().Add(next)
 		}
-		if _, err := waiter.Wait(ctx, due, interval); err != nil {
+		r, err := waiter.Wait(ctx, due, interval)
+		if err != nil {
 			return
+		}
+		var tr evtrace.Pass
+		if evtrace.OnPass != nil {
+			tr.Woken = time.Now()
+			if r == wait.Deadline {
+				tr.Planned = due
+			}
+			tr.Start = tr.Woken
 		}
 		next = -1
 		if all, ok := w.s.(ShardSweeper); ok {
 			for {
+				tr.Calls++
 				rs, err := all.SweepAll(ctx, w.batch)
 				if err != nil {
 					if ctx.Err() != nil || errors.Is(err, ErrClosed) {
@@ -163,6 +174,7 @@ func (w *Sweeper) run(ctx context.Context) {
 				}
 				more := false
 				for _, r := range rs {
+					tr.Expired += r.Expired
 					w.count(r)
 					more = more || r.More
 					if !r.More {
@@ -172,6 +184,10 @@ func (w *Sweeper) run(ctx context.Context) {
 				if !more || ctx.Err() != nil {
 					break
 				}
+			}
+			if evtrace.OnPass != nil {
+				tr.End = time.Now()
+				evtrace.OnPass(tr)
 			}
 			continue
 		}

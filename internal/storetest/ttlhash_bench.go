@@ -77,8 +77,8 @@ func BenchTTLHashGet(b *testing.B, s ttlhash.Store) {
 // expiry lag (ExpiredAt − Deadline, the sweep's lateness on the store's
 // clock) and the delivery lag (handling time − Deadline) at p50, p90, p99
 // and max, and the expiries per second from the first deadline to the last
-// expiry.
-func ConsumeTTLHashLag(b *testing.B, hs *ttlhash.Hashes, n int, limit time.Duration) {
+// expiry. seen, when not nil, is told each event and when it was handled.
+func ConsumeTTLHashLag(b *testing.B, hs *ttlhash.Hashes, n int, limit time.Duration, seen func(e ttlhash.Event, at time.Time)) {
 	var mu sync.Mutex
 	var expiry, delivery []time.Duration
 	var first, last time.Time
@@ -91,6 +91,9 @@ func ConsumeTTLHashLag(b *testing.B, hs *ttlhash.Hashes, n int, limit time.Durat
 				now := time.Now()
 				mu.Lock()
 				defer mu.Unlock()
+				if seen != nil {
+					seen(e, now)
+				}
 				expiry = append(expiry, e.ExpiredAt.Sub(e.Deadline))
 				delivery = append(delivery, now.Sub(e.Deadline))
 				if first.IsZero() || e.Deadline.Before(first) {
