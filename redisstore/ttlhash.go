@@ -375,10 +375,26 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 // SweepAll implements ttlhash.ShardSweeper: one Sweep per shard, in one
 // pipeline.
 func (h *Hashes) SweepAll(ctx context.Context, max int) ([]ttlhash.SweepResult, error) {
-	calls := make([]call, h.shards)
+	all := make([]int, h.shards)
+	for i := range all {
+		all[i] = i
+	}
+	return h.SweepShards(ctx, all, max)
+}
+
+// SweepShards implements ttlhash.ShardSweeper: one Sweep per shard given,
+// in one pipeline.
+func (h *Hashes) SweepShards(ctx context.Context, shards []int, max int) ([]ttlhash.SweepResult, error) {
+	calls := make([]call, len(shards))
 	now := h.s.now()
-	for i := range calls {
-		calls[i] = call{op: hxScripts.sweep, keys: h.keys(i, ""), args: []any{now, h.cap, max}}
+	for k, i := range shards {
+		if i < 0 || i >= h.shards {
+			return nil, fmt.Errorf("%w: shard %d: want 0 to %d", ttlhash.ErrInvalid, i, h.shards-1)
+		}
+		calls[k] = call{op: hxScripts.sweep, keys: h.keys(i, ""), args: []any{now, h.cap, max}}
+	}
+	if len(calls) == 0 {
+		return nil, nil
 	}
 	out, err := h.runMany(ctx, calls)
 	if err != nil {
@@ -701,13 +717,14 @@ func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
 // with the shard's ttlhash.EventShardTopic after events are appended to
 // it, and after its subscription reconnects; an EventShardTopic listens to
 // that shard alone. ttlhash.TopicDue: the scripts publish on each shard's
-// channel "s" when they make a bucket due sooner than every other.
+// channel "s" when they make a bucket due sooner than every other, and
+// wake is called with the shard's ttlhash.DueShardTopic.
 func (h *Hashes) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
 	switch topic {
 	case ttlhash.TopicEvents:
 		return h.listen(ctx, "c", -1, func(shard int) { wake(ttlhash.EventShardTopic(shard)) })
 	case ttlhash.TopicDue:
-		return h.listen(ctx, "s", -1, func(int) { wake(topic) })
+		return h.listen(ctx, "s", -1, func(shard int) { wake(ttlhash.DueShardTopic(shard)) })
 	}
 	if shard, ok := ttlhash.ParseEventShardTopic(topic); ok && shard < h.shards {
 		return h.listen(ctx, "c", shard, func(int) { wake(topic) })

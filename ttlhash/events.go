@@ -85,7 +85,8 @@ type Handler func(ctx context.Context, e Event) error
 
 // Consume hands the events of group to handle as consumer, one at a time,
 // acknowledging those handled without error after each batch read (so a
-// batch should be handled within the visibility timeout), until ctx ends
+// batch should be handled within the visibility timeout; the
+// acknowledgement goes out while the next batch is read), until ctx ends
 // (it then returns ctx's error) or the store fails. It waits for events
 // without polling when the store is a Notifier of TopicEvents (else it
 // looks every PollInterval), and looks for events whose visibility timeout
@@ -141,6 +142,28 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	// half timeout (and when there is nothing new): a claim scans pending
 	// entries.
 	var lastClaim, wokeAt time.Time
+	// Acknowledgements go out while the next batch is read: at most one at
+	// a time, its result taken before the next one starts and before
+	// Consume returns.
+	var acking chan error
+	ackDone := func() error {
+		if acking == nil {
+			return nil
+		}
+		err := <-acking
+		acking = nil
+		return err
+	}
+	defer func() { _ = ackDone() }()
+	fail := func(err error) error {
+		if aerr := ackDone(); aerr != nil && ctx.Err() == nil {
+			return aerr
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
 	for {
 		var evs []Event
 		var err error
@@ -160,10 +183,7 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return err
+			return fail(err)
 		}
 		if evtrace.OnBatch != nil {
 			tr.ReadEnd = time.Now()
@@ -173,18 +193,29 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		// ctx has just ended.
 		var done []string
 		read := time.Now()
-		ack := func() error {
+		ack := func(last bool) error {
 			if len(done) == 0 {
 				return nil
 			}
-			if evtrace.OnBatch != nil {
-				tr.AckStart = time.Now()
-				defer func() { tr.AckEnd = time.Now() }()
+			if err := ackDone(); err != nil {
+				return err
 			}
-			_, err := h.s.Ack(context.WithoutCancel(ctx), group, done)
-			done = done[:0]
-			read = time.Now()
-			return err
+			ids, report := done, last && evtrace.OnBatch != nil
+			done, read = nil, time.Now()
+			if report {
+				tr.AckStart = read
+			}
+			ch := make(chan error, 1)
+			acking = ch
+			go func() {
+				_, err := h.s.Ack(context.WithoutCancel(ctx), group, ids)
+				if report {
+					tr.AckEnd = time.Now()
+					evtrace.OnBatch(tr)
+				}
+				ch <- err
+			}()
+			return nil
 		}
 		for _, e := range evs {
 			if ctx.Err() != nil {
@@ -197,24 +228,30 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 				tr.IDs, tr.Handled = append(tr.IDs, e.ID), append(tr.Handled, time.Now())
 			}
 			if time.Since(read) > h.opts.visibility()/2 {
-				if err := ack(); err != nil {
-					return err
+				if err := ack(false); err != nil {
+					return fail(err)
 				}
 			}
 		}
-		if err := ack(); err != nil {
-			return err
-		}
-		if evtrace.OnBatch != nil && len(evs) > 0 {
-			evtrace.OnBatch(tr)
+		if err := ack(true); err != nil {
+			return fail(err)
 		}
 		wokeAt = time.Time{}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return fail(nil)
 		}
 		if len(evs) == h.opts.batch() {
 			woken.add(-1) // there may be more at once, in any shard
 			continue
+		}
+		// A failed acknowledgement ends Consume before it sleeps.
+		select {
+		case err := <-acking:
+			acking = nil
+			if err != nil {
+				return fail(err)
+			}
+		default:
 		}
 		// Fewer than a batch: wait for the next wake-up (one that came while
 		// these were handled is kept) rather than read again at once, or
@@ -226,7 +263,7 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		}
 		r, err := w.Wait(ctx, lastClaim.Add(h.opts.visibility()/8), poll)
 		if err != nil {
-			return err
+			return fail(err)
 		}
 		if evtrace.OnBatch != nil {
 			wokeAt = time.Now()

@@ -227,6 +227,9 @@ type ShardSweeper interface {
 	// SweepAll sweeps every shard as Sweep does, returning one result
 	// per shard.
 	SweepAll(ctx context.Context, max int) ([]SweepResult, error)
+	// SweepShards sweeps the given shards as Sweep does, returning one
+	// result per shard, in their order.
+	SweepShards(ctx context.Context, shards []int, max int) ([]SweepResult, error)
 }
 
 // The topics of a Notifier.
@@ -238,8 +241,10 @@ const (
 	TopicEvents = "events"
 	// TopicDue: a field was given a deadline sooner than every other the
 	// store had, so a Sweeper that sleeps until the next deadline it knew
-	// of should sweep now. A store whose own timer expires fields (the
-	// embedded engine) does not announce it.
+	// of should sweep now. A listener of it is woken with the topic of
+	// the shard (DueShardTopic) when the store keeps its due index in
+	// shards, else with TopicDue. A store whose own timer expires fields
+	// (the embedded engine) does not announce it.
 	TopicDue = "due"
 )
 
@@ -249,10 +254,24 @@ const (
 // time.
 func EventShardTopic(shard int) string { return TopicEvents + "/" + strconv.Itoa(shard) }
 
+// DueShardTopic returns the topic of a sooner deadline in one shard,
+// "due/<shard>": a Notifier that keeps its due index in shards wakes the
+// listeners of TopicDue with it, so that a Sweeper sweeps that shard
+// alone.
+func DueShardTopic(shard int) string { return TopicDue + "/" + strconv.Itoa(shard) }
+
+// ParseDueShardTopic returns the shard of a DueShardTopic; ok is false
+// for any other topic.
+func ParseDueShardTopic(topic string) (shard int, ok bool) { return parseShardTopic(TopicDue, topic) }
+
 // ParseEventShardTopic returns the shard of an EventShardTopic; ok is
 // false for any other topic.
 func ParseEventShardTopic(topic string) (shard int, ok bool) {
-	rest, found := strings.CutPrefix(topic, TopicEvents+"/")
+	return parseShardTopic(TopicEvents, topic)
+}
+
+func parseShardTopic(base, topic string) (shard int, ok bool) {
+	rest, found := strings.CutPrefix(topic, base+"/")
 	if !found {
 		return 0, false
 	}

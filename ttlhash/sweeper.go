@@ -118,9 +118,17 @@ func (w *Sweeper) run(ctx context.Context) {
 	// Interval at most.
 	waiter := wait.New()
 	waiter.Wake() // the first pass at once
+	var dueShards shardSet // the shards announced since the last look
 	interval, announced := w.interval, false
 	if dn, ok := w.s.(Notifier); ok {
-		stop, err := dn.Listen(ctx, TopicDue, waiter.WakeTopic)
+		stop, err := dn.Listen(ctx, TopicDue, func(topic string) {
+			shard, ok := ParseDueShardTopic(topic)
+			if !ok {
+				shard = -1
+			}
+			dueShards.add(shard)
+			waiter.Wake()
+		})
 		switch {
 		case err == nil:
 			defer stop()
@@ -136,6 +144,10 @@ func (w *Sweeper) run(ctx context.Context) {
 			interval = time.Second
 		}
 	}
+	if sh, ok := w.s.(ShardSweeper); ok {
+		w.runShards(ctx, sh, n, waiter, &dueShards, interval)
+		return
+	}
 	start := 0
 	var next time.Duration = -1 // until the next deadline the last pass reported, or -1
 	note := func(d time.Duration) {
@@ -148,49 +160,10 @@ func (w *Sweeper) run(ctx context.Context) {
 		if next >= 0 {
 			due = time.Now().Add(next)
 		}
-		r, err := waiter.Wait(ctx, due, interval)
-		if err != nil {
+		if _, err := waiter.Wait(ctx, due, interval); err != nil {
 			return
 		}
-		var tr evtrace.Pass
-		if evtrace.OnPass != nil {
-			tr.Woken = time.Now()
-			if r == wait.Deadline {
-				tr.Planned = due
-			}
-			tr.Start = tr.Woken
-		}
 		next = -1
-		if all, ok := w.s.(ShardSweeper); ok {
-			for {
-				tr.Calls++
-				rs, err := all.SweepAll(ctx, w.batch)
-				if err != nil {
-					if ctx.Err() != nil || errors.Is(err, ErrClosed) {
-						return
-					}
-					w.log.Warn("ttlhash: sweep failed", "err", err)
-					break
-				}
-				more := false
-				for _, r := range rs {
-					tr.Expired += r.Expired
-					w.count(r)
-					more = more || r.More
-					if !r.More {
-						note(r.Next)
-					}
-				}
-				if !more || ctx.Err() != nil {
-					break
-				}
-			}
-			if evtrace.OnPass != nil {
-				tr.End = time.Now()
-				evtrace.OnPass(tr)
-			}
-			continue
-		}
 		// Start each pass at another shard, so that sweepers spread out.
 		start = (start + 1) % n
 		for i := 0; i < n; i++ {
@@ -213,6 +186,90 @@ func (w *Sweeper) run(ctx context.Context) {
 					return
 				}
 			}
+		}
+	}
+}
+
+// runShards is run's loop for a ShardSweeper: it keeps each shard's next
+// deadline and sweeps, in one call, only the shards that are due, were
+// announced (TopicDue's shard topics), or had more work, so that a pass
+// costs the store one script per shard with work rather than one per
+// shard. The Interval sweeps every shard.
+func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter *wait.Waiter, announced *shardSet, interval time.Duration) {
+	next := make([]time.Time, n) // zero: sweep at once
+	never := time.Now().Add(MaxTTL)
+	var due []int
+	var wokeAt time.Time
+	for {
+		now := time.Now()
+		due = due[:0]
+		earliest := never
+		for i, t := range next {
+			if !t.After(now) {
+				due = append(due, i)
+			} else if t.Before(earliest) {
+				earliest = t
+			}
+		}
+		if len(due) == 0 {
+			r, err := waiter.Wait(ctx, earliest, interval)
+			if err != nil {
+				return
+			}
+			wokeAt = time.Now()
+			switch r {
+			case wait.Woken:
+				if shards, all := announced.take(); all {
+					clear(next)
+				} else {
+					for _, s := range shards {
+						if s < n {
+							next[s] = time.Time{}
+						}
+					}
+				}
+			case wait.Polled:
+				clear(next)
+			}
+			continue
+		}
+		var tr evtrace.Pass
+		if evtrace.OnPass != nil {
+			tr = evtrace.Pass{Woken: wokeAt, Calls: 1, Start: now}
+			for _, s := range due {
+				if !next[s].IsZero() && (tr.Planned.IsZero() || next[s].Before(tr.Planned)) {
+					tr.Planned = next[s]
+				}
+			}
+		}
+		rs, err := sh.SweepShards(ctx, due, w.batch)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				return
+			}
+			w.log.Warn("ttlhash: sweep failed", "err", err)
+			for _, s := range due {
+				next[s] = now.Add(interval)
+			}
+			continue
+		}
+		for k, r := range rs {
+			w.count(r)
+			tr.Expired += r.Expired
+			switch s := due[k]; {
+			case r.More:
+				next[s] = time.Time{}
+			case r.Next >= 0:
+				// From the call's start: the store's clock read the due
+				// time then, to the millisecond.
+				next[s] = now.Add(r.Next)
+			default:
+				next[s] = never
+			}
+		}
+		if evtrace.OnPass != nil {
+			tr.End = time.Now()
+			evtrace.OnPass(tr)
 		}
 	}
 }

@@ -11,6 +11,7 @@
 local now = nowms()
 local max = tonumber(ARGV[3])
 local work = 0
+local emptied = {} -- name -> data key of the hashes fields expired from
 
 -- take one chunk of bucket b, removing b from q when it was the last
 local function take(b)
@@ -80,10 +81,7 @@ while work < max do
         if dl >= lo and dl < hi then
           if dl <= now then
             expire(D, name, f, raw, dl, now)
-            gc(D, name)
-            if redis.call('HEXISTS', I, name) == 0 then
-              names[id] = false
-            end
+            emptied[name] = D
           else
             insert(id, f, dl, now, tonumber(l) - 1)
           end
@@ -93,6 +91,11 @@ while work < max do
   end
 end
 
+-- Hashes that may have become empty lose their id once per call, not
+-- once per field expired.
+for name, D in pairs(emptied) do
+  gc(D, name)
+end
 finish()
 local top = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
 if #top == 0 then
