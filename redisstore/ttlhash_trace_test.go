@@ -167,6 +167,9 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 		}
 	}
 	pct := func(d []time.Duration) string {
+		if len(d) == 0 {
+			return "n=0"
+		}
 		slices.Sort(d)
 		p := func(q float64) float64 {
 			return float64(d[min(len(d)-1, int(q*float64(len(d))))]) / float64(time.Millisecond)
