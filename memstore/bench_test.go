@@ -222,7 +222,8 @@ func BenchmarkLateness(b *testing.B) {
 	b.ResetTimer()
 	delays := make([]time.Duration, n)
 	for i := range delays {
-		delays[i] = 500*time.Millisecond + time.Duration(i)*(9500*time.Millisecond)/(n-1)
+		// whole milliseconds, as Put keeps them
+		delays[i] = time.Duration(500+i*9500/(n-1)) * time.Millisecond
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { delays[i], delays[j] = delays[j], delays[i] })
 	for _, delay := range delays {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/ptimer"
 	"github.com/hourglass-io/hourglass/internal/wal"
 	"github.com/hourglass-io/hourglass/queue"
 )
@@ -73,7 +74,11 @@ type Options struct {
 	// time.Now, it calls f in its own goroutine once Clock has moved d on,
 	// and returns a Timer that Reset and Stop move and stop. The Store has
 	// one such timer, set to the earliest deadline of all its primitives.
-	// Default time.AfterFunc when Clock is nil. When Clock is set and
+	// Default when Clock is nil: a timer like time.AfterFunc's that fires
+	// within tens of microseconds of its time where the runtime's can be a
+	// millisecond late (internal/ptimer: a timerfd on Linux, time.AfterFunc
+	// elsewhere), so a delayed job reaches a waiting reserve well within a
+	// millisecond of its due time. When Clock is set and
 	// AfterFunc is not, nothing waits on Clock: what falls due is applied
 	// by the next operation (and Hashes.Sweep) instead.
 	AfterFunc func(d time.Duration, f func()) Timer
@@ -124,7 +129,7 @@ func (o *Options) afterFunc() func(d time.Duration, f func()) Timer {
 	case o != nil && o.Clock != nil:
 		return func(time.Duration, func()) Timer { return noTimer{} }
 	}
-	return func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+	return func(d time.Duration, f func()) Timer { return ptimer.AfterFunc(d, f) }
 }
 
 func (o *Options) fsync() FsyncPolicy {

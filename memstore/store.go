@@ -149,6 +149,9 @@ func (s *Store) Close() error {
 		p.close()
 	}
 	s.timer.Stop()
+	if c, ok := s.timer.(interface{ Close() error }); ok {
+		_ = c.Close() // the default timer holds a file descriptor
+	}
 	s.timerAt = never
 	s.wakes = nil
 	s.mu.Unlock()
