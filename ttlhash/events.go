@@ -293,6 +293,13 @@ func (s *shardSet) add(shard int) {
 	}
 }
 
+// empty reports whether nothing was noted.
+func (s *shardSet) empty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.all && len(s.shards) == 0
+}
+
 // take returns the shards noted and empties the set. all is true when any
 // shard may have events; the first read of a consumer reads every shard.
 func (s *shardSet) take() (shards []int, all bool) {

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/evtrace"
+	"github.com/hourglass-io/hourglass/internal/ptimer"
 	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
@@ -200,6 +202,15 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 	never := time.Now().Add(MaxTTL)
 	var due []int
 	var wokeAt time.Time
+	// The next deadline wakes the Sweeper through a precise timer (the
+	// runtime's rounds its wait to whole milliseconds); fired says it did.
+	var fired atomic.Bool
+	tm := ptimer.AfterFunc(time.Hour, func() {
+		fired.Store(true)
+		waiter.Wake()
+	})
+	defer tm.Close()
+	tm.Stop()
 	for {
 		now := time.Now()
 		due = due[:0]
@@ -212,13 +223,20 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 			}
 		}
 		if len(due) == 0 {
-			r, err := waiter.Wait(ctx, earliest, interval)
+			if earliest.Before(never) {
+				tm.Reset(earliest.Sub(now))
+			}
+			r, err := waiter.Wait(ctx, time.Time{}, interval)
 			if err != nil {
 				return
 			}
 			wokeAt = time.Now()
-			switch r {
-			case wait.Woken:
+			switch {
+			case r == wait.Polled:
+				clear(next)
+			case fired.Swap(false) && announced.empty():
+				// the deadline: the loop finds the shards due
+			default:
 				if shards, all := announced.take(); all {
 					clear(next)
 				} else {
@@ -228,8 +246,6 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 						}
 					}
 				}
-			case wait.Polled:
-				clear(next)
 			}
 			continue
 		}
