@@ -7,11 +7,13 @@
 -- another deadline is dropped.
 -- KEYS: w q n i m e (see hx_lib.lua)
 -- ARGV: now, cap, max
--- Returns: {expired, 1 if due work remains else 0, ms to the next bucket or -1}
+-- Returns: {expired, 1 if due work remains else 0, ms to the next bucket or
+-- -1}; refining paced (see below) returns 0 and 1 ms.
 local now = nowms()
 local max = tonumber(ARGV[3])
 local work = 0
 local emptied = {} -- name -> data key of the hashes fields expired from
+local paced = false -- refining stopped early, to go on in a millisecond
 
 -- take one chunk of bucket b, removing b from q when it was the last
 local function take(b)
@@ -45,16 +47,25 @@ while work < max do
   end
   -- The finest due bucket first: level 0 holds fields due now, and a
   -- finer bucket's entries fall due before a coarser one's, which was made
-  -- due a whole bucket width early so that refining it can wait.
-  local b, bl = due[1], 99
+  -- due a whole bucket width early so that refining it can wait. Refining
+  -- is paced: until the last quarter of that width a coarse bucket is not
+  -- urgent, and a call refines only about a quarter of max entries of
+  -- such buckets and asks to be called again in a millisecond, so that
+  -- thousands of entries refined at once never hold Redis, and the fields
+  -- falling due meanwhile, for long. Urgent buckets (level 0 and coarse
+  -- ones near their start) come before those that are not.
+  local b, bl, burgent = nil, 99, false
   for _, d in ipairs(due) do
-    local dlv = tonumber(string.match(d, '^(%d+):'))
-    if dlv < bl then
-      b, bl = d, dlv
-      if dlv == 0 then
-        break
-      end
+    local dl, di = string.match(d, '^(%d+):(%d+)$')
+    dl = tonumber(dl)
+    local urgent = dl == 0 or tonumber(di) * width(dl) - now <= width(dl) / 4
+    if (urgent and not burgent) or (urgent == burgent and dl < bl) then
+      b, bl, burgent = d, dl, urgent
     end
+  end
+  if not burgent and work >= max / 4 then
+    paced = true
+    break
   end
   local l, idx = string.match(b, '^(%d+):(%d+)$')
   local lo = tonumber(idx) * width(tonumber(l))
@@ -102,6 +113,9 @@ if #top == 0 then
   return { emitted, 0, -1 }
 end
 local due = tonumber(top[2])
+if paced then
+  return { emitted, 0, 1 }
+end
 if due <= now then
   return { emitted, 1, 0 }
 end
