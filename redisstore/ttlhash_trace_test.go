@@ -184,7 +184,7 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 	var late, dur []time.Duration
 	calls := 0
 	for _, p := range t.passes {
-		if !p.Planned.IsZero() {
+		if !p.Planned.IsZero() && !p.Woken.IsZero() {
 			late = append(late, p.Woken.Sub(p.Planned))
 		}
 		dur = append(dur, p.End.Sub(p.Start))

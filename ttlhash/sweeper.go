@@ -252,6 +252,7 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 		var tr evtrace.Pass
 		if evtrace.OnPass != nil {
 			tr = evtrace.Pass{Woken: wokeAt, Calls: 1, Start: now}
+			wokeAt = time.Time{} // the calls after the first follow at once
 			for _, s := range due {
 				if !next[s].IsZero() && (tr.Planned.IsZero() || next[s].Before(tr.Planned)) {
 					tr.Planned = next[s]
