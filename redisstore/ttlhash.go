@@ -362,10 +362,10 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 		return ttlhash.SweepResult{}, err
 	}
 	c := codes(v)
-	if len(c) != 3 {
+	if len(c) != 4 {
 		return ttlhash.SweepResult{}, fmt.Errorf("redisstore: hx_sweep returned %v", v)
 	}
-	r := ttlhash.SweepResult{Expired: c[0], More: c[1] == 1, Next: -1}
+	r := ttlhash.SweepResult{Expired: c[0], More: c[1] == 1, Next: -1, Looked: c[3]}
 	if c[2] >= 0 {
 		r.Next = time.Duration(c[2]) * time.Millisecond
 	}
@@ -403,10 +403,10 @@ func (h *Hashes) SweepShards(ctx context.Context, shards []int, max int) ([]ttlh
 	rs := make([]ttlhash.SweepResult, len(out))
 	for i, v := range out {
 		c := codes(v)
-		if len(c) != 3 {
+		if len(c) != 4 {
 			return nil, fmt.Errorf("redisstore: hx_sweep returned %v", v)
 		}
-		rs[i] = ttlhash.SweepResult{Expired: c[0], More: c[1] == 1, Next: -1}
+		rs[i] = ttlhash.SweepResult{Expired: c[0], More: c[1] == 1, Next: -1, Looked: c[3]}
 		if c[2] >= 0 {
 			rs[i].Next = time.Duration(c[2]) * time.Millisecond
 		}

@@ -120,6 +120,11 @@ type SweepResult struct {
 	// Next is how long until the shard's next known deadline, or -1 when
 	// it has none. Work scheduled by other processes can come sooner.
 	Next time.Duration
+	// Looked counts the due-index entries the sweep looked at (expired,
+	// moved or dropped as stale): 0 when it found nothing due, as when
+	// another Sweeper swept the shard first. The Sweepers of a
+	// ShardSweeper use it to stand by for each other.
+	Looked int
 }
 
 // GroupStats describes one consumer group.

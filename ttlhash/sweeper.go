@@ -199,6 +199,7 @@ func (w *Sweeper) run(ctx context.Context) {
 // shard. The Interval sweeps every shard.
 func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter *wait.Waiter, announced *shardSet, interval time.Duration) {
 	next := make([]time.Time, n) // zero: sweep at once
+	backup := make([]bool, n)    // another Sweeper sweeps the shard
 	never := time.Now().Add(MaxTTL)
 	var due []int
 	var wokeAt time.Time
@@ -273,9 +274,22 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 		for k, r := range rs {
 			w.count(r)
 			tr.Expired += r.Expired
-			switch s := due[k]; {
+			s := due[k]
+			// A shard swept at its deadline with nothing due was swept by
+			// another Sweeper first: this one stands by, sweeping it at
+			// most every backupEvery, until a sweep of its expires fields
+			// again (the other stopped, or this one came first).
+			switch {
+			case r.Expired > 0:
+				backup[s] = false
+			case !next[s].IsZero() && r.Looked == 0 && !r.More:
+				backup[s] = true
+			}
+			switch {
 			case r.More:
 				next[s] = time.Time{}
+			case r.Next >= 0 && backup[s]:
+				next[s] = now.Add(max(r.Next, backupEvery))
 			case r.Next >= 0:
 				// From the call's start: the store's clock read the due
 				// time then, to the millisecond.
@@ -290,6 +304,10 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 		}
 	}
 }
+
+// backupEvery is how often a Sweeper sweeps a shard that another Sweeper
+// sweeps on time: the longest its fields wait when that one stops.
+const backupEvery = 10 * time.Millisecond
 
 func (w *Sweeper) count(r SweepResult) {
 	if r.Expired > 0 {

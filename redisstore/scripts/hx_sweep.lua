@@ -8,7 +8,7 @@
 -- KEYS: w q n i m e (see hx_lib.lua)
 -- ARGV: now, cap, max
 -- Returns: {expired, 1 if due work remains else 0, ms to the next bucket or
--- -1}; refining paced (see below) returns 0 and 1 ms.
+-- -1, entries looked at}; refining paced (see below) returns 0 and 1 ms.
 local now = nowms()
 local max = tonumber(ARGV[3])
 local work = 0
@@ -110,13 +110,13 @@ end
 finish()
 local top = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
 if #top == 0 then
-  return { emitted, 0, -1 }
+  return { emitted, 0, -1, work }
 end
 local due = tonumber(top[2])
 if paced then
-  return { emitted, 0, 1 }
+  return { emitted, 0, 1, work }
 end
 if due <= now then
-  return { emitted, 1, 0 }
+  return { emitted, 1, 0, work }
 end
-return { emitted, 0, due - now }
+return { emitted, 0, due - now, work }
