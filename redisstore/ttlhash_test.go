@@ -247,3 +247,96 @@ func TestTTLHashWakeNamesShard(t *testing.T) {
 		t.Fatalf("ReadShards of shard %d of %d: %v, want ttlhash.ErrInvalid", s.Shards(), s.Shards(), err)
 	}
 }
+
+// TestTTLHashSweeperStandsBy: of two Sweepers of one store, one sweeps on
+// time and the other stands by; when the first stops, the second expires
+// the rest. Every field yields one event, and the due announcements name
+// their shard.
+func TestTTLHashSweeperStandsBy(t *testing.T) {
+	const fields = 400
+	c := standaloneClient(t)
+	prefix := redistest.Prefix(t)
+	s := newStoreWithPrefix(t, c, prefix).Hashes()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.SweepShards(ctx, []int{s.Shards()}, 10); !errors.Is(err, ttlhash.ErrInvalid) {
+		t.Fatalf("SweepShards of shard %d of %d: %v, want ttlhash.ErrInvalid", s.Shards(), s.Shards(), err)
+	}
+	due := make(chan string, fields)
+	stop, err := s.Listen(ctx, ttlhash.TopicDue, func(topic string) {
+		select {
+		case due <- topic:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	hs, err := ttlhash.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hs.CreateGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	var sweepers []*ttlhash.Sweeper
+	for range 2 {
+		w, err := ttlhash.NewSweeper(newStoreWithPrefix(t, c, prefix).Hashes(), &ttlhash.SweeperOptions{Interval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		sweepers = append(sweepers, w)
+	}
+	for i := range fields {
+		ttl := time.Duration(50+i*5) * time.Millisecond // over 2 s
+		if _, err := hs.Hash(fmt.Sprintf("h%d", i%40)).SetTTL(ctx, fmt.Sprintf("f%d", i), []byte("v"), ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case topic := <-due:
+		if shard, ok := ttlhash.ParseDueShardTopic(topic); !ok || shard >= s.Shards() {
+			t.Errorf("a due announcement came with topic %q, want a shard's", topic)
+		}
+	case <-ctx.Done():
+		t.Fatal("no due announcement")
+	}
+	seen := map[string]int{}
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		err := hs.Consume(ctx, "g", "c", func(_ context.Context, e ttlhash.Event) error {
+			seen[e.Hash+"/"+e.Field]++
+			if len(seen) == fields/4 {
+				sweepers[0].Close() // the rest falls to the other
+			}
+			if len(seen) == fields {
+				cancel()
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Error(err)
+		}
+	}()
+	<-consumed
+	if len(seen) != fields {
+		t.Fatalf("%d of %d fields yielded an event before the time limit", len(seen), fields)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s: %d events", k, n)
+		}
+	}
+	if got := sweepers[0].Expired() + sweepers[1].Expired(); got != fields {
+		t.Errorf("the sweepers expired %d fields, want %d", got, fields)
+	}
+	if sweepers[1].Expired() == 0 {
+		t.Error("the second sweeper expired nothing after the first stopped")
+	}
+}
