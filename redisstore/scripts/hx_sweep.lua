@@ -8,7 +8,8 @@
 -- KEYS: w q n i m e (see hx_lib.lua)
 -- ARGV: now, cap, max
 -- Returns: {expired, 1 if due work remains else 0, ms to the next bucket or
--- -1, entries looked at}; refining paced (see below) returns 0 and 1 ms.
+-- -1, entries looked at}; refining paced (see below) returns 0 and at
+-- most 4 ms.
 local now = nowms()
 local max = tonumber(ARGV[3])
 local work = 0
@@ -50,7 +51,8 @@ while work < max do
   -- due a whole bucket width early so that refining it can wait. Refining
   -- is paced: until the last quarter of that width a coarse bucket is not
   -- urgent, and a call refines only about a quarter of max entries of
-  -- such buckets and asks to be called again in a millisecond, so that
+  -- such buckets and asks to be called again with the shard's next bucket
+  -- due, or in 4 ms at the latest, so that
   -- thousands of entries refined at once never hold Redis, and the fields
   -- falling due meanwhile, for long. Urgent buckets (level 0 and coarse
   -- ones near their start) come before those that are not.
@@ -114,7 +116,14 @@ if #top == 0 then
 end
 local due = tonumber(top[2])
 if paced then
-  return { emitted, 0, 1, work }
+  -- The rest of the refining goes with the next call the shard needs
+  -- anyway (its next bucket due), or in 4 ms at the latest.
+  local nxt = redis.call('ZRANGEBYSCORE', Q, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local wait = 4
+  if #nxt > 0 then
+    wait = math.max(1, math.min(wait, tonumber(nxt[2]) - now))
+  end
+  return { emitted, 0, wait, work }
 end
 if due <= now then
   return { emitted, 1, 0, work }
