@@ -14,7 +14,7 @@ local now = nowms()
 local max = tonumber(ARGV[3])
 local work = 0
 local emptied = {} -- name -> data key of the hashes fields expired from
-local paced = false -- refining stopped early, to go on in a millisecond
+local paced = false -- refining stopped early, to go on with a later call
 
 -- take one chunk of bucket b, removing b from q when it was the last
 local function take(b)
