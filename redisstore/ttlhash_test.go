@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -338,5 +339,101 @@ func TestTTLHashSweeperStandsBy(t *testing.T) {
 	}
 	if sweepers[1].Expired() == 0 {
 		t.Error("the second sweeper expired nothing after the first stopped")
+	}
+}
+
+// TestTTLHashConsumersShareWakeUps: three consumers of one group in one
+// process (one Hashes) and one in another share the events: each field
+// yields one event, handled once, and when every Consume has returned
+// nothing is pending (the acknowledgement sent while reading went out).
+// The visibility timeout is long, so that only wake-ups, not the timed
+// looks for events to hand out again, bring the events within the limit.
+func TestTTLHashConsumersShareWakeUps(t *testing.T) {
+	const fields = 600
+	for _, c := range []struct {
+		name string
+		open func(t *testing.T) (here, there ttlhash.Store)
+	}{
+		{"redis", func(t *testing.T) (ttlhash.Store, ttlhash.Store) {
+			c := standaloneClient(t)
+			prefix := redistest.Prefix(t)
+			return newStoreWithPrefix(t, c, prefix).Hashes(), newStoreWithPrefix(t, c, prefix).Hashes()
+		}},
+		{"embedded", func(t *testing.T) (ttlhash.Store, ttlhash.Store) {
+			s, err := memstore.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s.Hashes(), s.Hashes()
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			here, there := c.open(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			hsHere, err := ttlhash.New(here, &ttlhash.Options{Batch: 16, VisibilityTimeout: 10 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hsThere, err := ttlhash.New(there, &ttlhash.Options{Batch: 16, VisibilityTimeout: 10 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := hsHere.CreateGroup(ctx, "g"); err != nil {
+				t.Fatal(err)
+			}
+			w, err := ttlhash.NewSweeper(here, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			var mu sync.Mutex
+			seen := map[string]int{}
+			var wg sync.WaitGroup
+			for i, hs := range []*ttlhash.Hashes{hsHere, hsHere, hsHere, hsThere} {
+				wg.Go(func() {
+					err := hs.Consume(ctx, "g", fmt.Sprint("c", i), func(_ context.Context, e ttlhash.Event) error {
+						mu.Lock()
+						defer mu.Unlock()
+						seen[e.Hash+"/"+e.Field]++
+						if len(seen) == fields {
+							cancel()
+						}
+						return nil
+					})
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("Consume: %v", err)
+					}
+				})
+			}
+			for i := range fields {
+				ttl := time.Duration(20+i) * time.Millisecond
+				if _, err := hsHere.Hash(fmt.Sprintf("h%d", i%30)).SetTTL(context.Background(), fmt.Sprintf("f%d", i), []byte("v"), ttl); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wg.Wait()
+			if len(seen) != fields {
+				t.Fatalf("%d of %d fields yielded an event before the time limit", len(seen), fields)
+			}
+			for k, n := range seen {
+				if n != 1 {
+					t.Errorf("%s: handled %d times", k, n)
+				}
+			}
+			st, err := hsHere.EventStats(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range st.Groups {
+				if g.Pending != 0 {
+					t.Errorf("group %s: %d events pending after every Consume returned", g.Name, g.Pending)
+				}
+			}
+		})
 	}
 }

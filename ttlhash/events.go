@@ -2,7 +2,6 @@ package ttlhash
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -100,43 +99,31 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	if err := checkGroup("consumer", consumer); err != nil {
 		return err
 	}
-	// Listen before the first read, so that no event appended between a
-	// read and the wait after it is missed. With a ShardReader, the shards
-	// woken since the last read (all of them when any is nil) are read, not
-	// every shard.
-	var (
-		w        = wait.New()
-		woken    shardSet
-		sharded  ShardReader
-		notified bool
-	)
-	if n, ok := h.s.(Notifier); ok {
-		sr, _ := h.s.(ShardReader)
-		stop, err := n.Listen(ctx, TopicEvents, func(topic string) {
-			if sr != nil {
-				shard, ok := ParseEventShardTopic(topic)
-				if !ok {
-					shard = -1
-				}
-				woken.add(shard)
-			}
-			w.Wake()
-		})
-		switch {
-		case err == nil:
-			defer stop()
-			notified, sharded = true, sr
-		case !errors.Is(err, ErrNoTopic):
-			return err
-		}
+	// The group's subscription is in effect before the first read, so
+	// that no event appended between a read and the wait after it is
+	// missed. With a ShardReader, the shards woken since the last read are
+	// read, not every shard; a look that no wake-up asked for (the first,
+	// a timed one, one after a full batch) reads every shard.
+	g, err := h.joinGroup(ctx, group)
+	if err != nil {
+		return err
 	}
+	defer h.leaveGroup(group, g)
+	var (
+		cw         = &consumerWait{w: wait.New()}
+		sharded, _ = h.s.(ShardReader)
+		readAll    = true
+	)
 	read := func() ([]Event, error) {
-		if sharded != nil {
-			if shards, all := woken.take(); !all {
-				return sharded.ReadShards(ctx, group, consumer, shards, h.opts.batch())
-			}
+		shards, all := g.take()
+		if readAll || all || sharded == nil {
+			readAll = false
+			return h.s.Read(ctx, group, consumer, h.opts.batch())
 		}
-		return h.s.Read(ctx, group, consumer, h.opts.batch())
+		if len(shards) == 0 {
+			return nil, nil // another consumer took them
+		}
+		return sharded.ReadShards(ctx, group, consumer, shards, h.opts.batch())
 	}
 	// Events whose visibility timeout ran out are looked for at most every
 	// half timeout (and when there is nothing new): a claim scans pending
@@ -241,7 +228,10 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			return fail(nil)
 		}
 		if len(evs) == h.opts.batch() {
-			woken.add(-1) // there may be more at once, in any shard
+			// There may be more at once, in any shard: read again, and
+			// wake another consumer to help.
+			readAll = true
+			g.passOn()
 			continue
 		}
 		// A failed acknowledgement ends Consume before it sleeps.
@@ -258,10 +248,14 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		// for the next look at events whose visibility timeout ran out (no
 		// store announces those). The poll is for a store that cannot wake.
 		var poll time.Duration
-		if !notified {
+		if !g.notified {
 			poll = h.opts.poll()
 		}
-		r, err := w.Wait(ctx, lastClaim.Add(h.opts.visibility()/8), poll)
+		if !g.idleWait(cw) {
+			continue // shards were woken while these were handled
+		}
+		r, err := cw.w.Wait(ctx, lastClaim.Add(h.opts.visibility()/8), poll)
+		g.awake(cw)
 		if err != nil {
 			return fail(err)
 		}
@@ -269,7 +263,7 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			wokeAt = time.Now()
 		}
 		if r != wait.Woken {
-			woken.add(-1) // a timed look reads every shard
+			readAll = true // a timed look reads every shard
 		}
 	}
 }

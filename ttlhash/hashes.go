@@ -3,6 +3,7 @@ package ttlhash
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -61,6 +62,9 @@ func (o *Options) batch() int {
 type Hashes struct {
 	s    Store
 	opts Options
+
+	gmu    sync.Mutex
+	groups map[string]*groupConsumers // of the running Consume calls, by group
 }
 
 // New returns Hashes on s. It fails with ErrInvalid when opts are out of
