@@ -15,6 +15,8 @@ local max = tonumber(ARGV[3])
 local work = 0
 local emptied = {} -- name -> data key of the hashes fields expired from
 local paced = false -- refining stopped early, to go on with a later call
+local behind = false -- urgent work left
+local urgent, refined = 0, 0 -- entries of urgent buckets, of the others
 
 -- take one chunk of bucket b, removing b from q when it was the last
 local function take(b)
@@ -38,35 +40,44 @@ local function take(b)
   return chunk
 end
 
-while work < max do
-  -- Expiries first, refinements with what the budget leaves: a coarse
-  -- bucket is due ahead of its entries' deadlines, and refining thousands
-  -- of entries must not hold back fields due now.
+while true do
   local due = redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, 64)
   if #due == 0 then
     break
   end
   -- The finest due bucket first: level 0 holds fields due now, and a
   -- finer bucket's entries fall due before a coarser one's, which was made
-  -- due a whole bucket width early so that refining it can wait. Refining
-  -- is paced: until the last quarter of that width a coarse bucket is not
-  -- urgent, and a call refines only about a quarter of max entries of
-  -- such buckets and asks to be called again with the shard's next bucket
-  -- due, or in 4 ms at the latest, so that
-  -- thousands of entries refined at once never hold Redis, and the fields
-  -- falling due meanwhile, for long. Urgent buckets (level 0 and coarse
-  -- ones near their start) come before those that are not.
-  local b, bl, burgent = nil, 99, false
+  -- due a whole bucket width early so that refining it can wait. Urgent
+  -- buckets (level 0, and coarse ones in the last quarter of that width)
+  -- take up to max entries a call; the others, up to a quarter of max
+  -- more, so that refining keeps going while expiries are behind, and
+  -- when only they are left the call asks to be called again with the
+  -- shard's next bucket due, or in 4 ms at the latest: thousands of
+  -- entries refined at once never hold Redis, and the fields falling due
+  -- meanwhile, for long.
+  local ub, ul, nb, nl = nil, 99, nil, 99
   for _, d in ipairs(due) do
     local dl, di = string.match(d, '^(%d+):(%d+)$')
     dl = tonumber(dl)
-    local urgent = dl == 0 or tonumber(di) * width(dl) - now <= width(dl) / 4
-    if (urgent and not burgent) or (urgent == burgent and dl < bl) then
-      b, bl, burgent = d, dl, urgent
+    if dl == 0 or tonumber(di) * width(dl) - now <= width(dl) / 4 then
+      if dl < ul then
+        ub, ul = d, dl
+      end
+    elseif dl < nl then
+      nb, nl = d, dl
     end
   end
-  if not burgent and work >= max / 4 then
-    paced = true
+  local b, burgent
+  if ub and urgent < max then
+    b, burgent = ub, true
+  elseif nb and refined < max / 4 then
+    b, burgent = nb, false
+  else
+    if ub then
+      behind = true
+    else
+      paced = true
+    end
     break
   end
   local l, idx = string.match(b, '^(%d+):(%d+)$')
@@ -81,6 +92,11 @@ while work < max do
     local f = string.sub(chunk, p, p + n - 1)
     p = p + n
     work = work + 1
+    if burgent then
+      urgent = urgent + 1
+    else
+      refined = refined + 1
+    end
     local name = names[id]
     if name == nil then
       name = redis.call('HGET', N, id) or false
@@ -115,6 +131,9 @@ if #top == 0 then
   return { emitted, 0, -1, work }
 end
 local due = tonumber(top[2])
+if behind then
+  return { emitted, 1, 0, work }
+end
 if paced then
   -- The rest of the refining goes with the next call the shard needs
   -- anyway (its next bucket due), or in 4 ms at the latest.
