@@ -1,6 +1,8 @@
 package envoyrl
 
 import (
+	"math"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -62,19 +64,41 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 }
 
-func (m *Metrics) decided(domain, desc string, n int, over, shadow bool, remaining, events int, failed bool) {
-	f := float64(n)
-	m.total.WithLabelValues(domain, desc).Add(f)
+// decided counts n hits on a limit of events, of which used were spent
+// before them, as envoyproxy/ratelimit counts: over_limit the hits beyond
+// the limit, near_limit those between NearLimitRatio of it and the limit,
+// within_limit the admitted ones, shadow_mode the hits beyond the limit of
+// a limit in shadow mode. A store failure counts the hits as over
+// (FailClosed) or within (FailOpen) and nothing near.
+func (m *Metrics) decided(domain, desc string, events, used, n int, over, shadow, failed bool) {
+	m.total.WithLabelValues(domain, desc).Add(float64(n))
+	before, after, limit := uint64(used), uint64(used)+uint64(n), uint64(events)
+	near := uint64(math.Floor(float64(float32(events) * float32(NearLimitRatio))))
 	switch {
+	case failed && over:
+		m.over.WithLabelValues(domain, desc).Add(float64(n))
+	case failed:
+		m.within.WithLabelValues(domain, desc).Add(float64(n))
 	case over:
-		m.over.WithLabelValues(domain, desc).Add(f)
+		beyond := uint64(n)
+		if before < limit && after > limit {
+			beyond = after - limit
+			if x := limit - max(near, before); x > 0 {
+				m.near.WithLabelValues(domain, desc).Add(float64(x))
+			}
+		}
+		m.over.WithLabelValues(domain, desc).Add(float64(beyond))
 		if shadow {
-			m.shadow.WithLabelValues(domain, desc).Add(f)
+			m.shadow.WithLabelValues(domain, desc).Add(float64(beyond))
 		}
 	default:
-		m.within.WithLabelValues(domain, desc).Add(f)
-		if !failed && float64(events-remaining) > NearLimitRatio*float64(events) {
-			m.near.WithLabelValues(domain, desc).Add(f)
+		m.within.WithLabelValues(domain, desc).Add(float64(n))
+		if after > near {
+			x := uint64(n)
+			if before < near {
+				x = after - near
+			}
+			m.near.WithLabelValues(domain, desc).Add(float64(x))
 		}
 	}
 }
