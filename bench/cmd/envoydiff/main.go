@@ -152,8 +152,8 @@ func one(name string, x *rlv3.RateLimitDescriptor) step {
 
 // The deliberate differences (docs/envoy.md).
 const (
-	allOrNone   = "all-or-none: a request refused for one descriptor charges none of the others"
-	notCharged  = "a refused hit is not charged: a check of 0 hits after a refusal passes"
+	allOrNone  = "all-or-none: a request refused for one descriptor charges none of the others"
+	notCharged = "a refused hit is not charged: a check of 0 hits after a refusal passes"
 )
 
 func script() []step {
