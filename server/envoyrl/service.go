@@ -36,10 +36,13 @@ type match struct {
 // entry reaches a rule with one.
 func find(domain string, top []*rule, d *rlv3.RateLimitDescriptor) (match, bool) {
 	level := top
-	var key, stat strings.Builder
+	var key strings.Builder
 	writeKeyPrefix(&key, domain)
 	entries := d.GetEntries()
 	var at *rule
+	var path [8]*rule
+	matched := path[:0]
+	dynamic := false // the metrics key holds the request's values
 	for i, e := range entries {
 		var exact, wild, any *rule
 		for _, r := range level {
@@ -74,19 +77,8 @@ func find(domain string, top []*rule, d *rlv3.RateLimitDescriptor) (match, bool)
 			v = at.value + "*"
 		}
 		writeEntry(&key, e.GetKey(), v)
-		// The metrics key, as envoyproxy/ratelimit forms it.
-		if i > 0 {
-			stat.WriteByte('.')
-		}
-		stat.WriteString(e.GetKey())
-		switch {
-		case at.detailed && !(at.wildcard && at.shareThreshold):
-			stat.WriteString("_" + e.GetValue())
-		case at.wildcard && (at.shareThreshold || !at.valueToMetric):
-			stat.WriteString("_" + at.value + "*")
-		case at.wildcard || at.value != "" || (at.valueToMetric && e.GetValue() != ""):
-			stat.WriteString("_" + e.GetValue())
-		}
+		matched = append(matched, at)
+		dynamic = dynamic || at.valueToMetric
 		if i < len(entries)-1 {
 			level = at.children
 		}
@@ -94,7 +86,46 @@ func find(domain string, top []*rule, d *rlv3.RateLimitDescriptor) (match, bool)
 	if at == nil || (!at.limited && !at.unlimited) {
 		return match{}, false
 	}
-	return match{r: at, key: key.String(), statKey: stat.String()}, true
+	m := match{r: at, key: key.String(), statKey: at.statKey}
+	if dynamic || at.detailed {
+		m.statKey = statKey(entries, matched)
+	}
+	return m, true
+}
+
+// statKey is the metrics key of a descriptor whose rules name the
+// request's values, as envoyproxy/ratelimit forms it. When the last rule
+// has detailed_metric: every level's key_value (a shared wildcard's
+// pattern in place of its value). Otherwise per level: at a wildcard its
+// pattern, or with value_to_metric (and no share_threshold) the value; at
+// an exact value the value; at the key alone, with value_to_metric the
+// value, else nothing.
+func statKey(entries []*rlv3.RateLimitDescriptor_Entry, matched []*rule) string {
+	leaf := matched[len(matched)-1]
+	shared := false
+	for _, r := range matched {
+		shared = shared || (r.wildcard && r.shareThreshold)
+	}
+	var stat strings.Builder
+	for i, e := range entries {
+		at := matched[i]
+		if i > 0 {
+			stat.WriteByte('.')
+		}
+		stat.WriteString(e.GetKey())
+		switch {
+		case leaf.detailed && at.wildcard && at.shareThreshold:
+			stat.WriteString("_" + at.value + "*")
+		case leaf.detailed && (!shared || e.GetValue() != ""):
+			stat.WriteString("_" + e.GetValue())
+		case leaf.detailed:
+		case at.wildcard && (at.shareThreshold || !at.valueToMetric):
+			stat.WriteString("_" + at.value + "*")
+		case at.wildcard || at.value != "" || (at.valueToMetric && e.GetValue() != ""):
+			stat.WriteString("_" + e.GetValue())
+		}
+	}
+	return stat.String()
 }
 
 func writeKeyPrefix(b *strings.Builder, domain string) {
@@ -198,8 +229,17 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		}
 		return resp, nil
 	}
-	matches := make([]match, len(ds))
-	found := make([]bool, len(ds))
+	// Per descriptor: its limit, whether it has one, its hits, and the
+	// decision when made together with others.
+	type item struct {
+		m       match
+		found   bool
+		hits    int
+		decided bool
+		res     ratelimit.Result
+		err     error
+	}
+	items := make([]item, len(ds))
 	var replaced map[string]bool
 	for i, d := range ds {
 		if d.GetLimit() != nil {
@@ -207,15 +247,15 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			if err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: %v", i, err)
 			}
-			matches[i], found[i] = m, true
+			items[i].m, items[i].found = m, true
 			continue
 		}
-		matches[i], found[i] = find(domain, top, d)
-		if found[i] && len(matches[i].r.replaces) > 0 {
+		items[i].m, items[i].found = find(domain, top, d)
+		if items[i].found && len(items[i].m.r.replaces) > 0 {
 			if replaced == nil {
 				replaced = map[string]bool{}
 			}
-			for _, n := range matches[i].r.replaces {
+			for _, n := range items[i].m.r.replaces {
 				replaced[n] = true
 			}
 		}
@@ -223,16 +263,15 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 	// The descriptors to decide, and those decided together.
 	var (
 		limited []int
-		hits    = make([]int, len(ds))
 		group   []int
 		reqs    []ratelimit.Request
 	)
 	for i, d := range ds {
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		resp.Statuses[i] = st
-		m := matches[i]
+		m := items[i].m
 		switch {
-		case !found[i]:
+		case !items[i].found:
 			continue
 		case m.r.unlimited:
 			st.LimitRemaining = unlimitedRemaining
@@ -244,25 +283,22 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		if h := d.GetHitsAddend(); h != nil {
 			n = h.GetValue()
 		}
-		hits[i] = int(min(n, 1<<31-1))
+		items[i].hits = int(min(n, 1<<31-1))
 		limited = append(limited, i)
-		if hits[i] > 0 && m.r.limit != nil && !m.r.shadow && !m.r.quota && m.r.limit.Algorithm == ratelimit.GCRA {
+		if items[i].hits > 0 && m.r.limit != nil && !m.r.shadow && !m.r.quota && m.r.limit.Algorithm == ratelimit.GCRA {
 			group = append(group, i)
-			reqs = append(reqs, ratelimit.Request{Key: m.key, N: hits[i], Limits: []ratelimit.Limit{*m.r.limit}})
+			reqs = append(reqs, ratelimit.Request{Key: m.key, N: items[i].hits, Limits: []ratelimit.Limit{*m.r.limit}})
 		}
 	}
-	results := make([]ratelimit.Result, len(ds))
-	errs := make([]error, len(ds))
-	decided := make([]bool, len(ds))
-	if len(group) > 0 {
+	if len(group) > 1 { // one alone is decided by AllowN below
 		_, got, err := s.Limiter.AllowAll(ctx, reqs)
 		if err == nil || errors.Is(err, ratelimit.ErrStore) {
 			for j, i := range group {
-				decided[i] = true
+				items[i].decided = true
 				if err != nil {
-					errs[i] = err
+					items[i].err = err
 				} else {
-					results[i] = got[j]
+					items[i].res = got[j]
 				}
 			}
 		}
@@ -273,8 +309,8 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 	minRemaining := uint32(unlimitedRemaining)
 	for _, i := range limited {
 		st := resp.Statuses[i]
-		m := matches[i]
-		n := hits[i]
+		m := items[i].m
+		n := items[i].hits
 		st.CurrentLimit = m.r.pb
 		events := int(m.r.pb.GetRequestsPerUnit())
 		var (
@@ -290,8 +326,8 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			res.ResetAfter, res.RetryAfter = m.r.period, m.r.period
 		case n == 0:
 			res, err = s.Limiter.Peek(ctx, m.key, *m.r.limit)
-		case decided[i]:
-			res, err = results[i], errs[i]
+		case items[i].decided:
+			res, err = items[i].res, items[i].err
 		default:
 			res, err = s.Limiter.AllowN(ctx, m.key, n, *m.r.limit)
 		}
