@@ -7,6 +7,7 @@ import (
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/hourglass-io/hourglass/internal/backendtest"
 	"github.com/hourglass-io/hourglass/server/envoyrl"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
@@ -149,5 +150,27 @@ func TestReferenceAnswers(t *testing.T) {
 				t.Errorf("share_threshold: over_limit{descriptor=files_shared*} %v, want 1", got)
 			}
 		})
+	}
+}
+
+// The headers describe the descriptor with the least remaining, or the
+// last one over its limit, as envoyproxy/ratelimit picks it; the reset is
+// that descriptor's duration_until_reset, in whole seconds rounded up.
+func TestResponseHeadersPickTheOneOver(t *testing.T) {
+	f := serve(t, backendtest.Memory(t).Limits(), load(t, "testdata/compat.yaml"), func(s *envoyrl.Server) { s.ResponseHeaders = true })
+	headers := func(r *rlsv3.RateLimitResponse) map[string]string {
+		got := map[string]string{}
+		for _, h := range r.GetResponseHeadersToAdd() {
+			got[h.GetKey()] = h.GetValue()
+		}
+		return got
+	}
+	r := f.ask(t, "compat", 0, desc("ten", "h"), desc("three", "h"), desc("free", "h"))
+	if got := headers(r); got["x-ratelimit-limit"] != "3" || got["x-ratelimit-remaining"] != "2" || got["x-ratelimit-reset"] != "20" {
+		t.Fatalf("headers %v, want those of three: limit 3, remaining 2, reset 20 (one event back per 20 s)", got)
+	}
+	r = f.ask(t, "compat", 0, desc("none", "h"), desc("three", "h"))
+	if got := headers(r); got["x-ratelimit-limit"] != "0" || got["x-ratelimit-remaining"] != "0" || got["x-ratelimit-reset"] != "60" {
+		t.Fatalf("headers %v, want those of none, over its limit of 0 a minute", got)
 	}
 }
