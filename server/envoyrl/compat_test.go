@@ -2,6 +2,7 @@ package envoyrl_test
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -172,5 +173,31 @@ func TestResponseHeadersPickTheOneOver(t *testing.T) {
 	r = f.ask(t, "compat", 0, desc("none", "h"), desc("three", "h"))
 	if got := headers(r); got["x-ratelimit-limit"] != "0" || got["x-ratelimit-remaining"] != "0" || got["x-ratelimit-reset"] != "60" {
 		t.Fatalf("headers %v, want those of none, over its limit of 0 a minute", got)
+	}
+}
+
+// A descriptor's hits_addend of 0 checks without counting, whatever the
+// algorithm, on every back end.
+func TestCheckWithoutCountingEveryAlgorithm(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "algs.yaml")
+	writeFile(t, p, "domain: a\ndescriptors:\n"+
+		"  - key: gcra\n    rate_limit: {unit: minute, requests_per_unit: 2}\n"+
+		"  - key: log\n    rate_limit: {unit: minute, requests_per_unit: 2, algorithm: sliding_log}\n"+
+		"  - key: window\n    rate_limit: {unit: minute, requests_per_unit: 2, algorithm: sliding_window}\n")
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			f := serve(t, b.open(t), load(t, p), nil)
+			for _, alg := range []string{"gcra", "log", "window"} {
+				remaining(t, alg+" hit 1", f.ask(t, "a", 0, desc(alg, "x")), 0, 1)
+				for range 2 {
+					r := f.ask(t, "a", 0, withHits(desc(alg, "x"), 0))
+					expect(t, alg+" check", r, "OK OK")
+					remaining(t, alg+" check", r, 0, 1)
+				}
+				remaining(t, alg+" hit 2", f.ask(t, "a", 0, desc(alg, "x")), 0, 0)
+				expect(t, alg+" check at the limit", f.ask(t, "a", 0, withHits(desc(alg, "x"), 0)), "OK OK")
+				expect(t, alg+" hit 3", f.ask(t, "a", 0, desc(alg, "x")), "OVER_LIMIT OVER_LIMIT")
+			}
+		})
 	}
 }

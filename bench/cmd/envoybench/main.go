@@ -8,7 +8,11 @@
 // a key drawn at random from -keys values, limit -limit per minute.
 //
 // It prints, per system, the calls per second and the p50 and p99
-// latency of a call.
+// latency of a call (medians over the rounds, each system measured in turn
+// in every round), and the CPU time per call of the redis-server (INFO
+// cpu) and of this process (the clients and the measured service): on a
+// busy machine, where the calls per second follow the share of the CPU
+// the run gets, the CPU per call is the steadier comparison.
 //
 // cd bench && go run ./cmd/envoybench [-streams 16] [-duration 5s] [-rounds 3]
 package main
@@ -26,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -108,8 +113,8 @@ func main() {
 		targets[i] = target
 	}
 	type figures struct {
-		rates, p50s, p99s, redisUS []float64
-		ok, over                   int64
+		rates, p50s, p99s, redisUS, procUS []float64
+		ok, over                           int64
 	}
 	rc := redis.NewClient(&redis.Options{Addr: addr})
 	defer rc.Close()
@@ -119,9 +124,9 @@ func main() {
 			if *cmdstats {
 				rc.ConfigResetStat(context.Background())
 			}
-			cpu0 := redisCPU(rc)
+			cpu0, proc0 := redisCPU(rc), processCPU()
 			r, err := measure(targets[i], *streams, *duration, *keys)
-			cpu1 := redisCPU(rc)
+			cpu1, proc1 := redisCPU(rc), processCPU()
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s failed: %v\n", sys.name, err)
 				os.Exit(1)
@@ -132,6 +137,7 @@ func main() {
 			f.p99s = append(f.p99s, float64(r.p99.Microseconds()))
 			f.ok, f.over = f.ok+r.ok, f.over+r.over
 			f.redisUS = append(f.redisUS, (cpu1-cpu0)*1e6/float64(r.calls))
+			f.procUS = append(f.procUS, (proc1-proc0)*1e6/float64(r.calls))
 			if *cmdstats {
 				info, _ := rc.Info(context.Background(), "commandstats").Result()
 				fmt.Printf("%s, %d calls:\n%s\n", sys.name, r.calls, strings.TrimSpace(info))
@@ -140,8 +146,8 @@ func main() {
 	}
 	for i, sys := range systems {
 		f := figs[i]
-		fmt.Printf("%-38s %9.0f calls/s   p50 %6.0f µs   p99 %6.0f µs   Redis CPU %5.1f µs/call   (OK %d, OVER_LIMIT %d)   rounds: %s\n",
-			sys.name, median(f.rates), median(f.p50s), median(f.p99s), median(f.redisUS), f.ok, f.over, roundsOf(f.rates))
+		fmt.Printf("%-38s %9.0f calls/s   p50 %6.0f µs   p99 %6.0f µs   CPU µs/call: Redis %5.1f, this process %5.1f   (OK %d, OVER_LIMIT %d)   rounds: %s\n",
+			sys.name, median(f.rates), median(f.p50s), median(f.p99s), median(f.redisUS), median(f.procUS), f.ok, f.over, roundsOf(f.rates))
 	}
 }
 
@@ -289,6 +295,16 @@ func redisCPU(c *redis.Client) float64 {
 		}
 	}
 	return sum
+}
+
+// processCPU is this process's CPU time so far (user and system), in
+// seconds: the clients' and the measured service's, as the others idle.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func roundsOf(xs []float64) string {
