@@ -340,7 +340,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		case errors.Is(err, ratelimit.ErrStore):
 			s.metrics.storeError(domain, "closed")
 			s.logger().Warn("rate limit store failed: answering OVER_LIMIT (fail closed)", "domain", domain, "err", err)
-			over, failed = n > 0, true
+			over, failed = true, true
 		case err != nil:
 			return nil, status.Error(codes.Internal, err.Error())
 		case res.StoreErr != nil:
