@@ -42,7 +42,9 @@
 // package queue's blocking reserves (see Listen) learn of a job the moment
 // it becomes ready, fields expire and ended leases wake their waiters.
 // There is no timer or goroutine per job, field or lock. The timer waits
-// on the clock through Options.AfterFunc (default time.AfterFunc); a test's
+// on the clock through Options.AfterFunc (default: a timer like
+// time.AfterFunc's that fires within tens of microseconds, a timerfd on
+// Linux, where the runtime's timers can be a millisecond late); a test's
 // manual clock supplies its own, which fires when the test moves the
 // clock. With a Clock and no AfterFunc nothing waits on the clock, and the
 // next operation applies what it says is due.
