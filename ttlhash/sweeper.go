@@ -119,7 +119,7 @@ func (w *Sweeper) run(ctx context.Context) {
 	// sweeps, and sleeps until the next deadline the pass reports, or
 	// Interval at most.
 	waiter := wait.New()
-	waiter.Wake() // the first pass at once
+	waiter.Wake()          // the first pass at once
 	var dueShards shardSet // the shards announced since the last look
 	interval, announced := w.interval, false
 	if dn, ok := w.s.(Notifier); ok {
