@@ -405,9 +405,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
 	return s.jobCall(w, r, leaseIfGiven, nil, (*queue.Queue).Delete)
 }
 
-// ReleaseRequest is the JSON body of a release (optional: the defaults
-// are priority queue.DefaultPriority (1024) and no delay).
+// ReleaseRequest is the JSON body of a release (optional: without it the
+// job keeps its priority and is ready at once).
 type ReleaseRequest struct {
+	// Priority is the job's new priority; absent, it keeps the one it has.
 	Priority *uint32 `json:"priority,omitempty"`
 	DelayMS  int64   `json:"delay_ms"`
 	// Reason, when given, becomes the job's last_error (cut to
@@ -428,12 +429,12 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	return s.jobCall(w, r, leaseRequired, decode, func(q *queue.Queue, ctx context.Context, id queue.ID) error {
-		return q.ReleaseWithReason(ctx, id, priority(req.Priority), ms(req.DelayMS), req.Reason)
+		return q.ReleaseWith(ctx, id, queue.ReleaseOptions{Priority: req.Priority, Delay: ms(req.DelayMS), Reason: req.Reason})
 	})
 }
 
-// BuryRequest is the JSON body of a bury (optional: an absent priority is
-// queue.DefaultPriority, 1024).
+// BuryRequest is the JSON body of a bury (optional: without a priority
+// the job keeps its own).
 type BuryRequest struct {
 	Priority *uint32 `json:"priority,omitempty"`
 	// Reason is as ReleaseRequest's.
@@ -452,7 +453,7 @@ func (s *Server) bury(w http.ResponseWriter, r *http.Request) error {
 	var req BuryRequest
 	decode := func() error { return readJSON(w, r, maxSmallBody, &req) }
 	return s.jobCall(w, r, leaseRequired, decode, func(q *queue.Queue, ctx context.Context, id queue.ID) error {
-		return q.BuryWithReason(ctx, id, priority(req.Priority), req.Reason)
+		return q.BuryWith(ctx, id, queue.BuryOptions{Priority: req.Priority, Reason: req.Reason})
 	})
 }
 
