@@ -65,7 +65,7 @@ Examples:
 			sub := args[0]
 			// Flags after the subcommand.
 			if err := fs.Parse(args[1:]); err != nil {
-				return usagef("%v", err)
+				return usagef("%v", flagError(fs, err))
 			}
 			return c.hash(ctx, f, sub, fs.Args())
 		}
