@@ -198,6 +198,9 @@ func (c *cli) schedule(ctx context.Context, f *scheduleFlags, args []string) err
 	if err != nil {
 		return err
 	}
+	if !f.http.json && sub != "trigger" {
+		return c.showSchedule(body)
+	}
 	return c.show(f.http, body)
 }
 
