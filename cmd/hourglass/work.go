@@ -63,7 +63,7 @@ Examples:
 		lf.define(fs, false)
 		var tubes tubeList
 		fs.Var(&tubes, "tube", "`tube` to take jobs from; repeat for several (default default)")
-		concurrency := fs.Int("concurrency", 1, "how many jobs run at `once`")
+		concurrency := fs.Int("concurrency", 1, "how many jobs run at once (a `count`)")
 		attempts := fs.Int("attempts", 10, "tries of a job before a failure buries it instead of releasing it (a `count`)")
 		backoff := secondsVar(fs, "backoff", time.Second, "delay of the release after the first failed try; it doubles with each (a `duration`)")
 		grace := secondsVar(fs, "grace", 10*time.Second, "on SIGTERM, how long running commands may finish before they are killed (a `duration`)")
