@@ -106,11 +106,17 @@ func TestErrorsInUsersWords(t *testing.T) {
 	}
 }
 
-// Every operation that takes a body answers 413 to one beyond its limit,
-// and the OpenAPI document lists it: the client checks each reply's status
-// against the document (IncludeResponseStatus).
-func TestEveryBodyLimitDocumented(t *testing.T) {
-	ts := startFullServer(t)
+// docOperation is an operation of the OpenAPI document.
+type docOperation struct {
+	method, path string // path with its parameters filled in
+	template     string
+	body         bool // it takes a request body
+}
+
+// docOperations lists the document's operations, their path parameters
+// filled with values the routes accept.
+func docOperations(t *testing.T) []docOperation {
+	t.Helper()
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}
@@ -118,30 +124,95 @@ func TestEveryBodyLimitDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := strings.NewReplacer("{tube}", "t", "{id}", "1", "{name}", "n", "{hash}", "h", "{group}", "g", "{state}", "ready")
-	body := func(n int) []byte { return append(append([]byte(`{"body":"`), bytes.Repeat([]byte("x"), n)...), `"}`...) }
-	small, large := body(2<<20), body(17<<20) // beyond the limits of the small bodies and of a hash's set
-	headers := map[string]string{httpapi.LeaseHeader: "hgl_0123456789abcdef0123456789abcdef", httpapi.LockTokenHeader: "t"}
-	n := 0
+	var ops []docOperation
 	for path, item := range doc.Paths {
 		for method, raw := range item {
 			var op struct {
 				RequestBody json.RawMessage `json:"requestBody"`
 			}
-			if method == "parameters" || json.Unmarshal(raw, &op) != nil || len(op.RequestBody) == 0 {
+			if method == "parameters" || json.Unmarshal(raw, &op) != nil {
 				continue
 			}
-			n++
-			big := small
-			if strings.HasPrefix(path, "/v1/hashes/") || strings.HasPrefix(path, "/v1/schedules/") || strings.HasPrefix(path, "/v1/tubes/") {
-				big = large
-			}
-			r := ts.c.do(req{method: strings.ToUpper(method), path: args.Replace(path), raw: big, contentType: "application/json", header: headers, offSpec: true})
-			if r.status != http.StatusRequestEntityTooLarge {
-				t.Errorf("%s %s with a body of %d bytes: %d %.200s, want 413", strings.ToUpper(method), path, len(big), r.status, r.body)
-			}
+			ops = append(ops, docOperation{strings.ToUpper(method), args.Replace(path), path, len(op.RequestBody) > 0})
 		}
 	}
-	if n < 10 {
-		t.Fatalf("only %d operations take a body", n)
+	if len(ops) < 30 {
+		t.Fatalf("only %d operations in the document", len(ops))
+	}
+	return ops
+}
+
+// Every operation's document lists the statuses the server's guards answer
+// any request with, as they answer them: 401 without the token, 421 for a
+// foreign Host, and for a request that changes state 403 from another site
+// and 415 for a body of another type; and every operation that takes a body
+// answers 413 to one beyond its limit, listed too. checkReply and the
+// client's checks hold each reply's status to the document.
+func TestEveryStatusDocumented(t *testing.T) {
+	ts := startFullServer(t)
+	headers := map[string]string{httpapi.LeaseHeader: "hgl_0123456789abcdef0123456789abcdef", httpapi.LockTokenHeader: "t"}
+	body := func(n int) []byte { return append(append([]byte(`{"body":"`), bytes.Repeat([]byte("x"), n)...), `"}`...) }
+	small, large := body(2<<20), body(17<<20) // beyond the limits of the small bodies and of a hash's set
+	for _, op := range docOperations(t) {
+		if op.body {
+			big := small
+			if strings.HasPrefix(op.path, "/v1/hashes/") || strings.HasPrefix(op.path, "/v1/schedules/") || strings.HasPrefix(op.path, "/v1/tubes/") {
+				big = large
+			}
+			r := ts.c.do(req{method: op.method, path: op.path, raw: big, contentType: "application/json", header: headers, offSpec: true})
+			if r.status != http.StatusRequestEntityTooLarge {
+				t.Errorf("%s %s with a body of %d bytes: %d %.200s, want 413", op.method, op.template, len(big), r.status, r.body)
+			}
+		}
+		guarded := []struct {
+			name   string
+			header map[string]string
+			status int
+		}{{"a foreign Host", map[string]string{"Host": "rebound.example"}, http.StatusMisdirectedRequest}}
+		if op.method != "GET" {
+			guarded = append(guarded,
+				struct {
+					name   string
+					header map[string]string
+					status int
+				}{"from another site", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+				struct {
+					name   string
+					header map[string]string
+					status int
+				}{"a text/plain body", map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType})
+		}
+		for _, g := range guarded {
+			r := rawDo(t, op.method, ts.url+op.path, "{}", g.header)
+			if r.status != g.status {
+				t.Errorf("%s %s %s: %d %s, want %d", op.method, op.template, g.name, r.status, r.body, g.status)
+			}
+			checkReply(t, op.method, op.path, r)
+		}
+	}
+
+	// With a token, a call without it is 401.
+	store := memStore(t)
+	tok := startServer(t, store, func(s *httpapi.Server) {
+		s.AuthToken = "secret"
+		st := storesOf(t, store)
+		s.Locks = lockClient(t, st.locks)
+		s.Schedules = scheduleClient(t, st.schedules)
+		s.Limiter = backendtest.Limiter(t, st.limits, nil)
+		h, err := ttlhash.New(st.hashes, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Hashes = h
+	})
+	for _, op := range docOperations(t) {
+		r := rawDo(t, op.method, tok.url+op.path, "{}", map[string]string{"Content-Type": "application/json"})
+		if op.template == "/v1/openapi.json" {
+			continue // served to all
+		}
+		if r.status != http.StatusUnauthorized {
+			t.Errorf("%s %s without the token: %d %s, want 401", op.method, op.template, r.status, r.body)
+		}
+		checkReply(t, op.method, op.path, r)
 	}
 }
