@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -47,6 +48,12 @@ var flagValueError = regexp.MustCompile(`^invalid value "(.*)" for flag -(\S+): 
 // usage errors are ("--delay "5x": want …"), and its bare "parse error" of
 // a duration flag with what is expected, by example.
 func flagError(fs *flag.FlagSet, err error) error {
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+		return fmt.Errorf("unknown flag --%s", name)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "flag needs an argument: -"); ok {
+		return fmt.Errorf("--%s needs a value", name)
+	}
 	m := flagValueError.FindStringSubmatch(err.Error())
 	if m == nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strings"
+	"regexp"
 	"time"
 
 	"github.com/hourglass-io/hourglass/server/httpapi"
@@ -21,6 +21,9 @@ import (
 // belongs to the connection, which ends with the command.
 
 const envLease = "HOURGLASS_LEASE"
+
+// leaseToken is the form of a lease the server issues.
+var leaseToken = regexp.MustCompile(`^hgl_[0-9a-f]{32}$`)
 
 // leaseFlags are the flags of the commands acting on a held job.
 type leaseFlags struct {
@@ -51,8 +54,8 @@ func (f *leaseFlags) needLease(cmd string) error {
 	if f.lease == "" {
 		return usagef("%s needs the job's lease: --lease hgl_… (or %s), as reserve --keep printed it", cmd, envLease)
 	}
-	if !strings.HasPrefix(f.lease, "hgl_") {
-		return usagef("--lease %q is not a lease: reserve --keep prints one starting with hgl_", f.lease)
+	if !leaseToken.MatchString(f.lease) {
+		return usagef("--lease %q is not a lease: reserve --keep prints one, hgl_ and 32 hex digits", f.lease)
 	}
 	return nil
 }

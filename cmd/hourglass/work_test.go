@@ -274,3 +274,29 @@ func liveInGroup(t *testing.T, pgid int) []int {
 	}
 	return live
 }
+
+// Bad flag values are answered with what the flag takes; a bare number
+// where the flag counts whole seconds is seconds.
+func TestFlagErrorsInWords(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"put", "--delay", "5x", "x"}, `--delay "5x": want a duration such as 30s, 5m or 1h30m (or a whole number of seconds)`},
+		{[]string{"put", "--priority", "-3", "x"}, `--priority "-3": want a whole number, 0 or more`},
+		{[]string{"hash", "get", "--ttl", "5", "h", "f"}, "--ttl 5: want a duration with its unit, such as 5s, 5ms or 5m"},
+		{[]string{"put", "--colour", "x"}, "unknown flag --colour"},
+		{[]string{"limit", "allow", "--rate", "x", "k"}, "unknown flag --rate"},
+		{[]string{"touch", "--lease", "hgl_x", "1"}, `--lease "hgl_x" is not a lease`},
+	} {
+		r := expect(t, nil, 2, c.args, c.want)
+		if strings.Contains(r.stderr, "parse error") || strings.Contains(r.stderr, "flag provided") {
+			t.Errorf("hourglass %q: %s", c.args, r.stderr)
+		}
+	}
+	p := startServe(t, nil, "--store", "mem://")
+	ok(t, p.env, "put", "--tube", "d", "--delay", "5", "x")
+	if out := ok(t, p.env, "stats", "--job", "1"); !strings.Contains(out, "delay:     5\n") {
+		t.Errorf("put --delay 5: stats-job says\n%s\nwant a delay of 5 seconds", out)
+	}
+}

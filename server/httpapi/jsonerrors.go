@@ -137,6 +137,7 @@ func scheduleFieldError(err error) error {
 	}
 	msg := ae.message
 	field := fieldOf(err)
+	rest, named := strings.CutPrefix(msg, "invalid option: ") // the request's own fields, named already
 	for _, n := range scheduleGoNames {
 		for _, sep := range []string{": ", " "} {
 			at := strings.Index(msg, n.goName+sep)
@@ -148,9 +149,11 @@ func scheduleFieldError(err error) error {
 			break
 		}
 	}
-	if field == "" {
-		// The request's own fields: "invalid option: misfire.policy …".
-		rest, _ := strings.CutPrefix(msg, "invalid option: ")
+	if named {
+		msg = strings.TrimPrefix(msg, "invalid option: ")
+	}
+	if field == "" && named {
+		// The request's own fields: "misfire.policy …".
 		if name, _, ok := strings.Cut(rest, " "); ok && strings.ToLower(name) == name {
 			field = strings.TrimSuffix(name, ":")
 		}
