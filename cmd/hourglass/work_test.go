@@ -300,3 +300,27 @@ func TestFlagErrorsInWords(t *testing.T) {
 		t.Errorf("put --delay 5: stats-job says\n%s\nwant a delay of 5 seconds", out)
 	}
 }
+
+// work touches a job while its command runs past the TTR, so the
+// reservation never times out and the job is deleted once it succeeds.
+func TestWorkTouches(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://")
+	env := append(p.env, "HOURGLASS_HTTP=http://"+p.httpAddr)
+	ok(t, env, "put", "--tube", "long", "--ttr", "1s", "x")
+	w := startWork(t, env, "--tube", "long", "--", "sh", "-c", "sleep 2.5; echo finished")
+	w.stdout.waitFor(t, "finished", 30*time.Second)
+	// The worker deletes the job before it stops.
+	if code := w.stop(t, 30*time.Second); code != 0 {
+		t.Errorf("work exited %d", code)
+	}
+	expect(t, env, 3, []string{"peek", "1"}, "not found")
+	var timeouts string
+	for _, l := range strings.Split(ok(t, env, "stats"), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "job-timeouts:" {
+			timeouts = f[1]
+		}
+	}
+	if timeouts != "0" {
+		t.Errorf("job-timeouts %q, want 0: the touches did not keep the job", timeouts)
+	}
+}

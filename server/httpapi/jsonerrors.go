@@ -36,7 +36,9 @@ func jsonError(err error, v any) error {
 		if json.Unmarshal([]byte(name), &field) != nil {
 			field = strings.Trim(name, `"`)
 		}
-		if fields := jsonFields(reflect.TypeOf(v)); len(fields) > 0 {
+		// The fields are listed when the request has no nested object,
+		// where the unknown one could be.
+		if fields := jsonFields(reflect.TypeOf(v)); len(fields) > 0 && !nested(reflect.TypeOf(v)) {
 			return badField(field, "is not a field of this request; the fields are %s", strings.Join(fields, ", "))
 		}
 		return badField(field, "is not a field of this request")
@@ -164,3 +166,26 @@ func scheduleFieldError(err error) error {
 	}
 	return fieldError{ae, field}
 }
+
+// nested reports whether a struct type has a field that is itself an
+// object (a struct or a pointer to one, or a slice of them).
+func nested(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return false
+	}
+	for i := range t.NumField() {
+		ft := t.Field(i).Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft != reflect.TypeOf(httpapiTimestamp) {
+			return true
+		}
+	}
+	return false
+}
+
+var httpapiTimestamp Timestamp
