@@ -151,7 +151,9 @@ func docOperations(t *testing.T) []docOperation {
 func TestEveryStatusDocumented(t *testing.T) {
 	ts := startFullServer(t)
 	headers := map[string]string{httpapi.LeaseHeader: "hgl_0123456789abcdef0123456789abcdef", httpapi.LockTokenHeader: "t"}
-	body := func(n int) []byte { return append(append([]byte(`{"body":"`), bytes.Repeat([]byte("x"), n)...), `"}`...) }
+	body := func(n int) []byte {
+		return append(append([]byte(`{"body":"`), bytes.Repeat([]byte("x"), n)...), `"}`...)
+	}
 	small, large := body(2<<20), body(17<<20) // beyond the limits of the small bodies and of a hash's set
 	for _, op := range docOperations(t) {
 		if op.body {
