@@ -108,10 +108,25 @@ func (s *Server) jobCall(w http.ResponseWriter, r *http.Request, use leaseUse, d
 		}
 	}
 	if err := call(q, r.Context(), id); err != nil {
-		return err
+		return jobError(id, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// jobError words the queue's outcomes about job id with its ID.
+func jobError(id queue.ID, err error) error {
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		return apiError{http.StatusNotFound, CodeNotFound, sprintf("job %d not found", id), 0}
+	case errors.Is(err, queue.ErrNotReserved):
+		return apiError{http.StatusConflict, CodeNotReserved, sprintf("job %d is not reserved under this lease (released, buried or deleted already, its TTR ran out, or never reserved with it)", id), 0}
+	case errors.Is(err, queue.ErrReserved):
+		return apiError{http.StatusConflict, CodeReserved, sprintf("job %d is reserved by another client", id), 0}
+	case errors.Is(err, queue.ErrNotKickable):
+		return apiError{http.StatusConflict, CodeNotKickable, sprintf("job %d is neither buried nor delayed", id), 0}
+	}
+	return err
 }
 
 // holder returns the queue view of r's lease; required says a call without
@@ -345,7 +360,7 @@ func (s *Server) peek(w http.ResponseWriter, r *http.Request) error {
 	}
 	st, err := s.Queue.StatsJob(r.Context(), id) // the job and its history in one look
 	if err != nil {
-		return err
+		return jobError(id, err)
 	}
 	writeJSON(w, http.StatusOK, JobView{Job: jobOf(st.Job()), State: st.State.String(), JobHistory: historyOf(st)})
 	return nil
@@ -422,7 +437,7 @@ func (s *Server) peekBody(w http.ResponseWriter, r *http.Request) error {
 	}
 	j, err := s.Queue.Peek(r.Context(), id)
 	if err != nil {
-		return err
+		return jobError(id, err)
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.Itoa(len(j.Body)))
@@ -568,6 +583,9 @@ func (s *Server) peekState(w http.ResponseWriter, r *http.Request) error {
 		return badField("state", "%q: want ready, delayed or buried", r.PathValue("state"))
 	}
 	j, err := peek(r.Context(), tube)
+	if errors.Is(err, queue.ErrNotFound) {
+		return apiError{http.StatusNotFound, CodeNotFound, sprintf("no %s job in tube %s", r.PathValue("state"), tube), 0}
+	}
 	if err != nil {
 		return err
 	}
@@ -601,7 +619,7 @@ func (s *Server) statsJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	st, err := s.Queue.StatsJob(r.Context(), id)
 	if err != nil {
-		return err
+		return jobError(id, err)
 	}
 	writeJSON(w, http.StatusOK, JobStats{ID: uint64(st.ID), Tube: st.Tube, State: st.State.String(), Priority: st.Priority,
 		AgeMS: st.Age.Milliseconds(), DelayMS: st.Delay.Milliseconds(), TTRMS: st.TTR.Milliseconds(),
@@ -634,6 +652,9 @@ func tubeStatsOf(st queue.TubeStats) TubeStats {
 
 func (s *Server) statsTube(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.Queue.StatsTube(r.Context(), r.PathValue("tube"))
+	if errors.Is(err, queue.ErrNotFound) {
+		return apiError{http.StatusNotFound, CodeNotFound, sprintf("tube %s not found", r.PathValue("tube")), 0}
+	}
 	if err != nil {
 		return err
 	}
