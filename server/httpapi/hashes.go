@@ -302,8 +302,8 @@ func (s *Server) hashSet(w http.ResponseWriter, r *http.Request) error {
 	if n > 1 {
 		return badRequest("give at most one of ttl_ms, at and keep_ttl")
 	}
-	if req.TTLMS < 0 {
-		return badField("ttl_ms", "is %d, want more than 0", req.TTLMS)
+	if req.TTLMS < 0 || req.TTLMS > ttlhash.MaxTTL.Milliseconds() {
+		return badField("ttl_ms", "is %d, want 1 to %d (milliseconds; 0 or none: no TTL)", req.TTLMS, ttlhash.MaxTTL.Milliseconds())
 	}
 	fields := make([]ttlhash.Field, len(req.Fields))
 	for i, f := range req.Fields {
@@ -541,8 +541,8 @@ func (s *Server) hashExpire(w http.ResponseWriter, r *http.Request) error {
 	case req.At != nil:
 		codes, err = h.ExpireAt(r.Context(), *req.At, cond, req.Fields...)
 	default:
-		if *req.TTLMS < 0 {
-			return badField("ttl_ms", "is %d, want 0 (expire now) or more", *req.TTLMS)
+		if *req.TTLMS < 0 || *req.TTLMS > ttlhash.MaxTTL.Milliseconds() {
+			return badField("ttl_ms", "is %d, want 0 (expire now) to %d (milliseconds)", *req.TTLMS, ttlhash.MaxTTL.Milliseconds())
 		}
 		codes, err = h.Expire(r.Context(), ms(*req.TTLMS), cond, req.Fields...)
 	}

@@ -189,3 +189,27 @@ func nested(t reflect.Type) bool {
 }
 
 var httpapiTimestamp Timestamp
+
+// limitGoNames are the names package ratelimit's errors give a Limit's
+// fields, with the JSON names of a limit in a request.
+var limitGoNames = []struct{ goName, field string }{
+	{"Events", "events"}, {"Per", "per"}, {"Burst", "burst"}, {"Quota", "quota"},
+}
+
+// limitFieldError words the error of the i-th limit of a request for its
+// sender: "limits[0].events is 0, want at least 1".
+func limitFieldError(i int, err error) error {
+	msg := strings.TrimPrefix(userWords(err.Error()), "invalid limit: ")
+	field := sprintf("limits[%d]", i)
+	for _, n := range limitGoNames {
+		if rest, ok := strings.CutPrefix(msg, n.goName+" "); ok {
+			field += "." + n.field
+			msg = rest
+			if !strings.HasPrefix(msg, "is ") && (len(msg) > 0 && (msg[0] >= '0' && msg[0] <= '9' || msg[0] == '-')) {
+				msg = "is " + msg
+			}
+			break
+		}
+	}
+	return fieldError{apiError{http.StatusBadRequest, CodeBadLimit, field + " " + msg, 0}, field}
+}

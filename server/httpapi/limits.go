@@ -144,7 +144,7 @@ func (s *Server) limitCall(req AllowRequest) (limitCall, error) {
 	for i, l := range req.Limits {
 		rl, err := limitOf(l)
 		if err != nil {
-			return c, apiError{http.StatusBadRequest, CodeBadLimit, "limit " + strconv.Itoa(i) + ": " + err.Error(), 0}
+			return c, limitFieldError(i, err)
 		}
 		c.limits = append(c.limits, rl)
 	}

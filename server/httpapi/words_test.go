@@ -66,6 +66,9 @@ func TestErrorsInUsersWords(t *testing.T) {
 		{"schedule spec", req{method: "PUT", path: "/v1/schedules/s", json: map[string]any{"spec": "nope", "job": map[string]any{"tube": "t"}}}, "spec", "spec"},
 		{"schedule zone", req{method: "PUT", path: "/v1/schedules/s", json: map[string]any{"spec": "@hourly", "zone": "Mars/X", "job": map[string]any{"tube": "t"}}}, "zone", "Mars/X"},
 		{"schedule job priority", req{method: "PUT", path: "/v1/schedules/s", json: map[string]any{"spec": "@hourly", "job": map[string]any{"tube": "t", "priority": -1}}}, "job.priority", "from 0 to 4294967295"},
+		{"hash TTL too long", req{method: "POST", path: "/v1/hashes/h/fields", json: map[string]any{"fields": []any{map[string]any{"name": "a", "value": "x"}}, "ttl_ms": int64(99999999999999)}}, "ttl_ms", "(milliseconds"},
+		{"expire TTL too long", req{method: "POST", path: "/v1/hashes/h/expire", json: map[string]any{"fields": []string{"a"}, "ttl_ms": int64(99999999999999)}}, "ttl_ms", "(milliseconds)"},
+		{"nested unknown field", req{method: "PUT", path: "/v1/schedules/s", json: map[string]any{"spec": "@hourly", "job": map[string]any{"tube": "t", "pri": 1}}}, "pri", "is not a field"},
 		{"schedule job TTR", req{method: "PUT", path: "/v1/schedules/s", json: map[string]any{"spec": "@hourly", "job": map[string]any{"tube": "t", "ttr_ms": 500}}}, "job.ttr_ms", "(milliseconds)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,6 +76,9 @@ func TestErrorsInUsersWords(t *testing.T) {
 			r := c.do(tc.r)
 			if r.status != http.StatusBadRequest {
 				t.Fatalf("status %d (%s), want 400", r.status, r.body)
+			}
+			if tc.name == "nested unknown field" && strings.Contains(string(r.body), "the fields are") {
+				t.Errorf("%s lists the top level's fields for a nested one", r.body)
 			}
 			var e struct {
 				Error struct{ Code, Message, Field string } `json:"error"`
@@ -90,6 +96,12 @@ func TestErrorsInUsersWords(t *testing.T) {
 				t.Errorf("message %q speaks Go (%q)", e.Error.Message, m)
 			}
 		})
+	}
+
+	// A limit's fields by their JSON names, under the limit's index.
+	r := c.do(req{method: "POST", path: "/v1/limits/allow", json: map[string]any{"key": "k", "limits": []any{map[string]any{"events": 0, "per": "1m"}}}, offSpec: true})
+	if !strings.Contains(string(r.body), `"message":"limits[0].events is 0, want at least 1","field":"limits[0].events"`) {
+		t.Errorf("a limit of 0 events: %s", r.body)
 	}
 
 	// Outcomes too: no package prefix, no context error.
