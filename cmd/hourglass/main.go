@@ -289,6 +289,8 @@ Examples:
   hourglass serve --store ./data
   echo '{"to":"ada@example.com"}' | hourglass put --tube emails --delay 10s -
   hourglass reserve --tube emails --timeout 30s --delete
+  hourglass reserve --keep --tube emails          # then bury, release, touch or delete it
+  hourglass work --tube emails -- ./send-email.sh
   hourglass tubes
 
 Exit status:
