@@ -90,7 +90,7 @@ func cursor(v, name string) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n > uint64(queue.MaxID) {
-		return 0, badRequest("%s %q: want a job id from 0 to %d", name, v, queue.MaxID)
+		return 0, badRequest("httpapi: %s %q: want a job id from 0 to %d", name, v, queue.MaxID)
 	}
 	return n, nil
 }
@@ -107,7 +107,7 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 	}
 	state, ok := stateNamed(stateName)
 	if !ok {
-		return badRequest("state %q: want ready, delayed, reserved or buried", stateName)
+		return badRequest("httpapi: state %q: want ready, delayed, reserved or buried", stateName)
 	}
 	after, err := cursor(q.Get("after"), "after")
 	if err != nil {
@@ -118,7 +118,7 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if after != 0 && before != 0 {
-		return badRequest("give after or before, not both")
+		return badRequest("httpapi: give after or before, not both")
 	}
 	ctx := r.Context()
 	st, err := s.Queue.StatsTube(ctx, tube)
@@ -224,7 +224,7 @@ type jobField struct {
 func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
 	n, err := strconv.ParseUint(r.URL.Query().Get("id"), 10, 64)
 	if err != nil || n == 0 || n > uint64(queue.MaxID) {
-		return badRequest("job id %q: want a whole number from 1 to %d", r.URL.Query().Get("id"), queue.MaxID)
+		return badRequest("httpapi: job id %q: want a whole number from 1 to %d", r.URL.Query().Get("id"), queue.MaxID)
 	}
 	id := queue.ID(n)
 	st, err := s.Queue.StatsJob(r.Context(), id) // the job and its stats in one look
@@ -340,7 +340,7 @@ func (s *Server) deleteBuried(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Max < 1 || req.Max > maxDeleteBuried {
-		return badRequest("max is %d, want 1 to %d", req.Max, maxDeleteBuried)
+		return badRequest("httpapi: max is %d, want 1 to %d", req.Max, maxDeleteBuried)
 	}
 	n, err := deleteBuried(r.Context(), s.Queue.WithOwner(noLease), tube, req.Max)
 	if err != nil {

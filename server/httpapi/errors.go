@@ -260,7 +260,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	ae := asAPIError(err)
 	var b errorBody
-	b.Error.Code, b.Error.Message, b.Error.Field = ae.code, ae.message, fieldOf(err)
+	// userWords again: a handler's own message may name its package.
+	b.Error.Code, b.Error.Message, b.Error.Field = ae.code, userWords(ae.message), fieldOf(err)
 	if ae.retryAfter > 0 {
 		secs := (ae.retryAfter + time.Second - 1) / time.Second
 		w.Header().Set("Retry-After", strconv.FormatInt(int64(secs), 10))

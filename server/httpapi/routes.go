@@ -62,9 +62,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/", s.api("http", "unknown", func(w http.ResponseWriter, r *http.Request) error {
 		if a := allowed(mux, r); a != "" {
 			w.Header().Set("Allow", a)
-			return apiError{http.StatusMethodNotAllowed, CodeNotAllowed, "method " + r.Method + " not allowed on " + r.URL.Path, 0}
+			return apiError{http.StatusMethodNotAllowed, CodeNotAllowed, "httpapi: method " + r.Method + " not allowed on " + r.URL.Path, 0}
 		}
-		return apiError{http.StatusNotFound, CodeNotFound, "no route " + r.Method + " " + r.URL.Path, 0}
+		return apiError{http.StatusNotFound, CodeNotFound, "httpapi: no route " + r.Method + " " + r.URL.Path, 0}
 	}))
 	mux.Handle("GET /metrics", s.authorized(s.Metrics.handler()))
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -90,7 +90,7 @@ func (s *Server) api(prim, command string, h func(w http.ResponseWriter, r *http
 		defer inFlight.Dec()
 		var err error
 		if !s.checkToken(r) {
-			err = apiError{http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token", 0}
+			err = apiError{http.StatusUnauthorized, CodeUnauthorized, "httpapi: missing or wrong bearer token", 0}
 		} else {
 			err = h(w, r)
 		}
@@ -108,7 +108,7 @@ func (s *Server) api(prim, command string, h func(w http.ResponseWriter, r *http
 func (s *Server) authorized(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.checkToken(r) {
-			writeError(w, r, apiError{http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token", 0})
+			writeError(w, r, apiError{http.StatusUnauthorized, CodeUnauthorized, "httpapi: missing or wrong bearer token", 0})
 			return
 		}
 		h.ServeHTTP(w, r)
