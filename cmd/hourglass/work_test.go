@@ -324,3 +324,9 @@ func TestWorkTouches(t *testing.T) {
 		t.Errorf("job-timeouts %q, want 0: the touches did not keep the job", timeouts)
 	}
 }
+
+// A reserve the server refuses (here: no token) stops work with exit 1.
+func TestWorkRefused(t *testing.T) {
+	p := startServe(t, []string{"HOURGLASS_AUTH_TOKEN=tok"}, "--store", "mem://")
+	expect(t, []string{"HOURGLASS_HTTP=http://" + p.httpAddr}, 1, []string{"work", "--", "true"}, "reserve: missing or wrong bearer token (unauthorized)")
+}
