@@ -271,7 +271,9 @@ func (w *shellWorker) finish(hc *httpClient, job wireJob, runErr error, stderrTa
 	if runErr == nil {
 		if _, _, err := hc.call(ctx, "DELETE", path, nil); err != nil {
 			w.logf("job %d: done, but deleting it failed: %v", job.ID, heldError(err, job.ID))
+			return
 		}
+		w.logf("job %d: done; deleted", job.ID)
 		return
 	}
 	if interrupted {

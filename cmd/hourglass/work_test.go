@@ -188,6 +188,7 @@ if [ "$body" = bad ]; then echo "lots of noise" >&2; echo "fatal: cannot frobnic
 	w.stdout.waitFor(t, "ran good "+good+" try 1", 30*time.Second)
 	w.stdout.waitFor(t, "ran bad "+bad+" try 2", 30*time.Second)
 	w.stderr.waitFor(t, "job "+bad+": exit status 3 on attempt 2 of 2; buried", 30*time.Second)
+	w.stderr.waitFor(t, "job "+good+": done; deleted", 30*time.Second)
 	expect(t, env, 3, []string{"peek", good}, "not found")
 	v := peekJob(t, env, bad)
 	if v.State != "buried" || v.Priority != 4 || !strings.HasSuffix(v.LastError, "fatal: cannot frobnicate bad") ||
@@ -309,7 +310,7 @@ func TestWorkTouches(t *testing.T) {
 	ok(t, env, "put", "--tube", "long", "--ttr", "1s", "x")
 	w := startWork(t, env, "--tube", "long", "--", "sh", "-c", "sleep 2.5; echo finished")
 	w.stdout.waitFor(t, "finished", 30*time.Second)
-	// The worker deletes the job before it stops.
+	w.stderr.waitFor(t, "job 1: done; deleted", 30*time.Second)
 	if code := w.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("work exited %d", code)
 	}
