@@ -485,6 +485,9 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 		if j.state == queue.Delayed || j.state == queue.Reserved {
 			out.TimeLeft = durationOf(max(j.at-now, 0))
 		}
+		if j.state == queue.Reserved {
+			out.ReservedBy = j.owner
+		}
 	} else {
 		err = queue.ErrNotFound
 	}

@@ -122,6 +122,10 @@ type JobStats struct {
 	LastErrorAt time.Time
 	// UniqueKey is the key the job was put with; "" for none.
 	UniqueKey string
+	// ReservedBy is the owner of the job's reservation (Queue.Owner of
+	// the holder: a beanstalkd connection, an HTTP lease, a worker) while
+	// it is reserved; "" otherwise.
+	ReservedBy string
 	// Body is the job's body, so that one call gives stats and peek (Job).
 	Body []byte
 }

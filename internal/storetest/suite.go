@@ -74,6 +74,7 @@ func queueCases() []queueCase {
 		{"PeekStateN", testPeekStateN},
 		{"StatsJob", testStatsJob},
 		{"HistoryReasons", testHistoryReasons},
+		{"ReservedBy", testReservedBy},
 		{"HistoryReasonBound", testHistoryReasonBound},
 		{"StatsTube", testStatsTube},
 		{"StatsTubeUnknown", testStatsTubeUnknown},

@@ -254,7 +254,10 @@ func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
 // knownJobStats are the fields of queue.JobStats the job page names.
 var knownJobStats = map[string]bool{"ID": true, "Tube": true, "State": true, "Priority": true, "Age": true,
 	"Delay": true, "TTR": true, "TimeLeft": true, "Reserves": true, "Timeouts": true, "Releases": true,
-	"Buries": true, "Kicks": true}
+	"Buries": true, "Kicks": true,
+	// Shown elsewhere: the body below the facts, the holder by holderOf
+	// (an HTTP lease's owner is its token, never shown whole).
+	"Body": true, "ReservedBy": true}
 
 // jobExtras returns the fields of st the page does not name, those that
 // are set: what the store records beyond beanstalkd's stats-job (a last
