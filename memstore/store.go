@@ -68,7 +68,8 @@ type Store struct {
 	locks     Locks
 	limits    Limits
 	schedules Schedules
-	hashes    Hashes // the view of fields and events
+	counters  counterLog // the tubes' counters by minute (counters.go)
+	hashes    Hashes     // the view of fields and events
 }
 
 func newStore(opts *Options) *Store {
@@ -84,6 +85,7 @@ func newStore(opts *Options) *Store {
 	s.locks.init(s)
 	s.limits.init(s)
 	s.schedules.init(s)
+	s.counters.init(s)
 	s.hashes.s = s
 	s.register()
 	s.timer = opts.afterFunc()(time.Hour, s.fire)

@@ -75,6 +75,7 @@ func queueCases() []queueCase {
 		{"StatsJob", testStatsJob},
 		{"HistoryReasons", testHistoryReasons},
 		{"ReservedBy", testReservedBy},
+		{"CounterLog", testCounterLog},
 		{"HistoryReasonBound", testHistoryReasonBound},
 		{"StatsTube", testStatsTube},
 		{"StatsTubeUnknown", testStatsTubeUnknown},
