@@ -188,7 +188,7 @@ func TestDashboardSchedules(t *testing.T) {
 	c.setSchedule(t, "a-berlin", map[string]any{"spec": "30 2 * * *", "zone": "Europe/Berlin", "job": map[string]any{"tube": "b"}, "misfire": map[string]any{"policy": "catch_up", "n": 2}})
 	c.do(req{method: "POST", path: schedPath("a-berlin", "trigger")}).want(t, http.StatusOK, "")
 	c.do(req{method: "POST", path: schedPath("b-hourly", "pause")}).want(t, http.StatusOK, "")
-	page := string(c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body)
+	page := string(c.do(req{method: "GET", path: "/dashboard/panels?view=schedules"}).want(t, http.StatusOK, "").body)
 	a, b := strings.Index(page, `data-schedule="a-berlin"`), strings.Index(page, `data-schedule="b-hourly"`)
 	if a < 0 || b < a {
 		t.Fatalf("the panel does not list both schedules in name order:\n%s", page)

@@ -36,6 +36,25 @@ type activityRow struct {
 	last      time.Time
 	lastOK    bool
 	buckets   [recentBuckets]activityBucket
+	// remaining and fullAt: from the last allow decision (the store's
+	// Remaining, and when ResetAfter said the key would be idle again);
+	// remaining -1 before any.
+	remaining int
+	fullAt    time.Time
+}
+
+// left notes the capacity a decision of c left: remaining events, and the
+// key full again after resetAfter.
+func (a *limitActivity) left(c limitCall, remaining int, resetAfter time.Duration, now time.Time) {
+	id := "n:" + c.name
+	if c.name == "" {
+		id = "k:" + c.key
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if row := a.rows[id]; row != nil {
+		row.remaining, row.fullAt = remaining, now.Add(resetAfter)
+	}
 }
 
 type activityBucket struct {
@@ -64,7 +83,7 @@ func (a *limitActivity) record(c limitCall, allowed bool, now time.Time) {
 			}
 			delete(a.rows, oldest)
 		}
-		row = &activityRow{name: c.name}
+		row = &activityRow{name: c.name, remaining: -1}
 		if c.name == "" {
 			row.key = c.key
 		}
@@ -90,6 +109,12 @@ type LimitActivity struct {
 	Allowed, Denied int64 // over the last five minutes
 	LastAgoMS       int64 // since the last decision; -1: none yet
 	LastAllowed     bool
+	// Remaining is what the last allow decision left (the store's
+	// Remaining: events that would pass), -1 unknown; FullInMS how long
+	// until the key is back to its full burst, by what that decision said,
+	// 0 when it is already.
+	Remaining int
+	FullInMS  int64
 }
 
 // snapshot returns the rows, named limits first (every configured one,
@@ -99,7 +124,8 @@ func (a *limitActivity) snapshot(named []NamedLimit, now time.Time) []LimitActiv
 	defer a.mu.Unlock()
 	from := now.Unix()/60 - recentBuckets + 1
 	view := func(r *activityRow) LimitActivity {
-		v := LimitActivity{Name: r.name, Key: r.key, Spec: r.spec, LastAgoMS: now.Sub(r.last).Milliseconds(), LastAllowed: r.lastOK}
+		v := LimitActivity{Name: r.name, Key: r.key, Spec: r.spec, LastAgoMS: now.Sub(r.last).Milliseconds(), LastAllowed: r.lastOK,
+			Remaining: r.remaining, FullInMS: max(r.fullAt.Sub(now), 0).Milliseconds()}
 		for _, b := range r.buckets {
 			if b.minute >= from {
 				v.Allowed += b.allowed
@@ -113,7 +139,7 @@ func (a *limitActivity) snapshot(named []NamedLimit, now time.Time) []LimitActiv
 		if r := a.rows["n:"+nl.Name]; r != nil {
 			out = append(out, view(r))
 		} else {
-			out = append(out, LimitActivity{Name: nl.Name, Spec: nl.Spec, LastAgoMS: -1})
+			out = append(out, LimitActivity{Name: nl.Name, Spec: nl.Spec, LastAgoMS: -1, Remaining: -1})
 		}
 	}
 	var keys []LimitActivity
