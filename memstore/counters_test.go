@@ -59,3 +59,43 @@ func TestCountersSurviveReopen(t *testing.T) {
 	defer s.Close()
 	check("from the snapshot, an hour on", s, []queue.CounterSample{b})
 }
+
+// TestLogStats: a Store made by Open reports its log's size, and the time
+// of its last snapshot once one is written, also after a reopen; one made
+// by New reports no log.
+func TestLogStats(t *testing.T) {
+	ctx := context.Background()
+	mem := must(New(nil))
+	defer mem.Close()
+	if ls := mem.LogStats(); ls != (LogStats{}) {
+		t.Errorf("New: %+v, want no log", ls)
+	}
+	dir := t.TempDir()
+	s, err := Open(dir, &Options{Fsync: FsyncNo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "t", []queue.NewJob{{Body: []byte("x"), TTR: time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	ls := s.LogStats()
+	if ls.Dir != dir || ls.Bytes == 0 || ls.LiveBytes == 0 || !ls.LastSnapshot.IsZero() {
+		t.Errorf("before a snapshot: %+v, want the dir, some bytes and no snapshot", ls)
+	}
+	before := time.Now()
+	if err := s.compactNow(); err != nil {
+		t.Fatal(err)
+	}
+	if ls := s.LogStats(); ls.LastSnapshot.Before(before) {
+		t.Errorf("after a snapshot: %+v, want its time", ls)
+	}
+	s.Close()
+	s, err = Open(dir, &Options{Fsync: FsyncNo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if ls := s.LogStats(); ls.LastSnapshot.IsZero() || ls.LastSnapshot.After(time.Now()) {
+		t.Errorf("reopened: %+v, want the snapshot's time", ls)
+	}
+}

@@ -57,7 +57,9 @@ type Store struct {
 	wakes   []wakeup  // listeners to wake when the current operation ends
 
 	compacting   bool
-	compactFloor int64  // after a failed snapshot, the log size to reach before trying again
+	compactFloor int64     // after a failed snapshot, the log size to reach before trying again
+	dir          string    // Open's directory
+	lastSnapshot time.Time // when the last snapshot was written (logstats.go)
 	scratch      []byte // for encoding records
 
 	// The parts (register lists them). The job queue is embedded: the
@@ -120,7 +122,8 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memstore: open %s: %w", dir, err)
 	}
-	s.log = l
+	s.log, s.dir = l, dir
+	s.lastSnapshot = snapshotTime(dir, l.Recovery().Snapshot)
 	if rec := l.Recovery(); rec.CutBytes > 0 {
 		s.logger.Warn("memstore: cut a torn tail off the log", "file", rec.CutFile, "offset", rec.CutOffset, "bytes", rec.CutBytes)
 	}
@@ -329,7 +332,7 @@ func (s *Store) maybeCompactLocked() {
 			s.compactFloor = 2 * size
 			return
 		}
-		s.compactFloor = 0
+		s.compactFloor, s.lastSnapshot = 0, time.Now()
 	}()
 }
 
@@ -356,6 +359,9 @@ func (s *Store) compactNow() error {
 	err = w.Commit()
 	s.mu.Lock()
 	s.compacting = false
+	if err == nil {
+		s.lastSnapshot = time.Now()
+	}
 	s.mu.Unlock()
 	return err
 }

@@ -424,6 +424,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		return err
 	}
 	hs.StoreKind = b.Kind
+	hs.StoreFacts = storeFacts(b)
 	// One client for the schedules' routes and for firing them, counting
 	// the fires on the metrics.
 	schedules, err := newSchedules(metrics.WatchSchedules(b.Schedules), log)

@@ -107,8 +107,8 @@ func TestDashboardInChromium(t *testing.T) {
 	if s := text(`#panel-jobs table.tubes`); !strings.Contains(s, "mail") || !strings.Contains(s, "reports") {
 		t.Errorf("the tubes table shows %q, want mail and reports", s)
 	}
-	if s := text(`#panel-jobs .timeline`); !strings.Contains(s, "reminder") {
-		t.Errorf("the timeline shows %q, want the delayed reminder", s)
+	if s := text(`#panel-jobs table.delayed`); !strings.Contains(s, "reminder") {
+		t.Errorf("the delayed jobs show %q, want the delayed reminder", s)
 	}
 	if s := text(`tr[data-tube="reports"] td.paused`); !strings.Contains(s, "paused") {
 		t.Errorf("the reports tube shows %q, want paused", s)
@@ -135,9 +135,12 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("job %d after the kick: %+v, %v; want ready, kicked once", buried, st, err)
 	}
 
-	// The schedule: its spec, zone and last fire; pause it, then trigger
-	// it, from the page.
+	// The schedule, in its view: its spec, zone and last fire; pause it,
+	// then trigger it, from the page.
 	row := `#panel-schedules tr[data-schedule="nightly-digest"]`
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#nav a[data-view="schedules"]`)), chromedp.WaitVisible(chromedp.CSS(row))); err != nil {
+		t.Fatalf("opening the schedules: %v", err)
+	}
 	if s := text(chromedp.CSS(row)); !strings.Contains(s, "30 2 * * *") || !strings.Contains(s, "Europe/Berlin") || !strings.Contains(s, "triggered") {
 		t.Errorf("the schedule's row shows %q, want its spec, zone and the triggered fire", s)
 	}

@@ -65,7 +65,8 @@
     kinds.forEach(function (k) {
       var fig = html("figure", "chart", null, grid);
       fig.dataset.chart = k.name;
-      var cap = html("figcaption", null, k.title, fig);
+      var cap = html("figcaption", null, null, fig);
+      html("span", "title", k.title, cap).title = k.title;
       var max = html("span", "max", "", cap);
       var svg = el("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": k.title, preserveAspectRatio: "none" }, fig);
       el("line", { x1: 0, y1: H - PAD, x2: W, y2: H - PAD, class: "axis" }, svg);
@@ -97,7 +98,9 @@
         d += (pen ? "L" : "M") + x(i).toFixed(1) + " " + y(v).toFixed(1);
         pen = true;
       });
-      if (d) paths.push(el("path", { d: d, fill: "none", stroke: palette[li % palette.length], "stroke-width": 1.5, "vector-effect": "non-scaling-stroke" }));
+      // A point with no neighbour is drawn as a dot.
+      d = d.replace(/M([0-9.]+) ([0-9.]+)(?=M|$)/g, "M$1 $2h2");
+      if (d) paths.push(el("path", { d: d, fill: "none", stroke: palette[li % palette.length], "stroke-width": 1.5, "stroke-linecap": "round", "vector-effect": "non-scaling-stroke" }));
     });
     f.g.replaceChildren.apply(f.g, paths);
     f.max.textContent = "max " + fmt(top) + (unit || "");
