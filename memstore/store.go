@@ -60,7 +60,7 @@ type Store struct {
 	compactFloor int64     // after a failed snapshot, the log size to reach before trying again
 	dir          string    // Open's directory
 	lastSnapshot time.Time // when the last snapshot was written (logstats.go)
-	scratch      []byte // for encoding records
+	scratch      []byte    // for encoding records
 
 	// The parts (register lists them). The job queue is embedded: the
 	// Store is its queue.Store.

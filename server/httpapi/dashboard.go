@@ -130,15 +130,15 @@ func (s *Server) renderView(ctx context.Context, name string) (template.HTML, er
 
 // jobsPanelData is what the jobs panel shows.
 type jobsPanelData struct {
-	Tubes   []TubeStats
-	More    bool // more tubes than shown
+	Tubes    []TubeStats
+	More     bool // more tubes than shown
 	Delayed  []panelJob
 	Buried   []panelJob
 	Reserved []panelJob // soonest end of TTR first, with their holders
 	// DelayedCut: the timeline shows only the soonest panelTimeline;
 	// ReservedCut likewise.
 	DelayedCut, ReservedCut bool
-	PauseOpts  []pauseOpt
+	PauseOpts               []pauseOpt
 }
 
 // The dashboard lists up to panelJobsPerTube delayed and buried jobs of
