@@ -14,7 +14,8 @@ type LogStats struct {
 	// Dir is the directory given to Open; "" for a Store made by New,
 	// which keeps no log (and whose other fields are zero).
 	Dir string
-	// Bytes is the log's size: the last snapshot and the records since.
+	// Bytes is the size of the log's records since the last snapshot
+	// (what the next snapshot makes obsolete).
 	Bytes int64
 	// LiveBytes is about what a snapshot of the state takes now; a
 	// snapshot is written when Bytes passes max(Options.CompactBytes,

@@ -56,6 +56,14 @@
 // wake-up. (Waiting works the same way in every primitive: see
 // docs/architecture.md, "Waiting without polling".)
 //
+// # History
+//
+// A store that implements CounterLog (both of hourglass's do) keeps
+// samples of the tubes' cumulative counters by minute, for a bounded time,
+// shared by every process on it; the dashboard charts jobs processed and
+// failed per tube per minute from them. JobStats.ReservedBy names who holds
+// a reserved job.
+//
 // # Errors
 //
 // Outcomes callers branch on are sentinels tested with errors.Is:

@@ -110,7 +110,7 @@ func engineFacts(ls memstore.LogStats) []httpapi.StoreFact {
 	return []httpapi.StoreFact{
 		{Name: "engine", Value: "embedded, with a log"},
 		{Name: "directory", Value: ls.Dir},
-		{Name: "log size", Value: mib(ls.Bytes)},
+		{Name: "log since the last snapshot", Value: mib(ls.Bytes)},
 		{Name: "live data", Value: mib(ls.LiveBytes) + " (a snapshot is written when the log passes twice this)"},
 		{Name: "last snapshot", Value: snap},
 	}

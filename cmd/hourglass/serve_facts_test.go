@@ -57,7 +57,7 @@ func TestStoreFacts(t *testing.T) {
 	}
 	dir := t.TempDir()
 	f = factsOf(t, open("file://"+dir))
-	if f["directory"] != dir || f["log size"] == "" || f["last snapshot"] != "none yet" {
+	if f["directory"] != dir || f["log since the last snapshot"] == "" || f["last snapshot"] != "none yet" {
 		t.Errorf("file store facts %v", f)
 	}
 	if f := factsOf(t, open("mem://")); !strings.Contains(f["engine"], "in memory") {
