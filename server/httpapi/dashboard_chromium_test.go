@@ -456,7 +456,7 @@ func TestDashboardViewsInChromium(t *testing.T) {
 		t.Errorf("after a reload the time reads %q, want %q: the zone chosen is remembered", s, local)
 	}
 	screenshots(t, bctx, "job-local-time")
-	err = chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/#job=%d", ts.url, ready[3])), chromedp.WaitVisible(chromedp.CSS(`#job pre.body`)))
+	err = chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/#job=%d", ts.url, ready[3])), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#job[data-job="%d"] pre.body`, ready[3]))))
 	if err != nil {
 		t.Fatal(err)
 	}
