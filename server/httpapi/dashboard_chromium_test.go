@@ -320,7 +320,7 @@ func TestDashboardViewsInChromium(t *testing.T) {
 				t.Errorf("the store view reads %q, want the store's facts and where the history is kept", s)
 			}
 		case "limits":
-			if s := text(`#panel-limits tr[data-limit="sms"] td.remaining`); !strings.Contains(s, "2") || !strings.Contains(s, "full in") {
+			if s := text(`#panel-limits tr[data-limit="sms"] td.remaining`); !strings.Contains(s, "2 for user-42") || !strings.Contains(s, "full in") {
 				t.Errorf("the sms limit's remaining capacity reads %q, want 2 left, full in about 20s", s)
 			}
 		}

@@ -184,9 +184,6 @@ func (s *Server) limitAllow(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := s.Limiter.AllowN(r.Context(), c.key, c.n, c.limits...)
 	s.decided(c, res.Allowed, err)
-	if err == nil {
-		s.limitActivity.left(c, res.Remaining, res.ResetAfter, time.Now())
-	}
 	if err != nil {
 		return err
 	}

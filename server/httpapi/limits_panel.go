@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass-io/hourglass/ratelimit"
 )
 
 // The dashboard's rate limit panel shows, for each named limit and for
@@ -36,25 +38,10 @@ type activityRow struct {
 	last      time.Time
 	lastOK    bool
 	buckets   [recentBuckets]activityBucket
-	// remaining and fullAt: from the last allow decision (the store's
-	// Remaining, and when ResetAfter said the key would be idle again);
-	// remaining -1 before any.
-	remaining int
-	fullAt    time.Time
-}
-
-// left notes the capacity a decision of c left: remaining events, and the
-// key full again after resetAfter.
-func (a *limitActivity) left(c limitCall, remaining int, resetAfter time.Duration, now time.Time) {
-	id := "n:" + c.name
-	if c.name == "" {
-		id = "k:" + c.key
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if row := a.rows[id]; row != nil {
-		row.remaining, row.fullAt = remaining, now.Add(resetAfter)
-	}
+	// lastKey and limits: the key and limits of the last decision, which
+	// the panel peeks at (Limiter.Peek) for the capacity left now.
+	lastKey string
+	limits  []ratelimit.Limit
 }
 
 type activityBucket struct {
@@ -83,13 +70,14 @@ func (a *limitActivity) record(c limitCall, allowed bool, now time.Time) {
 			}
 			delete(a.rows, oldest)
 		}
-		row = &activityRow{name: c.name, remaining: -1}
+		row = &activityRow{name: c.name}
 		if c.name == "" {
 			row.key = c.key
 		}
 		a.rows[id] = row
 	}
 	row.spec = FormatLimits(c.limits)
+	row.lastKey, row.limits = c.key, c.limits
 	row.last, row.lastOK = now, allowed
 	minute := now.Unix() / 60
 	b := &row.buckets[minute%recentBuckets]
@@ -109,12 +97,14 @@ type LimitActivity struct {
 	Allowed, Denied int64 // over the last five minutes
 	LastAgoMS       int64 // since the last decision; -1: none yet
 	LastAllowed     bool
-	// Remaining is what the last allow decision left (the store's
-	// Remaining: events that would pass), -1 unknown; FullInMS how long
-	// until the key is back to its full burst, by what that decision said,
-	// 0 when it is already.
+	// PeekKey is the key of the last decision (a named limit's too), and
+	// Remaining and FullInMS what it has left now by the store
+	// (Limiter.Peek): events that would pass, and how long until it is back
+	// to its full burst (0: it is); Remaining -1 when not read.
+	PeekKey   string
 	Remaining int
 	FullInMS  int64
+	limits    []ratelimit.Limit
 }
 
 // snapshot returns the rows, named limits first (every configured one,
@@ -125,7 +115,7 @@ func (a *limitActivity) snapshot(named []NamedLimit, now time.Time) []LimitActiv
 	from := now.Unix()/60 - recentBuckets + 1
 	view := func(r *activityRow) LimitActivity {
 		v := LimitActivity{Name: r.name, Key: r.key, Spec: r.spec, LastAgoMS: now.Sub(r.last).Milliseconds(), LastAllowed: r.lastOK,
-			Remaining: r.remaining, FullInMS: max(r.fullAt.Sub(now), 0).Milliseconds()}
+			PeekKey: r.lastKey, Remaining: -1, limits: r.limits}
 		for _, b := range r.buckets {
 			if b.minute >= from {
 				v.Allowed += b.allowed
@@ -173,8 +163,26 @@ type limitsPanelData struct {
 	MaxTracked int
 }
 
+// maxPeeks bounds the store calls of one rendering of the panel: the
+// first rows have their capacity read, the others not.
+const maxPeeks = 50
+
 func limitsPanel(ctx context.Context, s *Server) (any, error) {
 	d := limitsPanelData{Rows: s.limitActivity.snapshot(s.namedLimits(), time.Now()), WindowMin: recentBuckets, MaxTracked: MaxTrackedLimits}
+	for i := range d.Rows[:min(len(d.Rows), maxPeeks)] {
+		r := &d.Rows[i]
+		if r.PeekKey == "" || len(r.limits) == 0 {
+			continue
+		}
+		res, err := s.Limiter.Peek(ctx, r.PeekKey, r.limits...)
+		if err != nil {
+			if storeFailure(err) {
+				return nil, err
+			}
+			continue
+		}
+		r.Remaining, r.FullInMS = res.Remaining, res.ResetAfter.Milliseconds()
+	}
 	if s.EnvoyDescriptors != nil {
 		d.EnvoyOn, d.Envoy = true, s.EnvoyDescriptors()
 	}

@@ -301,9 +301,10 @@ func TestLimitMetricsAndPanel(t *testing.T) {
 		if !strings.Contains(row, `<td class="n allowed" data-label="allowed">1</td>`) || !strings.Contains(row, `<td class="n denied" data-label="denied">2</td>`) || !strings.Contains(row, "1/30m") {
 			t.Errorf("the sms row is %s, want 1 allowed, 2 denied", row)
 		}
-		// Its remaining capacity: none left, full again in about 30 minutes.
-		if !strings.Contains(row, `data-label="remaining"><span class="n">0</span> <span class="note">full in 29m`) {
-			t.Errorf("the sms row is %s, want 0 remaining, full in 29m and some seconds", row)
+		// Its remaining capacity now, for the key of its last decision:
+		// none left, full again in about 30 minutes.
+		if !strings.Contains(row, `data-label="remaining"><span class="n">0</span> <span class="note">for</span> <code>&#43;15550100</code> <span class="note">full in 29m`) {
+			t.Errorf("the sms row is %s, want 0 remaining for key +15550100, full in 29m and some seconds", row)
 		}
 	})
 }
