@@ -3,7 +3,8 @@
 //     a view rendered on the server (GET /dashboard/panels?view=…);
 //   #tube=…&state=…: a tube's jobs (GET /dashboard/browse);
 //   #job=…: a job's page (GET /dashboard/job).
-// The view on screen is fetched again every two seconds and its new HTML
+// The view on screen is fetched again every two seconds (the tube view
+// every ten) and its new HTML
 // is merged into the page in place (morph): only the values that changed
 // are touched, so nothing moves under the reader, and what they selected,
 // opened or typed stays. Times come from the server as <time datetime>
@@ -418,7 +419,14 @@
   }
   info();
   refresh();
-  setInterval(function () { refresh(true); }, 2000);
+  // Every two seconds; the tube view every ten, since each of its loads
+  // reads the tube's window of up to 1,000 jobs again, bodies and all.
+  var ticks = 0;
+  setInterval(function () {
+    ticks++;
+    if (route().get("tube") && ticks % 5 !== 0) return;
+    refresh(true);
+  }, 2000);
   setInterval(uptime, 1000);
   window.hourglassGet = get;
 })();
