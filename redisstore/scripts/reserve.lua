@@ -133,7 +133,7 @@ local function serve(a)
   end
 
   local next, nexttube = -1, 0
-  if limited and got < max then
+  if limited and (got < max or max == 0) then
     next, nexttube = held()
   end
   if got < max or max == 0 then

@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
@@ -164,4 +167,76 @@ func collectTubeLimits(ch chan<- prometheus.Metric, st queue.TubeStats) {
 	if r := st.Limits.Rate; st.Limits.HasRate() {
 		ch <- prometheus.MustNewConstMetric(limitRateDesc, prometheus.GaugeValue, float64(r.Events)/r.Per.Seconds(), st.Name)
 	}
+}
+
+// TubeLimitSpecSyntax describes the text form of a tube's limits that
+// ParseTubeLimits reads (hourglass serve --tube-limit, hourglass
+// tube-limit set).
+const TubeLimitSpecSyntax = `A tube's limits are RATE, cap=N, or both separated by ';': RATE is a
+GCRA limit as --limit reads one (EVENTS/PER[,burst=N]: 100/1s,burst=10),
+N the most jobs of the tube reserved at once. Examples: 100/1s,burst=10;
+cap=5; 10/1m;cap=2.`
+
+// ParseTubeLimits reads a tube's limits in the text form of
+// TubeLimitSpecSyntax. Errors wrap queue.ErrInvalid or
+// ratelimit.ErrInvalidLimit.
+func ParseTubeLimits(spec string) (queue.Limits, error) {
+	var l queue.Limits
+	var haveRate, haveCap bool
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return l, fmt.Errorf("%w: empty tube limits", queue.ErrInvalid)
+	}
+	for part := range strings.SplitSeq(spec, ";") {
+		part = strings.TrimSpace(part)
+		if n, ok := strings.CutPrefix(part, "cap="); ok {
+			c, err := strconv.Atoi(n)
+			if err != nil || haveCap {
+				return queue.Limits{}, fmt.Errorf("%w: tube limits %q: cap=N wants one whole number", queue.ErrInvalid, spec)
+			}
+			l.Cap, haveCap = c, true
+			continue
+		}
+		rs, err := ParseLimits(part)
+		if err != nil {
+			return queue.Limits{}, err
+		}
+		if len(rs) != 1 || haveRate {
+			return queue.Limits{}, fmt.Errorf("%w: tube limits %q: one rate at most", queue.ErrInvalid, spec)
+		}
+		l.Rate, haveRate = rs[0], true
+	}
+	if l.IsZero() {
+		return l, fmt.Errorf("%w: tube limits %q limit nothing", queue.ErrInvalid, spec)
+	}
+	return l, l.Validate()
+}
+
+// ParseNamedTubeLimits reads TUBE=SPEC (hourglass serve --tube-limit).
+func ParseNamedTubeLimits(s string) (string, queue.Limits, error) {
+	tube, spec, ok := strings.Cut(s, "=")
+	tube = strings.TrimSpace(tube)
+	if !ok {
+		return "", queue.Limits{}, fmt.Errorf("%w: %q: want TUBE=SPEC, e.g. emails=100/1s;cap=5", queue.ErrInvalid, s)
+	}
+	if err := queue.CheckTube(tube); err != nil {
+		return "", queue.Limits{}, err
+	}
+	l, err := ParseTubeLimits(spec)
+	if err != nil {
+		return "", queue.Limits{}, fmt.Errorf("tube %s: %w", tube, err)
+	}
+	return tube, l, nil
+}
+
+// TubeLimitsSpec writes l in the text form ParseTubeLimits reads.
+func TubeLimitsSpec(l queue.Limits) string {
+	var parts []string
+	if l.HasRate() {
+		parts = append(parts, fmt.Sprintf("%d/%v,burst=%d", l.Rate.Events, l.Rate.Per, l.Rate.BurstOrDefault()))
+	}
+	if l.Cap > 0 {
+		parts = append(parts, "cap="+strconv.Itoa(l.Cap))
+	}
+	return strings.Join(parts, ";")
 }
