@@ -173,13 +173,13 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // freeSlotLocked wakes the waiters of j's tube when j, about to leave the
-// reserved state other than to ready (a delete, a bury), frees a place
-// under the tube's cap.
+// reserved state other than to ready (a delete, a bury), frees a place of
+// a tube at its cap (below the cap, no reserve waits for a place).
 func (s *Store) freeSlotLocked(j *job) {
 	if j.state != queue.Reserved {
 		return
 	}
-	if tl := s.tubeLimits[j.tube.name]; tl != nil && tl.l.Cap > 0 {
+	if tl := s.tubeLimits[j.tube.name]; tl != nil && tl.l.Cap > 0 && j.tube.reserved.len() >= tl.l.Cap {
 		s.wakeLocked(j.tube.name)
 	}
 }
@@ -204,4 +204,40 @@ func (s *Store) heldLocked(tubes []string, now int64) map[*tube]int64 {
 		}
 	}
 	return held
+}
+
+// drainedLocked sets res.Drained, after a reserve took jobs, when limits
+// hold back every ready job left in tubes, with Next and NextTube the
+// least time until a rate frees one (Next < 0 when only caps hold them).
+func (s *Store) drainedLocked(tubes []string, now int64, res *queue.ReserveResult) {
+	next, nextTube := int64(-1), ""
+	limited := false
+	for _, name := range tubes {
+		t, tl := s.tubes[name], s.tubeLimits[name]
+		if t == nil || t.paused {
+			continue
+		}
+		limited = limited || tl != nil
+		if t.ready.len() == 0 {
+			continue
+		}
+		if tl == nil {
+			return
+		}
+		w := tl.wait(t, now)
+		if w == 0 {
+			return
+		}
+		if w > 0 && (next < 0 || w < next) {
+			next, nextTube = w, name
+		}
+	}
+	if !limited {
+		return // no limit among the tubes: the caller wakes waiters as for any reserve
+	}
+	res.Drained = true
+	res.Next, res.NextTube = -1, ""
+	if next >= 0 {
+		res.Next, res.NextTube = durationOf(next), nextTube
+	}
 }

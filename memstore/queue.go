@@ -164,6 +164,9 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 	if len(res.Jobs) < req.Max && len(s.tubeLimits) > 0 {
 		held = s.heldLocked(req.Tubes, now)
 	}
+	if len(res.Jobs) > 0 && len(s.tubeLimits) > 0 {
+		s.drainedLocked(req.Tubes, now, &res)
+	}
 	if len(res.Jobs) == 0 {
 		for _, name := range req.Tubes {
 			t := s.tubes[name]

@@ -203,6 +203,13 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 			return nil, deleted, err
 		}
 		if len(res.Jobs) > 0 {
+			if res.Drained {
+				// Limits hold back what is left: wake a waiter when they free it.
+				if res.Next >= 0 {
+					q.hub.schedule(res.NextTube, res.Next)
+				}
+				return res.Jobs, deleted, nil
+			}
 			// Someone else may be waiting for what is left.
 			for _, t := range tubes {
 				q.hub.wake(t)

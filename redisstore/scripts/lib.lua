@@ -241,12 +241,20 @@ local function wake(T)
   redis.call('SPUBLISH', T.t .. ':w', '1')
 end
 
--- slot_freed is called when a reservation of T ends other than by its job
--- becoming ready (a delete, a bury): under a cap that frees a place, so
--- T's waiters are woken.
+-- slot_freed is called before a reservation of T ends other than by its
+-- job becoming ready (a delete, a bury): when T is at its cap, that frees a
+-- place a waiter may be waiting for, so T's waiters are woken. Below the
+-- cap no reserve is waiting for a place, and nothing is sent.
 local function slot_freed(T)
-  if T.lim and not string.find(T.lim, ':0$') then
-    wake(T)
+  if T.lim then
+    local cap = tonumber(string.match(T.lim, ':(%d+)$'))
+    if cap > 0 then
+      local nx = T.nx or redis.call('ZCARD', T.x)
+      if nx >= cap then
+        wake(T)
+      end
+      T.nx = nx - 1
+    end
   end
 end
 
@@ -436,6 +444,9 @@ local function reserve_rec(T, idh, rec, body, owner, now, ix)
   rec[F_OWNER] = owner
   rec[F_RESERVES] = rec[F_RESERVES] + 1
   T.reserved = (T.reserved or 0) + 1 -- the tube's count, added by flush
+  if T.nx then
+    T.nx = T.nx + 1 -- the count of T.x that a cap reads (limit_wait)
+  end
   stamp(rec, F_RESERVED_AT, now)
   local deadline = now + rec[F_TTR]
   redis.call('ZADD', T.x, deadline, idh)
@@ -475,8 +486,13 @@ end
 -- end first: a TTR's end, which next_due knows, or a delete, bury or
 -- release, which wakes the tube).
 local function limit_wait(T, us)
-  if T.cap > 0 and redis.call('ZCARD', T.x) >= T.cap then
-    return -1
+  if T.cap > 0 then
+    if not T.nx then
+      T.nx = redis.call('ZCARD', T.x) -- then kept by reserve_rec and delete_one
+    end
+    if T.nx >= T.cap then
+      return -1
+    end
   end
   if T.iv then
     -- GCRA: one more passes when max(tat, us) + iv - burst*iv <= us.

@@ -8,8 +8,9 @@
 --       owner, max, pair count D, D pairs (tube index 1..N, job id hex) to delete
 -- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 8 per job as jobreply),
 --            next (µs until a job may be ready, or a rate frees a tube with ready jobs, -1 if nothing is scheduled;
---            only when fewer than max jobs were reserved),
+--            only when fewer than max jobs were reserved, or when drained),
 --            index of the tube next refers to,
+--            then when max > 0: drained (1 when jobs were reserved and limits now hold back every ready job left),
 --            and when max is 0 (a look before choosing among tags): the priority and id of the job it would take, or -1 and '' }
 local n = tonumber(ARGV[2])
 local Ts, names = {}, {}
@@ -71,6 +72,29 @@ local function held()
   return next, nexttube
 end
 
+-- drained_after reports, after a reserve took jobs, whether limits now hold
+-- back every ready job left in the live tubes (1, else 0), with the least
+-- time (µs) until a rate frees one and that tube's index, or -1.
+local function drained_after()
+  local next, nexttube = -1, 0
+  for _, i in ipairs(live) do
+    local T = Ts[i]
+    if redis.call('ZCARD', T.r) > 0 then
+      if not T.lim then
+        return 0, -1, 0
+      end
+      local w = limit_wait(T, us)
+      if w == 0 then
+        return 0, -1, 0
+      end
+      if w > 0 and (next < 0 or w < next) then
+        next, nexttube = w, i
+      end
+    end
+  end
+  return 1, next, nexttube
+end
+
 -- head returns the tube of cand whose ready head has the smallest (pri, id).
 local function head(cand)
   local best, bestpri, bestid = nil, nil, nil
@@ -125,7 +149,14 @@ local function serve(a)
     got = got + 1
     if T.lim then
       limit_charge(T, us)
-      cand = open_tubes()
+      if limit_wait(T, us) ~= 0 then
+        -- held back now: the other candidates stay as they were
+        local c = {}
+        for _, i in ipairs(cand) do
+          if i ~= best then c[#c + 1] = i end
+        end
+        cand = c
+      end
     end
   end
   if got > 0 and ix then
@@ -153,7 +184,11 @@ local function serve(a)
     local _, pri, idh = head(cand)
     return { deleted, jobs, next, nexttube, pri or -1, idh or '' }, a + 3 + 2 * d
   end
-  return { deleted, jobs, next, nexttube }, a + 3 + 2 * d
+  local drained = 0
+  if limited and got > 0 then
+    drained, next, nexttube = drained_after()
+  end
+  return { deleted, jobs, next, nexttube, drained }, a + 3 + 2 * d
 end
 
 local out = {}
