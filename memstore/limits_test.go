@@ -72,3 +72,40 @@ func TestLimitsRestart(t *testing.T) {
 		})
 	}
 }
+
+// A Reserve waiting on a tube its rate holds back returns when the rate
+// frees a job, on the real clock, with no poll to wake it (the poll
+// interval is an hour), and never sooner than the rate allows.
+func TestLimitRateWakesWaiter(t *testing.T) {
+	s, err := memstore.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	q, err := queue.New(s, &queue.Options{PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	const every = 100 * time.Millisecond
+	if err := q.SetLimits(ctx, "paced", queue.Limits{Rate: ratelimit.Every(every)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := q.Put(ctx, "paced", queue.NewJob{Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var last time.Time
+	for i := range 3 {
+		if _, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"paced"}, Timeout: 30 * time.Second}); err != nil {
+			t.Fatalf("reserve %d: %v", i, err)
+		}
+		now := time.Now()
+		if i > 0 && now.Sub(last) < every-5*time.Millisecond { // the store's clock and ours may differ by a little
+			t.Errorf("reserve %d came %v after the one before, want at least %v", i, now.Sub(last), every)
+		}
+		last = now
+	}
+}

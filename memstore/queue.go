@@ -119,7 +119,8 @@ func (s *Store) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.Tic
 
 // Reserve implements queue.Store. When no job is ready, Next is the time
 // until the earliest deadline of the asked tubes (a delay, a TTR or a pause
-// running out), or -1; when jobs are returned, Next is -1.
+// running out), or -1; when jobs are returned, Next is -1 unless limits
+// now hold back the rest (ReserveResult.Drained).
 func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.ReserveResult, error) {
 	now, err := s.begin(ctx)
 	if err != nil {
