@@ -6,7 +6,8 @@
 --                  tix (tube numbers issued), t:<n> (the name of tube number n),
 --                  id (on a cluster: the last job sequence number issued in this tag),
 --                  l:<tube> (a tube's limits, "events:per µs:burst:cap"; see
---                  docs/tube-limits.md), lt:<tube> (its rate's theoretical arrival time, µs)
+--                  docs/tube-limits.md), lt:<tube> (its rate's theoretical arrival time, µs,
+--                  while the tube does not exist)
 --   KEYS[2] j      per-tag hash: job id (14 hex digits) -> cmsgpack(record, body)
 --   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (µs)
 --   KEYS[4..]      per tube, 6 keys each:
@@ -16,6 +17,7 @@
 --                     hw (the highest Redis time seen, µs), ix (the tube's number in its records),
 --                     rs/bu/to (reserves, buries and timeouts of its jobs),
 --                     lim (a copy of m's l:<tube>, the tube's limits, while it exists),
+--                     tat (its rate's theoretical arrival time, µs, while it exists),
 --                     lh (reserves its limits held back)
 --                  r  ready sorted set, score priority
 --                  d  delayed sorted set, score due time (ms)
@@ -120,9 +122,9 @@ end
 local function open(Ts)
   local us = redis_us()
   for _, T in ipairs(Ts) do
-    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf', 'lim')
+    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf', 'lim', 'tat')
     T.nd, T.pu, T.live, T.total, T.deletes, T.hw = num(h[1]), num(h[2]), num(h[3]) or 0, num(h[4]) or 0, num(h[5]) or 0, num(h[6]) or 0
-    T.ix, T.rf, T.lim = num(h[7]), num(h[8]) or 0, h[9] or nil
+    T.ix, T.rf, T.lim, T.tat = num(h[7]), num(h[8]) or 0, h[9] or nil, num(h[10])
     if T.hw > us then
       us = T.hw
     end
@@ -272,6 +274,10 @@ local function gc(T, tube, now)
   if T.live > 0 or T.rf > 0 or paused_until(T, now) then
     return
   end
+  if T.tat then
+    -- The rate's state outlives the tube, in the tag's m, for when it comes back.
+    redis.call('HSET', KEYS[1], 'lt:' .. tube, T.tat)
+  end
   redis.call('DEL', T.t, T.u)
   redis.call('ZREM', KEYS[3], tube)
   if T.ix then
@@ -300,6 +306,11 @@ local function register(T, tube, us)
       if lim then
         set(T, 'lim', lim)
         T.lim = lim
+        local tat = redis.call('HGET', KEYS[1], 'lt:' .. tube)
+        if tat then
+          set(T, 'tat', tat)
+          T.tat = tonumber(tat)
+        end
       end
     end
   end
@@ -475,8 +486,7 @@ local function limit_open(T, tube)
   if ev > 0 then
     T.iv = math.floor((per + ev - 1) / ev) -- exact: per + ev < 2^53
     T.burst = tonumber(burst)
-    T.tatkey = 'lt:' .. tube
-    T.tat = tonumber(redis.call('HGET', KEYS[1], T.tatkey) or '0')
+    T.tat = T.tat or 0
   end
   return true
 end
@@ -512,10 +522,11 @@ local function limit_charge(T, us)
   end
 end
 
--- limit_flush writes T's rate state, if it changed.
+-- limit_flush notes T's rate state, if it changed, among the fields flush
+-- writes; call it before gc, which keeps the state of a tube that goes.
 local function limit_flush(T)
   if T.tatdirty then
-    redis.call('HSET', KEYS[1], T.tatkey, T.tat)
+    set(T, 'tat', T.tat)
     T.tatdirty = nil
   end
 end

@@ -17,11 +17,15 @@ local exists = redis.call('ZSCORE', KEYS[3], tube)
 if spec == '' then
   redis.call('HDEL', KEYS[1], lk, 'lt:' .. tube)
   if exists then
-    redis.call('HDEL', T.t, 'lim')
+    redis.call('HDEL', T.t, 'lim', 'tat')
   end
 else
   if string.match(spec, '^0:') then
-    redis.call('HDEL', KEYS[1], 'lt:' .. tube) -- no rate: no state to keep
+    -- no rate: no state to keep
+    redis.call('HDEL', KEYS[1], 'lt:' .. tube)
+    if exists then
+      redis.call('HDEL', T.t, 'tat')
+    end
   end
   redis.call('HSET', KEYS[1], lk, spec)
   if exists then

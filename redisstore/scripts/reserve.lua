@@ -79,17 +79,17 @@ local function drained_after()
   local next, nexttube = -1, 0
   for _, i in ipairs(live) do
     local T = Ts[i]
-    if redis.call('ZCARD', T.r) > 0 then
-      if not T.lim then
-        return 0, -1, 0
-      end
-      local w = limit_wait(T, us)
-      if w == 0 then
-        return 0, -1, 0
-      end
-      if w > 0 and (next < 0 or w < next) then
-        next, nexttube = w, i
-      end
+    -- A tube its limits do not hold back counts as having more (it costs
+    -- no command to say so), whether or not it has.
+    if not T.lim then
+      return 0, -1, 0
+    end
+    local w = limit_wait(T, us)
+    if w == 0 then
+      return 0, -1, 0
+    end
+    if w > 0 and (next < 0 or w < next) and redis.call('ZCARD', T.r) > 0 then
+      next, nexttube = w, i
     end
   end
   return 1, next, nexttube
@@ -197,12 +197,12 @@ for r = 1, tonumber(ARGV[3 + n]) do
   out[r], a = serve(a)
 end
 for i = 1, n do
+  limit_flush(Ts[i])
   if had[i] > 0 then
     free(Ts[i], names[i], now)
   else
     gc(Ts[i], names[i], now)
   end
-  limit_flush(Ts[i])
   flush(Ts[i])
 end
 return out
