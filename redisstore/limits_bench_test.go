@@ -18,14 +18,15 @@ import (
 // BenchmarkLimitedReserveCPU measures what a tube's limits cost Redis when
 // they do not bind: reserve+delete on a plain tube and on a tube with a
 // rate and a cap far above what the run reaches, in alternating rounds of
-// 2,000 jobs (41 of each) on one redis-server. Per job it reports the server's CPU
+// 2,000 jobs (21 of each) on one redis-server. Per job it reports the server's CPU
 // (INFO cpu, used_cpu_user + used_cpu_sys, before and after) and the time
 // of its function calls (INFO commandstats, fcall), medians of the rounds,
-// and the limited tube's median over the plain one's.
+// the limited tube's median over the plain one's, and the Redis commands
+// the functions called per job (of the last round: the same in every one).
 //
 //	go test -run '^$' -bench LimitedReserveCPU -benchtime 1x ./redisstore/
 func BenchmarkLimitedReserveCPU(b *testing.B) {
-	const n, rounds = 2000, 41
+	const n, rounds = 2000, 21
 	ctx := context.Background()
 	_, c, q := ownServer(b, nil)
 	limits := queue.Limits{Rate: ratelimit.PerSecond(1_000_000), Cap: 1_000_000}
@@ -48,6 +49,7 @@ func BenchmarkLimitedReserveCPU(b *testing.B) {
 			for b.Loop() {
 				cpu := map[string][]float64{}
 				fcall := map[string][]float64{}
+				cmds := map[string]float64{}
 				for range rounds {
 					for _, tube := range []string{"plain", "limited"} {
 						fill(tube)
@@ -73,12 +75,21 @@ func BenchmarkLimitedReserveCPU(b *testing.B) {
 							b.Fatal(err)
 						}
 						cpu[tube] = append(cpu[tube], (serverCPU(b, c)-before)/n*1e6)
-						fcall[tube] = append(fcall[tube], commandStats(b, c)["fcall"].usec/n)
+						stats := commandStats(b, c)
+						fcall[tube] = append(fcall[tube], stats["fcall"].usec/n)
+						var inner float64 // the commands the functions called
+						for name, st := range stats {
+							if name != "fcall" && name != "info" && name != "config|resetstat" {
+								inner += st.calls
+							}
+						}
+						cmds[tube] = inner / n
 					}
 				}
 				for _, tube := range []string{"plain", "limited"} {
 					b.ReportMetric(median(cpu[tube]), tube+"-cpu-µs/job")
 					b.ReportMetric(median(fcall[tube]), tube+"-fcall-µs/job")
+					b.ReportMetric(cmds[tube], tube+"-cmds/job")
 				}
 				b.ReportMetric(median(cpu["limited"])/median(cpu["plain"]), "cpu-ratio")
 				b.ReportMetric(median(fcall["limited"])/median(fcall["plain"]), "fcall-ratio")
