@@ -21,6 +21,16 @@
 //	  │ delay passes     │ release with delay ──► delayed
 //	delayed              │ bury ──► buried ──kick──► ready
 //
+// # Limits
+//
+// A tube may carry limits (SetLimits, LimitStore): a rate, at most so many
+// reserves per period (GCRA, a ratelimit.Limit), and a cap, at most so many
+// of its jobs reserved at once. The store checks them inside the reserve,
+// so every client is held to them, a beanstalkd client included; a tube
+// its limits hold back is skipped as a paused tube is, and a waiting
+// Reserve wakes when the rate frees or a reservation ends. Limits outlive
+// the tube and are cleared only by ClearLimits. See docs/tube-limits.md.
+//
 // # History
 //
 // A job keeps, at a fixed cost, what an operator asks of a failed one

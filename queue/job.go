@@ -183,6 +183,13 @@ type TubeStats struct {
 	Reserves, Buries, Timeouts int64
 	Pause                      time.Duration // length of the current pause; 0 when not paused
 	PauseTimeLeft              time.Duration
+	// Limits are the tube's limits (LimitStore), zero when none, and
+	// LimitHolds counts the reserves that got fewer jobs than they asked
+	// for while the tube's limits held back its ready jobs, while the tube
+	// exists (on the embedded engine, since it was opened).
+	// beanstalkd's stats-tube has no such fields.
+	Limits     Limits
+	LimitHolds int64
 }
 
 // Stats describes the whole store.

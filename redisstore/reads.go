@@ -274,7 +274,7 @@ func (s *Store) allTubes(ctx context.Context) ([]queue.TubeStats, error) {
 
 // addTubeStats adds one partition's statstube reply to st.
 func addTubeStats(st *queue.TubeStats, r *reply, a []any) {
-	a = r.arr(a, 14)
+	a = r.arr(a, 16)
 	n := func(i int) int64 { return r.int(a[i]) }
 	st.Urgent += n(0)
 	st.Ready += n(1)
@@ -289,6 +289,14 @@ func addTubeStats(st *queue.TubeStats, r *reply, a []any) {
 	st.Reserves += n(11)
 	st.Buries += n(12)
 	st.Timeouts += n(13)
+	st.LimitHolds += n(14)
+	if spec := r.str(a[15]); spec != "" {
+		if l, err := parseLimitSpec(spec); err == nil {
+			st.Limits = l
+		} else {
+			r.fail("tube limits", a[15])
+		}
+	}
 }
 
 // Tubes implements queue.Store: the tubes of every tag, merged, oldest first.
