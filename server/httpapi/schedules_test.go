@@ -309,7 +309,7 @@ func TestScheduleMetrics(t *testing.T) {
 	if _, ok := watched.(schedule.Notifier); !ok {
 		t.Fatal("the watched store of a Notifier is not a Notifier")
 	}
-	c, err := schedule.New(watched, &schedule.Options{Now: clock.Now})
+	c, err := schedule.New(watched, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
