@@ -1,0 +1,62 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/server/httpapi"
+)
+
+// Waits whose clients leave give back every slot, whatever order the
+// server notices them in: limit 1 per 2 s, an allow, five waits (slots 2 to
+// 10 s away) abandoned together; the next slot is then the first again.
+func TestLimitWaitsAbandonedTogetherGiveBack(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
+		ts := startLimitServer(t, open(t), []string{"every2s=1/2s"}, nil)
+		c := ts.c
+		if lr, r := c.allow(t, map[string]any{"key": "a", "name": "every2s"}); r.status != http.StatusOK || !lr.Allowed {
+			t.Fatalf("the first allow: %d %+v", r.status, lr)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var wg sync.WaitGroup
+		errs := make(chan error, 5)
+		for range 5 {
+			wg.Go(func() {
+				hr, _ := http.NewRequestWithContext(ctx, "POST", ts.url+"/v1/limits/wait", strings.NewReader(`{"key":"a","name":"every2s","max_wait_ms":30000}`))
+				hr.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(hr)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				errs <- err
+			})
+		}
+		// All five hold their slots once the next free one is beyond 10 s.
+		waitFor(t, "the five waits to reserve", func() bool {
+			lr, r := c.allow(t, map[string]any{"key": "a", "name": "every2s"})
+			return r.status == http.StatusTooManyRequests && lr.RetryAfterMS > 10_000
+		})
+		cancel()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("an abandoned wait returned %v, want context.Canceled", err)
+			}
+		}
+		waitFor(t, "the server to end the waits", func() bool { return limitWaits(t, ts) == 0 })
+		lr, r := c.allow(t, map[string]any{"key": "a", "name": "every2s"})
+		r.want(t, http.StatusTooManyRequests, httpapi.CodeRateLimited)
+		if lr.RetryAfterMS > 2000 {
+			t.Fatalf("after five abandoned waits, retry after %d ms, want at most 2000 (every slot given back)", lr.RetryAfterMS)
+		}
+	})
+}
