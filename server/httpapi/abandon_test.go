@@ -60,3 +60,33 @@ func TestLimitWaitsAbandonedTogetherGiveBack(t *testing.T) {
 		}
 	})
 }
+
+// Fair lock waits whose clients leave give back their places in line: once
+// the holder releases, a try gets the lock at once, passing over no one.
+func TestLockWaitsAbandonedGiveBack(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
+		ts := startLockServer(t, open(t), nil)
+		c := ts.c
+		g := c.obtain(t, "ab", nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() {
+				hr, _ := http.NewRequestWithContext(ctx, "POST", ts.url+lockPath("ab", "obtain"), strings.NewReader(`{"wait_ms":30000,"fair":true}`))
+				hr.Header.Set("Content-Type", "application/json")
+				if resp, err := http.DefaultClient.Do(hr); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					t.Errorf("an obtain of a held lock answered %d", resp.StatusCode)
+				}
+			})
+		}
+		waitFor(t, "the five obtains to wait", func() bool { return inFlight(t, ts, "locks", "obtain") == 5 })
+		cancel()
+		wg.Wait()
+		waitFor(t, "the server to end the waits", func() bool { return inFlight(t, ts, "locks", "obtain") == 0 })
+		c.do(req{method: "POST", path: lockPath("ab", "release"), header: lockToken(g.Token)}).want(t, http.StatusNoContent, "")
+		c.obtain(t, "ab", nil) // a try: refused while a live waiter is in line
+	})
+}
