@@ -2,6 +2,7 @@ package beanstalk_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/hourglass-io/hourglass/server/beanstalk"
 )
@@ -47,5 +48,37 @@ func TestAbandonedReservesGiveBack(t *testing.T) {
 		o.put(600, "late")
 		w.nc.Close()
 		waitFor(t, o, "current-jobs-ready", "2") // "late", and "job" that w held
+	})
+}
+
+// At MaxConns a new connection takes the place of the one that has waited
+// longest for a command or a put's body; connections blocked in reserve
+// keep theirs.
+func TestMaxConnsEvictsStalled(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		_, addr := startServer(t, b.Open(t), func(s *beanstalk.Server) {
+			s.MaxConns = 4
+			s.MinStall = time.Nanosecond
+		})
+		w1, w2, body := dial(t, addr), dial(t, addr), dial(t, addr)
+		w1.send("reserve\r\n")
+		w2.send("reserve\r\n")
+		waitFor(t, body, "current-waiting", "2")
+		body.send("put 0 0 10 5\r\n") // and never the body
+		idle := dial(t, addr)
+		waitFor(t, idle, "cmd-put", "1") // the put waits for its body
+		// Full: the body that never came waited longest...
+		d := dial(t, addr)
+		body.expectClosed()
+		d.expect("list-tube-used", "USING default\r\n")
+		// Full again: the next takes the place of idle or d (whichever the
+		// server saw waiting for a command longest), never a reserve's.
+		f := dial(t, addr)
+		f.expect("list-tube-used", "USING default\r\n")
+		// The reserves kept their places.
+		f.put(60, "one")
+		f.put(60, "two")
+		w1.reservedID(w1.read())
+		w2.reservedID(w2.read())
 	})
 }

@@ -103,6 +103,7 @@ func (c *conn) cmdPut(rest string) error {
 	if _, err := io.ReadFull(c.br, body); err != nil {
 		return hangUp(err)
 	}
+	c.busy()
 	if body[size] != '\r' || body[size+1] != '\n' {
 		return errExpectedCRLF
 	}

@@ -43,6 +43,7 @@ const (
 	stateIdle    connState = iota // reading the next command
 	stateBusy                     // running a command
 	stateWaiting                  // blocked in reserve
+	stateBody                     // reading a put's body
 )
 
 // conn is one client connection. Its protocol state belongs to its own
@@ -70,7 +71,9 @@ type conn struct {
 
 	mu         sync.Mutex
 	state      connState
+	since      time.Time // when the state began (idle and body)
 	closing    bool
+	evicted    bool // closed to make room for another
 	cancelWait context.CancelCauseFunc // ends a blocked reserve
 }
 
@@ -86,6 +89,7 @@ func newConn(s *Server, base context.Context, nc net.Conn, owner string) *conn {
 		used:    defaultTube,
 		watched: []string{defaultTube},
 		held:    map[queue.ID]time.Time{},
+		state:   stateBusy, // until serve reads: not yet stalled
 	}
 	s.tubes.use(defaultTube, 1)
 	s.tubes.watch(defaultTube, 1)
@@ -125,6 +129,7 @@ func (c *conn) serve() {
 				c.replyErr(commandName(line), err)
 			}
 		}
+		c.commandDone()
 		if unflushed++; c.br.Buffered() == 0 || unflushed >= maxUnflushed {
 			unflushed = 0
 			if err := c.bw.Flush(); err != nil {
@@ -160,13 +165,44 @@ func (c *conn) idle() bool {
 	if c.closing {
 		return false
 	}
+	now := time.Now()
 	var d time.Time
 	if c.srv.IdleTimeout > 0 {
-		d = time.Now().Add(c.srv.IdleTimeout)
+		d = now.Add(c.srv.IdleTimeout)
 	}
 	c.nc.SetReadDeadline(d)
-	c.state = stateIdle
+	c.state, c.since = stateIdle, now
 	return true
+}
+
+// commandDone marks the connection waiting for its next command from the
+// moment its command is answered, before the reply is flushed, so that
+// MaxConns sees it so without waiting for the goroutine to come round to
+// idle.
+func (c *conn) commandDone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == stateBusy || c.state == stateBody {
+		c.state, c.since = stateIdle, time.Now()
+	}
+}
+
+// stalled reports since when the connection has waited for its next
+// command or a put's body, if it is doing either.
+func (c *conn) stalled() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.since, !c.closing && (c.state == stateIdle || c.state == stateBody)
+}
+
+// evict closes the connection to make room for another (Server.MaxConns):
+// its read ends at once and it closes as Shutdown would close it, its
+// reservations returned.
+func (c *conn) evict() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing, c.evicted = true, true
+	c.nc.SetReadDeadline(aLongTimeAgo)
 }
 
 // busy marks the connection running a command.
@@ -356,9 +392,16 @@ func (c *conn) discard(n int64) error {
 // refreshDeadline arms the body timeout, for a body that follows its
 // command line.
 func (c *conn) refreshDeadline() {
-	if d := c.srv.bodyTimeout(); d > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(d))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.evicted {
+		return // evict interrupted the read: keep it so
 	}
+	if d := c.srv.bodyTimeout(); d > 0 {
+		c.nc.SetReadDeadline(now.Add(d))
+	}
+	c.state, c.since = stateBody, now
 }
 
 // hangUp wraps an I/O error that ends the connection.
