@@ -73,7 +73,7 @@ type conn struct {
 	state      connState
 	since      time.Time // when the state began (idle and body)
 	closing    bool
-	evicted    bool // closed to make room for another
+	evicted    bool                    // closed to make room for another
 	cancelWait context.CancelCauseFunc // ends a blocked reserve
 }
 
