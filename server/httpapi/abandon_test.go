@@ -8,19 +8,22 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
 // Waits whose clients leave give back every slot, whatever order the
-// server notices them in: limit 1 per 2 s, an allow, five waits (slots 2 to
-// 10 s away) abandoned together; the next slot is then the first again.
+// server notices them in: limit 1 per 20 s, an allow, five waits (slots 20
+// to 100 s away) abandoned together; the next slot is then the first again.
+// 1 per 20 s rather than 2 s leaves a loaded machine time to make the five
+// reservations before the first slot comes.
 func TestLimitWaitsAbandonedTogetherGiveBack(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
-		ts := startLimitServer(t, open(t), []string{"every2s=1/2s"}, nil)
+		ts := startLimitServer(t, open(t), []string{"every20s=1/20s"}, func(s *httpapi.Server) { s.MaxWait = 5 * time.Minute })
 		c := ts.c
-		if lr, r := c.allow(t, map[string]any{"key": "a", "name": "every2s"}); r.status != http.StatusOK || !lr.Allowed {
+		if lr, r := c.allow(t, map[string]any{"key": "a", "name": "every20s"}); r.status != http.StatusOK || !lr.Allowed {
 			t.Fatalf("the first allow: %d %+v", r.status, lr)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -29,7 +32,7 @@ func TestLimitWaitsAbandonedTogetherGiveBack(t *testing.T) {
 		errs := make(chan error, 5)
 		for range 5 {
 			wg.Go(func() {
-				hr, _ := http.NewRequestWithContext(ctx, "POST", ts.url+"/v1/limits/wait", strings.NewReader(`{"key":"a","name":"every2s","max_wait_ms":30000}`))
+				hr, _ := http.NewRequestWithContext(ctx, "POST", ts.url+"/v1/limits/wait", strings.NewReader(`{"key":"a","name":"every20s","max_wait_ms":300000}`))
 				hr.Header.Set("Content-Type", "application/json")
 				resp, err := http.DefaultClient.Do(hr)
 				if err == nil {
@@ -39,10 +42,10 @@ func TestLimitWaitsAbandonedTogetherGiveBack(t *testing.T) {
 				errs <- err
 			})
 		}
-		// All five hold their slots once the next free one is beyond 10 s.
+		// All five hold their slots once the next free one is beyond 100 s.
 		waitFor(t, "the five waits to reserve", func() bool {
-			lr, r := c.allow(t, map[string]any{"key": "a", "name": "every2s"})
-			return r.status == http.StatusTooManyRequests && lr.RetryAfterMS > 10_000
+			lr, r := c.allow(t, map[string]any{"key": "a", "name": "every20s"})
+			return r.status == http.StatusTooManyRequests && lr.RetryAfterMS > 100_000
 		})
 		cancel()
 		wg.Wait()
@@ -53,10 +56,10 @@ func TestLimitWaitsAbandonedTogetherGiveBack(t *testing.T) {
 			}
 		}
 		waitFor(t, "the server to end the waits", func() bool { return limitWaits(t, ts) == 0 })
-		lr, r := c.allow(t, map[string]any{"key": "a", "name": "every2s"})
+		lr, r := c.allow(t, map[string]any{"key": "a", "name": "every20s"})
 		r.want(t, http.StatusTooManyRequests, httpapi.CodeRateLimited)
-		if lr.RetryAfterMS > 2000 {
-			t.Fatalf("after five abandoned waits, retry after %d ms, want at most 2000 (every slot given back)", lr.RetryAfterMS)
+		if lr.RetryAfterMS > 20_000 {
+			t.Fatalf("after five abandoned waits, retry after %d ms, want at most 20000 (every slot given back)", lr.RetryAfterMS)
 		}
 	})
 }
