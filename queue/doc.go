@@ -26,9 +26,11 @@
 // A job keeps, at a fixed cost, what an operator asks of a failed one
 // (StatsJob): its attempts (Reserves), the times of its put and of its
 // last reserve, release, bury, kick and timeout, and its last error — the
-// reason given to ReleaseWithReason or BuryWithReason, at most
-// MaxReasonLen bytes (CutReason). Release and Bury give none and leave the
-// last error as it was. A Worker gives its handler's error each time it
+// reason given to ReleaseWithReason or BuryWithReason (or ReleaseWith,
+// BuryWith), at most MaxReasonLen bytes (CutReason). Release and Bury give
+// none and leave the last error as it was. ReleaseWith and BuryWith may
+// leave out the priority: the job keeps its own, which the store reads and
+// writes in one atomic step (KeepPriority in the Store contract). A Worker gives its handler's error each time it
 // releases a failed job and when it buries one after its last attempt.
 //
 // # Owners

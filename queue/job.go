@@ -67,6 +67,11 @@ type Job struct {
 // always was.
 const DefaultPriority = 1024
 
+// KeepPriority, as the priority of a release or bury (ReleaseOptions,
+// BuryOptions, Store.Release, Store.Bury), keeps the priority the job has:
+// the store reads and writes it in the one atomic operation.
+const KeepPriority int64 = -1
+
 // NewJob describes a job to put.
 type NewJob struct {
 	Body []byte

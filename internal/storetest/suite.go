@@ -64,6 +64,7 @@ func queueCases() []queueCase {
 		{"DueTransitions", testDueTransitions},
 		{"Release", testRelease},
 		{"Bury", testBury},
+		{"KeepPriority", testKeepPriority},
 		{"Kick", testKick},
 		{"KickJob", testKickJob},
 		{"ReserveJob", testReserveJob},

@@ -205,7 +205,7 @@ func (s *Server) enterWait() (leave func(), err error) {
 	if s.waits.Add(1) > int64(orInt(s.MaxWaits, DefaultMaxWaits)) {
 		s.waits.Add(-1)
 		return nil, apiError{http.StatusTooManyRequests, CodeTooManyWaits,
-			sprintf("httpapi: %d long polls are waiting already, the most this server allows", orInt(s.MaxWaits, DefaultMaxWaits)), time.Second}
+			sprintf("%d long polls are waiting already, the most this server allows", orInt(s.MaxWaits, DefaultMaxWaits)), time.Second}
 	}
 	return func() { s.waits.Add(-1) }, nil
 }
