@@ -237,7 +237,10 @@ func (l *Limiter) afterCancel(ctx context.Context, r *Reservation, gave bool) er
 	return nil
 }
 
-// setHeld stores the kept reservations of skey; heldMu is held.
+// setHeld stores the kept reservations of skey; heldMu is held. When more
+// than maxHeldKeys keys keep some, those whose slots have all come are
+// dropped, and then, if need be, any: a kept reservation is only a chance
+// to give back more later.
 func (l *Limiter) setHeld(skey string, kept []*Reservation) {
 	if len(kept) == 0 {
 		delete(l.held, skey)
@@ -247,7 +250,25 @@ func (l *Limiter) setHeld(skey string, kept []*Reservation) {
 		l.held = map[string][]*Reservation{}
 	}
 	l.held[skey] = kept
+	if len(l.held) <= maxHeldKeys {
+		return
+	}
+	now := time.Now()
+	for k, rs := range l.held {
+		if !slices.ContainsFunc(rs, func(h *Reservation) bool { return h.act.After(now) }) {
+			delete(l.held, k)
+		}
+	}
+	for k := range l.held {
+		if len(l.held) <= maxHeldKeys {
+			break
+		}
+		delete(l.held, k)
+	}
 }
+
+// maxHeldKeys bounds the keys a Limiter keeps cancelled reservations of.
+const maxHeldKeys = 1024
 
 // Reserve is shorthand for ReserveN(ctx, key, 1, maxWait, limits...).
 func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration, limits ...Limit) (*Reservation, error) {

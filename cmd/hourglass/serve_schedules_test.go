@@ -33,7 +33,7 @@ func TestSchedulesFileErrors(t *testing.T) {
 		{"missing spec", good + `    {"name": "nightly", "job": {"tube": "t"}}`,
 			`line 4: schedule "nightly": Spec: `},
 		{"bad ttr", good + `    {"name": "nightly", "spec": "@daily", "job": {` + "\n" + `      "tube": "t", "ttr_ms": 10}}`,
-			`line 5: schedule "nightly": schedule: invalid option: Job.TTR`},
+			`line 5: schedule "nightly": schedule: invalid option: job.ttr_ms is 10`},
 		{"bad policy", good + `    {"name": "nightly", "spec": "@daily", "job": {"tube": "t"},` + "\n" + `     "misfire": {"policy": "later"}}`,
 			`line 5: schedule "nightly": schedule: invalid option: misfire.policy "later"`},
 		{"no name", good + `    {"spec": "@daily", "job": {"tube": "t"}}`,
