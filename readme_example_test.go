@@ -71,6 +71,31 @@ func Example_rateLimits() {
 	// allowed: false
 }
 
+func Example_tubeLimits() {
+	ctx := context.Background()
+	b, err := hourglass.Open(ctx, "mem://", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+	q, err := queue.New(b.Queue, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Close()
+
+	// At most 100 reserves a second and 5 jobs reserved at once, for every client.
+	if err := q.SetLimits(ctx, "emails", queue.Limits{Rate: ratelimit.PerSecond(100), Cap: 5}); err != nil {
+		log.Fatal(err)
+	}
+	for range 6 {
+		q.Put(ctx, "emails", queue.NewJob{Body: []byte("hi")})
+	}
+	jobs, err := q.ReserveN(ctx, 6, queue.ReserveOptions{Tubes: []string{"emails"}, Timeout: -1})
+	fmt.Println(len(jobs), err) // the cap holds the sixth back
+	// Output: 5 <nil>
+}
+
 func Example_expiringHashFields() {
 	ctx := context.Background()
 	b, err := hourglass.Open(ctx, "mem://", nil)

@@ -119,7 +119,8 @@ func (s *Store) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.Tic
 
 // Reserve implements queue.Store. When no job is ready, Next is the time
 // until the earliest deadline of the asked tubes (a delay, a TTR or a pause
-// running out), or -1; when jobs are returned, Next is -1.
+// running out), or -1; when jobs are returned, Next is -1 unless limits
+// now hold back the rest (ReserveResult.Drained).
 func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.ReserveResult, error) {
 	now, err := s.begin(ctx)
 	if err != nil {
@@ -142,23 +143,45 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			if t == nil || t.paused {
 				continue
 			}
-			if j := t.ready.top(); j != nil && (best == nil || readyLess(j, best)) {
-				best = j
+			j := t.ready.top()
+			if j == nil || (best != nil && !readyLess(j, best)) {
+				continue
 			}
+			if tl := s.tubeLimits[name]; tl != nil && tl.wait(t, now) != 0 {
+				continue
+			}
+			best = j
 		}
 		if best == nil {
 			break
 		}
 		s.reserveLocked(best, req.Owner, now)
+		if tl := s.tubeLimits[best.tube.name]; tl != nil {
+			tl.charge(now)
+		}
 		res.Jobs = append(res.Jobs, best.exportHeld(now))
+	}
+	var held map[*tube]int64
+	if len(res.Jobs) < req.Max && len(s.tubeLimits) > 0 {
+		held = s.heldLocked(req.Tubes, now)
+	}
+	if len(res.Jobs) > 0 && len(s.tubeLimits) > 0 {
+		s.drainedLocked(req.Tubes, now, &res)
 	}
 	if len(res.Jobs) == 0 {
 		for _, name := range req.Tubes {
 			t := s.tubes[name]
-			if t == nil || t.next == never {
+			if t == nil {
 				continue
 			}
-			if d := durationOf(t.next - now); res.Next < 0 || d < res.Next {
+			next := t.next
+			if w := held[t]; w > 0 {
+				next = min(next, now+w)
+			}
+			if next == never {
+				continue
+			}
+			if d := durationOf(next - now); res.Next < 0 || d < res.Next {
 				res.Next, res.NextTube = d, name
 			}
 		}
@@ -241,6 +264,7 @@ func (s *Store) deleteLocked(owner string, id queue.ID) (wal.Ticket, error) {
 		return 0, queue.ErrReserved
 	}
 	t := j.tube
+	s.freeSlotLocked(j)
 	s.removeJob(j)
 	tk := s.append(kindDelete, s.encodeDelete(id), nil)
 	if t.jobs() == 0 {
@@ -305,6 +329,7 @@ func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri int6
 // Bury implements queue.Store.
 func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri int64, reason string) error {
 	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
+		s.freeSlotLocked(j)
 		s.unlink(j)
 		if pri != queue.KeepPriority {
 			j.pri = uint32(pri)
@@ -489,6 +514,9 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 		if j.state == queue.Delayed || j.state == queue.Reserved {
 			out.TimeLeft = durationOf(max(j.at-now, 0))
 		}
+		if j.state == queue.Reserved {
+			out.ReservedBy = j.owner
+		}
 	} else {
 		err = queue.ErrNotFound
 	}
@@ -517,6 +545,11 @@ func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, er
 			Reserves:  t.reserves,
 			Buries:    t.buries,
 			Timeouts:  t.timeouts,
+
+			LimitHolds: t.limitHolds,
+		}
+		if tl := s.tubeLimits[tube]; tl != nil {
+			out.Limits = tl.l
 		}
 		if t.paused {
 			out.Pause = durationOf(t.pauseLen)

@@ -29,6 +29,7 @@ const (
 	// without history).
 	kindJobH    = 9  // snapshot: a job with its history
 	kindUpdateH = 10 // log: an update with the job's history
+	// kindLimit = 11: a tube's limits (limits.go), log and snapshot.
 )
 
 // Layouts (u: uvarint, v: varint, s: u length + bytes):
@@ -151,7 +152,7 @@ func appendHistory(b []byte, j *job) []byte {
 // snapshot adds the whole queue state to w.
 func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 	s := q.store
-	w.Grow(1 + len(s.tubes) + len(s.jobs))
+	w.Grow(1 + len(s.tubes) + len(s.jobs) + len(s.tubeLimits))
 	b := binary.AppendUvarint(s.scratch[:0], uint64(s.lastID))
 	b = binary.AppendUvarint(b, s.tubeSeq)
 	b = binary.AppendVarint(b, s.burySeq)
@@ -181,6 +182,7 @@ func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 		}
 	}
 	s.scratch = b[:0]
+	s.snapshotLimits(func(kind byte, head []byte) { w.Add(kind, head, nil) })
 }
 
 func (s *Store) tubesInOrder() []*tube {
@@ -357,6 +359,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		}
 		s.setPause(s.tubeFor(name), plen, until)
 		return nil
+
+	case kindLimit:
+		return s.replayLimit(d)
 
 	case kindHold:
 		name := d.string()

@@ -36,6 +36,8 @@ type jobQueue struct {
 	holds map[holdKey]int64
 
 	replayTubes map[uint64]*tube // by sequence number, while a snapshot is read
+
+	tubeLimits map[string]*tubeLimit // by tube name (limits.go); nil when none was ever set
 }
 
 func (q *jobQueue) init(s *Store, maxJobs int) {
@@ -72,6 +74,7 @@ func (q *jobQueue) advance(now int64) wal.Ticket {
 // recovered ends every reference after a replay (see releaseAllLocked).
 func (q *jobQueue) recovered(now int64) {
 	q.replayTubes = nil
+	q.store.recoveredLimits(now)
 	q.store.releaseAllLocked(now)
 }
 

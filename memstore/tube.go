@@ -25,6 +25,7 @@ type tube struct {
 	// runs (not logged: they start at 0 when it opens)
 	reserves, buries, timeouts int64
 	refs                       int64 // references held (Hold), by every session
+	limitHolds                 int64 // reserves its limits held back (not logged)
 
 	paused     bool
 	pauseLen   int64 // nanoseconds

@@ -21,6 +21,16 @@
 //	  │ delay passes     │ release with delay ──► delayed
 //	delayed              │ bury ──► buried ──kick──► ready
 //
+// # Limits
+//
+// A tube may carry limits (SetLimits, LimitStore): a rate, at most so many
+// reserves per period (GCRA, a ratelimit.Limit), and a cap, at most so many
+// of its jobs reserved at once. The store checks them inside the reserve,
+// so every client is held to them, a beanstalkd client included; a tube
+// its limits hold back is skipped as a paused tube is, and a waiting
+// Reserve wakes when the rate frees or a reservation ends. Limits outlive
+// the tube and are cleared only by ClearLimits. See docs/tube-limits.md.
+//
 // # History
 //
 // A job keeps, at a fixed cost, what an operator asks of a failed one
@@ -57,6 +67,14 @@
 // poll every Options.PollInterval is the safety net against a lost
 // wake-up. (Waiting works the same way in every primitive: see
 // docs/architecture.md, "Waiting without polling".)
+//
+// # History
+//
+// A store that implements CounterLog (both of hourglass's do) keeps
+// samples of the tubes' cumulative counters by minute, for a bounded time,
+// shared by every process on it; the dashboard charts jobs processed and
+// failed per tube per minute from them. JobStats.ReservedBy names who holds
+// a reserved job.
 //
 // # Errors
 //

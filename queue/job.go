@@ -127,6 +127,10 @@ type JobStats struct {
 	LastErrorAt time.Time
 	// UniqueKey is the key the job was put with; "" for none.
 	UniqueKey string
+	// ReservedBy is the owner of the job's reservation (Queue.Owner of
+	// the holder: a beanstalkd connection, an HTTP lease, a worker) while
+	// it is reserved; "" otherwise.
+	ReservedBy string
 	// Body is the job's body, so that one call gives stats and peek (Job).
 	Body []byte
 }
@@ -179,6 +183,13 @@ type TubeStats struct {
 	Reserves, Buries, Timeouts int64
 	Pause                      time.Duration // length of the current pause; 0 when not paused
 	PauseTimeLeft              time.Duration
+	// Limits are the tube's limits (LimitStore), zero when none, and
+	// LimitHolds counts the reserves that got fewer jobs than they asked
+	// for while the tube's limits held back its ready jobs, while the tube
+	// exists (on the embedded engine, since it was opened).
+	// beanstalkd's stats-tube has no such fields.
+	Limits     Limits
+	LimitHolds int64
 }
 
 // Stats describes the whole store.

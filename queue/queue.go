@@ -156,6 +156,13 @@ func (q *Queue) ReserveN(ctx context.Context, n int, opts ReserveOptions) ([]Job
 
 // reserve deletes del and reserves up to max jobs, waiting as opts say.
 // The outcomes of the deletes come back even when the reserve fails.
+// drainedWakeAfter: when a reserve leaves only jobs a rate holds back, and
+// the rate frees one sooner than this, the other waiters are woken at once
+// as after any reserve, so that one is already asking when it frees; a
+// wake-up at the rate's time would come a round trip late, and at high
+// rates those round trips, one waiter of a Queue at a time, cap the rate.
+const drainedWakeAfter = 5 * time.Millisecond
+
 func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del []ID) ([]Job, []error, error) {
 	tubes, err := checkTubes(opts.Tubes)
 	if err != nil {
@@ -203,6 +210,13 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 			return nil, deleted, err
 		}
 		if len(res.Jobs) > 0 {
+			if res.Drained && (res.Next < 0 || res.Next >= drainedWakeAfter) {
+				// Limits hold back what is left: wake a waiter when they free it.
+				if res.Next >= 0 {
+					q.hub.schedule(res.NextTube, res.Next)
+				}
+				return res.Jobs, deleted, nil
+			}
 			// Someone else may be waiting for what is left.
 			for _, t := range tubes {
 				q.hub.wake(t)

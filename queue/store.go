@@ -173,6 +173,12 @@ type ReserveResult struct {
 	Deleted  []error // one per ReserveRequest.Delete: nil, ErrNotFound or ErrReserved
 	Next     time.Duration
 	NextTube string
+	// Drained, with jobs, says that the tubes' limits (LimitStore) now
+	// hold back every ready job left in them, so other waiters need not be
+	// woken; Next and NextTube then say when a rate frees one, or Next < 0
+	// when only a cap holds them (a reservation's end wakes the tube). A
+	// store may always leave it false.
+	Drained bool
 }
 
 // Reservation is a job an owner has reserved (Store.Reservations).

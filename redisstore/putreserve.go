@@ -202,6 +202,9 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			s.tubes.add(j.ID, j.Tube)
 			res.Jobs = append(res.Jobs, j)
 		}
+		if !look && len(a) > 4 && r.int(a[4]) == 1 && len(gs) == 1 {
+			res.Drained = true
+		}
 		if next := r.int(a[2]); next >= 0 {
 			d := time.Duration(next) * time.Microsecond
 			ti := int(r.int(a[3])) - 1
@@ -291,7 +294,7 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			return res, err
 		}
 	}
-	if len(res.Jobs) > 0 {
+	if len(res.Jobs) > 0 && !res.Drained {
 		res.Next, res.NextTube = -1, ""
 	}
 	return s.recheckDeleted(ctx, req, cached, res)

@@ -16,6 +16,7 @@
 //	hourglass tubes    [flags]              list the tubes with their job counts
 //	hourglass api      [flags] METHOD PATH [JSON]   call the HTTP API (--http, HOURGLASS_HTTP)
 //	hourglass limit    allow|wait [flags] KEY   ask the rate limits over HTTP
+//	hourglass tube-limit [flags] set|get|clear|list [TUBE]   a tube's rate and cap over the HTTP API
 //	hourglass hash     SUBCOMMAND [flags]   expiring hash fields over the HTTP API (set, get, del, ttl, expire, persist, events, ack)
 //	hourglass lock     [flags] obtain|release|refresh|ttl NAME [TOKEN]   locks over the HTTP API
 //	hourglass schedule [flags] set|get|list|delete|pause|resume|trigger|next [NAME]   schedules over the HTTP API
@@ -107,6 +108,7 @@ var commands = []*command{
 	tubesCommand,
 	apiCommand,
 	limitCommand,
+	tubeLimitCommand,
 	hashCommand,
 	lockCommand,
 	scheduleCommand,

@@ -86,7 +86,7 @@ declares at start, {"schedules":[{"name":..., "spec":..., "zone":...,
 unchanged one changes nothing, a changed one is updated, and the store's
 other schedules are left alone unless --schedules-prune. A bad file stops
 serve before it opens the store, naming the schedule and the field.
-
+` + tubeLimitsHelp + `
 SIGTERM or SIGINT stops the server: it stops accepting, lets the
 commands in flight finish (a waiting reserve ends without a reply), returns
 reserved jobs to ready and closes the store, all within --shutdown-timeout;
@@ -132,6 +132,7 @@ Examples:
 		fs.StringVar(&o.schedulesFile, "schedules-file", "", "JSON `file` of schedules to set at start (each set idempotently; see docs/schedules.md)")
 		fs.BoolVar(&o.schedulesPrune, "schedules-prune", false, "with --schedules-file: delete the store's schedules the file does not list (default: leave them)")
 		o.envoy.flags(fs)
+		o.tubeLimits.flags(fs)
 		return func(ctx context.Context, c *cli, args []string) error {
 			if len(args) > 0 {
 				return usagef("serve takes no arguments, got %q", args)
@@ -176,6 +177,7 @@ type serveOptions struct {
 	schedulesFile           string // --schedules-file
 	schedulesPrune          bool
 	envoy                   envoyOptions // --grpc-addr and its companions
+	tubeLimits              tubeLimitOptions
 }
 
 // bodyTimeoutOrNever returns --body-timeout as beanstalk.Server.BodyTimeout:
@@ -321,6 +323,10 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	tubeLimits, err := o.tubeLimits.load()
+	if err != nil {
+		return err
+	}
 	var fileSchedules []schedule.Schedule
 	if o.schedulesFile != "" {
 		// Checked whole before the store opens: a bad file changes nothing.
@@ -362,6 +368,9 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 			err = errors.Join(err, fmt.Errorf("closing the store: %w", cerr))
 		}
 	}()
+	if err := applyTubeLimits(ctx, q, tubeLimits); err != nil {
+		return err
+	}
 
 	bl, err := net.Listen("tcp", o.beanstalkAddr)
 	if err != nil {
@@ -424,6 +433,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		return err
 	}
 	hs.StoreKind = b.Kind
+	hs.StoreFacts = storeFacts(b)
 	// One client for the schedules' routes and for firing them, counting
 	// the fires on the metrics.
 	schedules, err := newSchedules(metrics.WatchSchedules(b.Schedules), log)

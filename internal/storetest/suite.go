@@ -29,7 +29,7 @@ type Checker interface {
 // and Delete, Unreserve, Close).
 func Queue(t *testing.T, newStore NewQueueStore) {
 	s := &suite{newStore: newStore}
-	for _, c := range queueCases() {
+	for _, c := range append(queueCases(), limitCases()...) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
 	}
 }
@@ -75,6 +75,8 @@ func queueCases() []queueCase {
 		{"PeekStateN", testPeekStateN},
 		{"StatsJob", testStatsJob},
 		{"HistoryReasons", testHistoryReasons},
+		{"ReservedBy", testReservedBy},
+		{"CounterLog", testCounterLog},
 		{"HistoryReasonBound", testHistoryReasonBound},
 		{"StatsTube", testStatsTube},
 		{"StatsTubeUnknown", testStatsTubeUnknown},

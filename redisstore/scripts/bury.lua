@@ -9,6 +9,7 @@ local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = held(T, idh, owner)
 if not rec then return done(T, body) end
+slot_freed(T)
 unhold(T, idh, owner, index_key(9))
 if pri >= 0 then rec[F_PRI] = pri end
 rec[F_BURIES] = rec[F_BURIES] + 1

@@ -4,7 +4,10 @@
 -- Conventions of every script that includes it:
 --   KEYS[1] m      per-tag hash: seq (jobs ever put), timeouts (TTR expiries),
 --                  tix (tube numbers issued), t:<n> (the name of tube number n),
---                  id (on a cluster: the last job sequence number issued in this tag)
+--                  id (on a cluster: the last job sequence number issued in this tag),
+--                  l:<tube> (a tube's limits, "events:per µs:burst:cap"; see
+--                  docs/tube-limits.md), lt:<tube> (its rate's theoretical arrival time, µs,
+--                  while the tube does not exist)
 --   KEYS[2] j      per-tag hash: job id (14 hex digits) -> cmsgpack(record, body)
 --   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (µs)
 --   KEYS[4..]      per tube, 6 keys each:
@@ -12,7 +15,10 @@
 --                     nd (a time, ms, no later than the tube's next due transition),
 --                     pu/pl (pause end and length, ms), bseq (bury sequence),
 --                     hw (the highest Redis time seen, µs), ix (the tube's number in its records),
---                     rs/bu/to (reserves, buries and timeouts of its jobs)
+--                     rs/bu/to (reserves, buries and timeouts of its jobs),
+--                     lim (a copy of m's l:<tube>, the tube's limits, while it exists),
+--                     tat (its rate's theoretical arrival time, µs, while it exists),
+--                     lh (reserves its limits held back)
 --                  r  ready sorted set, score priority
 --                  d  delayed sorted set, score due time (ms)
 --                  x  reserved sorted set, score TTR deadline (ms)
@@ -116,9 +122,9 @@ end
 local function open(Ts)
   local us = redis_us()
   for _, T in ipairs(Ts) do
-    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf')
+    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf', 'lim', 'tat')
     T.nd, T.pu, T.live, T.total, T.deletes, T.hw = num(h[1]), num(h[2]), num(h[3]) or 0, num(h[4]) or 0, num(h[5]) or 0, num(h[6]) or 0
-    T.ix, T.rf = num(h[7]), num(h[8]) or 0
+    T.ix, T.rf, T.lim, T.tat = num(h[7]), num(h[8]) or 0, h[9] or nil, num(h[10])
     if T.hw > us then
       us = T.hw
     end
@@ -237,6 +243,23 @@ local function wake(T)
   redis.call('SPUBLISH', T.t .. ':w', '1')
 end
 
+-- slot_freed is called before a reservation of T ends other than by its
+-- job becoming ready (a delete, a bury): when T is at its cap, that frees a
+-- place a waiter may be waiting for, so T's waiters are woken. Below the
+-- cap no reserve is waiting for a place, and nothing is sent.
+local function slot_freed(T)
+  if T.lim then
+    local cap = tonumber(string.match(T.lim, ':(%d+)$'))
+    if cap > 0 then
+      local nx = T.nx or redis.call('ZCARD', T.x)
+      if nx >= cap then
+        wake(T)
+      end
+      T.nx = nx - 1
+    end
+  end
+end
+
 -- paused_until returns the end of T's pause (ms), or nil when not paused at now.
 local function paused_until(T, now)
   if T.pu and T.pu > now then
@@ -250,6 +273,10 @@ end
 local function gc(T, tube, now)
   if T.live > 0 or T.rf > 0 or paused_until(T, now) then
     return
+  end
+  if T.tat then
+    -- The rate's state outlives the tube, in the tag's m, for when it comes back.
+    redis.call('HSET', KEYS[1], 'lt:' .. tube, T.tat)
   end
   redis.call('DEL', T.t, T.u)
   redis.call('ZREM', KEYS[3], tube)
@@ -273,7 +300,19 @@ end
 -- creation time in µs (the order Tubes lists them in).
 local function register(T, tube, us)
   if T.live == 0 and T.rf == 0 then
-    redis.call('ZADD', KEYS[3], 'NX', us, tube)
+    if redis.call('ZADD', KEYS[3], 'NX', us, tube) == 1 then
+      -- A new tube: it takes the limits its name has in the tag.
+      local lim = redis.call('HGET', KEYS[1], 'l:' .. tube)
+      if lim then
+        set(T, 'lim', lim)
+        T.lim = lim
+        local tat = redis.call('HGET', KEYS[1], 'lt:' .. tube)
+        if tat then
+          set(T, 'tat', tat)
+          T.tat = tonumber(tat)
+        end
+      end
+    end
   end
 end
 
@@ -416,6 +455,9 @@ local function reserve_rec(T, idh, rec, body, owner, now, ix)
   rec[F_OWNER] = owner
   rec[F_RESERVES] = rec[F_RESERVES] + 1
   T.reserved = (T.reserved or 0) + 1 -- the tube's count, added by flush
+  if T.nx then
+    T.nx = T.nx + 1 -- the count of T.x that a cap reads (limit_wait)
+  end
   stamp(rec, F_RESERVED_AT, now)
   local deadline = now + rec[F_TTR]
   redis.call('ZADD', T.x, deadline, idh)
@@ -425,6 +467,68 @@ local function reserve_rec(T, idh, rec, body, owner, now, ix)
   schedule(T, deadline)
   save(idh, rec, body)
   return deadline
+end
+
+-- Tube limits (docs/tube-limits.md). A tube T opened with limits has T.lim,
+-- the spec "events:per µs:burst:cap"; limit_open reads it into T.cap, and,
+-- for a rate, T.iv (µs between reserves), T.burst and T.tat (the theoretical
+-- arrival time, µs, from m's lt:<tube>).
+
+-- limit_open prepares the limits of tube T, if it has any, and reports
+-- whether it has.
+local function limit_open(T, tube)
+  if not T.lim then
+    return false
+  end
+  local ev, per, burst, cap = string.match(T.lim, '^(%d+):(%d+):(%d+):(%d+)$')
+  ev, per = tonumber(ev), tonumber(per)
+  T.cap = tonumber(cap)
+  if ev > 0 then
+    T.iv = math.floor((per + ev - 1) / ev) -- exact: per + ev < 2^53
+    T.burst = tonumber(burst)
+    T.tat = T.tat or 0
+  end
+  return true
+end
+
+-- limit_wait is how long (µs) until T's limits allow one more reserve at
+-- us: 0 when they do now, -1 when the cap holds T back (a reservation must
+-- end first: a TTR's end, which next_due knows, or a delete, bury or
+-- release, which wakes the tube).
+local function limit_wait(T, us)
+  if T.cap > 0 then
+    if not T.nx then
+      T.nx = redis.call('ZCARD', T.x) -- then kept by reserve_rec and delete_one
+    end
+    if T.nx >= T.cap then
+      return -1
+    end
+  end
+  if T.iv then
+    -- GCRA: one more passes when max(tat, us) + iv - burst*iv <= us.
+    local w = T.tat - (T.burst - 1) * T.iv - us
+    if w > 0 then
+      return w
+    end
+  end
+  return 0
+end
+
+-- limit_charge counts one reserve of T against its rate at us.
+local function limit_charge(T, us)
+  if T.iv then
+    T.tat = math.max(T.tat, us) + T.iv
+    T.tatdirty = true
+  end
+end
+
+-- limit_flush notes T's rate state, if it changed, among the fields flush
+-- writes; call it before gc, which keeps the state of a tube that goes.
+local function limit_flush(T)
+  if T.tatdirty then
+    set(T, 'tat', T.tat)
+    T.tatdirty = nil
+  end
 end
 
 -- jobreply is how a job travels back to Go: id, tube, pri, ttr ms, reserves,
@@ -449,6 +553,9 @@ local function delete_one(T, tube, idh, owner, ix)
   end
   if ix and rec[F_STATE] == RESERVED then
     redis.call('ZREM', ix, entry(owner, idh))
+  end
+  if rec[F_STATE] == RESERVED then
+    slot_freed(T)
   end
   unindex(T, idh, rec)
   redis.call('HDEL', KEYS[2], idh)

@@ -2,13 +2,15 @@
 -- reserve: for each of R requests in turn (each an owner's, merged from
 -- callers that waited together), deletes some jobs, then reserves up to max
 -- ready jobs from the tubes of one tag, lowest (priority, id) first,
--- skipping paused tubes.
+-- skipping paused tubes and tubes their limits hold back (docs/tube-limits.md).
 -- KEYS: m j tubes, then 6 keys per tube, then the owners' reservation index (see lib.lua)
 -- ARGV: now, tube count N, N tube names, request count R, then per request:
 --       owner, max, pair count D, D pairs (tube index 1..N, job id hex) to delete
 -- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 8 per job as jobreply),
---            next (µs until a job may be ready, -1 if nothing is scheduled; only when fewer than max jobs were reserved),
+--            next (µs until a job may be ready, or a rate frees a tube with ready jobs, -1 if nothing is scheduled;
+--            only when fewer than max jobs were reserved, or when drained),
 --            index of the tube next refers to,
+--            then when max > 0: drained (1 when jobs were reserved and limits now hold back every ready job left),
 --            and when max is 0 (a look before choosing among tags): the priority and id of the job it would take, or -1 and '' }
 local n = tonumber(ARGV[2])
 local Ts, names = {}, {}
@@ -25,16 +27,78 @@ for i = 1, n do
 end
 
 local live = {}
+local limited = false
 for i = 1, n do
   if not paused_until(Ts[i], now) then
     live[#live + 1] = i
+    if limit_open(Ts[i], names[i]) then
+      limited = true
+    end
   end
 end
 
--- head returns the live tube whose ready head has the smallest (pri, id).
-local function head()
-  local best, bestpri, bestid = nil, nil, nil
+-- open_tubes returns the live tubes that their limits do not hold back at
+-- us (all of them when none is limited).
+local function open_tubes()
+  if not limited then
+    return live
+  end
+  local c = {}
   for _, i in ipairs(live) do
+    if not Ts[i].lim or limit_wait(Ts[i], us) == 0 then
+      c[#c + 1] = i
+    end
+  end
+  return c
+end
+
+-- held counts a hold on each limited live tube with ready jobs that its
+-- limits hold back, and returns the least time (µs) until a rate frees
+-- one of them and that tube's index, or -1.
+local function held()
+  local next, nexttube = -1, 0
+  for _, i in ipairs(live) do
+    local T = Ts[i]
+    if T.lim and redis.call('ZCARD', T.r) > 0 then
+      local w = limit_wait(T, us)
+      if w ~= 0 then
+        redis.call('HINCRBY', T.t, 'lh', 1)
+      end
+      if w > 0 and (next < 0 or w < next) then
+        next, nexttube = w, i
+      end
+    end
+  end
+  return next, nexttube
+end
+
+-- drained_after reports, after a reserve took jobs, whether limits now hold
+-- back every ready job left in the live tubes (1, else 0), with the least
+-- time (µs) until a rate frees one and that tube's index, or -1.
+local function drained_after()
+  local next, nexttube = -1, 0
+  for _, i in ipairs(live) do
+    local T = Ts[i]
+    -- A tube its limits do not hold back counts as having more (it costs
+    -- no command to say so), whether or not it has.
+    if not T.lim then
+      return 0, -1, 0
+    end
+    local w = limit_wait(T, us)
+    if w == 0 then
+      return 0, -1, 0
+    end
+    if w > 0 and (next < 0 or w < next) and redis.call('ZCARD', T.r) > 0 then
+      next, nexttube = w, i
+    end
+  end
+  return 1, next, nexttube
+end
+
+-- head returns the tube of cand whose ready head has the smallest (pri, id).
+local function head(cand)
+  local best, bestpri, bestid = nil, nil, nil
+  for _, i in ipairs(cand) do
     local h = redis.call('ZRANGE', Ts[i].r, 0, 0, 'WITHSCORES')
     if #h > 0 then
       local pri = tonumber(h[2])
@@ -57,15 +121,16 @@ local function serve(a)
   end
   local jobs = {}
   local got, last = 0, 0
+  local cand = open_tubes()
   while got < max do
     local best, idh
-    if #live == 1 then
-      best = live[1]
+    if #cand == 1 then
+      best = cand[1]
       local h = redis.call('ZPOPMIN', Ts[best].r)
       idh = h[1]
     else
       local _
-      best, _, idh = head()
+      best, _, idh = head(cand)
       if best then
         redis.call('ZREM', Ts[best].r, idh)
       end
@@ -82,12 +147,26 @@ local function serve(a)
       jobs[#jobs + 1] = r[k]
     end
     got = got + 1
+    if T.lim then
+      limit_charge(T, us)
+      if limit_wait(T, us) ~= 0 then
+        -- held back now: the other candidates stay as they were
+        local c = {}
+        for _, i in ipairs(cand) do
+          if i ~= best then c[#c + 1] = i end
+        end
+        cand = c
+      end
+    end
   end
   if got > 0 and ix then
     index_keep(ix, last, now)
   end
 
   local next, nexttube = -1, 0
+  if limited and (got < max or max == 0) then
+    next, nexttube = held()
+  end
   if got < max or max == 0 then
     for i = 1, n do
       local due = next_due(Ts[i], now) -- exact, not the lower bound nd: a waiter sleeps until then
@@ -102,10 +181,14 @@ local function serve(a)
   end
 
   if max == 0 then
-    local _, pri, idh = head()
+    local _, pri, idh = head(cand)
     return { deleted, jobs, next, nexttube, pri or -1, idh or '' }, a + 3 + 2 * d
   end
-  return { deleted, jobs, next, nexttube }, a + 3 + 2 * d
+  local drained = 0
+  if limited and got > 0 then
+    drained, next, nexttube = drained_after()
+  end
+  return { deleted, jobs, next, nexttube, drained }, a + 3 + 2 * d
 end
 
 local out = {}
@@ -114,6 +197,7 @@ for r = 1, tonumber(ARGV[3 + n]) do
   out[r], a = serve(a)
 end
 for i = 1, n do
+  limit_flush(Ts[i])
   if had[i] > 0 then
     free(Ts[i], names[i], now)
   else

@@ -114,6 +114,7 @@ var errorTable = []struct {
 	{queue.ErrTimeout, http.StatusServiceUnavailable, CodeUnavailable}, // reserve answers it with 204 first
 	{queue.ErrNotReplicated, http.StatusServiceUnavailable, CodeUnavailable},
 	{queue.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
+	{queue.ErrNoLimits, http.StatusBadRequest, CodeNotSupported},
 
 	// ttlhash
 	{ttlhash.ErrInvalid, http.StatusBadRequest, CodeBadRequest},

@@ -23,7 +23,7 @@ var jobsPrimitive = primitive{
 	name:    "jobs",
 	enabled: func(s *Server) bool { return s.Queue != nil },
 	routes: func(s *Server) []route {
-		return []route{
+		return append([]route{
 			{"POST", "/v1/tubes/{tube}/jobs", "put", s.put},
 			{"POST", "/v1/reserve", "reserve", s.reserve},
 			{"GET", "/v1/jobs/{id}", "peek", s.peek},
@@ -40,7 +40,7 @@ var jobsPrimitive = primitive{
 			{"POST", "/v1/tubes/{tube}/kick", "kick", s.kick},
 			{"POST", "/v1/tubes/{tube}/pause", "pause-tube", s.pause},
 			{"GET", "/v1/stats", "stats", s.stats},
-		}
+		}, s.tubeLimitRoutes()...)
 	},
 	panel: jobsPanel,
 }
@@ -642,12 +642,18 @@ type TubeStats struct {
 	Paused          bool   `json:"paused"`
 	PauseMS         int64  `json:"pause_ms"`
 	PauseTimeLeftMS int64  `json:"pause_time_left_ms"`
+	// Limits are the tube's limits (absent when none); LimitHolds counts
+	// the reserves that got fewer jobs than asked while they held back
+	// the tube's ready jobs (docs/tube-limits.md).
+	Limits     *TubeLimits `json:"limits,omitempty"`
+	LimitHolds int64       `json:"limit_holds"`
 }
 
 func tubeStatsOf(st queue.TubeStats) TubeStats {
 	return TubeStats{Name: st.Name, Urgent: st.Urgent, Ready: st.Ready, Reserved: st.Reserved, Delayed: st.Delayed,
 		Buried: st.Buried, TotalJobs: st.TotalJobs, Deletes: st.Deletes, Pauses: st.Pauses, Paused: st.Pause > 0,
-		PauseMS: st.Pause.Milliseconds(), PauseTimeLeftMS: st.PauseTimeLeft.Milliseconds()}
+		PauseMS: st.Pause.Milliseconds(), PauseTimeLeftMS: st.PauseTimeLeft.Milliseconds(),
+		Limits: tubeLimitsField(st.Limits), LimitHolds: st.LimitHolds}
 }
 
 func (s *Server) statsTube(w http.ResponseWriter, r *http.Request) error {

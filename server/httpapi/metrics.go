@@ -233,6 +233,7 @@ func (c jobsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- jobsDesc
 	ch <- pausedDesc
 	ch <- upDesc
+	describeTubeLimits(ch)
 }
 
 func (c jobsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -267,5 +268,6 @@ func (c jobsCollector) Collect(ch chan<- prometheus.Metric) {
 			paused = 1
 		}
 		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, t)
+		collectTubeLimits(ch, st)
 	}
 }

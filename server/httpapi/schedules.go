@@ -412,6 +412,15 @@ type panelSchedule struct {
 	ScheduleState
 	NextInMS int64 // until the next tick; -1 when there is none
 	Policy   string
+	// NextAt and Fired (Last, with each tick as a time) are what the
+	// dashboard shows, in the zone its reader chose.
+	NextAt time.Time
+	Fired  []panelFire
+}
+
+type panelFire struct {
+	ScheduleFire
+	At time.Time
 }
 
 // maxPanelSchedules bounds the schedules the panel lists.
@@ -435,8 +444,10 @@ func schedulesPanel(ctx context.Context, s *Server) (any, error) {
 		loc := zoneOf(st.Zone)
 		ps.Next = panelTime(st.Next, loc)
 		ps.Last = ps.Last[:min(len(ps.Last), 3)]
+		ps.NextAt = st.Next
 		for i := range ps.Last {
 			ps.Last[i].Tick = panelTime(st.Last[i].Tick, loc)
+			ps.Fired = append(ps.Fired, panelFire{ps.Last[i], st.Last[i].Tick})
 		}
 		if !st.Next.IsZero() {
 			ps.NextInMS = max(st.Next.Sub(now), 0).Milliseconds()

@@ -114,6 +114,10 @@ type Server struct {
 	// that the triggers count in the metrics. Firing their ticks is not
 	// the Server's: run the Client's Run beside it (hourglass serve does).
 	Schedules *schedule.Client
+	// StoreFacts, when set, tells the dashboard's store view what the
+	// store says of itself (hourglass serve: Redis's version, memory and
+	// clients; the embedded engine's log size and last snapshot).
+	StoreFacts func(ctx context.Context) ([]StoreFact, error)
 	// AccessLog, when set, receives one info record per HTTP request
 	// once it is answered: method, path, status, bytes, duration, remote.
 	AccessLog *slog.Logger

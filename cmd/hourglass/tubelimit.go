@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
+	"github.com/hourglass-io/hourglass/server/httpapi"
+)
+
+var tubeLimitCommand = &command{
+	name:    "tube-limit",
+	ownArgs: true,
+	args:    "[flags] set|get|clear|list [TUBE]",
+	summary: "set, show and clear a tube's rate and cap over the HTTP API",
+	help: `Manages the limits of tubes through the server's HTTP API (--http, or
+HOURGLASS_HTTP; default ` + defaultHTTP + `). The store enforces them at every
+reserve, for every client of every server sharing it, beanstalkd clients
+included: at most --rate reserves (a GCRA limit, EVENTS/PER[,burst=N]) and at
+most --cap jobs reserved at once. A job counts toward the cap until it is
+deleted, released, buried or its TTR ends.
+
+  set TUBE     set --rate, --cap or both (what is not given is not limited)
+  get TUBE     the tube's limits
+  clear TUBE   remove them
+  list         every limited tube and its limits
+
+Examples:
+
+  hourglass tube-limit set emails --rate 100/1s,burst=10 --cap 5
+  hourglass tube-limit set reports --cap 2
+  hourglass tube-limit list
+  hourglass tube-limit clear emails
+`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+		var f tubeLimitFlags
+		f.http.define(fs)
+		fs.StringVar(&f.rate, "rate", "", "set: the `rate`, EVENTS/PER[,burst=N] (100/1s,burst=10)")
+		fs.IntVar(&f.cap, "cap", 0, "set: the most jobs of the tube reserved at once (a `count`)")
+		return func(ctx context.Context, c *cli, args []string) error {
+			args, err := parseInterleaved(fs, args)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			fs.Visit(func(fl *flag.Flag) { f.set = append(f.set, fl.Name) })
+			return c.tubeLimit(ctx, &f, args)
+		}
+	},
+}
+
+type tubeLimitFlags struct {
+	http httpFlags
+	rate string
+	cap  int
+	set  []string
+}
+
+func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) error {
+	if len(args) == 0 {
+		return usagef("tube-limit takes set, get, clear or list")
+	}
+	sub, args := args[0], args[1:]
+	want := 1
+	switch sub {
+	case "list":
+		want = 0
+	case "set", "get", "clear":
+	default:
+		return usagef("tube-limit: unknown subcommand %q: want set, get, clear or list", sub)
+	}
+	if len(args) != want {
+		if want == 0 {
+			return usagef("tube-limit list takes no arguments, got %q", args)
+		}
+		return usagef("tube-limit %s takes TUBE, got %q", sub, args)
+	}
+	for _, fl := range f.set {
+		if (fl == "rate" || fl == "cap") && sub != "set" {
+			return usagef("tube-limit %s: --%s is a flag of set", sub, fl)
+		}
+	}
+	hc := f.http.client()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if sub == "list" {
+		_, body, err := hc.call(ctx, "GET", "/v1/tube-limits", nil)
+		if err != nil {
+			return err
+		}
+		if f.http.json {
+			return c.show(f.http, body)
+		}
+		var list httpapi.TubeLimitsList
+		if err := json.Unmarshal(body, &list); err != nil {
+			return fmt.Errorf("reading the list: %w", err)
+		}
+		for _, tl := range list.Limits {
+			if _, err := fmt.Fprintf(c.stdout, "%s\t%s\n", tl.Tube, httpapi.TubeLimitsSpec(limitsFromJSON(tl))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tube := args[0]
+	if err := queue.CheckTube(tube); err != nil {
+		return usagef("tube-limit %s: %v", sub, err)
+	}
+	path := "/v1/tubes/" + url.PathEscape(tube) + "/limits"
+	var body []byte
+	var err error
+	switch sub {
+	case "set":
+		in := httpapi.TubeLimits{Cap: f.cap}
+		if f.rate != "" {
+			rs, err := httpapi.ParseLimits(f.rate)
+			if err != nil {
+				return usagef("--rate: %v", err)
+			}
+			if len(rs) != 1 || rs[0].Algorithm != ratelimit.GCRA {
+				return usagef("--rate %q: want one GCRA limit, EVENTS/PER[,burst=N]", f.rate)
+			}
+			r := httpapi.LimitOf(rs[0])
+			r.Quota, r.Algorithm = 0, ""
+			in.Rate = &r
+		}
+		if in.Rate == nil && in.Cap == 0 {
+			return usagef("tube-limit set needs --rate, --cap or both (clear removes the limits)")
+		}
+		_, body, err = hc.call(ctx, "PUT", path, in)
+	case "get":
+		_, body, err = hc.call(ctx, "GET", path, nil)
+	case "clear":
+		_, body, err = hc.call(ctx, "DELETE", path, nil)
+		if err == nil && !f.http.json {
+			_, err = fmt.Fprintf(c.stdout, "cleared the limits of %s\n", tube)
+			return err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if f.http.json {
+		return c.show(f.http, body)
+	}
+	var tl httpapi.TubeLimits
+	if err := json.Unmarshal(body, &tl); err != nil {
+		return fmt.Errorf("reading the reply: %w", err)
+	}
+	spec := httpapi.TubeLimitsSpec(limitsFromJSON(tl))
+	if spec == "" {
+		spec = "none"
+	}
+	_, err = fmt.Fprintf(c.stdout, "%s\t%s\n", tube, spec)
+	return err
+}
+
+// limitsFromJSON reads the limits of a reply.
+func limitsFromJSON(tl httpapi.TubeLimits) queue.Limits {
+	l := queue.Limits{Cap: tl.Cap}
+	if r := tl.Rate; r != nil && r.Per != nil {
+		l.Rate = ratelimit.Limit{Events: r.Events, Per: time.Duration(*r.Per), Burst: r.Burst}
+	}
+	return l
+}

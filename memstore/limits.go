@@ -1,0 +1,243 @@
+package memstore
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
+)
+
+// kindLimit is the record of a tube's limits set or cleared (log and
+// snapshot): s tube name, u events, v per (ns), u burst, u cap; events 0
+// is no rate, and all of them 0 clears the limits.
+const kindLimit = 11
+
+// tubeLimit is a tube's limits and the state of its rate. It lives beside
+// the tube, not in it: the limits outlive the tube, and so does the rate's
+// state, so a tube that empties and fills again gets no second burst.
+type tubeLimit struct {
+	l        queue.Limits
+	interval int64 // ns between reserves at the rate; 0 when there is no rate
+	burst    int64
+	tat      int64 // the rate's theoretical arrival time (Unix ns)
+}
+
+func newTubeLimit(l queue.Limits) *tubeLimit {
+	tl := &tubeLimit{l: l}
+	if l.HasRate() {
+		tl.interval = int64(l.Rate.Interval())
+		tl.burst = int64(l.Rate.BurstOrDefault())
+	}
+	return tl
+}
+
+// wait is how long (ns) until tube t's limits allow one more reserve at
+// now: 0 when they do now, -1 when the cap holds it back (a reservation
+// must end first).
+func (tl *tubeLimit) wait(t *tube, now int64) int64 {
+	if tl.l.Cap > 0 && t.reserved.len() >= tl.l.Cap {
+		return -1
+	}
+	if tl.interval > 0 {
+		// GCRA: one more passes when max(tat, now) + interval - burst*interval <= now.
+		if w := tl.tat - (tl.burst-1)*tl.interval - now; w > 0 {
+			return w
+		}
+	}
+	return 0
+}
+
+// charge counts one reserve against the rate at now.
+func (tl *tubeLimit) charge(now int64) {
+	if tl.interval > 0 {
+		tl.tat = max(tl.tat, now) + tl.interval
+	}
+}
+
+// SetLimits implements queue.LimitStore.
+func (s *Store) SetLimits(ctx context.Context, tube string, l queue.Limits) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	s.setLimitsLocked(tube, l, now)
+	tk := s.append(kindLimit, s.encodeLimit(tube, l), nil)
+	s.wakeLocked(tube)
+	return s.end(now, tk)
+}
+
+// setLimitsLocked sets or clears tube's limits; a rate that stays keeps its
+// state.
+func (s *Store) setLimitsLocked(tube string, l queue.Limits, now int64) {
+	if l.IsZero() {
+		delete(s.tubeLimits, tube)
+		return
+	}
+	tl := newTubeLimit(l)
+	if old := s.tubeLimits[tube]; old != nil && tl.interval > 0 {
+		tl.tat = old.tat
+	}
+	if s.tubeLimits == nil {
+		s.tubeLimits = map[string]*tubeLimit{}
+	}
+	s.tubeLimits[tube] = tl
+}
+
+// TubeLimits implements queue.LimitStore.
+func (s *Store) TubeLimits(ctx context.Context, tube string) (queue.Limits, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return queue.Limits{}, err
+	}
+	var l queue.Limits
+	if tl := s.tubeLimits[tube]; tl != nil {
+		l = tl.l
+	}
+	return l, s.end(now, 0)
+}
+
+// LimitedTubes implements queue.LimitStore.
+func (s *Store) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]queue.Limits, len(s.tubeLimits))
+	for name, tl := range s.tubeLimits {
+		out[name] = tl.l
+	}
+	return out, s.end(now, 0)
+}
+
+func (s *Store) encodeLimit(tube string, l queue.Limits) []byte {
+	b := appendString(s.scratch[:0], tube)
+	b = binary.AppendUvarint(b, uint64(l.Rate.Events))
+	b = binary.AppendVarint(b, int64(l.Rate.Per))
+	b = binary.AppendUvarint(b, uint64(l.Rate.Burst))
+	b = binary.AppendUvarint(b, uint64(l.Cap))
+	s.scratch = b
+	return b
+}
+
+// replayLimit reads a kindLimit record.
+func (s *Store) replayLimit(d *decoder) error {
+	name := d.string()
+	var l queue.Limits
+	if ev := d.uvarint(); ev > 0 {
+		l.Rate = ratelimit.Limit{Events: int(ev), Per: time.Duration(d.varint()), Burst: int(d.uvarint())}
+	} else {
+		d.varint()
+		d.uvarint()
+	}
+	l.Cap = int(d.uvarint())
+	if err := d.end(); err != nil {
+		return err
+	}
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("limits of tube %q in the log: %v", name, err)
+	}
+	s.setLimitsLocked(name, l, 0)
+	return nil
+}
+
+// snapshotLimits writes one record per limited tube, in name order.
+func (s *Store) snapshotLimits(add func(kind byte, head []byte)) {
+	for _, name := range sortedKeys(s.tubeLimits) {
+		add(kindLimit, s.encodeLimit(name, s.tubeLimits[name].l))
+	}
+}
+
+// recoveredLimits starts every rate after a replay as if a whole burst had
+// been taken at now: the log does not keep the rates' state, and a restart
+// must not give a tube more than its rate.
+func (s *Store) recoveredLimits(now int64) {
+	for _, tl := range s.tubeLimits {
+		if tl.interval > 0 {
+			tl.tat = now + tl.burst*tl.interval
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range maps.Keys(m) {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// freeSlotLocked wakes the waiters of j's tube when j, about to leave the
+// reserved state other than to ready (a delete, a bury), frees a place of
+// a tube at its cap (below the cap, no reserve waits for a place).
+func (s *Store) freeSlotLocked(j *job) {
+	if j.state != queue.Reserved {
+		return
+	}
+	if tl := s.tubeLimits[j.tube.name]; tl != nil && tl.l.Cap > 0 && j.tube.reserved.len() >= tl.l.Cap {
+		s.wakeLocked(j.tube.name)
+	}
+}
+
+// heldLocked counts a hold on each of tubes that has ready jobs, is not
+// paused, and is held back by its limits at now, and returns them with
+// the time (ns) until the rate frees each (-1: the cap, which a
+// reservation's end frees, and that end is among the tube's deadlines).
+func (s *Store) heldLocked(tubes []string, now int64) map[*tube]int64 {
+	var held map[*tube]int64
+	for _, name := range tubes {
+		t, tl := s.tubes[name], s.tubeLimits[name]
+		if t == nil || tl == nil || t.paused || t.ready.len() == 0 {
+			continue
+		}
+		if w := tl.wait(t, now); w != 0 {
+			if held == nil {
+				held = map[*tube]int64{}
+			}
+			held[t] = w
+			t.limitHolds++
+		}
+	}
+	return held
+}
+
+// drainedLocked sets res.Drained, after a reserve took jobs, when limits
+// hold back every ready job left in tubes, with Next and NextTube the
+// least time until a rate frees one (Next < 0 when only caps hold them).
+func (s *Store) drainedLocked(tubes []string, now int64, res *queue.ReserveResult) {
+	next, nextTube := int64(-1), ""
+	limited := false
+	for _, name := range tubes {
+		t, tl := s.tubes[name], s.tubeLimits[name]
+		if t == nil || t.paused {
+			continue
+		}
+		limited = limited || tl != nil
+		if t.ready.len() == 0 {
+			continue
+		}
+		if tl == nil {
+			return
+		}
+		w := tl.wait(t, now)
+		if w == 0 {
+			return
+		}
+		if w > 0 && (next < 0 || w < next) {
+			next, nextTube = w, name
+		}
+	}
+	if !limited {
+		return // no limit among the tubes: the caller wakes waiters as for any reserve
+	}
+	res.Drained = true
+	res.Next, res.NextTube = -1, ""
+	if next >= 0 {
+		res.Next, res.NextTube = durationOf(next), nextTube
+	}
+}
