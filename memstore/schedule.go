@@ -321,6 +321,15 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 	return res, s.end(now, 0)
 }
 
+// Now implements schedule.Store: the store's clock (Options.Clock).
+func (c *Schedules) Now(ctx context.Context) (time.Time, error) {
+	now, err := c.begin(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(0, now), c.s.end(now, 0)
+}
+
 // Listen implements schedule.Notifier: wake is called after a schedule is
 // set or resumed.
 func (c *Schedules) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {

@@ -36,7 +36,7 @@ func TestScheduleRestartMisfire(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c, _ := schedule.New(s.Schedules(), &schedule.Options{Now: clock.Now})
+				c, _ := schedule.New(s.Schedules(), nil)
 				return s, c
 			}
 			s, c := open()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,10 +13,11 @@ import (
 )
 
 // Limiter decides, on a Store, whether events on a key may pass under the
-// limits given with each call. It keeps no state of its own: every decision
-// is one atomic call to the store, so any number of Limiters in any number
-// of processes sharing a store share its limits. It is safe for concurrent
-// use.
+// limits given with each call. Every decision is one atomic call to the
+// store, so any number of Limiters in any number of processes sharing a
+// store share its limits; the one state a Limiter keeps is the cancelled
+// reservations whose slots a later reservation still built on (see
+// Reservation.Cancel). It is safe for concurrent use.
 type Limiter struct {
 	store    Store
 	mode     Mode
@@ -25,7 +27,17 @@ type Limiter struct {
 	onErr    func(error)
 	parts    func(string) int
 	maxLog   int
+
+	// held are the cancelled reservations not yet given back, by store
+	// key, in the order they were cancelled; a Cancel that gives back
+	// retries them latest slot first.
+	heldMu sync.Mutex
+	held   map[string][]*Reservation
 }
+
+// maxHeld bounds the cancelled reservations a Limiter keeps per key, to
+// give back once the later ones are cancelled too; the oldest go first.
+const maxHeld = 256
 
 // Result is the answer of Allow and AllowN.
 type Result struct {
@@ -124,6 +136,7 @@ func (l *Limiter) report(err error) {
 // Reservation is a claimed future slot (ReserveN): the caller may act after
 // Delay. Its methods are safe for concurrent use.
 type Reservation struct {
+	l       *Limiter
 	ok      bool
 	delay   time.Duration
 	act     time.Time // local clock
@@ -158,23 +171,104 @@ func (r *Reservation) StoreErr() error { return r.storeEr }
 // so that later callers may use them. Reservations made after it keep
 // their slots: only what they do not build on is given back (none of it
 // when a later reservation acts after this one's slot, as in
-// golang.org/x/time/rate). Cancel on a
-// reservation that is not OK, already cancelled or whose time has come
-// does nothing. It returns an error wrapping ErrStore when the store
-// failed.
+// golang.org/x/time/rate). What a later reservation of the same Limiter
+// built on is given back when that one is cancelled too, before its slot:
+// reservations of one Limiter cancelled in any order give back as much as
+// if they had been cancelled latest first (those of other processes are
+// theirs to give back). Cancel on a reservation that is not OK, already
+// cancelled or whose time has come does nothing. It returns an error
+// wrapping ErrStore when the store failed.
 func (r *Reservation) Cancel(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.ok || r.canceled || r.store == nil {
 		return nil
 	}
-	_, err := r.store.GCRA(ctx, r.skey, r.n, r.limits, OpCancel, 0, r.at)
+	if r.l != nil {
+		// A Limiter's cancels go one at a time, so that the one that
+		// uncovers kept reservations sees every cancel made before it.
+		r.l.heldMu.Lock()
+		defer r.l.heldMu.Unlock()
+	}
+	d, err := r.store.GCRA(ctx, r.skey, r.n, r.limits, OpCancel, 0, r.at)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
 	r.canceled = true
+	if r.l != nil {
+		return r.l.afterCancel(ctx, r, d.OK)
+	}
 	return nil
 }
+
+// afterCancel keeps r, when its cancel gave nothing back, to give back
+// once the reservations that built on it are cancelled; when it gave
+// something back, it gives back the kept ones of the key that it uncovers,
+// latest slot first, until one still gives nothing. heldMu is held.
+func (l *Limiter) afterCancel(ctx context.Context, r *Reservation, gave bool) error {
+	now := time.Now()
+	kept := slices.DeleteFunc(l.held[r.skey], func(h *Reservation) bool { return !h.act.After(now) })
+	if !gave {
+		if r.act.After(now) {
+			kept = append(kept, r)
+			if len(kept) > maxHeld {
+				kept = kept[len(kept)-maxHeld:]
+			}
+		}
+	} else {
+		slices.SortStableFunc(kept, func(a, b *Reservation) int { return b.at.Compare(a.at) })
+		for len(kept) > 0 {
+			h := kept[0]
+			if h.store != r.store || !h.at.Before(r.at) {
+				break
+			}
+			d, err := h.store.GCRA(ctx, h.skey, h.n, h.limits, OpCancel, 0, h.at)
+			if err != nil {
+				l.setHeld(r.skey, kept)
+				return fmt.Errorf("%w: %w", ErrStore, err)
+			}
+			if !d.OK {
+				break
+			}
+			kept = kept[1:]
+		}
+	}
+	l.setHeld(r.skey, kept)
+	return nil
+}
+
+// setHeld stores the kept reservations of skey; heldMu is held. When more
+// than maxHeldKeys keys keep some, those whose slots have all come are
+// dropped, and then, if need be, any: a kept reservation is only a chance
+// to give back more later.
+func (l *Limiter) setHeld(skey string, kept []*Reservation) {
+	if len(kept) == 0 {
+		delete(l.held, skey)
+		return
+	}
+	if l.held == nil {
+		l.held = map[string][]*Reservation{}
+	}
+	l.held[skey] = kept
+	if len(l.held) <= maxHeldKeys {
+		return
+	}
+	now := time.Now()
+	for k, rs := range l.held {
+		if !slices.ContainsFunc(rs, func(h *Reservation) bool { return h.act.After(now) }) {
+			delete(l.held, k)
+		}
+	}
+	for k := range l.held {
+		if len(l.held) <= maxHeldKeys {
+			break
+		}
+		delete(l.held, k)
+	}
+}
+
+// maxHeldKeys bounds the keys a Limiter keeps cancelled reservations of.
+const maxHeldKeys = 1024
 
 // Reserve is shorthand for ReserveN(ctx, key, 1, maxWait, limits...).
 func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration, limits ...Limit) (*Reservation, error) {
@@ -226,7 +320,7 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 	// The slot is Delay after the store's decision, which came before the
 	// reply: counting from the reply, a caller never acts early.
 	return &Reservation{
-		ok: d.OK, delay: d.Delay, act: time.Now().Add(d.Delay), store: s, skey: skey, n: n,
+		l: l, ok: d.OK, delay: d.Delay, act: time.Now().Add(d.Delay), store: s, skey: skey, n: n,
 		limits: limits, at: d.Now.Add(d.Delay), storeEr: storeErr,
 	}, nil
 }

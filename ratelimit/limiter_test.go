@@ -190,3 +190,57 @@ func TestAllowEach(t *testing.T) {
 		t.Fatalf("AllowEach with a window: %v", err)
 	}
 }
+
+// TestCancelAnyOrder: reservations cancelled in any order give back as
+// much as if they had been cancelled latest first, once every one that
+// built on them is cancelled too; one still held keeps what it built on.
+func TestCancelAnyOrder(t *testing.T) {
+	l, _ := newLimiter(t, nil)
+	lim := ratelimit.Every(time.Hour)
+	ctx := context.Background()
+	if res, err := l.Allow(ctx, "k", lim); err != nil || !res.Allowed {
+		t.Fatalf("Allow: %+v %v", res, err)
+	}
+	rs := make([]*ratelimit.Reservation, 5) // slots 1 h to 5 h away
+	for i := range rs {
+		r, err := l.Reserve(ctx, "k", -1, lim)
+		if err != nil || !r.OK() {
+			t.Fatalf("Reserve %d: %v", i, err)
+		}
+		rs[i] = r
+	}
+	// next reports how many hours away the next slot is, and gives it back.
+	next := func() int {
+		t.Helper()
+		r, err := l.Reserve(ctx, "k", -1, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Cancel(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return int((r.Delay() + 30*time.Minute) / time.Hour)
+	}
+	cancel := func(i int) {
+		t.Helper()
+		if err := rs[i].Cancel(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The earliest first, the middle one still held: nothing comes back
+	// while a later reservation builds on them.
+	cancel(0)
+	cancel(1)
+	if h := next(); h != 6 {
+		t.Fatalf("after cancelling the first two, the next slot is %d h away, want 6", h)
+	}
+	cancel(4)
+	cancel(3)
+	if h := next(); h != 4 {
+		t.Fatalf("with the third still held, the next slot is %d h away, want 4 (after its slot)", h)
+	}
+	cancel(2)
+	if h := next(); h != 1 {
+		t.Fatalf("with all five cancelled, the next slot is %d h away, want 1 (as before them)", h)
+	}
+}

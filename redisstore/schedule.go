@@ -464,14 +464,23 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 		res.Due = res.Due[:limit]
 	}
 	if res.Now.IsZero() {
-		t, err := c.s.c.Time(ctx).Result()
-		if err != nil {
-			return schedule.DueResult{}, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+		if res.Now, err = c.Now(ctx); err != nil {
+			return schedule.DueResult{}, err
 		}
-		if c.s.clock != nil {
-			t = c.s.clock()
-		}
-		res.Now = t
 	}
 	return res, nil
+}
+
+// Now implements schedule.Store: Redis's TIME (of the node the client asks:
+// a Cluster's masters keep their own clocks, which NTP keeps close), or the
+// injected Options.Clock.
+func (c *Schedules) Now(ctx context.Context) (time.Time, error) {
+	if c.s.clock != nil {
+		return c.s.clock(), nil
+	}
+	t, err := c.s.c.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+	}
+	return t, nil
 }

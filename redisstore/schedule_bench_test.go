@@ -39,7 +39,7 @@ func BenchmarkScheduleMemory(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cl, _ := schedule.New(s.Schedules(), &schedule.Options{Now: clock.Now})
+		cl, _ := schedule.New(s.Schedules(), nil)
 		before := usedMemory(b, c)
 		for i := range n {
 			if _, err := cl.Set(ctx, schedule.Schedule{
@@ -99,7 +99,7 @@ func BenchmarkScheduleFires(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { s.Close() })
-				cls[i], _ = schedule.New(s.Schedules(), &schedule.Options{Now: clock.Now})
+				cls[i], _ = schedule.New(s.Schedules(), nil)
 			}
 			for i := range n {
 				if _, err := cls[0].Set(ctx, schedule.Schedule{

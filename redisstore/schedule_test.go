@@ -66,7 +66,7 @@ func TestScheduleExactlyOnceAcrossProcesses(t *testing.T) {
 						}
 						t.Cleanup(func() { s.Close() })
 						stores[i] = s
-						clients[i], err = schedule.New(s.Schedules(), &schedule.Options{Now: now, OnFire: onFire, PollInterval: 50 * time.Millisecond})
+						clients[i], err = schedule.New(s.Schedules(), &schedule.Options{OnFire: onFire, PollInterval: 50 * time.Millisecond})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -216,7 +216,7 @@ func TestScheduleStateWithoutTube(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	cl, _ := schedule.New(s.Schedules(), &schedule.Options{Now: clock.Now})
+	cl, _ := schedule.New(s.Schedules(), nil)
 	st, err := cl.Set(t.Context(), schedule.Schedule{Name: "old", Spec: "@every 1m", Job: schedule.Job{Tube: "legacy"}})
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func TestScheduleDueAcrossTags(t *testing.T) {
 			clock := storetest.NewClock(time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC))
 			s := newStore(t, c, &redisstore.Options{Clock: clock.Now})
 			fired := map[string]int{}
-			cl, _ := schedule.New(s.Schedules(), &schedule.Options{Now: clock.Now, BatchSize: 5, Concurrency: 1,
+			cl, _ := schedule.New(s.Schedules(), &schedule.Options{BatchSize: 5, Concurrency: 1,
 				OnFire: func(name string, _ schedule.Fire) { fired[name]++ }})
 			const n = 40
 			for i := range n {

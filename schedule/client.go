@@ -18,9 +18,6 @@ import (
 
 // Options configures a Client. The zero value is usable.
 type Options struct {
-	// Now is the clock used to compute the first tick of a schedule that is
-	// set or resumed; nil means time.Now. Firing reads the store's clock.
-	Now func() time.Time
 	// PollInterval is how often a Scheduler rechecks when its store is not
 	// a Notifier (it still sleeps until the earliest due tick when that is
 	// sooner). Zero means one second.
@@ -81,14 +78,12 @@ func New(store Store, opt *Options) (*Client, error) {
 	if c.opt.BatchSize == 0 {
 		c.opt.BatchSize = 100
 	}
-	if c.opt.Now == nil {
-		c.opt.Now = time.Now
-	}
 	return c, nil
 }
 
 // Set creates or updates a schedule; setting an unchanged definition
-// changes nothing. The first tick is the first after now (Options.Now).
+// changes nothing. The first tick is the first after now on the store's
+// clock (Store.Now), whatever the clock of this process says.
 func (c *Client) Set(ctx context.Context, s Schedule) (State, error) {
 	spec, err := s.Validate()
 	if err != nil {
@@ -97,7 +92,11 @@ func (c *Client) Set(ctx context.Context, s Schedule) (State, error) {
 	if s.Job.Body == nil {
 		s.Job.Body = []byte{}
 	}
-	st, err := c.store.Set(ctx, State{Schedule: s, Next: s.FirstTick(spec, c.opt.Now().Add(time.Nanosecond))})
+	now, err := c.store.Now(ctx)
+	if err != nil {
+		return State{}, err
+	}
+	st, err := c.store.Set(ctx, State{Schedule: s, Next: s.FirstTick(spec, now.Add(time.Nanosecond))})
 	if err == nil {
 		c.poke()
 	}
@@ -136,8 +135,9 @@ func (c *Client) Pause(ctx context.Context, name string) (State, error) {
 	return c.store.SetPaused(ctx, name, true, time.Time{})
 }
 
-// Resume lets a paused schedule fire again from its first tick after now;
-// the ticks that passed while it was paused are not fired.
+// Resume lets a paused schedule fire again from its first tick after now
+// on the store's clock (Store.Now); the ticks that passed while it was
+// paused are not fired.
 func (c *Client) Resume(ctx context.Context, name string) (State, error) {
 	st, err := c.Get(ctx, name)
 	if err != nil {
@@ -147,7 +147,11 @@ func (c *Client) Resume(ctx context.Context, name string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	st, err = c.store.SetPaused(ctx, name, false, st.FirstTick(spec, c.opt.Now().Add(time.Nanosecond)))
+	now, err := c.store.Now(ctx)
+	if err != nil {
+		return State{}, err
+	}
+	st, err = c.store.SetPaused(ctx, name, false, st.FirstTick(spec, now.Add(time.Nanosecond)))
 	if err == nil {
 		c.poke()
 	}

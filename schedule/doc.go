@@ -20,9 +20,10 @@
 // worker reads the tick back from the job (ParseJobKey of
 // queue.Job.UniqueKey).
 //
-// Time: ticks are computed in Go from the spec; whether a tick is due is
-// decided by the store's clock (Redis: TIME; the embedded engine: its
-// clock), so processes with skewed clocks agree. Run waits until the
+// Time: ticks are computed in Go from the spec; whether a tick is due, and
+// the first tick of a schedule set or resumed, are decided by the store's
+// clock (Store.Now; Redis: TIME; the embedded engine: its clock), so
+// processes with skewed clocks agree: a Client has no clock of its own. Run waits until the
 // earliest due tick, and is woken sooner when a schedule changes: through
 // its Client, or in any process when the store is a Notifier (topic
 // TopicDue). Without one it rechecks every Options.PollInterval.

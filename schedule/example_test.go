@@ -20,7 +20,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	c, _ := schedule.New(s.Schedules(), &schedule.Options{Now: func() time.Time { return start }})
+	c, _ := schedule.New(s.Schedules(), nil)
 	ctx := context.Background()
 
 	_, err = c.Set(ctx, schedule.Schedule{

@@ -68,7 +68,8 @@ type FireResult struct {
 // Store keeps schedules and fires their ticks. Each method is one atomic
 // operation; a store reads its own clock (Redis: TIME; the embedded engine:
 // the process clock), never a time the caller passes except where a field
-// says so.
+// says so, and the times a caller passes (Set's Next, SetPaused's next) are
+// computed from the store's clock as Now returned it.
 //
 // Errors: the sentinels of this package for outcomes (ErrNotFound,
 // ErrConflict, ErrNotDue); anything else is a failure of the store.
@@ -109,6 +110,11 @@ type Store interface {
 	// the store's clock, the store's clock (Now), and the earliest Next of
 	// the unpaused schedules not returned (zero when none).
 	Due(ctx context.Context, limit int) (DueResult, error)
+
+	// Now reads the store's clock: the time from which a Client computes
+	// the first tick of a schedule it sets or resumes, so that every
+	// process agrees on it whatever its own clock says.
+	Now(ctx context.Context) (time.Time, error)
 }
 
 // DueResult is the result of Store.Due.

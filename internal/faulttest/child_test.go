@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,20 +115,11 @@ func limiter(ctx context.Context, s *redisstore.Store) {
 	fmt.Println("end")
 }
 
-// clock is the process's clock, HG_SKEW (a Go duration) off real time. The
-// store does not use it: on Redis, what is due is decided by Redis's TIME.
-func clock() func() time.Time {
-	skew, err := time.ParseDuration(cmp.Or(os.Getenv("HG_SKEW"), "0s"))
-	must(err)
-	return func() time.Time { return time.Now().Add(skew) }
-}
-
 // scheduler runs a schedule Client on the store until it is killed, and
 // prints "ready" once it runs and "fire <tick unix ms>" for each tick it
 // fires.
 func scheduler(ctx context.Context, s *redisstore.Store) {
 	c, err := schedule.New(s.Schedules(), &schedule.Options{
-		Now: clock(),
 		OnFire: func(_ string, f schedule.Fire) {
 			fmt.Println("fire", f.Tick.UnixMilli())
 		},

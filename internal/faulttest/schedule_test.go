@@ -17,11 +17,13 @@ import (
 const scheduleSpan = 60 * time.Second
 
 // TestScheduleFourProcesses runs four processes firing one "@every 100ms"
-// schedule for a minute, their clocks up to 5 s apart, one of them killed
+// schedule for a minute, one of them killed
 // (SIGKILL) a third of the way in and replaced two seconds later. Every
 // tick from the start to the last one fired must have exactly one job: the
 // tube holds as many jobs as ticks, the schedule counts as many fires and
-// no misfire, and a put of each tick's key finds its job.
+// no misfire, and a put of each tick's key finds its job. A second
+// schedule paused for a second mid-run fires every tick but those that
+// passed while it was paused.
 func TestScheduleFourProcesses(t *testing.T) {
 	topologies := []struct {
 		name string
@@ -61,10 +63,19 @@ func TestScheduleFourProcesses(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			skews := []time.Duration{0, 5 * time.Second, -5 * time.Second, 2 * time.Second}
-			procs := make([]*child, len(skews))
-			for i, skew := range skews {
-				procs[i] = startChild(t, "scheduler", addr, "HG_PREFIX="+prefix, "HG_SKEW="+skew.String())
+			// A second schedule, paused and resumed mid-run: the ticks that
+			// pass while it is paused must not fire, and the first after the
+			// resume is the store's next tick, not a burst.
+			const paused = "paused100"
+			if _, err := sc.Set(ctx, schedule.Schedule{
+				Name: paused, Spec: "@every 100ms", Start: start,
+				Misfire: schedule.CatchUp(1000), Job: schedule.Job{Tube: "pticks", Body: []byte("p")},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			procs := make([]*child, 4)
+			for i := range procs {
+				procs[i] = startChild(t, "scheduler", addr, "HG_PREFIX="+prefix)
 			}
 			for _, p := range procs {
 				p.next(t, "ready", 30*time.Second)
@@ -81,10 +92,27 @@ func TestScheduleFourProcesses(t *testing.T) {
 			procs = append(procs, startChild(t, "scheduler", addr, "HG_PREFIX="+prefix))
 			procs[len(procs)-1].next(t, "ready", 30*time.Second)
 
+			<-time.After(time.Until(start.Add(scheduleSpan / 2)))
+			pst, err := sc.Pause(ctx, paused)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-time.After(time.Second)
+			rst, err := sc.Resume(ctx, paused)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gap := rst.Next.Sub(pst.Next); gap < 900*time.Millisecond {
+				t.Fatalf("paused with next tick %v, resumed a second later with next tick %v", pst.Next, rst.Next)
+			}
+
 			// At the end, pause the schedule and stop every process, so that
 			// nothing fires while the tube and the schedule are read.
 			<-time.After(time.Until(start.Add(scheduleSpan)))
 			if _, err := sc.Pause(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sc.Pause(ctx, paused); err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range procs {
@@ -123,6 +151,35 @@ func TestScheduleFourProcesses(t *testing.T) {
 			for i, r := range res {
 				if !r.Duplicate {
 					t.Errorf("tick %v had no job", start.Add(time.Duration(i)*every).Format(time.TimeOnly+".000"))
+				}
+			}
+
+			// The paused schedule: every tick before the pause and from the
+			// resume on fired once, none between.
+			pst2, err := sc.Get(ctx, paused)
+			if err != nil || len(pst2.Last) == 0 {
+				t.Fatalf("the paused schedule: %+v %v", pst2, err)
+			}
+			var pprobe []queue.NewJob
+			var firedTicks int
+			for tick := start; !tick.After(pst2.Last[0].Tick); tick = tick.Add(every) {
+				pprobe = append(pprobe, queue.NewJob{Body: []byte("probe"), UniqueKey: schedule.JobKey(paused, tick)})
+				if tick.Before(pst.Next) || !tick.Before(rst.Next) {
+					firedTicks++
+				}
+			}
+			if pst2.Fires != uint64(firedTicks) {
+				t.Errorf("the paused schedule counts %d fires, want %d (before %v and from %v)", pst2.Fires, firedTicks,
+					pst.Next.Format(time.TimeOnly+".000"), rst.Next.Format(time.TimeOnly+".000"))
+			}
+			pres, err := q.PutMany(ctx, "pticks", pprobe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range pres {
+				tick := start.Add(time.Duration(i) * every)
+				if want := tick.Before(pst.Next) || !tick.Before(rst.Next); r.Duplicate != want {
+					t.Errorf("paused schedule, tick %v: fired %v, want %v", tick.Format(time.TimeOnly+".000"), r.Duplicate, want)
 				}
 			}
 

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func Schedule(t *testing.T, newStore NewScheduleStore) {
 		{"ZoneDSTAutumn", testScDSTAutumn},
 		{"StartEnd", testScStartEnd},
 		{"PauseResume", testScPauseResume},
+		{"StoreClock", testScStoreClock},
 		{"UpdateWhileDue", testScUpdateWhileDue},
 		{"TriggerNow", testScTrigger},
 		{"LastFires", testScLastFires},
@@ -46,7 +48,7 @@ func Schedule(t *testing.T, newStore NewScheduleStore) {
 		t.Run(c.name, func(t *testing.T) {
 			clock := NewClock(time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC))
 			ss, qs := newStore(t, clock)
-			cl, err := schedule.New(ss, &schedule.Options{Now: clock.Now})
+			cl, err := schedule.New(ss, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +223,7 @@ func testScRacingClients(e *scEnv) {
 	e.set(schedule.Schedule{Name: "r", Spec: "@every 1s", Misfire: schedule.CatchUp(1000)})
 	clients := make([]*schedule.Client, 4)
 	for i := range clients {
-		clients[i], _ = schedule.New(e.ss, &schedule.Options{Now: e.clock.Now})
+		clients[i], _ = schedule.New(e.ss, nil)
 	}
 	total := 0
 	for round := range 20 {
@@ -395,6 +397,56 @@ func testScPauseResume(e *scEnv) {
 	e.wantJobs("sc", 1)
 	if _, err := e.c.Pause(e.ctx, "nope"); !errors.Is(err, schedule.ErrNotFound) {
 		e.t.Fatalf("Pause of a missing schedule: %v", err)
+	}
+}
+
+// testScStoreClock sets, pauses and resumes schedules while the store's
+// clock differs from the process's (time.Now, the only clock a Client could
+// read besides the store's): first months behind it, then 5 s ahead (a
+// server 5 s slow). Every next tick must follow the store's clock: the
+// first tick after the set or the resume, no burst of ticks that the
+// process thinks are past, none of the ticks passed while paused.
+func testScStoreClock(e *scEnv) {
+	for i, skew := range []time.Duration{0, 5 * time.Second} {
+		if skew > 0 {
+			e.advanceTo(time.Now().Add(skew))
+		}
+		name := fmt.Sprintf("skew%d", i)
+		now := e.clock.Now()
+		st := e.set(schedule.Schedule{Name: name, Spec: "@every 1s", Misfire: schedule.CatchUp(100)})
+		if !st.Next.After(now) || st.Next.After(now.Add(time.Second)) {
+			e.t.Fatalf("%s: set at %v (store clock) has next tick %v, want the first after it", name, now, st.Next)
+		}
+		e.fireDue()
+		e.wantJobs("sc", 0)
+		times, err := e.c.NextTimes(e.ctx, name, 3)
+		if err != nil || len(times) != 3 || !times[0].Equal(st.Next) || !times[2].Equal(st.Next.Add(2*time.Second)) {
+			e.t.Fatalf("%s: NextTimes %v %v, want 3 from %v", name, times, err, st.Next)
+		}
+		e.advanceTo(st.Next)
+		e.fireDue()
+		e.wantJobs("sc", 1)
+
+		if _, err := e.c.Pause(e.ctx, name); err != nil {
+			e.t.Fatal(err)
+		}
+		e.clock.Advance(6 * time.Second)
+		now = e.clock.Now()
+		st, err = e.c.Resume(e.ctx, name)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !st.Next.After(now) || st.Next.After(now.Add(time.Second)) {
+			e.t.Fatalf("%s: resumed at %v (store clock) with next tick %v, want the first after it", name, now, st.Next)
+		}
+		e.fireDue()
+		e.wantJobs("sc", 0)
+		e.advanceTo(st.Next)
+		e.fireDue()
+		e.wantJobs("sc", 1)
+		if _, err := e.c.Pause(e.ctx, name); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 }
 

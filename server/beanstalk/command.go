@@ -88,7 +88,7 @@ func (c *conn) cmdPut(rest string) error {
 	c.srv.count(opPut)
 	if int64(size) > int64(c.q.MaxJobSize()) {
 		c.refreshDeadline()
-		if _, err := io.CopyN(io.Discard, c.br, int64(size)+2); err != nil {
+		if err := c.discard(int64(size) + 2); err != nil {
 			return hangUp(err)
 		}
 		return errJobTooBig
@@ -103,6 +103,7 @@ func (c *conn) cmdPut(rest string) error {
 	if _, err := io.ReadFull(c.br, body); err != nil {
 		return hangUp(err)
 	}
+	c.busy()
 	if body[size] != '\r' || body[size+1] != '\n' {
 		return errExpectedCRLF
 	}

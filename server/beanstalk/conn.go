@@ -2,11 +2,14 @@ package beanstalk
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +43,7 @@ const (
 	stateIdle    connState = iota // reading the next command
 	stateBusy                     // running a command
 	stateWaiting                  // blocked in reserve
+	stateBody                     // reading a put's body
 )
 
 // conn is one client connection. Its protocol state belongs to its own
@@ -67,7 +71,9 @@ type conn struct {
 
 	mu         sync.Mutex
 	state      connState
+	since      time.Time // when the state began (idle and body)
 	closing    bool
+	evicted    bool                    // closed to make room for another
 	cancelWait context.CancelCauseFunc // ends a blocked reserve
 }
 
@@ -83,6 +89,7 @@ func newConn(s *Server, base context.Context, nc net.Conn, owner string) *conn {
 		used:    defaultTube,
 		watched: []string{defaultTube},
 		held:    map[queue.ID]time.Time{},
+		state:   stateBusy, // until serve reads: not yet stalled
 	}
 	s.tubes.use(defaultTube, 1)
 	s.tubes.watch(defaultTube, 1)
@@ -122,6 +129,7 @@ func (c *conn) serve() {
 				c.replyErr(commandName(line), err)
 			}
 		}
+		c.commandDone()
 		if unflushed++; c.br.Buffered() == 0 || unflushed >= maxUnflushed {
 			unflushed = 0
 			if err := c.bw.Flush(); err != nil {
@@ -157,13 +165,44 @@ func (c *conn) idle() bool {
 	if c.closing {
 		return false
 	}
+	now := time.Now()
 	var d time.Time
 	if c.srv.IdleTimeout > 0 {
-		d = time.Now().Add(c.srv.IdleTimeout)
+		d = now.Add(c.srv.IdleTimeout)
 	}
 	c.nc.SetReadDeadline(d)
-	c.state = stateIdle
+	c.state, c.since = stateIdle, now
 	return true
+}
+
+// commandDone marks the connection waiting for its next command from the
+// moment its command is answered, before the reply is flushed, so that
+// MaxConns sees it so without waiting for the goroutine to come round to
+// idle.
+func (c *conn) commandDone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == stateBusy || c.state == stateBody {
+		c.state, c.since = stateIdle, time.Now()
+	}
+}
+
+// stalled reports since when the connection has waited for its next
+// command or a put's body, if it is doing either.
+func (c *conn) stalled() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.since, !c.closing && (c.state == stateIdle || c.state == stateBody)
+}
+
+// evict closes the connection to make room for another (Server.MaxConns):
+// its read ends at once and it closes as Shutdown would close it, its
+// reservations returned.
+func (c *conn) evict() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing, c.evicted = true, true
+	c.nc.SetReadDeadline(aLongTimeAgo)
 }
 
 // busy marks the connection running a command.
@@ -229,13 +268,13 @@ func (c *conn) close() {
 // It frames lines exactly as beanstalkd does: a line ends at the first
 // '\r' of a 224-byte window when a '\n' follows it; a window without such
 // an end is thrown away, and so is every following window up to and
-// including the next one that has an end, which gives errLineTooLong.
+// including the next one that has an end, which gives errLineTooLong
+// (skipLine reads those).
 func (c *conn) readLine() (string, error) {
 	var buf [maxLine]byte
-	n := 0           // bytes in the current window
-	cr := false      // the last byte was the window's first '\r'
-	dead := false    // the window's first '\r' was not followed by '\n'
-	tooLong := false // past the first window
+	n := 0        // bytes in the current window
+	cr := false   // the last byte was the window's first '\r'
+	dead := false // the window's first '\r' was not followed by '\n'
 	for {
 		b, err := c.br.ReadByte()
 		if err != nil {
@@ -247,9 +286,6 @@ func (c *conn) readLine() (string, error) {
 		case cr:
 			cr = false
 			if b == '\n' {
-				if tooLong {
-					return "", errLineTooLong
-				}
 				return string(buf[:n-2]), nil
 			}
 			dead = true
@@ -257,17 +293,115 @@ func (c *conn) readLine() (string, error) {
 			cr = true
 		}
 		if n == maxLine {
-			n, cr, dead, tooLong = 0, false, false, true
+			return "", c.skipLine()
 		}
 	}
+}
+
+// fairShare is how many bytes a connection reads of a line too long or a
+// body it throws away before it lets the other connections' goroutines
+// run: such a client always has more to read, and without the yield one
+// client's flood of huge lines keeps the others waiting for the Go
+// scheduler's 10 ms time slices, one after another.
+const fairShare = 64 << 10
+
+// skipLine throws away the windows of a line that did not fit in the first
+// one, as readLine frames them, and returns errLineTooLong once a window
+// ends the line. It finds the windows' '\r' with bytes.IndexByte rather than
+// byte by byte and, once the buffer is empty, reads the socket fairShare
+// bytes at a time into a pooled buffer (what follows the line is put back
+// in front of the connection's reader), yielding after each.
+func (c *conn) skipLine() error {
+	n := 0        // bytes in the current window
+	cr := false   // the last byte was the window's first '\r'
+	dead := false // the window's first '\r' was not followed by '\n'
+	// scan frames p and returns how much of it belongs to the line, and
+	// whether the line ended there.
+	scan := func(p []byte) (int, bool) {
+		i := 0
+		for i < len(p) {
+			switch {
+			case cr:
+				b := p[i]
+				i++
+				n++
+				if b == '\n' {
+					return i, true
+				}
+				cr, dead = false, true
+			case dead:
+				k := min(len(p)-i, maxLine-n)
+				i += k
+				n += k
+			default:
+				k := min(len(p)-i, maxLine-n)
+				if j := bytes.IndexByte(p[i:i+k], '\r'); j >= 0 {
+					k, cr = j+1, true
+				}
+				i += k
+				n += k
+			}
+			if n == maxLine {
+				n, cr, dead = 0, false, false
+			}
+		}
+		return i, false
+	}
+	if k := c.br.Buffered(); k > 0 {
+		p, _ := c.br.Peek(k)
+		i, end := scan(p)
+		c.br.Discard(i)
+		if end {
+			return errLineTooLong
+		}
+	}
+	bp := skipBufs.Get().(*[]byte)
+	defer skipBufs.Put(bp)
+	for {
+		k, err := c.nc.Read(*bp)
+		if i, end := scan((*bp)[:k]); end {
+			if i < k {
+				c.br.Reset(io.MultiReader(bytes.NewReader(bytes.Clone((*bp)[i:k])), c.nc))
+			}
+			return errLineTooLong
+		}
+		if err != nil {
+			return err
+		}
+		runtime.Gosched()
+	}
+}
+
+// skipBufs are skipLine's buffers, fairShare bytes each.
+var skipBufs = sync.Pool{New: func() any { b := make([]byte, fairShare); return &b }}
+
+// discard throws away n bytes of the connection (a body too big to keep),
+// yielding every fairShare bytes as skipLine does.
+func (c *conn) discard(n int64) error {
+	for n > 0 {
+		k, err := c.br.Discard(int(min(n, fairShare)))
+		n -= int64(k)
+		if err != nil {
+			return err
+		}
+		runtime.Gosched()
+	}
+	return nil
 }
 
 // refreshDeadline arms the body timeout, for a body that follows its
 // command line.
 func (c *conn) refreshDeadline() {
-	if d := c.srv.bodyTimeout(); d > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(d))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.evicted {
+		return // evict interrupted the read: keep it so
 	}
+	if d := c.srv.bodyTimeout(); d > 0 {
+		c.nc.SetReadDeadline(now.Add(d))
+	}
+	c.state, c.since = stateBody, now
 }
 
 // hangUp wraps an I/O error that ends the connection.

@@ -89,13 +89,20 @@
 // its reserve or touch was answered plus the time left the store gave, and
 // times DEADLINE_SOON by it on this process's clock; closing returns what
 // the store lists as the connection's (Queue.Abandon). A put
-// whose body does not arrive within BodyTimeout (DefaultBodyTimeout, one
-// minute, unless set) closes the connection, where beanstalkd waits for
+// whose body does not arrive within BodyTimeout (DefaultBodyTimeout, ten
+// seconds, unless set) closes the connection, where beanstalkd waits for
 // ever: a put line makes the server set aside a buffer of the size it
 // announces, so clients that send put lines and no bodies would otherwise
 // hold that memory, and their connections, without end. A connection idle
 // between commands is kept for ever, as beanstalkd keeps it, unless
-// IdleTimeout is set: producers that put now and then hold one open. On a
+// IdleTimeout is set: producers that put now and then hold one open. But
+// idle connections and bodies that never come cannot lock others out: at
+// MaxConns, a new connection takes the place of the one that has waited
+// longest (over MinStall, a second) for its next command or a body; only
+// when every connection runs a command or waits in reserve is the new one
+// refused. A line longer than beanstalkd's 224 bytes is thrown away a
+// socket read at a time, and its reader (like a too-big body's) yields
+// every 64 KiB, so one client's huge lines delay the others little. On a
 // shared store, a server whose session renewals fail answers every reserve
 // with INTERNAL_ERROR from a third of a lease before its session could
 // lapse until a renewal succeeds, so that no job is ever held by two

@@ -57,6 +57,9 @@ func FuzzCommands(f *testing.F) {
 		"watch a\r\nignore default\r\nreserve\r\nlist-tubes\r\n",
 		"pause-tube default 100\r\nreserve-with-timeout 1\r\nquit\r\nstats\r\n",
 		"reserve-with-timeout -1\r\n\x00\r\n\r\n",
+		// Lines thrown away window by window, a too-big body thrown away.
+		strings.Repeat("y", 223) + "\r" + strings.Repeat("z", 300) + "\r\r\n" + strings.Repeat("w", 70_000) + "\r\nstats\r\n",
+		"put 0 0 60 70000\r\n" + strings.Repeat("b", 70_000) + "\r\nput 0 0 60 1\r\nx\r\n",
 	} {
 		f.Add([]byte(s))
 	}

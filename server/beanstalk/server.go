@@ -1,6 +1,7 @@
 package beanstalk
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -26,10 +27,11 @@ const DefaultVersion = "1.12"
 
 // DefaultBodyTimeout is how long a put's body may take to arrive when
 // neither Server.BodyTimeout nor Server.IdleTimeout is set. beanstalkd
-// waits for ever; a minute is far beyond what a live client takes to send
-// the largest body, and short enough that a client that sends put lines
-// and never their bodies cannot pile up connections and their buffers.
-const DefaultBodyTimeout = time.Minute
+// waits for ever; ten seconds is far beyond what a live client takes to
+// send the largest body (64 KiB by default: five seconds at 100 kbit/s),
+// and short enough that a client that sends put lines and never their
+// bodies cannot pile up connections and their buffers.
+const DefaultBodyTimeout = 10 * time.Second
 
 // Server serves the beanstalkd protocol over a queue. Its zero value, with
 // Queue set, is ready to use. A Server is safe for concurrent use; its
@@ -40,9 +42,17 @@ type Server struct {
 	// Logger receives connection limits, store failures and internal
 	// errors. Default slog.Default().
 	Logger *slog.Logger
-	// MaxConns caps the open connections; a connection beyond it is closed
-	// as soon as it is accepted. 0 means no limit.
+	// MaxConns caps the open connections. A connection beyond it takes the
+	// place of the one that has waited longest for its next command or a
+	// put's body, if that is more than MinStall, so that idle clients or
+	// bodies that never come cannot lock others out; when every connection
+	// is busy or blocked in reserve, it is closed as soon as it is
+	// accepted. 0 means no limit.
 	MaxConns int
+	// MinStall is how long a connection must have waited for a command or
+	// a body before a connection beyond MaxConns may take its place.
+	// Default DefaultMinStall.
+	MinStall time.Duration
 	// IdleTimeout closes a connection that sends no command for this long.
 	// A connection blocked in reserve is never idle. 0 means no timeout.
 	IdleTimeout time.Duration
@@ -230,11 +240,17 @@ func (s *Server) accept(base context.Context, nc net.Conn) {
 		return
 	}
 	if s.MaxConns > 0 && len(s.conns) >= s.MaxConns {
-		s.mu.Unlock()
-		s.logger().Warn("beanstalk: connection limit reached; closing new connection",
-			"remote", nc.RemoteAddr().String(), "max_conns", s.MaxConns)
-		nc.Close()
-		return
+		victim := s.stalest()
+		if victim == nil {
+			s.mu.Unlock()
+			s.logger().Warn("beanstalk: connection limit reached; closing new connection",
+				"remote", nc.RemoteAddr().String(), "max_conns", s.MaxConns)
+			nc.Close()
+			return
+		}
+		victim.evict()
+		s.logger().Warn("beanstalk: connection limit reached; closing the connection that waited longest for a command or a body",
+			"remote", victim.nc.RemoteAddr().String(), "max_conns", s.MaxConns)
 	}
 	n := s.connSeq.Add(1)
 	c := newConn(s, base, nc, s.id+"/"+strconv.FormatUint(n, 10))
@@ -251,7 +267,29 @@ func (s *Server) accept(base context.Context, nc net.Conn) {
 	}()
 }
 
-// forget drops a connection that is closing; it no longer counts against
+// DefaultMinStall is how long a connection must have waited for its next
+// command or for a put's body before a new connection may take its place
+// when the server has MaxConns connections, when Server.MinStall is 0.
+const DefaultMinStall = time.Second
+
+// stalest returns the connection that has waited longest, at least
+// MinStall, for its next command or a put's body, or nil; s.mu is held.
+// Connections blocked in reserve or running a command are never chosen.
+func (s *Server) stalest() *conn {
+	var (
+		victim *conn
+		oldest time.Time
+	)
+	cut := time.Now().Add(-cmp.Or(s.MinStall, DefaultMinStall))
+	for c := range s.conns {
+		if since, ok := c.stalled(); ok && since.Before(cut) && (victim == nil || since.Before(oldest)) {
+			victim, oldest = c, since
+		}
+	}
+	return victim
+}
+
+// bodyTimeout is the BodyTimeout in effect.
 func (s *Server) bodyTimeout() time.Duration {
 	switch {
 	case s.BodyTimeout != 0:
@@ -262,6 +300,7 @@ func (s *Server) bodyTimeout() time.Duration {
 	return DefaultBodyTimeout
 }
 
+// forget drops a connection that is closing; it no longer counts against
 // MaxConns.
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()

@@ -154,11 +154,16 @@ func FuzzAPI(f *testing.F) {
 		{opIndex(f, ops, "PUT", "/v1/schedules/{name}"), "nightly", "3", `{"spec":"@every 1h","job":{"tube":"t","body":"x"}}`},
 		{opIndex(f, ops, "PUT", "/v1/schedules/{name}"), "nightly", "2", `{"spec":"30 2 * * *","zone":"Europe/Berlin","job":{"tube":"t"},"misfire":{"policy":"catch_up","n":2}}`},
 		{opIndex(f, ops, "GET", "/v1/schedules/{name}/next"), "nightly", "1000", ``},
+		{opIndex(f, ops, "POST", "/v1/schedules/{name}/resume"), "nightly", "", ``},
+		{opIndex(f, ops, "POST", "/v1/limits/allow"), "", "", `{"key":"k","name":""}`},
+		{opIndex(f, ops, "POST", "/v1/limits/wait"), "", "", `{"key":"k","name":"","limits":[{"events":1,"per":"1s"}],"max_wait_ms":5}`},
+		{opIndex(f, ops, "POST", "/v1/limits/wait"), "", "", `{"key":"k","limits":[{"events":1,"per":"1h"}],"max_wait_ms":100000}`},
 	}
 	for _, s := range seeds {
 		for i := range 3 {
 			f.Add(uint16(s.op+7*i), s.pathArg, s.arg, []byte(s.body), i%2 == 0)
 		}
+		f.Add(uint16(s.op)|0x8000|uint16(len(s.body)%5)<<12, s.pathArg, s.arg, []byte(s.body), true)
 	}
 	f.Fuzz(func(t *testing.T, opIndex uint16, pathArg, arg string, body []byte, asJSON bool) {
 		op := ops[int(opIndex)%len(ops)]
@@ -179,7 +184,13 @@ func FuzzAPI(f *testing.F) {
 		if len(vals) > 0 {
 			target += "?" + vals.Encode()
 		}
-		r, err := http.NewRequest(op.method, "http://localhost"+target, bytes.NewReader(body))
+		method := op.method
+		if opIndex&0x8000 != 0 {
+			// A method the path may not serve: 405 with Allow, or the
+			// operation of that method.
+			method = []string{"PATCH", "PUT", "POST", "DELETE", "GET"}[int(opIndex>>12)&7%5]
+		}
+		r, err := http.NewRequest(method, "http://localhost"+target, bytes.NewReader(body))
 		if err != nil {
 			return // not a request a client could send
 		}
@@ -191,6 +202,9 @@ func FuzzAPI(f *testing.F) {
 		before, schedBefore := countJobs(t, q), scheduleVersions(t, ms)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
+		if w.Code == http.StatusMethodNotAllowed && w.Header().Get("Allow") == "" {
+			t.Fatalf("%s %s: 405 without Allow", method, target)
+		}
 		if w.Code >= 500 {
 			t.Fatalf("%s %s %q: %d %s", op.method, target, body, w.Code, w.Body)
 		}

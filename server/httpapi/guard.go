@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"mime"
 	"net"
 	"net/http"
@@ -116,7 +117,7 @@ func stateChanging(method string) bool {
 // guard wraps the whole handler: the Host allow-list (against DNS
 // rebinding), the refusal of state-changing requests a browser could send
 // from another site without a preflight, and the security headers.
-func (s *Server) guard(h http.Handler) http.Handler {
+func (s *Server) guard(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
 		hd.Set("X-Content-Type-Options", "nosniff")
@@ -129,12 +130,24 @@ func (s *Server) guard(h http.Handler) http.Handler {
 			hd.Set("Referrer-Policy", "no-referrer")
 		}
 		if err := s.checkRequest(r); err != nil {
+			// A method the path does not serve is 405 whatever else is
+			// wrong with the request (a host not allowed aside).
+			if a := notAllowed(mux, r); a != "" && !misdirected(err) {
+				hd.Set("Allow", a)
+				err = apiError{http.StatusMethodNotAllowed, CodeNotAllowed, "httpapi: method " + r.Method + " not allowed on " + r.URL.Path, 0}
+			}
 			writeError(w, r, err)
 			s.Metrics.observe("http", "http", "refused", 0, err)
 			return
 		}
-		h.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r)
 	})
+}
+
+// misdirected reports whether err is the refusal of a host not allowed.
+func misdirected(err error) bool {
+	var ae apiError
+	return errors.As(err, &ae) && ae.status == http.StatusMisdirectedRequest
 }
 
 // checkRequest returns the error reply of a request the guard refuses.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -173,9 +174,32 @@ func (s *Server) decided(c limitCall, allowed bool, err error) {
 	}
 }
 
+// fillName sets req.Name from the "name" member as sent (raw, nil when
+// absent), so that an empty name is told from an absent one: an error when
+// it is not a string, or is empty.
+func fillName(raw json.RawMessage, req *AllowRequest) error {
+	if raw == nil || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, &req.Name); err != nil {
+		return badRequest("httpapi: name: want a string, got %s", raw)
+	}
+	if req.Name == "" {
+		return badRequest("httpapi: name is empty: give a limit's name, or leave name out and give limits")
+	}
+	return nil
+}
+
 func (s *Server) limitAllow(w http.ResponseWriter, r *http.Request) error {
-	var req AllowRequest
-	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+	var body struct {
+		AllowRequest
+		Name json.RawMessage `json:"name"` // shadows AllowRequest.Name
+	}
+	if err := readJSON(w, r, maxSmallBody, &body); err != nil {
+		return err
+	}
+	req := body.AllowRequest
+	if err := fillName(body.Name, &req); err != nil {
 		return err
 	}
 	c, err := s.limitCall(req)
@@ -200,8 +224,15 @@ func (s *Server) limitAllow(w http.ResponseWriter, r *http.Request) error {
 // is a 429 at once, charging nothing; a call that ends before its slot
 // (the client gone, the server shutting down) gives the slot back.
 func (s *Server) limitWait(w http.ResponseWriter, r *http.Request) error {
-	var req WaitRequest
-	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+	var body struct {
+		WaitRequest
+		Name json.RawMessage `json:"name"` // shadows AllowRequest.Name
+	}
+	if err := readJSON(w, r, maxSmallBody, &body); err != nil {
+		return err
+	}
+	req := body.WaitRequest
+	if err := fillName(body.Name, &req.AllowRequest); err != nil {
 		return err
 	}
 	c, err := s.limitCall(req.AllowRequest)

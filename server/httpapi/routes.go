@@ -48,7 +48,7 @@ type route struct {
 }
 
 // routes builds the handler of every route.
-func (s *Server) routes() http.Handler {
+func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, p := range primitives {
 		if !p.enabled(s) {
@@ -157,9 +157,21 @@ func allowed(mux *http.ServeMux, r *http.Request) string {
 		r2.Method = m
 		if _, p := mux.Handler(r2); p != "" && p != "/v1/" {
 			ms = append(ms, m)
+			if m == http.MethodGet {
+				ms = append(ms, http.MethodHead) // a GET route serves HEAD
+			}
 		}
 	}
 	return strings.Join(ms, ", ")
+}
+
+// notAllowed returns the methods r's path is served for (its Allow
+// header) when r's own method is not one of them, else "".
+func notAllowed(mux *http.ServeMux, r *http.Request) string {
+	if _, p := mux.Handler(r); p != "" && p != "/v1/" {
+		return ""
+	}
+	return allowed(mux, r)
 }
 
 // longPoll returns the context of a long poll: r's, ended by Shutdown too.

@@ -272,7 +272,7 @@ func TestScheduleBadInput(t *testing.T) {
 		}
 		// A method the route does not serve names the ones it does.
 		r := c.do(req{method: "POST", path: schedPath("kept"), offSpec: true}).want(t, http.StatusMethodNotAllowed, httpapi.CodeNotAllowed)
-		if a := r.header.Get("Allow"); a != "GET, PUT, DELETE" {
+		if a := r.header.Get("Allow"); a != "GET, HEAD, PUT, DELETE" {
 			t.Errorf("Allow: %q", a)
 		}
 	})
@@ -312,7 +312,7 @@ func TestScheduleMetrics(t *testing.T) {
 	if _, ok := watched.(schedule.Notifier); !ok {
 		t.Fatal("the watched store of a Notifier is not a Notifier")
 	}
-	c, err := schedule.New(watched, &schedule.Options{Now: clock.Now})
+	c, err := schedule.New(watched, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
