@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 //go:embed scripts/*.lua
@@ -87,16 +88,19 @@ func operation(file string) *op {
 	}
 	o := &op{file: file, family: familyOf(file)}
 	ops[file] = o
-	library.source = "" // assembled again on first use
 	return o
 }
 
-// assemble builds the library from every registered operation (once all
-// package-level registrations are done) and names each function.
-func assemble() {
-	if library.source != "" {
-		return
-	}
+// assembled makes the library once, on first use: every operation is
+// registered by then (operations are package-level variables), and stores
+// opened at once in several goroutines must not build it twice.
+var assembled sync.Once
+
+// assemble builds the library from every registered operation and names
+// each function, once.
+func assemble() { assembled.Do(build) }
+
+func build() {
 	byFamily := map[string][]*op{}
 	for _, o := range ops {
 		byFamily[o.family] = append(byFamily[o.family], o)
