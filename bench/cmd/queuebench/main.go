@@ -510,9 +510,23 @@ func runOnce(ctx context.Context, e *env, round int, what, sys string, fn func(c
 			return attempt{}, fmt.Errorf("INFO commandstats: %w", err)
 		}
 	}
+	var meter *cpuMeter
+	if e.cluster == nil {
+		rctx, meter = withCPUMeter(rctx, e.admin)
+	}
 	before := sampleCPU()
 	msg, ms, err := fn(rctx)
 	after := sampleCPU()
+	if meter != nil && err == nil {
+		got, merr := meter.measurements()
+		if merr != nil {
+			return attempt{}, fmt.Errorf("round %d, %s, %s: INFO cpu: %w", round+1, what, sys, merr)
+		}
+		ms = append(ms, got...)
+		for _, m := range got {
+			msg += fmt.Sprintf("; Redis %.1f µs/job (%s)", m.value, m.metric)
+		}
+	}
 	var cpu []cmdDelta
 	if stats0 != nil && err == nil {
 		stats1, serr := readCommandStats(ctx, e.admin)
