@@ -489,6 +489,7 @@ var pairs = []pair{
 	{"lock_1_cpu", "redislock"}, {"lock_8_cpu", "redislock"},
 	{"sched_fires_1", "asynq"}, {"sched_fires_4", "asynq"},
 	{"sched_jobs_per_tick_1", "asynq"}, {"sched_jobs_per_tick_4", "asynq"},
+	{"sched_unique_1", "asynq"}, {"sched_unique_4", "asynq"},
 	{"sched_processed", "bullmq"},
 	{"sched_late_p50", "asynq"}, {"sched_late_p99", "asynq"}, {"sched_late_p50", "bullmq"}, {"sched_late_p99", "bullmq"},
 	{"bytes_per_schedule", "bullmq"},
