@@ -4,8 +4,9 @@
 // it starts itself, in one run:
 //
 //   - uncontended: obtain and release, one goroutine, calls per second,
-//     and Redis's CPU per obtain+release (INFO cpu used_cpu_user +
-//     used_cpu_sys before and after, divided by the pairs);
+//     Redis's CPU per obtain+release (INFO cpu used_cpu_user +
+//     used_cpu_sys before and after, divided by the pairs) and this
+//     process's (the client's, getrusage);
 //   - hand-off: several goroutines contend for one lock, each releasing it
 //     as soon as it has it; the latency from the release call to the next
 //     holder's grant, p50 and p99.
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +58,19 @@ func main() {
 	hold := flag.Duration("hold", 2*time.Millisecond, "how long each holder keeps the lock (its work)")
 	only := flag.String("systems", "", "comma-separated systems to run (default: all)")
 	uncontendedOnly := flag.Bool("uncontended-only", false, "run the uncontended part only")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the clients) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	srv, err := redistest.StartStandalone()
 	if err != nil {
@@ -98,7 +112,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	type figures struct{ ops, cpu, p50, p99 []float64 }
+	type figures struct{ ops, cpu, own, p50, p99 []float64 }
 	res := map[string]*figures{}
 	for r := range *rounds {
 		for _, sys := range systems {
@@ -113,7 +127,9 @@ func main() {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
+			own0 := processCPU()
 			ops, err := runUncontended(ctx, sys.make(c, key+":u"), *uncontended)
+			own1 := processCPU()
 			if err != nil {
 				fmt.Fprintln(os.Stderr, sys.name, err)
 				os.Exit(1)
@@ -125,8 +141,9 @@ func main() {
 			}
 			f.ops = append(f.ops, ops)
 			f.cpu = append(f.cpu, (cpu1-cpu0)*1e6/float64(*uncontended))
+			f.own = append(f.own, (own1-own0)*1e6/float64(*uncontended))
 			if *uncontendedOnly {
-				fmt.Fprintf(os.Stderr, "round %d %-30s %8.0f ops/s  Redis %6.2f µs/pair\n", r+1, sys.name, ops, f.cpu[len(f.cpu)-1])
+				fmt.Fprintf(os.Stderr, "round %d %-30s %8.0f ops/s  Redis %6.2f µs/pair  client %6.2f µs/pair\n", r+1, sys.name, ops, f.cpu[len(f.cpu)-1], f.own[len(f.own)-1])
 				continue
 			}
 			n := *handoffs
@@ -144,10 +161,10 @@ func main() {
 		}
 	}
 	fmt.Printf("medians of %d rounds; %d contenders, each holding the lock %v; %d hand-offs (%d for polling systems)\n", *rounds, *contenders, *hold, *handoffs, *slowHandoffs)
-	fmt.Printf("%-30s %14s %18s %14s %14s\n", "system", "uncontended/s", "Redis µs/pair", "handoff p50", "handoff p99")
+	fmt.Printf("%-30s %14s %14s %15s %14s %14s\n", "system", "uncontended/s", "Redis µs/pair", "client µs/pair", "handoff p50", "handoff p99")
 	for _, sys := range systems {
 		f := res[sys.name]
-		fmt.Printf("%-30s %14.0f %18.2f %11.3f ms %11.3f ms\n", sys.name, median(f.ops), median(f.cpu), median(f.p50), median(f.p99))
+		fmt.Printf("%-30s %14.0f %14.2f %15.2f %11.3f ms %11.3f ms\n", sys.name, median(f.ops), median(f.cpu), median(f.own), median(f.p50), median(f.p99))
 	}
 }
 
@@ -299,6 +316,16 @@ func (s setnx) obtain(ctx context.Context) (func(context.Context) error, error) 
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// processCPU returns this process's CPU time in seconds (user + system):
+// the client's side of a lock, go-redis included.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // redisCPU returns Redis's CPU time in seconds: INFO cpu used_cpu_user +
