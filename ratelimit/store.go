@@ -11,7 +11,9 @@ import (
 // and every one is charged, or none is. The Limiter validates everything
 // before calling (keys are not empty, limits are valid and of the method's
 // algorithm, n is at least 1 and n*Quota fits every limit), so a Store may
-// assume valid input.
+// assume valid input. The one exception is Limiter.Peek: an allow (GCRA
+// OpAllow, SlidingLog, SlidingWindow) of n 0, which must charge nothing
+// and report the key's state.
 //
 // A key's state for one limit is separate from its state for another
 // limit: calling with other limits starts from an idle key. A Store keeps

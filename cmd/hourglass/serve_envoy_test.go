@@ -25,7 +25,8 @@ import (
 // configuration file, and refuses a non-loopback address without a token.
 func TestServeEnvoyRateLimit(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "rl.yaml")
-	if err := os.WriteFile(cfg, []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit:\n      unit: minute\n      requests_per_unit: 1\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit:\n      unit: minute\n      requests_per_unit: 1\n"+
+		"  - key: big\n    rate_limit: {unit: second, requests_per_unit: 1000000000}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := startServe(t, nil, "--store", "mem://", "--grpc-addr", "127.0.0.1:0", "--ratelimit-config", cfg)
@@ -42,6 +43,11 @@ func TestServeEnvoyRateLimit(t *testing.T) {
 		if err != nil || r.GetOverallCode() != want {
 			t.Fatalf("ShouldRateLimit: %v %v, want %v", r.GetOverallCode(), err, want)
 		}
+	}
+	// A billion a second, as envoyproxy/ratelimit loads it.
+	big := &rlsv3.RateLimitRequest{Domain: "web", Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "big", Value: "a"}}}}}
+	if r, err := c.ShouldRateLimit(t.Context(), big); err != nil || r.GetOverallCode() != rlsv3.RateLimitResponse_OK || r.GetStatuses()[0].GetLimitRemaining() != 999_999_999 {
+		t.Fatalf("a billion a second: %v %v, want OK with 999999999 remaining", r, err)
 	}
 	// The dashboard's rate limit panel lists the descriptor and its hits.
 	served := p.log.waitFor(t, `msg="hourglass serving"`, 30*time.Second)

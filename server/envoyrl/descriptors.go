@@ -40,10 +40,13 @@ func (s *Server) Descriptors() []DescriptorStats {
 		var walk func(domain string, rs []*rule)
 		walk = func(domain string, rs []*rule) {
 			for _, r := range rs {
-				if r.limit != nil || r.unlimited {
+				if r.limited || r.unlimited {
 					d := &DescriptorStats{Domain: domain, Descriptor: r.statKey, Shadow: r.shadow, File: r.file, Line: r.line, Limit: "unlimited"}
-					if r.limit != nil {
+					switch {
+					case r.limit != nil:
 						d.Limit = r.limit.String()
+					case r.limited:
+						d.Limit = "0/" + r.period.String()
 					}
 					rows[id{domain, r.statKey}] = d
 				}

@@ -9,13 +9,16 @@
 // bad one is refused with an error (wrapping ErrConfig) naming the file and
 // line, and the old one stays in force.
 //
-// Each descriptor of a request that reaches a limit is decided by one
-// Limiter.AllowN call on its own store key (the domain and the
-// descriptor's entries), charged hits_addend events: that decision is
-// atomic. The descriptors of one request are on different keys and are
-// decided one after the other: as in envoyproxy/ratelimit, a descriptor
-// within its limit is charged even when another descriptor of the same
-// request is over (no all-or-none across keys).
+// The answers are envoyproxy/ratelimit's (unlimited, shadow and quota
+// mode, hits_addend, the descriptor's limit override, replaces, unknown
+// keys and domains), checked against it by bench/cmd/envoydiff; the
+// configuration loads and is refused as there. Where hourglass
+// deliberately differs, docs/envoy.md says so in one table: rolling
+// windows instead of fixed ones, a refused hit not charged, and the
+// descriptors of one request with GCRA limits (outside shadow and quota
+// mode) decided together by one Limiter.AllowAll and charged all or none.
+// Each descriptor is decided on its own store key (the domain and the
+// descriptor's entries).
 //
 // Hourglass's extensions to the format, inside rate_limit: algorithm
 // (gcra, the default; sliding_log; sliding_window), per (any period, in

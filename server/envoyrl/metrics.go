@@ -1,6 +1,9 @@
 package envoyrl
 
 import (
+	"math"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -39,6 +42,31 @@ const NearLimitRatio = 0.8
 type Metrics struct {
 	total, over, near, within, shadow *prometheus.CounterVec
 	storeErrs, reloads                *prometheus.CounterVec
+
+	// series caches each descriptor's counters, by domain and descriptor:
+	// one lookup a decision instead of one per counter.
+	series sync.Map // string -> *series
+}
+
+// series are the counters of one domain and descriptor.
+type series struct {
+	total, over, near, within, shadow prometheus.Counter
+}
+
+func (m *Metrics) of(domain, desc string) *series {
+	k := domain + "\x00" + desc
+	if s, ok := m.series.Load(k); ok {
+		return s.(*series)
+	}
+	s := &series{
+		total:  m.total.WithLabelValues(domain, desc),
+		over:   m.over.WithLabelValues(domain, desc),
+		near:   m.near.WithLabelValues(domain, desc),
+		within: m.within.WithLabelValues(domain, desc),
+		shadow: m.shadow.WithLabelValues(domain, desc),
+	}
+	got, _ := m.series.LoadOrStore(k, s)
+	return got.(*series)
 }
 
 // NewMetrics registers the series on reg (a new registry when nil).
@@ -62,19 +90,42 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 }
 
-func (m *Metrics) decided(domain, desc string, n int, over, shadow bool, remaining, events int, failed bool) {
-	f := float64(n)
-	m.total.WithLabelValues(domain, desc).Add(f)
+// decided counts n hits on a limit of events, of which used were spent
+// before them, as envoyproxy/ratelimit counts: over_limit the hits beyond
+// the limit, near_limit those between NearLimitRatio of it and the limit,
+// within_limit the admitted ones, shadow_mode the hits beyond the limit of
+// a limit in shadow mode. A store failure counts the hits as over
+// (FailClosed) or within (FailOpen) and nothing near.
+func (m *Metrics) decided(domain, desc string, events, used, n int, over, shadow, failed bool) {
+	c := m.of(domain, desc)
+	c.total.Add(float64(n))
+	before, after, limit := uint64(used), uint64(used)+uint64(n), uint64(events)
+	near := uint64(math.Floor(float64(float32(events) * float32(NearLimitRatio))))
 	switch {
+	case failed && over:
+		c.over.Add(float64(n))
+	case failed:
+		c.within.Add(float64(n))
 	case over:
-		m.over.WithLabelValues(domain, desc).Add(f)
+		beyond := uint64(n)
+		if before < limit && after > limit {
+			beyond = after - limit
+			if x := limit - max(near, before); x > 0 {
+				c.near.Add(float64(x))
+			}
+		}
+		c.over.Add(float64(beyond))
 		if shadow {
-			m.shadow.WithLabelValues(domain, desc).Add(f)
+			c.shadow.Add(float64(beyond))
 		}
 	default:
-		m.within.WithLabelValues(domain, desc).Add(f)
-		if !failed && float64(events-remaining) > NearLimitRatio*float64(events) {
-			m.near.WithLabelValues(domain, desc).Add(f)
+		c.within.Add(float64(n))
+		if after > near {
+			x := uint64(n)
+			if before < near {
+				x = after - near
+			}
+			c.near.Add(float64(x))
 		}
 	}
 }

@@ -3,7 +3,8 @@ package envoyrl
 import (
 	"context"
 	"errors"
-	"slices"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -18,26 +20,30 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// match is the rule a request descriptor reached, with its store key and
-// its metrics key.
+// match is the limit a request descriptor reached: a rule of the
+// configuration, or the descriptor's own limit override; with its store
+// key and its metrics key.
 type match struct {
 	r       *rule
 	key     string
 	statKey string
 }
 
-// find walks a domain's tree with a descriptor's entries: at each level an
-// exact key and value first, then a wildcard value, then the key alone. The
-// descriptor has a limit when its last entry reaches a rule with one.
+// find walks a domain's tree with a descriptor's entries, as
+// envoyproxy/ratelimit does: at each level the exact key and value first,
+// then the first wildcard value (in the file's order) that is a prefix of
+// the value, then the key alone. The descriptor has a limit when its last
+// entry reaches a rule with one.
 func find(domain string, top []*rule, d *rlv3.RateLimitDescriptor) (match, bool) {
 	level := top
-	var b strings.Builder
-	b.WriteString(strconv.Itoa(len(domain)))
-	b.WriteString(":")
-	b.WriteString(domain)
-	var stat []string
+	var key strings.Builder
+	writeKeyPrefix(&key, domain)
+	entries := d.GetEntries()
 	var at *rule
-	for _, e := range d.GetEntries() {
+	var path [8]*rule
+	matched := path[:0]
+	dynamic := false // the metrics key holds the request's values
+	for i, e := range entries {
 		var exact, wild, any *rule
 		for _, r := range level {
 			if r.key != e.GetKey() {
@@ -45,7 +51,7 @@ func find(domain string, top []*rule, d *rlv3.RateLimitDescriptor) (match, bool)
 			}
 			switch {
 			case r.wildcard:
-				if strings.HasPrefix(e.GetValue(), r.value) && (wild == nil || len(r.value) > len(wild.value)) {
+				if wild == nil && strings.HasPrefix(e.GetValue(), r.value) {
 					wild = r
 				}
 			case r.value == "":
@@ -64,59 +70,192 @@ func find(domain string, top []*rule, d *rlv3.RateLimitDescriptor) (match, bool)
 		if at == nil {
 			return match{}, false
 		}
-		// The store key holds every entry's key and value, length-prefixed.
-		for _, s := range []string{e.GetKey(), e.GetValue()} {
-			b.WriteString("|")
-			b.WriteString(strconv.Itoa(len(s)))
-			b.WriteString(":")
-			b.WriteString(s)
+		// The store key holds every entry's key and value (a shared
+		// wildcard's pattern in place of the value), length-prefixed.
+		v := e.GetValue()
+		if at.wildcard && at.shareThreshold {
+			v = at.value + "*"
 		}
-		part := at.key
-		switch {
-		case at.detailed:
-			part += "_" + e.GetValue()
-		case at.value != "":
-			part += "_" + at.value
+		writeEntry(&key, e.GetKey(), v)
+		matched = append(matched, at)
+		dynamic = dynamic || at.valueToMetric
+		if i < len(entries)-1 {
+			level = at.children
 		}
-		stat = append(stat, part)
-		level = at.children
 	}
-	if at == nil || (at.limit == nil && !at.unlimited) {
+	if at == nil || (!at.limited && !at.unlimited) {
 		return match{}, false
 	}
-	sk := at.statKey
-	if at.detailed {
-		sk = strings.Join(stat, ".")
+	m := match{r: at, key: key.String(), statKey: at.statKey}
+	if dynamic || at.detailed {
+		m.statKey = statKey(entries, matched)
 	}
-	return match{r: at, key: b.String(), statKey: sk}, true
+	return m, true
 }
 
-// ShouldRateLimit decides a request: every descriptor that reaches a limit
-// is checked and charged hits_addend (default 1) events; the overall code
-// is OVER_LIMIT when any descriptor is over its limit and not in shadow
-// mode. The descriptors with GCRA limits that are not in shadow mode are
-// decided together, in one round trip, and charged all or none
-// (ratelimit.Limiter.AllowAll); those in shadow mode or with a window
-// algorithm are decided each on its own.
+// statKey is the metrics key of a descriptor whose rules name the
+// request's values, as envoyproxy/ratelimit forms it. When the last rule
+// has detailed_metric: every level's key_value (a shared wildcard's
+// pattern in place of its value). Otherwise per level: at a wildcard its
+// pattern, or with value_to_metric (and no share_threshold) the value; at
+// an exact value the value; at the key alone, with value_to_metric the
+// value, else nothing.
+func statKey(entries []*rlv3.RateLimitDescriptor_Entry, matched []*rule) string {
+	leaf := matched[len(matched)-1]
+	shared := false
+	for _, r := range matched {
+		shared = shared || (r.wildcard && r.shareThreshold)
+	}
+	var stat strings.Builder
+	for i, e := range entries {
+		at := matched[i]
+		if i > 0 {
+			stat.WriteByte('.')
+		}
+		stat.WriteString(e.GetKey())
+		switch {
+		case leaf.detailed && at.wildcard && at.shareThreshold:
+			stat.WriteString("_" + at.value + "*")
+		case leaf.detailed && (!shared || e.GetValue() != ""):
+			stat.WriteString("_" + e.GetValue())
+		case leaf.detailed:
+		case at.wildcard && (at.shareThreshold || !at.valueToMetric):
+			stat.WriteString("_" + at.value + "*")
+		case at.wildcard || at.value != "" || (at.valueToMetric && e.GetValue() != ""):
+			stat.WriteString("_" + e.GetValue())
+		}
+	}
+	return stat.String()
+}
+
+func writeKeyPrefix(b *strings.Builder, domain string) {
+	b.WriteString(strconv.Itoa(len(domain)))
+	b.WriteString(":")
+	b.WriteString(domain)
+}
+
+func writeEntry(b *strings.Builder, k, v string) {
+	for _, s := range []string{k, v} {
+		b.WriteString("|")
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteString(":")
+		b.WriteString(s)
+	}
+}
+
+// override is the rule of a descriptor's own limit (RateLimitDescriptor.
+// limit, set by Envoy from route metadata): it takes the place of the
+// configuration for that descriptor, known to it or not, without shadow
+// mode, name or replaces, as in envoyproxy/ratelimit. Its unit_multiplier
+// lengthens the period.
+func override(domain string, d *rlv3.RateLimitDescriptor) (match, error) {
+	o := d.GetLimit()
+	var unitName string
+	switch o.GetUnit() {
+	case typev3.RateLimitUnit_SECOND:
+		unitName = "second"
+	case typev3.RateLimitUnit_MINUTE:
+		unitName = "minute"
+	case typev3.RateLimitUnit_HOUR:
+		unitName = "hour"
+	case typev3.RateLimitUnit_DAY:
+		unitName = "day"
+	case typev3.RateLimitUnit_MONTH:
+		unitName = "month"
+	case typev3.RateLimitUnit_YEAR:
+		unitName = "year"
+	case typev3.RateLimitUnit(rlsv3.RateLimitResponse_RateLimit_WEEK):
+		unitName = "week"
+	default:
+		return match{}, fmt.Errorf("limit override unit %v: want SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR", o.GetUnit())
+	}
+	u := units[unitName]
+	r := &rule{limited: true, period: u.d, pb: &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: u.unit}}
+	if m := o.GetUnitMultiplier(); m != nil && m.GetValue() > 1 {
+		r.period *= time.Duration(m.GetValue())
+		r.pb.UnitMultiplier = wrapUint32(m.GetValue())
+	}
+	if o.GetRequestsPerUnit() > 0 {
+		lim, err := compile(o.GetRequestsPerUnit(), r.period, 0, ratelimit.GCRA, false)
+		if err != nil {
+			return match{}, fmt.Errorf("limit override: %w", err)
+		}
+		r.limit = &lim
+	}
+	var key, stat strings.Builder
+	writeKeyPrefix(&key, domain)
+	key.WriteString("|override")
+	for i, e := range d.GetEntries() {
+		writeEntry(&key, e.GetKey(), e.GetValue())
+		if i > 0 {
+			stat.WriteByte('.')
+		}
+		stat.WriteString(e.GetKey())
+		if e.GetValue() != "" {
+			stat.WriteString("_" + e.GetValue())
+		}
+	}
+	return match{r: r, key: key.String(), statKey: stat.String()}, nil
+}
+
+// unlimitedRemaining is limit_remaining of an unlimited descriptor.
+const unlimitedRemaining = math.MaxUint32
+
+// ShouldRateLimit decides a request as envoyproxy/ratelimit does (the
+// differences are in docs/envoy.md): every descriptor that reaches a limit
+// is checked and charged its hits (the descriptor's own hits_addend, 0
+// included, which checks without counting; else the request's, at least
+// 1); the overall code is OVER_LIMIT when any descriptor is over its
+// limit outside shadow and quota mode. The descriptors with GCRA limits
+// outside shadow and quota mode are decided together, in one round trip,
+// and charged all or none (ratelimit.Limiter.AllowAll); the others are
+// decided each on its own.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	domain := req.GetDomain()
 	if domain == "" {
 		return nil, status.Error(codes.InvalidArgument, "rate limit domain must not be empty")
 	}
-	if len(req.GetDescriptors()) == 0 {
+	ds := req.GetDescriptors()
+	if len(ds) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
 	}
 	rs := s.Config.cur.Load()
-	top := rs.domains[domain]
+	top, known := rs.domains[domain]
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK,
-		Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(req.GetDescriptors()))}
-	matches := make([]match, len(req.GetDescriptors()))
-	found := make([]bool, len(matches))
-	replaced := map[string]bool{}
-	for i, d := range req.GetDescriptors() {
-		matches[i], found[i] = find(domain, top, d)
-		if found[i] {
-			for _, n := range matches[i].r.replaces {
+		Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(ds))}
+	if !known {
+		for i := range ds {
+			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		}
+		return resp, nil
+	}
+	// Per descriptor: its limit, whether it has one, its hits, and the
+	// decision when made together with others.
+	type item struct {
+		m       match
+		found   bool
+		hits    int
+		decided bool
+		res     ratelimit.Result
+		err     error
+	}
+	items := make([]item, len(ds))
+	var replaced map[string]bool
+	for i, d := range ds {
+		if d.GetLimit() != nil {
+			m, err := override(domain, d)
+			if err != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: %v", i, err)
+			}
+			items[i].m, items[i].found = m, true
+			continue
+		}
+		items[i].m, items[i].found = find(domain, top, d)
+		if items[i].found && len(items[i].m.r.replaces) > 0 {
+			if replaced == nil {
+				replaced = map[string]bool{}
+			}
+			for _, n := range items[i].m.r.replaces {
 				replaced[n] = true
 			}
 		}
@@ -124,123 +263,150 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 	// The descriptors to decide, and those decided together.
 	var (
 		limited []int
-		hits    = make([]int, len(matches))
 		group   []int
 		reqs    []ratelimit.Request
 	)
-	for i, d := range req.GetDescriptors() {
-		resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
-		m := matches[i]
-		if !found[i] || m.r.unlimited || (m.r.name != "" && replaced[m.r.name]) {
+	for i, d := range ds {
+		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		resp.Statuses[i] = st
+		m := items[i].m
+		switch {
+		case !items[i].found:
+			continue
+		case m.r.unlimited:
+			st.LimitRemaining = unlimitedRemaining
+			continue
+		case m.r.name != "" && replaced[m.r.name]:
 			continue
 		}
-		n := int(req.GetHitsAddend())
+		n := uint64(max(req.GetHitsAddend(), 1))
 		if h := d.GetHitsAddend(); h != nil {
-			n = int(min(h.GetValue(), 1<<31-1))
+			n = h.GetValue()
 		}
-		if n == 0 {
-			n = 1
-		}
-		hits[i] = n
+		items[i].hits = int(min(n, 1<<31-1))
 		limited = append(limited, i)
-		if !m.r.shadow && m.r.limit.Algorithm == ratelimit.GCRA {
+		if items[i].hits > 0 && m.r.limit != nil && !m.r.shadow && !m.r.quota && m.r.limit.Algorithm == ratelimit.GCRA {
 			group = append(group, i)
-			reqs = append(reqs, ratelimit.Request{Key: m.key, N: n, Limits: []ratelimit.Limit{*m.r.limit}})
+			reqs = append(reqs, ratelimit.Request{Key: m.key, N: items[i].hits, Limits: []ratelimit.Limit{*m.r.limit}})
 		}
 	}
-	results := make([]ratelimit.Result, len(matches))
-	errs := make([]error, len(matches))
-	if len(group) > 0 {
+	if len(group) > 1 { // one alone is decided by AllowN below
 		_, got, err := s.Limiter.AllowAll(ctx, reqs)
-		if err != nil && !errors.Is(err, ratelimit.ErrStore) {
-			// One bad limit: decide each on its own, so the others are
-			// still answered and the bad one reports its error.
-			for _, i := range group {
-				results[i], errs[i] = s.Limiter.AllowN(ctx, matches[i].key, hits[i], *matches[i].r.limit)
-			}
-		} else {
+		if err == nil || errors.Is(err, ratelimit.ErrStore) {
 			for j, i := range group {
+				items[i].decided = true
 				if err != nil {
-					errs[i] = err
+					items[i].err = err
 				} else {
-					results[i] = got[j]
+					items[i].res = got[j]
 				}
 			}
 		}
+		// Otherwise one bad limit: decide each on its own below, so the
+		// others are still answered and the bad one reports its error.
 	}
-	var tightest *rlsv3.RateLimitResponse_DescriptorStatus
+	var headerStatus *rlsv3.RateLimitResponse_DescriptorStatus
+	minRemaining := uint32(unlimitedRemaining)
 	for _, i := range limited {
 		st := resp.Statuses[i]
-		m := matches[i]
-		n := hits[i]
-		lim := *m.r.limit
-		st.CurrentLimit = currentLimit(m.r.name, lim)
-		res, err := results[i], errs[i]
-		if !slices.Contains(group, i) {
-			res, err = s.Limiter.AllowN(ctx, m.key, n, lim)
-		}
-		over := false
+		m := items[i].m
+		n := items[i].hits
+		st.CurrentLimit = m.r.pb
+		events := int(m.r.pb.GetRequestsPerUnit())
+		var (
+			res    ratelimit.Result
+			err    error
+			over   bool
+			failed bool
+			used   = events // before this call's hits
+		)
 		switch {
+		case m.r.limit == nil: // requests_per_unit 0: nothing passes
+			over = n > 0
+			res.ResetAfter, res.RetryAfter = m.r.period, m.r.period
+		case n == 0:
+			res, err = s.Limiter.Peek(ctx, m.key, *m.r.limit)
+		case items[i].decided:
+			res, err = items[i].res, items[i].err
+		default:
+			res, err = s.Limiter.AllowN(ctx, m.key, n, *m.r.limit)
+		}
+		switch {
+		case m.r.limit == nil:
 		case errors.Is(err, ratelimit.ErrImpossible):
 			over = true
-			res.RetryAfter = lim.Per
+			used = 0
+			res.RetryAfter = m.r.limit.Per
 		case errors.Is(err, ratelimit.ErrStore):
 			s.metrics.storeError(domain, "closed")
 			s.logger().Warn("rate limit store failed: answering OVER_LIMIT (fail closed)", "domain", domain, "err", err)
-			over = true
+			over, failed = true, true
 		case err != nil:
 			return nil, status.Error(codes.Internal, err.Error())
 		case res.StoreErr != nil:
 			s.metrics.storeError(domain, "open")
+			failed = true
+		case n == 0:
+			used = events - res.Remaining
+		case res.Allowed:
+			used = events - res.Remaining - n
 		default:
-			over = !res.Allowed
+			over = true
+			used = events - res.Remaining
 		}
-		s.metrics.decided(domain, m.statKey, n, over, m.r.shadow, res.Remaining, lim.Events, res.StoreErr != nil)
-		st.LimitRemaining = uint32(max(res.Remaining, 0))
+		s.metrics.decided(domain, m.statKey, events, max(used, 0), n, over, m.r.shadow, failed)
 		reset := res.ResetAfter
 		if over {
 			reset = res.RetryAfter
-			if !m.r.shadow {
-				st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
-				resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-			}
+			st.LimitRemaining = 0
+		} else {
+			st.LimitRemaining = uint32(min(max(res.Remaining, 0), math.MaxUint32))
 		}
 		st.DurationUntilReset = durationpb.New(reset)
-		if tightest == nil || st.LimitRemaining < tightest.LimitRemaining {
-			tightest = st
+		// The headers: the descriptor with the least remaining, or the
+		// last one over its limit.
+		switch {
+		case over && m.r.quota:
+			if st.LimitRemaining < minRemaining {
+				headerStatus, minRemaining = st, st.LimitRemaining
+			}
+			// Quota mode: answered OK, without a time to wait.
+			st.DurationUntilReset = nil
+		case over && m.r.shadow:
+			if st.LimitRemaining < minRemaining {
+				headerStatus, minRemaining = st, st.LimitRemaining
+			}
+		case over:
+			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+			headerStatus, minRemaining = st, 0
+		default:
+			if st.LimitRemaining < minRemaining {
+				headerStatus, minRemaining = st, st.LimitRemaining
+			}
 		}
 	}
-	if s.ResponseHeaders && tightest != nil {
-		resp.ResponseHeadersToAdd = headers(tightest)
+	if s.ResponseHeaders && headerStatus != nil {
+		resp.ResponseHeadersToAdd = headers(headerStatus)
 	}
 	return resp, nil
 }
 
-// currentLimit states a limit as Envoy's RateLimit: its unit when the
-// period is one (a week, 30 days, 365 days included), else a unit with a
-// multiplier when the period is a whole number of seconds, else UNKNOWN
-// with the events per period.
-func currentLimit(name string, lim ratelimit.Limit) *rlsv3.RateLimitResponse_RateLimit {
-	out := &rlsv3.RateLimitResponse_RateLimit{Name: name, RequestsPerUnit: uint32(lim.Events)}
-	switch lim.Per {
-	case units["week"]:
-		out.Unit = rlsv3.RateLimitResponse_RateLimit_WEEK
-		return out
-	case units["month"]:
-		out.Unit = rlsv3.RateLimitResponse_RateLimit_MONTH
-		return out
-	case units["year"]:
-		out.Unit = rlsv3.RateLimitResponse_RateLimit_YEAR
-		return out
+// currentLimit states a limit given by the extension per as Envoy's
+// RateLimit: its unit when the period is one, else a unit with a
+// multiplier when the period is a whole number of seconds, else UNKNOWN.
+func currentLimit(name string, rpu uint32, per time.Duration) *rlsv3.RateLimitResponse_RateLimit {
+	out := &rlsv3.RateLimitResponse_RateLimit{Name: name, RequestsPerUnit: rpu}
+	for _, u := range []string{"year", "month", "week"} {
+		if per == units[u].d {
+			out.Unit = units[u].unit
+			return out
+		}
 	}
-	for _, u := range []struct {
-		d    time.Duration
-		unit rlsv3.RateLimitResponse_RateLimit_Unit
-	}{{24 * time.Hour, rlsv3.RateLimitResponse_RateLimit_DAY}, {time.Hour, rlsv3.RateLimitResponse_RateLimit_HOUR},
-		{time.Minute, rlsv3.RateLimitResponse_RateLimit_MINUTE}, {time.Second, rlsv3.RateLimitResponse_RateLimit_SECOND}} {
-		if lim.Per%u.d == 0 {
-			out.Unit = u.unit
-			if k := lim.Per / u.d; k > 1 {
+	for _, u := range []string{"day", "hour", "minute", "second"} {
+		if d := units[u].d; per%d == 0 {
+			out.Unit = units[u].unit
+			if k := per / d; k > 1 {
 				out.UnitMultiplier = wrapUint32(uint32(k))
 			}
 			return out

@@ -8,7 +8,11 @@
 // a key drawn at random from -keys values, limit -limit per minute.
 //
 // It prints, per system, the calls per second and the p50 and p99
-// latency of a call.
+// latency of a call (medians over the rounds, each system measured in turn
+// in every round), and the CPU time per call of the redis-server (INFO
+// cpu) and of this process (the clients and the measured service): on a
+// busy machine, where the calls per second follow the share of the CPU
+// the run gets, the CPU per call is the steadier comparison.
 //
 // cd bench && go run ./cmd/envoybench [-streams 16] [-duration 5s] [-rounds 3]
 package main
@@ -26,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -33,6 +38,7 @@ import (
 	"github.com/envoyproxy/ratelimit/src/service_cmd/runner"
 	"github.com/envoyproxy/ratelimit/src/settings"
 	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/envoyrl"
@@ -47,7 +53,8 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds; the figures are medians over them")
 	keys := flag.Int("keys", 10000, "distinct descriptor values")
 	limit := flag.Int("limit", 100, "requests per minute per value")
-	only := flag.String("only", "", "measure only the systems whose name contains this")
+	only := flag.String("only", "", "measure only the systems whose name contains one of these (comma-separated)")
+	cmdstats := flag.Bool("commandstats", false, "print the redis-server's INFO commandstats after each system's rounds")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (clients and servers of this process) to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -76,12 +83,20 @@ func main() {
 	}
 	systems := []system{
 		{"hourglass gcra", func() (string, func(), error) { return startHourglass(addr, *limit, "gcra") }},
+		{"hourglass embedded gcra", func() (string, func(), error) { return startHourglass("", *limit, "gcra") }},
 		{"hourglass sliding_window", func() (string, func(), error) { return startHourglass(addr, *limit, "sliding_window") }},
 		{"hourglass sliding_log", func() (string, func(), error) { return startHourglass(addr, *limit, "sliding_log") }},
 		{"envoyproxy/ratelimit (fixed window)", func() (string, func(), error) { return startEnvoyRatelimit(addr, *limit) }},
 	}
 	if *only != "" {
-		systems = slices.DeleteFunc(systems, func(s system) bool { return !strings.Contains(s.name, *only) })
+		systems = slices.DeleteFunc(systems, func(s system) bool {
+			for _, o := range strings.Split(*only, ",") {
+				if strings.Contains(s.name, o) {
+					return false
+				}
+			}
+			return true
+		})
 	}
 	fmt.Printf("envoybench: %d streams, %v per round, %d rounds, %d values, %d/minute each, redis-server %s\n",
 		*streams, *duration, *rounds, *keys, *limit, addr)
@@ -98,13 +113,20 @@ func main() {
 		targets[i] = target
 	}
 	type figures struct {
-		rates, p50s, p99s []float64
-		ok, over          int64
+		rates, p50s, p99s, redisUS, procUS []float64
+		ok, over                           int64
 	}
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	defer rc.Close()
 	figs := make([]figures, len(systems))
 	for range *rounds {
 		for i, sys := range systems {
+			if *cmdstats {
+				rc.ConfigResetStat(context.Background())
+			}
+			cpu0, proc0 := redisCPU(rc), processCPU()
 			r, err := measure(targets[i], *streams, *duration, *keys)
+			cpu1, proc1 := redisCPU(rc), processCPU()
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s failed: %v\n", sys.name, err)
 				os.Exit(1)
@@ -114,12 +136,18 @@ func main() {
 			f.p50s = append(f.p50s, float64(r.p50.Microseconds()))
 			f.p99s = append(f.p99s, float64(r.p99.Microseconds()))
 			f.ok, f.over = f.ok+r.ok, f.over+r.over
+			f.redisUS = append(f.redisUS, (cpu1-cpu0)*1e6/float64(r.calls))
+			f.procUS = append(f.procUS, (proc1-proc0)*1e6/float64(r.calls))
+			if *cmdstats {
+				info, _ := rc.Info(context.Background(), "commandstats").Result()
+				fmt.Printf("%s, %d calls:\n%s\n", sys.name, r.calls, strings.TrimSpace(info))
+			}
 		}
 	}
 	for i, sys := range systems {
 		f := figs[i]
-		fmt.Printf("%-38s %9.0f calls/s   p50 %6.0f µs   p99 %6.0f µs   (OK %d, OVER_LIMIT %d)\n",
-			sys.name, median(f.rates), median(f.p50s), median(f.p99s), f.ok, f.over)
+		fmt.Printf("%-38s %9.0f calls/s   p50 %6.0f µs   p99 %6.0f µs   CPU µs/call: Redis %5.1f, this process %5.1f   (OK %d, OVER_LIMIT %d)   rounds: %s\n",
+			sys.name, median(f.rates), median(f.p50s), median(f.p99s), median(f.redisUS), median(f.procUS), f.ok, f.over, roundsOf(f.rates))
 	}
 }
 
@@ -131,11 +159,24 @@ func config(limit int, algorithm string) string {
 	return s
 }
 
+// startHourglass serves envoyrl on redisstore at addr, or on the
+// embedded engine when addr is "".
 func startHourglass(addr string, limit int, algorithm string) (string, func(), error) {
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
-	st, err := redisstore.New(context.Background(), c, &redisstore.Options{Prefix: "hgbench:" + algorithm + ":"})
-	if err != nil {
-		return "", nil, err
+	var store ratelimit.Store
+	var closeStore func()
+	if addr == "" {
+		ms, err := memstore.New(nil)
+		if err != nil {
+			return "", nil, err
+		}
+		store, closeStore = ms.Limits(), func() { ms.Close() }
+	} else {
+		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+		st, err := redisstore.New(context.Background(), c, &redisstore.Options{Prefix: "hgbench:" + algorithm + ":"})
+		if err != nil {
+			return "", nil, err
+		}
+		store, closeStore = st.Limits(), func() { st.Close(); c.Close() }
 	}
 	dir, err := os.MkdirTemp("", "envoybench")
 	if err != nil {
@@ -149,7 +190,7 @@ func startHourglass(addr string, limit int, algorithm string) (string, func(), e
 	if err != nil {
 		return "", nil, err
 	}
-	limiter, err := ratelimit.New(st.Limits(), nil)
+	limiter, err := ratelimit.New(store, nil)
 	if err != nil {
 		return "", nil, err
 	}
@@ -165,8 +206,7 @@ func startHourglass(addr string, limit int, algorithm string) (string, func(), e
 		defer cancel()
 		srv.Shutdown(ctx)
 		<-done
-		st.Close()
-		c.Close()
+		closeStore()
 		os.RemoveAll(dir)
 	}, nil
 }
@@ -239,7 +279,44 @@ func request(value string) *rlsv3.RateLimitRequest {
 		{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "client", Value: value}}}}}
 }
 
+// redisCPU is the redis-server's CPU time so far, in seconds
+// (used_cpu_user + used_cpu_sys of INFO cpu).
+func redisCPU(c *redis.Client) float64 {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, _ := strconv.ParseFloat(v, 64)
+			sum += f
+		}
+	}
+	return sum
+}
+
+// processCPU is this process's CPU time so far (user and system), in
+// seconds: the clients' and the measured service's, as the others idle.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func roundsOf(xs []float64) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, strconv.FormatFloat(x, 'f', 0, 64))
+	}
+	return strings.Join(s, ",")
+}
+
 type result struct {
+	calls    int
 	rate     float64
 	p50, p99 time.Duration
 	ok, over int64
@@ -296,7 +373,7 @@ func measure(target string, streams int, d time.Duration, keys int) (result, err
 	if len(lat) == 0 {
 		return result{}, fmt.Errorf("no call completed")
 	}
-	return result{rate: float64(len(lat)) / el.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], ok: ok, over: over}, nil
+	return result{calls: len(lat), rate: float64(len(lat)) / el.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], ok: ok, over: over}, nil
 }
 
 func median(xs []float64) float64 {
