@@ -340,16 +340,6 @@ func (c *conn) reserve(timeout time.Duration) error {
 		}
 		return c.reserved(j)
 	}
-	// A job that is ready now needs no wait: no watch of the connection
-	// for a hang-up (a goroutine and two deadline changes) and no wake-up.
-	// Only when none is ready does the reserve wait, and ask again.
-	j, err := c.q.Reserve(c.ctx, queue.ReserveOptions{Tubes: c.watched, Timeout: -1})
-	if err == nil {
-		return c.reserved(j)
-	}
-	if !errors.Is(err, queue.ErrTimeout) {
-		return err
-	}
 
 	// Wait for a job, for the timeout, or until a reservation enters the
 	// safety margin, whichever comes first.
@@ -368,6 +358,17 @@ func (c *conn) reserve(timeout time.Duration) error {
 			return errTooManyWaits
 		}
 		defer c.srv.waits.Add(-1)
+	}
+	// A job that is ready now needs no wait: no watch of the connection
+	// for a hang-up (a goroutine and two deadline changes) and no wake-up.
+	// Only when none is ready does the reserve wait, and ask again. (After
+	// the admission above: a refused reserve asks the store nothing.)
+	j, err := c.q.Reserve(c.ctx, queue.ReserveOptions{Tubes: c.watched, Timeout: -1})
+	if err == nil {
+		return c.reserved(j)
+	}
+	if !errors.Is(err, queue.ErrTimeout) {
+		return err
 	}
 	if err := c.bw.Flush(); err != nil {
 		return hangUp(err)
