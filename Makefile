@@ -17,10 +17,14 @@ vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 
-# The commit goes in by hand too, for environments that turn off the go
-# command's own stamp (GOFLAGS=-buildvcs=false).
+# The commit and version go in by hand too, for environments that turn off
+# the go command's own stamp (GOFLAGS=-buildvcs=false), and since a build
+# from a checkout has no module version: make build VERSION=v1.2.3 (default:
+# what git describe says of the checkout).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+BUILDINFO = github.com/hourglass-io/hourglass/internal/buildinfo
 build:
-	$(GO) build -ldflags "-X github.com/hourglass-io/hourglass/internal/buildinfo.commit=$$(git rev-parse --short HEAD 2>/dev/null)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty)" -o bin/hourglass ./cmd/hourglass
+	$(GO) build -ldflags "-X $(BUILDINFO).commit=$$(git rev-parse --short HEAD 2>/dev/null)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty) -X $(BUILDINFO).version=$(VERSION)" -o bin/hourglass ./cmd/hourglass
 
 deps:
 	@missing=""; \

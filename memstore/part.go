@@ -52,7 +52,8 @@ type registration struct {
 //	1–31     the job queue (queue.go, queuelog.go; 1–10 in use)
 //	32–33    expiring hash fields (hashfields.go; both in use)
 //	34–63    expiry events of hash fields (hashevents.go; 34–39 in use)
-//	64–127   free: locks and rate limits keep no records, so a restart
+//	64–65    the tubes' counters by minute (counters.go; 64 in use)
+//	66–127   free: locks and rate limits keep no records, so a restart
 //	         holds no lock and begins every rate limit key idle
 //	128–159  schedules (schedule.go; 128–129 in use)
 //	160–255  free
@@ -66,6 +67,7 @@ func (s *Store) register() {
 		{p: &s.locks},
 		{p: &s.limits},
 		{p: &s.schedules, lo: 128, hi: 159},
+		{p: &s.counters, lo: 64, hi: 65},
 	} {
 		s.parts = append(s.parts, r.p)
 		if r.onBegin {

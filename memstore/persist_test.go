@@ -283,9 +283,9 @@ func TestRandomRestart(t *testing.T) {
 			case 6:
 				must(s.Delete(ctx, owner, []queue.ID{pick(), pick()}))
 			case 7:
-				s.Release(ctx, owner, pick(), uint32(rng.IntN(2000)), dur(), []string{"", "release " + owner}[rng.IntN(2)])
+				s.Release(ctx, owner, pick(), int64(rng.IntN(2001))-1, dur(), []string{"", "release " + owner}[rng.IntN(2)])
 			case 8:
-				s.Bury(ctx, owner, pick(), uint32(rng.IntN(2000)), []string{"", "bury " + owner}[rng.IntN(2)])
+				s.Bury(ctx, owner, pick(), int64(rng.IntN(2001))-1, []string{"", "bury " + owner}[rng.IntN(2)])
 			case 9:
 				s.Touch(ctx, owner, pick())
 			case 10:

@@ -281,10 +281,12 @@ func (s *Store) onHeld(ctx context.Context, owner string, id queue.ID, f func(no
 }
 
 // Release implements queue.Store.
-func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint32, delay time.Duration, reason string) error {
+func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri int64, delay time.Duration, reason string) error {
 	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
 		s.unlink(j)
-		j.pri = pri
+		if pri != queue.KeepPriority {
+			j.pri = uint32(pri)
+		}
 		j.releases++
 		j.history().released = now
 		j.noteError(reason, now)
@@ -301,10 +303,12 @@ func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint
 }
 
 // Bury implements queue.Store.
-func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32, reason string) error {
+func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri int64, reason string) error {
 	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
 		s.unlink(j)
-		j.pri = pri
+		if pri != queue.KeepPriority {
+			j.pri = uint32(pri)
+		}
 		j.buries++
 		j.tube.buries++
 		j.history().buried = now
@@ -484,6 +488,9 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 		j.addHistory(&out)
 		if j.state == queue.Delayed || j.state == queue.Reserved {
 			out.TimeLeft = durationOf(max(j.at-now, 0))
+		}
+		if j.state == queue.Reserved {
+			out.ReservedBy = j.owner
 		}
 	} else {
 		err = queue.ErrNotFound

@@ -57,8 +57,10 @@ type Store struct {
 	wakes   []wakeup  // listeners to wake when the current operation ends
 
 	compacting   bool
-	compactFloor int64  // after a failed snapshot, the log size to reach before trying again
-	scratch      []byte // for encoding records
+	compactFloor int64     // after a failed snapshot, the log size to reach before trying again
+	dir          string    // Open's directory
+	lastSnapshot time.Time // when the last snapshot was written (logstats.go)
+	scratch      []byte    // for encoding records
 
 	// The parts (register lists them). The job queue is embedded: the
 	// Store is its queue.Store.
@@ -68,7 +70,8 @@ type Store struct {
 	locks     Locks
 	limits    Limits
 	schedules Schedules
-	hashes    Hashes // the view of fields and events
+	counters  counterLog // the tubes' counters by minute (counters.go)
+	hashes    Hashes     // the view of fields and events
 }
 
 func newStore(opts *Options) *Store {
@@ -84,6 +87,7 @@ func newStore(opts *Options) *Store {
 	s.locks.init(s)
 	s.limits.init(s)
 	s.schedules.init(s)
+	s.counters.init(s)
 	s.hashes.s = s
 	s.register()
 	s.timer = opts.afterFunc()(time.Hour, s.fire)
@@ -118,7 +122,8 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memstore: open %s: %w", dir, err)
 	}
-	s.log = l
+	s.log, s.dir = l, dir
+	s.lastSnapshot = snapshotTime(dir, l.Recovery().Snapshot)
 	if rec := l.Recovery(); rec.CutBytes > 0 {
 		s.logger.Warn("memstore: cut a torn tail off the log", "file", rec.CutFile, "offset", rec.CutOffset, "bytes", rec.CutBytes)
 	}
@@ -327,7 +332,7 @@ func (s *Store) maybeCompactLocked() {
 			s.compactFloor = 2 * size
 			return
 		}
-		s.compactFloor = 0
+		s.compactFloor, s.lastSnapshot = 0, time.Now()
 	}()
 }
 
@@ -354,6 +359,9 @@ func (s *Store) compactNow() error {
 	err = w.Commit()
 	s.mu.Lock()
 	s.compacting = false
+	if err == nil {
+		s.lastSnapshot = time.Now()
+	}
 	s.mu.Unlock()
 	return err
 }

@@ -26,9 +26,11 @@
 // A job keeps, at a fixed cost, what an operator asks of a failed one
 // (StatsJob): its attempts (Reserves), the times of its put and of its
 // last reserve, release, bury, kick and timeout, and its last error — the
-// reason given to ReleaseWithReason or BuryWithReason, at most
-// MaxReasonLen bytes (CutReason). Release and Bury give none and leave the
-// last error as it was. A Worker gives its handler's error each time it
+// reason given to ReleaseWithReason or BuryWithReason (or ReleaseWith,
+// BuryWith), at most MaxReasonLen bytes (CutReason). Release and Bury give
+// none and leave the last error as it was. ReleaseWith and BuryWith may
+// leave out the priority: the job keeps its own, which the store reads and
+// writes in one atomic step (KeepPriority in the Store contract). A Worker gives its handler's error each time it
 // releases a failed job and when it buries one after its last attempt.
 //
 // # Owners
@@ -55,6 +57,14 @@
 // poll every Options.PollInterval is the safety net against a lost
 // wake-up. (Waiting works the same way in every primitive: see
 // docs/architecture.md, "Waiting without polling".)
+//
+// # History
+//
+// A store that implements CounterLog (both of hourglass's do) keeps
+// samples of the tubes' cumulative counters by minute, for a bounded time,
+// shared by every process on it; the dashboard charts jobs processed and
+// failed per tube per minute from them. JobStats.ReservedBy names who holds
+// a reserved job.
 //
 // # Errors
 //

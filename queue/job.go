@@ -67,6 +67,11 @@ type Job struct {
 // always was.
 const DefaultPriority = 1024
 
+// KeepPriority, as the priority of a release or bury (ReleaseOptions,
+// BuryOptions, Store.Release, Store.Bury), keeps the priority the job has:
+// the store reads and writes it in the one atomic operation.
+const KeepPriority int64 = -1
+
 // NewJob describes a job to put.
 type NewJob struct {
 	Body []byte
@@ -122,6 +127,10 @@ type JobStats struct {
 	LastErrorAt time.Time
 	// UniqueKey is the key the job was put with; "" for none.
 	UniqueKey string
+	// ReservedBy is the owner of the job's reservation (Queue.Owner of
+	// the holder: a beanstalkd connection, an HTTP lease, a worker) while
+	// it is reserved; "" otherwise.
+	ReservedBy string
 	// Body is the job's body, so that one call gives stats and peek (Job).
 	Body []byte
 }

@@ -296,13 +296,39 @@ func (q *Queue) Release(ctx context.Context, id ID, pri uint32, delay time.Durat
 // bytes (see CutReason); an empty reason records nothing and the job keeps
 // the last error it had.
 func (q *Queue) ReleaseWithReason(ctx context.Context, id ID, pri uint32, delay time.Duration, reason string) error {
+	return q.ReleaseWith(ctx, id, ReleaseOptions{Priority: &pri, Delay: delay, Reason: reason})
+}
+
+// ReleaseOptions say how ReleaseWith gives a job back.
+type ReleaseOptions struct {
+	// Priority is the job's new priority; nil keeps the one it has.
+	Priority *uint32
+	// Delay, when > 0, makes the job delayed for that long.
+	Delay time.Duration
+	// Reason, when not empty, becomes the job's last error, as in
+	// ReleaseWithReason.
+	Reason string
+}
+
+// ReleaseWith is ReleaseWithReason with its arguments in opts, where the
+// priority may be left out: the job then keeps its own, read and written
+// in the store's one atomic operation.
+func (q *Queue) ReleaseWith(ctx context.Context, id ID, opts ReleaseOptions) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	if err := checkDuration("delay", delay); err != nil {
+	if err := checkDuration("delay", opts.Delay); err != nil {
 		return err
 	}
-	return q.store.Release(ctx, q.owner, id, pri, truncMS(delay), CutReason(reason))
+	return q.store.Release(ctx, q.owner, id, storePriority(opts.Priority), truncMS(opts.Delay), CutReason(opts.Reason))
+}
+
+// storePriority is p as the Store takes it: KeepPriority for nil.
+func storePriority(p *uint32) int64 {
+	if p == nil {
+		return KeepPriority
+	}
+	return int64(*p)
 }
 
 // Bury moves a job reserved by q's owner to the end of its tube's buried
@@ -315,10 +341,24 @@ func (q *Queue) Bury(ctx context.Context, id ID, pri uint32) error {
 // BuryWithReason is Bury that also records why the job is set aside as its
 // last error, as ReleaseWithReason does.
 func (q *Queue) BuryWithReason(ctx context.Context, id ID, pri uint32, reason string) error {
+	return q.BuryWith(ctx, id, BuryOptions{Priority: &pri, Reason: reason})
+}
+
+// BuryOptions say how BuryWith sets a job aside.
+type BuryOptions struct {
+	// Priority is the job's new priority; nil keeps the one it has.
+	Priority *uint32
+	// Reason, when not empty, becomes the job's last error.
+	Reason string
+}
+
+// BuryWith is BuryWithReason with its arguments in opts, where the
+// priority may be left out as in ReleaseWith.
+func (q *Queue) BuryWith(ctx context.Context, id ID, opts BuryOptions) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	return q.store.Bury(ctx, q.owner, id, pri, CutReason(reason))
+	return q.store.Bury(ctx, q.owner, id, storePriority(opts.Priority), CutReason(opts.Reason))
 }
 
 // Touch gives a job reserved by q's owner a fresh TTR counted from now and

@@ -66,16 +66,16 @@ type Store interface {
 
 	// Release returns a job reserved by owner to the ready state with
 	// priority pri, or to the delayed state when delay > 0, and counts a
-	// release. A reason that is not empty becomes the job's last error
+	// release. A pri of KeepPriority leaves the job's priority as it is. A reason that is not empty becomes the job's last error
 	// (JobStats.LastError, LastErrorAt); an empty one leaves the last error
 	// as it was. ErrNotFound when there is no such job, ErrNotReserved when
 	// it is not reserved by owner.
-	Release(ctx context.Context, owner string, id ID, pri uint32, delay time.Duration, reason string) error
+	Release(ctx context.Context, owner string, id ID, pri int64, delay time.Duration, reason string) error
 
 	// Bury moves a job reserved by owner to the end of its tube's buried
-	// list with priority pri and counts a bury. The reason and the errors
-	// are as for Release.
-	Bury(ctx context.Context, owner string, id ID, pri uint32, reason string) error
+	// list with priority pri (KeepPriority: the one it has) and counts a
+	// bury. The reason and the errors are as for Release.
+	Bury(ctx context.Context, owner string, id ID, pri int64, reason string) error
 
 	// Touch gives a job reserved by owner a fresh TTR counted from now and
 	// returns the time left on the reservation, on the store's clock (the

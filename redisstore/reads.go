@@ -16,15 +16,16 @@ import (
 )
 
 // peekStats is how many integers peek.lua's stats hold; the last error
-// follows them.
+// and the reservation's owner follow them.
 const peekStats = 18
 
-// peek runs peek.lua: the job, its stats and its last error.
-func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, string, error) {
+// peek runs peek.lua: the job, its stats, its last error and its
+// reservation's owner.
+func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, string, string, error) {
 	var (
-		j       queue.Job
-		stats   []int64
-		lastErr string
+		j              queue.Job
+		stats          []int64
+		lastErr, owner string
 	)
 	err := s.withTube(ctx, id, func(tube string) (bool, error) {
 		v, err := s.run(ctx, scripts.peek, tagOf(id), tube, tube, idhex(id))
@@ -41,15 +42,15 @@ func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, stri
 		}
 		a = r.arr(a, 3)
 		j = parseJob(r, a[1])
-		st := r.arr(a[2], peekStats+1)
+		st := r.arr(a[2], peekStats+2)
 		stats = make([]int64, peekStats)
 		for i, x := range st[:peekStats] {
 			stats[i] = r.int(x)
 		}
-		lastErr = r.str(st[peekStats])
+		lastErr, owner = r.str(st[peekStats]), r.str(st[peekStats+1])
 		return false, r.done()
 	})
-	return j, stats, lastErr, err
+	return j, stats, lastErr, owner, err
 }
 
 // timeMS converts Unix milliseconds to a Time in UTC; 0 is the zero Time
@@ -64,7 +65,7 @@ func timeMS(v int64) time.Time {
 // StatsJob implements queue.Store: one peek.lua call gives the job and
 // its stats.
 func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
-	j, st, lastErr, err := s.peek(ctx, id)
+	j, st, lastErr, owner, err := s.peek(ctx, id)
 	if err != nil {
 		return queue.JobStats{}, err
 	}
@@ -76,7 +77,8 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 		Reserves: uint32(n(6)), Timeouts: uint32(n(7)), Releases: uint32(n(8)), Buries: uint32(n(9)), Kicks: uint32(n(10)),
 		PutAt: timeMS(n(11)), ReservedAt: timeMS(n(12)), ReleasedAt: timeMS(n(13)), BuriedAt: timeMS(n(14)),
 		KickedAt: timeMS(n(15)), TimedOutAt: timeMS(n(16)), LastErrorAt: timeMS(n(17)), LastError: lastErr,
-		UniqueKey: j.UniqueKey, Body: j.Body,
+		ReservedBy: owner,
+		UniqueKey:  j.UniqueKey, Body: j.Body,
 	}, nil
 }
 

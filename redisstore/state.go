@@ -203,12 +203,12 @@ func (s *Store) owned(ctx context.Context, sc *op, owner string, id queue.ID, ex
 }
 
 // Release implements queue.Store.
-func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri uint32, delay time.Duration, reason string) error {
+func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri int64, delay time.Duration, reason string) error {
 	return s.owned(ctx, scripts.release, owner, id, pri, ms(delay), reason)
 }
 
 // Bury implements queue.Store.
-func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri uint32, reason string) error {
+func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri int64, reason string) error {
 	return s.owned(ctx, scripts.bury, owner, id, pri, reason)
 }
 

@@ -17,14 +17,21 @@ var deleteCommand = &command{
 connection cannot be deleted and counts as not found, as in beanstalkd. The
 other IDs are still deleted when one fails; the exit status is then 1.
 
+With --lease (or HOURGLASS_LEASE) it deletes over the HTTP API (--http, or
+HOURGLASS_HTTP) a job reserved under that lease by reserve --keep, and
+jobs that are not reserved.
+
 Examples:
 
   hourglass delete 42
   hourglass delete --json 42 43 44
+  hourglass delete --lease hgl_5f0c… 42
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var cf clientFlags
 		cf.define(fs)
+		var lf leaseFlags
+		lf.define(fs, true)
 		return func(ctx context.Context, c *cli, args []string) error {
 			if len(args) == 0 {
 				return usagef("no job ID given")
@@ -36,6 +43,12 @@ Examples:
 					return err
 				}
 				ids[i] = id
+			}
+			if lf.lease != "" {
+				if err := lf.needLease("delete"); err != nil {
+					return err
+				}
+				return c.deleteHeld(ctx, lf, ids, cf.json)
 			}
 			return c.delete(ctx, cf, ids)
 		}

@@ -35,7 +35,9 @@ var hashCommand = &command{
   ack GROUP ID...                         acknowledge events
 
 get prints "field: value" lines (the value as text when it is valid UTF-8,
-else "base64:..."); --json prints the server's reply. events prints one
+else "base64:..."); --json prints the server's reply. A field named but
+missing (or no field at all in the hash) is printed "(missing)" and makes
+the exit status 3. events prints one
 line per event: its ID, hash, field, value and how late it expired.
 
 Examples:
@@ -65,7 +67,7 @@ Examples:
 			sub := args[0]
 			// Flags after the subcommand.
 			if err := fs.Parse(args[1:]); err != nil {
-				return usagef("%v", err)
+				return usagef("%v", flagError(fs, err))
 			}
 			return c.hash(ctx, f, sub, fs.Args())
 		}
@@ -198,9 +200,36 @@ func (c *cli) hashSet(ctx context.Context, h hashCall) error {
 func (c *cli) hashGet(ctx context.Context, h hashCall) error {
 	_, body, err := h.hc.call(ctx, "GET", hashPath(h.args[0])+"/fields"+fieldQuery(h.args[1:]), nil)
 	if err != nil || h.f.http.json {
-		return c.hashShow(h, body, err)
+		if err := c.hashShow(h, body, err); err != nil {
+			return err
+		}
+		return missingFields(body, h.args[0])
 	}
-	return c.printFields(body)
+	if err := c.printFields(body); err != nil {
+		return err
+	}
+	return missingFields(body, h.args[0])
+}
+
+// missingFields is the miss (exit status 3) of a get that named fields
+// the hash does not have, or of one that found no field at all.
+func missingFields(body []byte, hash string) error {
+	var r struct {
+		Fields  []json.RawMessage `json:"fields"`
+		Missing []string          `json:"missing"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return err
+	}
+	switch {
+	case len(r.Missing) == 1:
+		return missf("field %s not found", r.Missing[0])
+	case len(r.Missing) > 1:
+		return missf("%d fields not found: %s", len(r.Missing), strings.Join(r.Missing, ", "))
+	case len(r.Fields) == 0:
+		return missf("hash %s has no live field", hash)
+	}
+	return nil
 }
 
 func (c *cli) hashDel(ctx context.Context, h hashCall) error {

@@ -35,8 +35,10 @@ func TestHashCommand(t *testing.T) {
 	}
 	enc := base64.StdEncoding.EncodeToString(every)
 	ok(t, ea, "hash", "set", "--base64", "sess", "bin", enc)
-	if out := ok(t, eb, "hash", "get", "sess", "a", "nope"); !strings.HasPrefix(out, "a: hello  (expires ") || !strings.Contains(out, "\nnope: (missing)\n") {
-		t.Errorf("get a nope:\n%s", out)
+	// A field missing: printed, and exit status 3 as the help says.
+	if r := run(t, eb, "", "hash", "get", "sess", "a", "nope"); r.code != 3 || !strings.HasPrefix(r.stdout, "a: hello  (expires ") ||
+		!strings.Contains(r.stdout, "\nnope: (missing)\n") || !strings.Contains(r.stderr, "field nope not found") {
+		t.Errorf("get a nope: %v", r)
 	}
 	if out := ok(t, eb, "hash", "get", "sess", "bin"); out != "bin: base64:"+enc+"\n" {
 		t.Errorf("get bin: %q", out)

@@ -106,7 +106,7 @@ Examples:
 			for len(args) > 0 {
 				pos = append(pos, args[0])
 				if err := fs.Parse(args[1:]); err != nil {
-					return usagef("%v", err)
+					return usagef("%v", flagError(fs, err))
 				}
 				args = fs.Args()
 			}

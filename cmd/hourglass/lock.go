@@ -58,7 +58,7 @@ Examples:
 		return func(ctx context.Context, c *cli, args []string) error {
 			args, err := parseInterleaved(fs, args)
 			if err != nil {
-				return usagef("%v", err)
+				return usagef("%v", flagError(fs, err))
 			}
 			if len(args) == 0 {
 				return usagef("lock takes obtain, release, refresh or ttl")

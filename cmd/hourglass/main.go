@@ -2,8 +2,12 @@
 //
 //	hourglass serve    [flags]              run the server: the beanstalkd protocol and /healthz
 //	hourglass put      [flags] [BODY | -]   put a job
-//	hourglass reserve  [flags]              reserve a job and print it (--delete: and delete it)
-//	hourglass delete   [flags] ID...        delete jobs
+//	hourglass reserve  [flags]              reserve a job and print it (--delete: and delete it; --keep: hold it under a lease)
+//	hourglass delete   [flags] ID...        delete jobs (--lease: one held by reserve --keep)
+//	hourglass bury     [flags] ID           bury a job held under a lease (--reason, --priority)
+//	hourglass release  [flags] ID           release a job held under a lease (--delay, --priority, --reason)
+//	hourglass touch    [flags] ID           renew the TTR of a job held under a lease
+//	hourglass work     [flags] -- CMD ARGS...   run CMD for each job, the body on its standard input
 //	hourglass kick     [flags] N            kick up to N buried (else delayed) jobs of a tube
 //	hourglass kick     [flags] --job ID     kick one job
 //	hourglass peek     [flags] ID           show a job
@@ -93,6 +97,10 @@ var commands = []*command{
 	putCommand,
 	reserveCommand,
 	deleteCommand,
+	buryCommand,
+	releaseCommand,
+	touchCommand,
+	workCommand,
 	kickCommand,
 	peekCommand,
 	statsCommand,
@@ -196,7 +204,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 			cmd.printUsage(c.stdout, fs)
 			return 0
 		}
-		return c.usageFailed(cmd, err)
+		return c.usageFailed(cmd, flagError(fs, err))
 	}
 	fromEnv, err := cmd.applyEnv(fs, c.lookupEnv)
 	if err != nil {
@@ -281,6 +289,8 @@ Examples:
   hourglass serve --store ./data
   echo '{"to":"ada@example.com"}' | hourglass put --tube emails --delay 10s -
   hourglass reserve --tube emails --timeout 30s --delete
+  hourglass reserve --keep --tube emails          # then bury, release, touch or delete it
+  hourglass work --tube emails -- ./send-email.sh
   hourglass tubes
 
 Exit status:
@@ -328,7 +338,7 @@ func (cmd *command) printUsage(w io.Writer, fs *flag.FlagSet) {
 
 // readsEnv reports whether flag name also reads an environment variable.
 func (cmd *command) readsEnv(name string) bool {
-	return cmd.envAll || name == "addr" || name == "http" || name == "auth-token"
+	return cmd.envAll || name == "addr" || name == "http" || name == "auth-token" || name == "lease"
 }
 
 // envName is the environment variable of a flag: HOURGLASS_MAX_JOB_SIZE

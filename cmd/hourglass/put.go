@@ -37,8 +37,8 @@ Examples:
 		tube := fs.String("tube", "default", "`tube` to put the job into")
 		pri := fs.Uint64("priority", queue.DefaultPriority, "`priority`, 0 (most urgent) to 4294967295; below 1024 counts as urgent")
 		alias(fs, "pri", "priority")
-		delay := fs.Duration("delay", 0, "how long the job waits before it is ready (a `duration`)")
-		ttr := fs.Duration("ttr", time.Minute, "time to run: how long a reservation lasts (a `duration`)")
+		delay := secondsVar(fs, "delay", 0, "how long the job waits before it is ready (a `duration` such as 30s or 5m; a bare number is seconds)")
+		ttr := secondsVar(fs, "ttr", time.Minute, "time to run: how long a reservation lasts (a `duration`; a bare number is seconds)")
 		return func(ctx context.Context, c *cli, args []string) error {
 			if err := checkTube(*tube); err != nil {
 				return err

@@ -15,7 +15,7 @@ import (
 var reserveCommand = &command{
 	name:    "reserve",
 	args:    "[flags]",
-	summary: "reserve a job and print it; --delete deletes it once printed",
+	summary: "reserve a job and print it; --delete deletes it once printed, --keep holds it for bury, release, touch or delete",
 	help: `Waits for a ready job in the --tube tubes (default: "default") and prints it.
 Without --timeout it waits as long as it takes; --timeout 0 does not wait.
 
@@ -24,20 +24,39 @@ connection closes), with one more reserve counted: use it to look at the
 next job. With --delete the job is deleted once it has been printed, so a
 failure to print leaves it in the queue.
 
+With --keep the job stays reserved after the command ends, for its TTR:
+the reserve goes over the HTTP API (--http, or HOURGLASS_HTTP), which
+prints the job's lease beside its ID. Later commands act on the job with
+it: hourglass bury, release, touch (renews the TTR) and delete, each with
+--lease or HOURGLASS_LEASE. A job neither deleted, buried, released nor
+touched goes back to ready when its TTR runs out.
+
 Examples:
 
   hourglass reserve --timeout 5s
   hourglass reserve --tube emails --tube sms --delete --json
   hourglass reserve --tube reports --raw --delete | gunzip > report.csv
+
+  hourglass reserve --keep --tube emails        # id: 42, lease: hgl_5f0c…
+  export HOURGLASS_LEASE=hgl_5f0c…
+  hourglass touch 42
+  hourglass bury --reason 'bounced: no such user' 42
+
+  out=$(hourglass reserve --keep --json --timeout 10s)
+  id=$(echo "$out" | jq .job.id); lease=$(echo "$out" | jq -r .lease)
+  hourglass release --lease "$lease" --delay 1m "$id"
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var cf clientFlags
 		cf.define(fs)
 		var tubes tubeList
 		fs.Var(&tubes, "tube", "`tube` to take a job from; repeat for several (default default)")
-		timeout := fs.Duration("timeout", 0, "wait at most this `duration` for a job, in whole seconds (0: do not wait; default: wait for ever)")
+		timeout := secondsVar(fs, "timeout", 0, "wait at most this `duration` for a job, in whole seconds (a bare number is seconds; 0: do not wait; default: wait for ever)")
 		del := fs.Bool("delete", false, "delete the job once it is printed")
 		raw := fs.Bool("raw", false, "print the body alone, as it is")
+		keep := fs.Bool("keep", false, "keep the job reserved after the command, for its TTR, under a lease printed with it (over the HTTP API)")
+		var lf leaseFlags
+		lf.define(fs, false)
 		return func(ctx context.Context, c *cli, args []string) error {
 			if len(args) > 0 {
 				return usagef("reserve takes no arguments, got %q", args)
@@ -55,6 +74,15 @@ Examples:
 			}
 			if *raw && cf.json {
 				return usagef("--raw and --json exclude each other")
+			}
+			if *keep {
+				switch {
+				case *del:
+					return usagef("--keep and --delete exclude each other: delete a kept job with hourglass delete --lease")
+				case *raw:
+					return usagef("--keep prints the job's lease, which --raw would leave out: use --json")
+				}
+				return c.reserveKept(ctx, lf, tubes, wait, cf.json)
 			}
 			return c.reserve(ctx, cf, tubes, wait, *del, *raw)
 		}

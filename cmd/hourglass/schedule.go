@@ -69,7 +69,7 @@ Examples:
 		return func(ctx context.Context, c *cli, args []string) error {
 			args, err := parseInterleaved(fs, args)
 			if err != nil {
-				return usagef("%v", err)
+				return usagef("%v", flagError(fs, err))
 			}
 			fs.Visit(func(fl *flag.Flag) { f.set = append(f.set, fl.Name) })
 			return c.schedule(ctx, &f, args)
@@ -197,6 +197,9 @@ func (c *cli) schedule(ctx context.Context, f *scheduleFlags, args []string) err
 	}
 	if err != nil {
 		return err
+	}
+	if !f.http.json && sub != "trigger" {
+		return c.showSchedule(body)
 	}
 	return c.show(f.http, body)
 }

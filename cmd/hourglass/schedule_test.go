@@ -21,7 +21,7 @@ func TestScheduleCommand(t *testing.T) {
 	if st := kv(t, out); st["name"] != "nightly-report" || st["spec"] != "30 2 * * *" || st["zone"] != "Europe/Berlin" || st["paused"] != "false" {
 		t.Errorf("set printed %q", out)
 	}
-	for _, want := range []string{`"ttr_ms":600000`, `"priority":7`, `"policy":"catch_up","n":3`} {
+	for _, want := range []string{"ttr:      10m0s", "priority: 7", "misfire:  catch_up (at most 3 missed ticks)", `body:     {"kind":"nightly"}`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("set printed %q, lacking %q", out, want)
 		}
@@ -67,7 +67,7 @@ func TestScheduleCommand(t *testing.T) {
 	if out := ok(t, env, "schedule", "pause", "beat"); kv(t, out)["paused"] != "true" {
 		t.Errorf("pause printed %q", out)
 	}
-	if out := ok(t, env, "schedule", "get", "beat"); kv(t, out)["paused"] != "true" || !strings.Contains(out, `"manual":false`) {
+	if out := ok(t, env, "schedule", "get", "beat"); kv(t, out)["paused"] != "true" || !strings.Contains(out, "(paused: it will not fire)") || !strings.Contains(out, " late\n") {
 		t.Errorf("get of the paused beat printed %q", out)
 	}
 	if out := ok(t, env, "schedule", "resume", "beat"); kv(t, out)["paused"] != "false" {
@@ -100,7 +100,7 @@ func TestScheduleCommand(t *testing.T) {
 	}
 	// Bad input the server refuses: exit 1, the field named, nothing changed.
 	expect(t, env, 1, []string{"schedule", "set", "x", "--spec", "61 * * * *", "--tube", "t"}, "invalid spec", "minute", "(bad_request)")
-	expect(t, env, 1, []string{"schedule", "set", "x", "--spec", "@daily", "--tube", "t", "--zone", "Mars/Olympus"}, "Zone", "(bad_request)")
+	expect(t, env, 1, []string{"schedule", "set", "x", "--spec", "@daily", "--tube", "t", "--zone", "Mars/Olympus"}, "zone", "(bad_request)")
 	expect(t, env, 1, []string{"schedule", "set", "x", "--spec", "@daily", "--tube", "t", "--start", "tomorrow"}, "start", "(bad_request)")
 	expect(t, env, 3, []string{"schedule", "get", "x"}, "(not_found)")
 	// Usage errors.

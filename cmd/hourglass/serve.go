@@ -126,7 +126,7 @@ Examples:
 		fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a shutdown waits for commands in flight before it closes connections (a `duration`)")
 		fs.StringVar(&o.logLevel, "log-level", "info", "least `level` logged: debug, info, warn or error (debug adds each connection and each slow command)")
 		fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
-		fs.BoolVar(&o.accessLog, "access-log", false, "log each HTTP request: method, path, status, bytes, duration")
+		fs.BoolVar(&o.accessLog, "access-log", false, "log each HTTP request (method, path, status, bytes, duration_ms) and each gRPC call (method, code, duration_ms)")
 		fs.Func("limit", "a named rate limit, `NAME=SPEC` (repeatable; see below)", func(s string) error { o.limits = append(o.limits, s); return nil })
 		fs.StringVar(&o.limitsFile, "limits-file", "", "`file` of named rate limits, one NAME=SPEC a line (# comments)")
 		fs.StringVar(&o.schedulesFile, "schedules-file", "", "JSON `file` of schedules to set at start (each set idempotently; see docs/schedules.md)")
@@ -424,6 +424,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		return err
 	}
 	hs.StoreKind = b.Kind
+	hs.StoreFacts = storeFacts(b)
 	// One client for the schedules' routes and for firing them, counting
 	// the fires on the metrics.
 	schedules, err := newSchedules(metrics.WatchSchedules(b.Schedules), log)
@@ -445,7 +446,11 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	}
 	stopSchedules := runSchedules(schedules)
 	defer stopSchedules() // before the store closes
-	es, el, err := o.envoy.start(b, token, tlsCfg, metrics.Registry(), log)
+	var grpcLog *slog.Logger
+	if o.accessLog {
+		grpcLog = log.With("log", "access")
+	}
+	es, el, err := o.envoy.start(b, token, tlsCfg, metrics.Registry(), log, grpcLog)
 	if err != nil {
 		return err
 	}

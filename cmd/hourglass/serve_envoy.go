@@ -41,7 +41,7 @@ func (o *envoyOptions) validate() error {
 
 // start loads the configuration and listens, refusing an address beyond
 // loopback without a token; it returns a nil server without --grpc-addr.
-func (o *envoyOptions) start(b *hourglass.Backend, token string, tlsCfg *tls.Config, reg prometheus.Registerer, log *slog.Logger) (*envoyrl.Server, net.Listener, error) {
+func (o *envoyOptions) start(b *hourglass.Backend, token string, tlsCfg *tls.Config, reg prometheus.Registerer, log, accessLog *slog.Logger) (*envoyrl.Server, net.Listener, error) {
 	if o.grpcAddr == "" {
 		return nil, nil, nil
 	}
@@ -69,6 +69,9 @@ func (o *envoyOptions) start(b *hourglass.Backend, token string, tlsCfg *tls.Con
 	s := &envoyrl.Server{
 		Limiter: limiter, Config: cfg,
 		Metrics: envoyrl.NewMetrics(reg), Logger: log, AuthToken: token, TLSConfig: tlsCfg, ResponseHeaders: o.headers,
+	}
+	if accessLog != nil {
+		s.ServerOptions = grpcAccessLog(accessLog)
 	}
 	warnExposed(log, "grpc_addr", l.Addr(), "it needs the bearer token, which travels in clear text without --tls-cert")
 	log.Info("serving Envoy's rate limit service", "grpc_addr", l.Addr().String(), "config", o.config, "domains", len(cfg.Domains()), "fail_open", o.failOpen)

@@ -51,13 +51,13 @@ func TestServeEnvoyRateLimit(t *testing.T) {
 	}
 	// The dashboard's rate limit panel lists the descriptor and its hits.
 	served := p.log.waitFor(t, `msg="hourglass serving"`, 30*time.Second)
-	resp, err := http.Get("http://" + logValue(served, "http_addr") + "/dashboard/panels")
+	resp, err := http.Get("http://" + logValue(served, "http_addr") + "/dashboard/panels?view=limits")
 	if err != nil {
 		t.Fatal(err)
 	}
 	panel, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(panel), `data-domain="web" data-descriptor="ip"`) || !strings.Contains(string(panel), `<td class="n total">2</td>`) {
+	if !strings.Contains(string(panel), `data-domain="web" data-descriptor="ip"`) || !strings.Contains(string(panel), `<td class="n total" data-label="hits">2</td>`) {
 		t.Errorf("the rate limit panel lacks the descriptor ip of web with 2 hits:\n%s", panel)
 	}
 

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
 // slowCommand is how long a beanstalkd-protocol command other than a
@@ -58,7 +60,7 @@ func (c *logConn) Close() error {
 	err := c.Conn.Close()
 	c.closeOnce.Do(func() {
 		c.log.Debug("connection closed", "remote", c.RemoteAddr().String(),
-			"duration", time.Since(c.start).Round(time.Millisecond), "bytes_in", c.in.Load(), "bytes_out", c.out.Load())
+			"duration_ms", httpapi.DurationMS(time.Since(c.start)), "bytes_in", c.in.Load(), "bytes_out", c.out.Load())
 	})
 	return err
 }
@@ -76,7 +78,7 @@ func (c *logSyscallConn) SyscallConn() (syscall.RawConn, error) { return c.sc.Sy
 func observeSlow(log *slog.Logger, next func(string, time.Duration, error)) func(string, time.Duration, error) {
 	return func(cmd string, d time.Duration, err error) {
 		if d >= slowCommand && cmd != "reserve" && cmd != "reserve-with-timeout" {
-			log.Debug("slow command", "command", cmd, "duration", d.Round(time.Millisecond), "err", err)
+			log.Debug("slow command", "command", cmd, "duration_ms", httpapi.DurationMS(d), "err", err)
 		}
 		next(cmd, d, err)
 	}

@@ -7,7 +7,9 @@
 // "(devel)" and, when the checkout is a git repository, the commit and
 // whether the tree had uncommitted changes. Where the go command records no
 // commit (GOFLAGS=-buildvcs=false, a build outside the repository), "make
-// build" sets it with -ldflags "-X …/internal/buildinfo.commit=<sha>".
+// build" sets it with -ldflags "-X …/internal/buildinfo.commit=<sha>", and
+// the version likewise with "-X …/internal/buildinfo.version=<version>"
+// (make build VERSION=v1.2.3; by default what git describe says).
 package buildinfo
 
 import (
@@ -17,6 +19,11 @@ import (
 
 // commit is the revision given at link time, for builds that record none.
 var commit string
+
+// version is the version given at link time ("-X …/buildinfo.version=v1.2.3"),
+// for a build from a checkout, whose module version is "(devel)"; it wins
+// over "(devel)", never over a module version "go install …@v1.2.3" records.
+var version string
 
 // Info describes a build. Fields that are not known are empty.
 type Info struct {
@@ -44,6 +51,9 @@ func fromBuildInfo(bi *debug.BuildInfo, ok bool) Info {
 	}
 	if bi.Main.Version != "" {
 		info.Version = bi.Main.Version
+	}
+	if version != "" && (info.Version == "(devel)" || info.Version == "unknown") {
+		info.Version = version
 	}
 	if bi.GoVersion != "" {
 		info.GoVersion = bi.GoVersion

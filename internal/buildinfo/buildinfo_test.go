@@ -35,3 +35,17 @@ func TestFromBuildInfo(t *testing.T) {
 		t.Errorf("String = %q", got)
 	}
 }
+
+// A version stamped at link time replaces "(devel)", never a module version.
+func TestStampedVersion(t *testing.T) {
+	defer func(v string) { version = v }(version)
+	version = "v1.4.0-3-gabc"
+	devel := &debug.BuildInfo{GoVersion: "go1.24.0", Main: debug.Module{Version: "(devel)"}}
+	if got := fromBuildInfo(devel, true); got.Version != "v1.4.0-3-gabc" {
+		t.Errorf("a checkout's build stamped v1.4.0-3-gabc: version %q", got.Version)
+	}
+	tagged := &debug.BuildInfo{GoVersion: "go1.24.0", Main: debug.Module{Version: "v1.2.3"}}
+	if got := fromBuildInfo(tagged, true); got.Version != "v1.2.3" {
+		t.Errorf("a module version v1.2.3 stamped v1.4.0-3-gabc: version %q", got.Version)
+	}
+}

@@ -92,7 +92,7 @@ func testTTRExpiry(t *testing.T, s *suite) {
 	id := e.put("ttr", queue.NewJob{Body: []byte("slow"), Priority: 4, TTR: ttr})
 	e.reserveWant(e.q, id, "ttr")
 	want := queue.JobStats{Tube: "ttr", State: queue.Reserved, Priority: 4, TTR: ttr, TimeLeft: ttr, Reserves: 1,
-		PutAt: epoch, ReservedAt: epoch}
+		PutAt: epoch, ReservedAt: epoch, ReservedBy: e.q.Owner()}
 	e.wantStatsJob("reserved", id, want)
 
 	e.advance(ttr - time.Millisecond)
@@ -103,7 +103,7 @@ func testTTRExpiry(t *testing.T, s *suite) {
 	}
 
 	e.advance(time.Millisecond)
-	want.State, want.Age, want.TimeLeft, want.Timeouts = queue.Ready, ttr, 0, 1
+	want.State, want.Age, want.TimeLeft, want.Timeouts, want.ReservedBy = queue.Ready, ttr, 0, 1, ""
 	want.TimedOutAt = epoch.Add(ttr)
 	e.wantStatsJob("TTR run out", id, want)
 	if st := e.stats(); st.Timeouts != 1 || st.Ready != 1 || st.Reserved != 0 {
@@ -292,17 +292,17 @@ func testStatsJob(t *testing.T, s *suite) {
 	e.wantStatsJob("delayed, 500ms in", id, want)
 
 	e.advance(1500 * time.Millisecond)
-	want.State, want.Age, want.TimeLeft = queue.Ready, 2*time.Second, 0
+	want.State, want.Age, want.TimeLeft, want.ReservedBy = queue.Ready, 2*time.Second, 0, ""
 	e.wantStatsJob("ready", id, want)
 
 	e.reserveWant(e.q, id, "sj")
 	e.advance(10 * time.Second)
 	want.State, want.Age, want.TimeLeft, want.Reserves = queue.Reserved, 12*time.Second, 20*time.Second, 1
-	want.ReservedAt = at(2 * time.Second)
+	want.ReservedAt, want.ReservedBy = at(2*time.Second), e.q.Owner()
 	e.wantStatsJob("reserved, 10s in", id, want)
 
 	e.ok("Release", e.q.Release(e.ctx, id, 9, 0))
-	want.State, want.Priority, want.Delay, want.TimeLeft, want.Releases = queue.Ready, 9, 0, 0, 1
+	want.State, want.Priority, want.Delay, want.TimeLeft, want.Releases, want.ReservedBy = queue.Ready, 9, 0, 0, 1, ""
 	want.ReleasedAt = at(12 * time.Second)
 	e.wantStatsJob("released", id, want)
 

@@ -36,6 +36,11 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 		owner := owners[rng.IntN(len(owners))]
 		pick := rng.IntN(1 << 30) // picks a known job by position, the same on both sides
 		pri := uint32(rng.IntN(4))
+		// Releases and buries with priority 3 keep the job's instead.
+		relPri := int64(pri)
+		if pri == 3 {
+			relPri = queue.KeepPriority
+		}
 		delay := []time.Duration{0, 0, time.Second, 5 * time.Second}[rng.IntN(4)]
 		op := rng.IntN(21)
 		reason := []string{"", "", fmt.Sprintf("failed at step %d", step)}[rng.IntN(3)]
@@ -59,10 +64,10 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			ra, rb = da.errOf(a.Delete(ctx, owner, []queue.ID{da.id(pick)})), db.errOf(b.Delete(ctx, owner, []queue.ID{db.id(pick)}))
 		case 8:
 			name = "Release"
-			ra, rb = class(a.Release(ctx, owner, da.id(pick), pri, delay, reason)), class(b.Release(ctx, owner, db.id(pick), pri, delay, reason))
+			ra, rb = class(a.Release(ctx, owner, da.id(pick), relPri, delay, reason)), class(b.Release(ctx, owner, db.id(pick), relPri, delay, reason))
 		case 9:
 			name = "Bury"
-			ra, rb = class(a.Bury(ctx, owner, da.id(pick), pri, reason)), class(b.Bury(ctx, owner, db.id(pick), pri, reason))
+			ra, rb = class(a.Bury(ctx, owner, da.id(pick), relPri, reason)), class(b.Bury(ctx, owner, db.id(pick), relPri, reason))
 		case 10:
 			name = "Touch"
 			la, ea := a.Touch(ctx, owner, da.id(pick))

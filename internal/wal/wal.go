@@ -108,6 +108,10 @@ type chunk struct {
 func segmentName(n uint64) string  { return fmt.Sprintf("%016d.log", n) }
 func snapshotName(n uint64) string { return fmt.Sprintf("%016d.snap", n) }
 
+// SnapshotFile is the name, in the log's directory, of snapshot n
+// (Recovery.Snapshot).
+func SnapshotFile(n uint64) string { return snapshotName(n) }
+
 // Open opens the log in dir, creating dir when needed, and locks it. It
 // calls replay for every record of the newest snapshot and of the segments
 // after it, in order, cutting a torn tail off the last segment, and returns

@@ -5,14 +5,15 @@
 -- Returns: { 1, job (as jobreply), stats } or { 0 } no such job, { -2 } in another tube.
 -- stats: state, pri, age ms, delay ms, ttr ms, time left ms, reserves, timeouts, releases, buries, kicks,
 --   then the history: put, last reserve, release, bury, kick, timeout and error (times in ms, 0 for
---   never), and the last error (a string).
+--   never), the last error (a string), and the owner of its reservation ('' unless reserved).
 local T = tubekeys(1)
 local tube, idh = ARGV[2], ARGV[3]
 local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = find(T, idh)
 if not rec then return done(T, { body }) end
-local left = 0
+local left, owner = 0, ''
+if rec[F_STATE] == RESERVED then owner = rec[F_OWNER] end
 if rec[F_STATE] == RESERVED or rec[F_STATE] == DELAYED then
   local from = T.x
   if rec[F_STATE] == DELAYED then from = T.d end
@@ -23,4 +24,4 @@ return done(T, { 1, jobreply(idh, rec, body, tube), {
   rec[F_STATE], rec[F_PRI], now - rec[F_CREATED], rec[F_DELAY], rec[F_TTR], left,
   rec[F_RESERVES], rec[F_TIMEOUTS], rec[F_RELEASES], rec[F_BURIES], rec[F_KICKS],
   rec[F_CREATED], stamped(rec, F_RESERVED_AT), stamped(rec, F_RELEASED_AT), stamped(rec, F_BURIED_AT),
-  stamped(rec, F_KICKED_AT), stamped(rec, F_TIMEDOUT_AT), stamped(rec, F_ERROR_AT), rec[F_ERROR] } })
+  stamped(rec, F_KICKED_AT), stamped(rec, F_TIMEDOUT_AT), stamped(rec, F_ERROR_AT), rec[F_ERROR], owner } })

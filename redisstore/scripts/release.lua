@@ -1,7 +1,7 @@
 #!lua
 -- release: returns a job reserved by owner to ready (delay 0) or delayed.
 -- KEYS: m j tubes, then the 6 keys of the tube, then the owner's reservation index
--- ARGV: now, owner, tube, id (hex), pri, delay ms, reason ("" for none: the last error stays)
+-- ARGV: now, owner, tube, id (hex), pri (-1: keep the job's), delay ms, reason ("" for none: the last error stays)
 -- Returns: 1 released, 0 no such job, -1 not reserved by owner, -2 in another tube
 local T = tubekeys(1)
 local owner, tube, idh, pri, delay, reason = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] or ''
@@ -10,7 +10,7 @@ tick(T, tube, now)
 local rec, body = held(T, idh, owner)
 if not rec then return done(T, body) end
 unhold(T, idh, owner, index_key(9))
-rec[F_PRI] = pri
+if pri >= 0 then rec[F_PRI] = pri end
 rec[F_RELEASES] = rec[F_RELEASES] + 1
 rec[F_DELAY] = delay
 stamp(rec, F_RELEASED_AT, now)

@@ -44,6 +44,9 @@ type Server struct {
 	Metrics *Metrics
 	// Logger logs reloads and store failures; nil: slog.Default.
 	Logger *slog.Logger
+	// ServerOptions are added to the gRPC server's own, such as
+	// grpc.ChainUnaryInterceptor for an access log.
+	ServerOptions []grpc.ServerOption
 	// AuthToken, when set, must come with every call but health checks as
 	// "authorization: Bearer TOKEN" metadata.
 	AuthToken string
@@ -107,7 +110,7 @@ func (s *Server) init() (*grpc.Server, error) {
 	if s.AuthToken != "" {
 		opts = append(opts, grpc.UnaryInterceptor(s.authUnary), grpc.StreamInterceptor(s.authStream))
 	}
-	g := grpc.NewServer(opts...)
+	g := grpc.NewServer(append(opts, s.ServerOptions...)...)
 	rlsv3.RegisterRateLimitServiceServer(g, s)
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

@@ -14,8 +14,16 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 		log.Info("http request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"bytes", rec.bytes, "duration", time.Since(start).Round(time.Microsecond), "remote", r.RemoteAddr)
+			"bytes", rec.bytes, "duration_ms", DurationMS(time.Since(start)), "remote", r.RemoteAddr)
 	})
+}
+
+// DurationMS is d in milliseconds to the microsecond, as the logs give
+// durations ("duration_ms"): one number with its unit in its key, the same
+// in the text and JSON formats (slog writes a time.Duration as text in one
+// and as nanoseconds in the other).
+func DurationMS(d time.Duration) float64 {
+	return float64(d.Round(time.Microsecond).Microseconds()) / 1000
 }
 
 type statusRecorder struct {

@@ -34,6 +34,7 @@ var (
 		"tubeActions": func(t TubeStats, opts []pauseOpt) tubeActions {
 			return tubeActions{TubeStats: t, PauseOpts: opts}
 		},
+		"when": when,
 	}).ParseFS(dashboardEmbed, "dashboard/*.html"))
 )
 
@@ -43,15 +44,38 @@ const maxPanelTubes = 100
 type pageData struct {
 	Panels    template.HTML
 	NeedToken bool
-	Now       string
+	Views     []dashView
 }
 
-// serveDashboard serves the page. Without a token to check, the panels are
-// rendered into it; with one, the script asks for them with the token.
+// dashView is a view of the dashboard: a primitive's panel, or the
+// store's facts; its name is the "view" of GET /dashboard/panels and of
+// the page's location (#view=limits).
+type dashView struct {
+	Name, Label string
+	panel       func(ctx context.Context, s *Server) (any, error)
+	template    string
+}
+
+// views returns the views the Server has, in the navigation's order: the
+// tubes first (the default view), the store last.
+func (s *Server) views() []dashView {
+	labels := map[string]string{"jobs": "Tubes", "limits": "Limits", "hashes": "Hashes", "locks": "Locks", "schedules": "Schedules"}
+	var out []dashView
+	for _, p := range primitives {
+		if p.enabled(s) {
+			out = append(out, dashView{Name: p.name, Label: labels[p.name], panel: p.panel, template: "panel-" + p.name})
+		}
+	}
+	return append(out, dashView{Name: "store", Label: "Store", panel: storePanel, template: "panel-store"})
+}
+
+// serveDashboard serves the page. Without a token to check, the default
+// view is rendered into it; with one, the script asks for it with the
+// token.
 func (s *Server) serveDashboard(w http.ResponseWriter, r *http.Request) {
-	d := pageData{NeedToken: s.AuthToken != "", Now: time.Now().Format(time.TimeOnly)}
+	d := pageData{NeedToken: s.AuthToken != "", Views: s.views()}
 	if !d.NeedToken {
-		html, err := s.renderPanels(r.Context())
+		html, err := s.renderView(r.Context(), "")
 		if err != nil {
 			s.logger().Warn("dashboard: rendering the panels", "err", err)
 		}
@@ -69,9 +93,10 @@ func (s *Server) serveDashboard(w http.ResponseWriter, r *http.Request) {
 	w.Write(buf.Bytes())
 }
 
-// servePanels serves the panels alone, for the script's refreshes.
+// servePanels serves one view (?view=, default the tubes) alone, for the
+// script's refreshes.
 func (s *Server) servePanels(w http.ResponseWriter, r *http.Request) error {
-	html, err := s.renderPanels(r.Context())
+	html, err := s.renderView(r.Context(), r.URL.Query().Get("view"))
 	if err != nil {
 		return err
 	}
@@ -81,33 +106,39 @@ func (s *Server) servePanels(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// renderPanels renders the panel of every primitive the server has.
-func (s *Server) renderPanels(ctx context.Context) (template.HTML, error) {
+// renderView renders the view named name ("": the first).
+func (s *Server) renderView(ctx context.Context, name string) (template.HTML, error) {
+	views := s.views()
+	v := views[0]
+	if name != "" {
+		i := slices.IndexFunc(views, func(v dashView) bool { return v.Name == name })
+		if i < 0 {
+			return "", apiError{http.StatusNotFound, CodeNotFound, "httpapi: no dashboard view " + quoteHost(name), 0}
+		}
+		v = views[i]
+	}
+	data, err := v.panel(ctx, s)
+	if err != nil {
+		return "", err
+	}
 	var buf bytes.Buffer
-	for _, p := range primitives {
-		if !p.enabled(s) {
-			continue
-		}
-		data, err := p.panel(ctx, s)
-		if err != nil {
-			return "", err
-		}
-		if err := dashboardTmpl.ExecuteTemplate(&buf, "panel-"+p.name, data); err != nil {
-			return "", fmt.Errorf("dashboard: panel %s: %w", p.name, err)
-		}
+	if err := dashboardTmpl.ExecuteTemplate(&buf, v.template, data); err != nil {
+		return "", fmt.Errorf("dashboard: view %s: %w", v.Name, err)
 	}
 	return template.HTML(buf.String()), nil
 }
 
 // jobsPanelData is what the jobs panel shows.
 type jobsPanelData struct {
-	Tubes   []TubeStats
-	More    bool // more tubes than shown
-	Delayed []panelJob
-	Buried  []panelJob
-	// DelayedCut: the timeline shows only the soonest panelTimeline.
-	DelayedCut bool
-	PauseOpts  []pauseOpt
+	Tubes    []TubeStats
+	More     bool // more tubes than shown
+	Delayed  []panelJob
+	Buried   []panelJob
+	Reserved []panelJob // soonest end of TTR first, with their holders
+	// DelayedCut: the timeline shows only the soonest panelTimeline;
+	// ReservedCut likewise.
+	DelayedCut, ReservedCut bool
+	PauseOpts               []pauseOpt
 }
 
 // The dashboard lists up to panelJobsPerTube delayed and buried jobs of
@@ -118,9 +149,8 @@ const (
 )
 
 type panelJob struct {
-	Job     queue.Job
-	DueInMS int64 // delayed: until it is ready
-	More    int64 // on the last job listed of a tube: its other jobs in the same state
+	browseJob
+	More int64 // on the last job listed of a tube: its other jobs in the same state
 }
 
 func jobsPanel(ctx context.Context, s *Server) (any, error) {
@@ -142,33 +172,24 @@ func jobsPanel(ctx context.Context, s *Server) (any, error) {
 			return nil, err
 		}
 		d.Tubes = append(d.Tubes, tubeStatsOf(st))
-		if st.Delayed > 0 {
-			jobs, err := q.PeekStateN(ctx, t, queue.Delayed, panelJobsPerTube)
+		for _, l := range []struct {
+			state queue.State
+			n     int64
+			to    *[]panelJob
+		}{{queue.Delayed, st.Delayed, &d.Delayed}, {queue.Reserved, st.Reserved, &d.Reserved}, {queue.Buried, st.Buried, &d.Buried}} {
+			if l.n == 0 {
+				continue
+			}
+			jobs, err := q.PeekStateN(ctx, t, l.state, panelJobsPerTube)
 			if err != nil && !isOutcome(err) {
 				return nil, err
 			}
 			for i, j := range jobs {
-				pj := panelJob{Job: j}
+				pj := panelJob{browseJob: rowStats(ctx, q, j)}
 				if i == len(jobs)-1 {
-					pj.More = st.Delayed - int64(len(jobs))
+					pj.More = l.n - int64(len(jobs))
 				}
-				if js, err := q.StatsJob(ctx, j.ID); err == nil {
-					pj.DueInMS = js.TimeLeft.Milliseconds()
-				}
-				d.Delayed = append(d.Delayed, pj)
-			}
-		}
-		if st.Buried > 0 {
-			jobs, err := q.PeekStateN(ctx, t, queue.Buried, panelJobsPerTube)
-			if err != nil && !isOutcome(err) {
-				return nil, err
-			}
-			for i, j := range jobs {
-				pj := panelJob{Job: j}
-				if i == len(jobs)-1 {
-					pj.More = st.Buried - int64(len(jobs))
-				}
-				d.Buried = append(d.Buried, pj)
+				*l.to = append(*l.to, pj)
 			}
 		}
 	}
@@ -177,12 +198,26 @@ func jobsPanel(ctx context.Context, s *Server) (any, error) {
 	if len(d.Delayed) > panelTimeline {
 		d.Delayed, d.DelayedCut = d.Delayed[:panelTimeline], true
 	}
+	slices.SortStableFunc(d.Reserved, func(a, b panelJob) int { return cmp.Compare(a.DueInMS, b.DueInMS) })
+	if len(d.Reserved) > panelTimeline {
+		d.Reserved, d.ReservedCut = d.Reserved[:panelTimeline], true
+	}
 	return d, nil
 }
 
 // isOutcome reports whether err is an outcome (not found, …) rather than a
 // failure of the store.
 func isOutcome(err error) bool { return err != nil && !storeFailure(err) }
+
+// when writes a time for people as a <time> element: UTC on the server,
+// and the script shows it in the zone the reader chose.
+func when(t time.Time) template.HTML {
+	if t.IsZero() {
+		return ""
+	}
+	u := t.UTC()
+	return template.HTML(`<time datetime="` + u.Format("2006-01-02T15:04:05.000Z") + `">` + u.Format("2006-01-02 15:04:05 UTC") + `</time>`)
+}
 
 // durMS writes a count of milliseconds for people: 850ms, 12.3s, 4m05s, 2h10m.
 func durMS(ms int64) string {

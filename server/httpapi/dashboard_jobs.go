@@ -62,7 +62,26 @@ type browseTab struct {
 
 type browseJob struct {
 	Job     queue.Job
-	DueInMS int64 // delayed: until it is ready; -1 unknown
+	DueInMS int64 // delayed: until it is ready; reserved: until its TTR runs out; -1 unknown
+	// From the job's stats, for the jobs not ready: its last error and
+	// when it was given, and who holds it (reserved).
+	LastError   string
+	LastErrorAt time.Time
+	Holder      Holder
+}
+
+// rowStats fills in what a row of a job list shows from the job's stats:
+// its last error, its time left and its holder. A job gone since its
+// listing keeps what the listing said.
+func rowStats(ctx context.Context, q *queue.Queue, j queue.Job) browseJob {
+	bj := browseJob{Job: j, DueInMS: -1}
+	if st, err := q.StatsJob(ctx, j.ID); err == nil {
+		bj.LastError, bj.LastErrorAt, bj.Holder = st.LastError, st.LastErrorAt, holderOf(st.ReservedBy)
+		if st.State == queue.Delayed || st.State == queue.Reserved {
+			bj.DueInMS = st.TimeLeft.Milliseconds()
+		}
+	}
+	return bj
 }
 
 type pauseOpt struct {
@@ -160,10 +179,8 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, j := range page {
 		bj := browseJob{Job: j, DueInMS: -1}
-		if state == queue.Delayed {
-			if js, err := s.Queue.StatsJob(ctx, j.ID); err == nil {
-				bj.DueInMS = js.TimeLeft.Milliseconds()
-			}
+		if state != queue.Ready {
+			bj = rowStats(ctx, s.Queue, j)
 		}
 		d.Jobs = append(d.Jobs, bj)
 	}
@@ -194,9 +211,10 @@ func renderFragment(w http.ResponseWriter, name string, data any) error {
 
 // jobPageData is what the job page shows.
 type jobPageData struct {
-	Job   queue.Job
-	Stats queue.JobStats
-	State string
+	Job    queue.Job
+	Stats  queue.JobStats
+	State  string
+	Holder Holder // reserved: who holds it
 	// The body: Text when it is UTF-8 (JSON indented), else Hex (a dump)
 	// and Base64; each of at most jobPageBody bytes of it.
 	Size   int
@@ -219,6 +237,7 @@ const jobPageHex = 4 << 10
 type jobField struct {
 	Name  string
 	Value string
+	At    time.Time // a time: shown in the zone the reader chose
 }
 
 func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
@@ -232,7 +251,7 @@ func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	j := st.Job()
-	d := jobPageData{Job: j, Stats: st, State: st.State.String(), Size: len(j.Body), Extra: jobExtras(st)}
+	d := jobPageData{Job: j, Stats: st, State: st.State.String(), Holder: holderOf(st.ReservedBy), Size: len(j.Body), Extra: jobExtras(st)}
 	body := j.Body
 	if len(body) > jobPageBody {
 		body, d.Cut = body[:jobPageBody], true
@@ -254,7 +273,10 @@ func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
 // knownJobStats are the fields of queue.JobStats the job page names.
 var knownJobStats = map[string]bool{"ID": true, "Tube": true, "State": true, "Priority": true, "Age": true,
 	"Delay": true, "TTR": true, "TimeLeft": true, "Reserves": true, "Timeouts": true, "Releases": true,
-	"Buries": true, "Kicks": true}
+	"Buries": true, "Kicks": true,
+	// Shown elsewhere: the body below the facts, the holder by holderOf
+	// (an HTTP lease's owner is its token, never shown whole).
+	"Body": true, "ReservedBy": true}
 
 // jobExtras returns the fields of st the page does not name, those that
 // are set: what the store records beyond beanstalkd's stats-job (a last
@@ -276,9 +298,10 @@ func extraFields(v any, known map[string]bool) []jobField {
 			continue
 		}
 		var s string
+		var at time.Time
 		switch x := rv.Field(i).Interface().(type) {
 		case time.Time:
-			s = x.UTC().Format("2006-01-02 15:04:05.000 UTC")
+			s, at = x.UTC().Format("2006-01-02 15:04:05.000 UTC"), x
 		case time.Duration:
 			s = durMS(x.Milliseconds())
 		case fmt.Stringer:
@@ -286,7 +309,7 @@ func extraFields(v any, known map[string]bool) []jobField {
 		default:
 			s = fmt.Sprint(x)
 		}
-		out = append(out, jobField{Name: spaced(f.Name), Value: s})
+		out = append(out, jobField{Name: spaced(f.Name), Value: s, At: at})
 	}
 	return out
 }

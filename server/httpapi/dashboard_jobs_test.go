@@ -14,7 +14,7 @@ import (
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
-var jobRow = regexp.MustCompile(`<tr data-job="(\d+)">`)
+var jobRow = regexp.MustCompile(`<tr data-job="(\d+)"`)
 
 // listed returns the ids of the jobs a browser page lists.
 func listed(t *testing.T, page string) []queue.ID {

@@ -107,8 +107,8 @@ func TestDashboardInChromium(t *testing.T) {
 	if s := text(`#panel-jobs table.tubes`); !strings.Contains(s, "mail") || !strings.Contains(s, "reports") {
 		t.Errorf("the tubes table shows %q, want mail and reports", s)
 	}
-	if s := text(`#panel-jobs .timeline`); !strings.Contains(s, "reminder") {
-		t.Errorf("the timeline shows %q, want the delayed reminder", s)
+	if s := text(`#panel-jobs table.delayed`); !strings.Contains(s, "reminder") {
+		t.Errorf("the delayed jobs show %q, want the delayed reminder", s)
 	}
 	if s := text(`tr[data-tube="reports"] td.paused`); !strings.Contains(s, "paused") {
 		t.Errorf("the reports tube shows %q, want paused", s)
@@ -135,9 +135,12 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("job %d after the kick: %+v, %v; want ready, kicked once", buried, st, err)
 	}
 
-	// The schedule: its spec, zone and last fire; pause it, then trigger
-	// it, from the page.
+	// The schedule, in its view: its spec, zone and last fire; pause it,
+	// then trigger it, from the page.
 	row := `#panel-schedules tr[data-schedule="nightly-digest"]`
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#nav a[data-view="schedules"]`)), chromedp.WaitVisible(chromedp.CSS(row))); err != nil {
+		t.Fatalf("opening the schedules: %v", err)
+	}
 	if s := text(chromedp.CSS(row)); !strings.Contains(s, "30 2 * * *") || !strings.Contains(s, "Europe/Berlin") || !strings.Contains(s, "triggered") {
 		t.Errorf("the schedule's row shows %q, want its spec, zone and the triggered fire", s)
 	}
@@ -188,7 +191,7 @@ func TestDashboardSchedules(t *testing.T) {
 	c.setSchedule(t, "a-berlin", map[string]any{"spec": "30 2 * * *", "zone": "Europe/Berlin", "job": map[string]any{"tube": "b"}, "misfire": map[string]any{"policy": "catch_up", "n": 2}})
 	c.do(req{method: "POST", path: schedPath("a-berlin", "trigger")}).want(t, http.StatusOK, "")
 	c.do(req{method: "POST", path: schedPath("b-hourly", "pause")}).want(t, http.StatusOK, "")
-	page := string(c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body)
+	page := string(c.do(req{method: "GET", path: "/dashboard/panels?view=schedules"}).want(t, http.StatusOK, "").body)
 	a, b := strings.Index(page, `data-schedule="a-berlin"`), strings.Index(page, `data-schedule="b-hourly"`)
 	if a < 0 || b < a {
 		t.Fatalf("the panel does not list both schedules in name order:\n%s", page)

@@ -38,13 +38,15 @@
 //	GET    /metrics                        Prometheus metrics (Metrics)
 //	GET    /healthz                        200 "ok" when the store answers
 //	GET    /                               the dashboard
-//	GET    /dashboard/panels|info|series   its panels, header (StoreKind, uptime), charts of the last hour
-//	GET    /dashboard/browse|job           its job browser (50 jobs a page by id) and job page
+//	GET    /dashboard/panels?view=         its views (tubes, limits, hashes, locks, schedules, store)
+//	GET    /dashboard/info|series          its header (StoreKind, uptime), charts of the last hour or day
+//	GET    /dashboard/browse|job           its tube view (50 jobs a page by id) and job page
 //	POST   /dashboard/tubes/{tube}/delete-buried   up to 1,000 of a tube's buried jobs
 //
-// The charts' counts are kept in memory in a ring of fixed size; a goroutine
-// of the Server's reads the store's counters every 10 s into it until
-// Shutdown or Close (see docs/http-api.md, "Dashboard").
+// The charts' counts are kept in the store (queue.CounterLog), by minute
+// for SeriesKeep, shared by every server on it: a goroutine of the
+// Server's reads the tubes' counters every 10 s and records those that
+// changed, until Shutdown or Close (see docs/http-api.md, "Dashboard").
 //
 // Durations are whole milliseconds in fields ending in _ms. Bodies are
 // base64 in "body_base64" (and text in "body" when valid UTF-8).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hourglass-io/hourglass/lock"
@@ -52,11 +53,40 @@ func badRequest(format string, a ...any) apiError {
 	return apiError{http.StatusBadRequest, CodeBadRequest, sprintf(format, a...), 0}
 }
 
+// fieldError is an error reply about one field of the request: its JSON
+// name (or the path parameter's, or the header's) goes in the reply's
+// "field" member.
+type fieldError struct {
+	apiError
+	field string
+}
+
+// Unwrap returns the reply, which asAPIError finds.
+func (e fieldError) Unwrap() error { return e.apiError }
+
+// badField is a 400 bad_request about field, whose message starts with
+// the field's name: badField("delay_ms", "is %d, want 0 or more", n).
+func badField(field, format string, a ...any) fieldError {
+	return fieldError{badRequest(field+" "+format, a...), field}
+}
+
+// withField names the field err is about, unless it names one already.
+func withField(err error, field string) error {
+	var fe fieldError
+	if err == nil || errors.As(err, &fe) {
+		return err
+	}
+	return fieldError{asAPIError(err), field}
+}
+
 // errorBody is the JSON of an error reply.
 type errorBody struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
+		// Field is the JSON name of the request's field the error is
+		// about (or the path parameter's), when it is about one.
+		Field string `json:"field,omitempty"`
 	} `json:"error"`
 }
 
@@ -134,7 +164,7 @@ var errorTable = []struct {
 }
 
 // shuttingDown is the reply of a call the server's shutdown ended.
-var shuttingDown = apiError{http.StatusServiceUnavailable, CodeShuttingDown, "httpapi: the server is shutting down", 0}
+var shuttingDown = apiError{http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down", 0}
 
 // asAPIError returns err's reply: err itself when it is one (a reply of a
 // handler's own), else errorTable's. The message of a 503 is the server's,
@@ -154,14 +184,62 @@ func asAPIError(err error) apiError {
 		case CodeUnavailable:
 			return unavailable
 		}
-		return apiError{e.status, e.code, err.Error(), 0}
+		return apiError{e.status, e.code, userWords(err.Error()), 0}
 	}
 	return unavailable
 }
 
+// tableFields names the field that an error of the table is about, where
+// the error says which.
+var tableFields = []struct {
+	err   error
+	field string
+}{
+	{queue.ErrJobTooBig, "body"},
+	{queue.ErrInvalidTube, "tube"},
+	{ttlhash.ErrTooBig, "value"},
+	{lock.ErrInvalidTTL, "ttl_ms"},
+	{lock.ErrInvalidName, "name"},
+	{lock.ErrInvalidLimit, "limit"},
+	{ratelimit.ErrInvalidKey, "key"},
+	{ratelimit.ErrInvalidCost, "cost"},
+	{schedule.ErrInvalidSpec, "spec"},
+	{schedule.ErrInvalidZone, "zone"},
+	{schedule.ErrInvalidName, "name"},
+}
+
+// fieldOf is the field err is about, or "".
+func fieldOf(err error) string {
+	var fe fieldError
+	if errors.As(err, &fe) {
+		return fe.field
+	}
+	for _, f := range tableFields {
+		if errors.Is(err, f.err) {
+			return f.field
+		}
+	}
+	return ""
+}
+
+// packagePrefixes start the messages of the primitives' errors, which
+// speak to Go callers; a reply speaks to whoever sent the request.
+var packagePrefixes = []string{"queue: ", "lock: ", "ratelimit: ", "schedule: ", "ttlhash: ", "httpapi: "}
+
+// userWords is a primitive's error message without the names of Go
+// packages: "queue: job not found" is "job not found",
+// "Spec: schedule: invalid spec: …" is "Spec: invalid spec: …".
+func userWords(msg string) string {
+	for _, p := range packagePrefixes {
+		msg = strings.ReplaceAll(msg, ": "+p, ": ")
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
+}
+
 // unavailable is the reply of a failure of the store: the cause goes to
 // the server's log.
-var unavailable = apiError{http.StatusServiceUnavailable, CodeUnavailable, "httpapi: the store did not answer (the server's log says why)", 0}
+var unavailable = apiError{http.StatusServiceUnavailable, CodeUnavailable, "the store did not answer (the server's log says why)", 0}
 
 // isBadInput reports whether err is a report of bad input: a 400.
 func isBadInput(err error) bool {
@@ -182,7 +260,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	ae := asAPIError(err)
 	var b errorBody
-	b.Error.Code, b.Error.Message = ae.code, ae.message
+	// userWords again: a handler's own message may name its package.
+	b.Error.Code, b.Error.Message, b.Error.Field = ae.code, userWords(ae.message), fieldOf(err)
 	if ae.retryAfter > 0 {
 		secs := (ae.retryAfter + time.Second - 1) / time.Second
 		w.Header().Set("Retry-After", strconv.FormatInt(int64(secs), 10))

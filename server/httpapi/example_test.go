@@ -64,7 +64,7 @@ func ExampleServer_authToken() {
 	resp.Body.Close()
 	fmt.Println(resp.StatusCode)
 	// Output:
-	// 401 {"error":{"code":"unauthorized","message":"httpapi: missing or wrong bearer token"}}
+	// 401 {"error":{"code":"unauthorized","message":"missing or wrong bearer token"}}
 	// 200
 }
 

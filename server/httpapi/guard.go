@@ -142,20 +142,20 @@ func (s *Server) checkRequest(r *http.Request) error {
 	// /healthz answers every host: load balancers and orchestrators probe
 	// it by address, and it tells nothing but up or down.
 	if r.URL.Path != "/healthz" && !s.hosts.allows(r.Host) {
-		return apiError{http.StatusMisdirectedRequest, CodeMisdirected, "httpapi: host " + quoteHost(r.Host) + " is not an allowed host (hourglass serve --allowed-hosts)", 0}
+		return apiError{http.StatusMisdirectedRequest, CodeMisdirected, "host " + quoteHost(r.Host) + " is not an allowed host (hourglass serve --allowed-hosts)", 0}
 	}
 	if n := queryParams(r.URL.RawQuery); n > MaxQueryParams {
-		return badRequest("httpapi: %d query parameters: want at most %d", n, MaxQueryParams)
+		return badRequest("%d query parameters: want at most %d", n, MaxQueryParams)
 	}
 	if !stateChanging(r.Method) {
 		return nil
 	}
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return apiError{http.StatusForbidden, CodeCrossSite, "httpapi: a cross-site request may not change state (Sec-Fetch-Site: cross-site)", 0}
+		return apiError{http.StatusForbidden, CodeCrossSite, "a cross-site request may not change state (Sec-Fetch-Site: cross-site)", 0}
 	}
 	if origin, ok := r.Header["Origin"]; ok {
 		if len(origin) != 1 || !sameHost(origin[0], r.Host) {
-			return apiError{http.StatusForbidden, CodeCrossSite, "httpapi: a request from another origin may not change state (Origin does not match Host)", 0}
+			return apiError{http.StatusForbidden, CodeCrossSite, "a request from another origin may not change state (Origin does not match Host)", 0}
 		}
 	}
 	ct := r.Header.Get("Content-Type")
@@ -165,7 +165,7 @@ func (s *Server) checkRequest(r *http.Request) error {
 			if ct == "" {
 				ct = "none"
 			}
-			return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "httpapi: a request body must be application/json (or application/octet-stream where the API takes raw bytes), not " + quoteHost(ct), 0}
+			return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "a request body must be application/json (or application/octet-stream where the API takes raw bytes), not " + quoteHost(ct), 0}
 		}
 	}
 	return nil

@@ -264,11 +264,11 @@ func (s *Server) hash(r *http.Request) *ttlhash.Hash {
 func queryFields(r *http.Request, required bool) ([]string, error) {
 	fs := r.URL.Query()["field"]
 	if required && len(fs) == 0 {
-		return nil, badRequest("httpapi: name at least one field (?field=…)")
+		return nil, badRequest("name at least one field (?field=…)")
 	}
 	for _, f := range fs {
 		if !utf8.ValidString(f) {
-			return nil, badRequest("httpapi: field %q is not valid UTF-8", f)
+			return nil, badRequest("field %q is not valid UTF-8", f)
 		}
 	}
 	return fs, checkFieldCount(fs)
@@ -276,7 +276,7 @@ func queryFields(r *http.Request, required bool) ([]string, error) {
 
 func checkFieldCount[T any](fs []T) error {
 	if len(fs) > MaxHashFields {
-		return badRequest("httpapi: %d fields: want at most %d", len(fs), MaxHashFields)
+		return badRequest("%d fields: want at most %d", len(fs), MaxHashFields)
 	}
 	return nil
 }
@@ -300,23 +300,23 @@ func (s *Server) hashSet(w http.ResponseWriter, r *http.Request) error {
 		n++
 	}
 	if n > 1 {
-		return badRequest("httpapi: give at most one of ttl_ms, at and keep_ttl")
+		return badRequest("give at most one of ttl_ms, at and keep_ttl")
 	}
-	if req.TTLMS < 0 {
-		return badRequest("httpapi: ttl_ms is %d, want more than 0", req.TTLMS)
+	if req.TTLMS < 0 || req.TTLMS > ttlhash.MaxTTL.Milliseconds() {
+		return badField("ttl_ms", "is %d, want 1 to %d (milliseconds; 0 or none: no TTL)", req.TTLMS, ttlhash.MaxTTL.Milliseconds())
 	}
 	fields := make([]ttlhash.Field, len(req.Fields))
 	for i, f := range req.Fields {
 		if !utf8.ValidString(f.Name) {
-			return badRequest("httpapi: field %d: the name is not valid UTF-8", i)
+			return badRequest("field %d: the name is not valid UTF-8", i)
 		}
 		switch {
 		case (f.Value == nil) == (f.ValueBase64 == nil):
-			return badRequest("httpapi: field %q: give value or value_base64, not both nor neither", f.Name)
+			return badRequest("field %q: give value or value_base64, not both nor neither", f.Name)
 		case f.ValueBase64 != nil:
 			b, err := base64.StdEncoding.DecodeString(*f.ValueBase64)
 			if err != nil {
-				return badRequest("httpapi: field %q: value_base64: %v", f.Name, err)
+				return badRequest("field %q: value_base64: %v", f.Name, err)
 			}
 			fields[i] = ttlhash.Field{Name: f.Name, Value: b}
 		default:
@@ -333,7 +333,7 @@ func (s *Server) hashSet(w http.ResponseWriter, r *http.Request) error {
 		// no moment do they lack a TTL.
 		ttl := time.Until(*req.At).Truncate(time.Millisecond) + time.Millisecond
 		if !req.At.After(time.Now()) {
-			return badRequest("httpapi: at %v is past", req.At.UTC())
+			return badRequest("at %v is past", req.At.UTC())
 		}
 		added, err = h.SetMany(r.Context(), fields, ttl)
 		if err == nil {
@@ -359,7 +359,7 @@ func (s *Server) setKeepTTL(ctx context.Context, h *ttlhash.Hash, fields []ttlha
 		return 0, err
 	}
 	if len(fields) == 0 {
-		return 0, badRequest("httpapi: fields is empty: set at least one field")
+		return 0, badField("fields", "is empty: set at least one field")
 	}
 	for _, f := range fields {
 		if len(f.Name) > ttlhash.MaxFieldLen {
@@ -441,7 +441,7 @@ func (s *Server) hashScan(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("count"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxScanCount {
-			return badRequest("httpapi: count %q: want 1 to %d", v, maxScanCount)
+			return badField("count", "%q: want 1 to %d", v, maxScanCount)
 		}
 		count = n
 	}
@@ -510,7 +510,7 @@ func parseCond(c string) (ttlhash.Cond, error) {
 	case "LT", "lt":
 		return ttlhash.LT, nil
 	}
-	return 0, badRequest("httpapi: cond %q: want NX, XX, GT, LT or none", c)
+	return 0, badField("cond", "%q: want NX, XX, GT, LT or none", c)
 }
 
 func codesOf(names []string, codes []int) CodesReply {
@@ -537,12 +537,12 @@ func (s *Server) hashExpire(w http.ResponseWriter, r *http.Request) error {
 	var codes []int
 	switch {
 	case (req.TTLMS == nil) == (req.At == nil):
-		return badRequest("httpapi: give ttl_ms or at, not both nor neither")
+		return badRequest("give ttl_ms or at, not both nor neither")
 	case req.At != nil:
 		codes, err = h.ExpireAt(r.Context(), *req.At, cond, req.Fields...)
 	default:
-		if *req.TTLMS < 0 {
-			return badRequest("httpapi: ttl_ms is %d, want 0 (expire now) or more", *req.TTLMS)
+		if *req.TTLMS < 0 || *req.TTLMS > ttlhash.MaxTTL.Milliseconds() {
+			return badField("ttl_ms", "is %d, want 0 (expire now) to %d (milliseconds)", *req.TTLMS, ttlhash.MaxTTL.Milliseconds())
 		}
 		codes, err = h.Expire(r.Context(), ms(*req.TTLMS), cond, req.Fields...)
 	}
@@ -596,10 +596,10 @@ func (s *Server) hashRead(w http.ResponseWriter, r *http.Request) error {
 		req.Max = 10
 	}
 	if req.Max < 1 || req.Max > MaxEventsRead {
-		return badRequest("httpapi: max is %d, want 1 to %d", req.Max, MaxEventsRead)
+		return badField("max", "is %d, want 1 to %d", req.Max, MaxEventsRead)
 	}
 	if req.TimeoutMS < 0 {
-		return badRequest("httpapi: timeout_ms is %d, want 0 or more", req.TimeoutMS)
+		return badField("timeout_ms", "is %d, want 0 or more", req.TimeoutMS)
 	}
 	group := r.PathValue("group")
 	deadline := time.Now().Add(min(ms(req.TimeoutMS), s.maxWait()))
@@ -660,10 +660,10 @@ func (s *Server) hashAck(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(req.IDs) == 0 {
-		return badRequest("httpapi: ids is empty: name at least one event")
+		return badField("ids", "is empty: name at least one event")
 	}
 	if len(req.IDs) > MaxEventsRead {
-		return badRequest("httpapi: %d ids: want at most %d", len(req.IDs), MaxEventsRead)
+		return badRequest("%d ids: want at most %d", len(req.IDs), MaxEventsRead)
 	}
 	n, err := s.Hashes.Ack(r.Context(), r.PathValue("group"), req.IDs...)
 	if err != nil {

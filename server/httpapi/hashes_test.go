@@ -524,7 +524,7 @@ func TestHashMetrics(t *testing.T) {
 func TestDashboardListsHashes(t *testing.T) {
 	ts := startHashServer(t, backends[0], nil, nil)
 	c := ts.c
-	page := string(c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body)
+	page := string(c.do(req{method: "GET", path: "/dashboard/panels?view=hashes"}).want(t, http.StatusOK, "").body)
 	if !strings.Contains(page, `id="panel-hashes"`) || !strings.Contains(page, "there are none yet") {
 		t.Fatalf("the hashes panel before any call:\n%s", page)
 	}
@@ -533,8 +533,8 @@ func TestDashboardListsHashes(t *testing.T) {
 	c.hset(t, "carts", map[string]any{"fields": []any{text("forever")}})
 	c.do(req{method: "POST", path: "/v1/hash-groups/billing"}).want(t, http.StatusNoContent, "")
 	c.do(req{method: "POST", path: "/v1/hashes/carts/expire", json: map[string]any{"fields": []string{"gone"}, "ttl_ms": 0}}).want(t, http.StatusOK, "")
-	page = string(c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body)
-	for _, want := range []string{`data-hash="carts"`, `<td class="n len">4</td>`, `<td class="n ttl">3</td>`, `data-group="billing"`, "<code>soonest</code> in ", "touched most recently"} {
+	page = string(c.do(req{method: "GET", path: "/dashboard/panels?view=hashes"}).want(t, http.StatusOK, "").body)
+	for _, want := range []string{`data-hash="carts"`, `<td class="n len" data-label="live fields">4</td>`, `<td class="n ttl" data-label="with a TTL">3</td>`, `data-group="billing"`, "<code>soonest</code> in ", "touched most recently"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the hashes panel lacks %q:\n%s", want, page)
 		}

@@ -108,10 +108,25 @@ func (s *Server) jobCall(w http.ResponseWriter, r *http.Request, use leaseUse, d
 		}
 	}
 	if err := call(q, r.Context(), id); err != nil {
-		return err
+		return jobError(id, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// jobError words the queue's outcomes about job id with its ID.
+func jobError(id queue.ID, err error) error {
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		return apiError{http.StatusNotFound, CodeNotFound, sprintf("job %d not found", id), 0}
+	case errors.Is(err, queue.ErrNotReserved):
+		return apiError{http.StatusConflict, CodeNotReserved, sprintf("job %d is not reserved under this lease (released, buried or deleted already, its TTR ran out, or never reserved with it)", id), 0}
+	case errors.Is(err, queue.ErrReserved):
+		return apiError{http.StatusConflict, CodeReserved, sprintf("job %d is reserved by another client", id), 0}
+	case errors.Is(err, queue.ErrNotKickable):
+		return apiError{http.StatusConflict, CodeNotKickable, sprintf("job %d is neither buried nor delayed", id), 0}
+	}
+	return err
 }
 
 // holder returns the queue view of r's lease; required says a call without
@@ -120,12 +135,12 @@ func (s *Server) holder(r *http.Request, required bool) (*queue.Queue, error) {
 	l := r.Header.Get(LeaseHeader)
 	if l == "" {
 		if required {
-			return nil, apiError{http.StatusBadRequest, CodeBadLease, "httpapi: the " + LeaseHeader + " header is required: the lease token reserve returned", 0}
+			return nil, apiError{http.StatusBadRequest, CodeBadLease, "the " + LeaseHeader + " header is required: the lease token reserve returned", 0}
 		}
 		return s.Queue.WithOwner(noLease), nil
 	}
 	if !validLease(l) {
-		return nil, apiError{http.StatusBadRequest, CodeBadLease, "httpapi: " + LeaseHeader + " is not a lease token", 0}
+		return nil, apiError{http.StatusBadRequest, CodeBadLease, "" + LeaseHeader + " is not a lease token", 0}
 	}
 	return s.Queue.WithOwner(l), nil
 }
@@ -191,12 +206,15 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		delay, err := queryUint(q.Get("delay_ms"), "delay_ms", 1<<62)
+		delay, err := queryUint(q.Get("delay_ms"), "delay_ms", maxMS)
 		if err != nil {
 			return err
 		}
-		ttr, err := queryUint(q.Get("ttr_ms"), "ttr_ms", 1<<62)
+		ttr, err := queryUint(q.Get("ttr_ms"), "ttr_ms", maxMS)
 		if err != nil {
+			return err
+		}
+		if err := checkTTR(int64(ttr)); err != nil {
 			return err
 		}
 		nj = queue.NewJob{Body: body, Priority: uint32(pri), Delay: ms(int64(delay)), TTR: ms(int64(ttr)), UniqueKey: q.Get("unique_key")}
@@ -209,22 +227,28 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		var body []byte
 		switch {
 		case req.Body != nil && req.BodyBase64 != nil:
-			return badRequest("httpapi: give body or body_base64, not both")
+			return badRequest("give body or body_base64, not both")
 		case req.BodyBase64 != nil:
 			b, err := base64.StdEncoding.DecodeString(*req.BodyBase64)
 			if err != nil {
-				return badRequest("httpapi: body_base64: %v", err)
+				return badField("body_base64", "is not base64: %v", err)
 			}
 			body = b
 		case req.Body != nil:
 			body = []byte(*req.Body)
 		}
-		if req.DelayMS < 0 || req.TTRMS < 0 {
-			return badRequest("httpapi: delay_ms and ttr_ms must not be negative")
+		if err := checkMS("delay_ms", req.DelayMS); err != nil {
+			return err
+		}
+		if err := checkTTR(req.TTRMS); err != nil {
+			return err
 		}
 		nj = queue.NewJob{Body: body, Priority: priority(req.Priority), Delay: ms(req.DelayMS), TTR: ms(req.TTRMS), UniqueKey: req.UniqueKey}
 	default:
-		return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "httpapi: a put takes application/json or application/octet-stream, not " + ct, 0}
+		return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "a put takes application/json or application/octet-stream, not " + ct, 0}
+	}
+	if len(nj.UniqueKey) > 1024 {
+		return badField("unique_key", "is %d bytes, want at most %d", len(nj.UniqueKey), 1024)
 	}
 	res, err := s.Queue.PutMany(r.Context(), tube, []queue.NewJob{nj})
 	if err != nil {
@@ -236,6 +260,27 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Location", "/v1/jobs/"+res[0].ID.String())
 	writeJSON(w, status, PutReply{ID: uint64(res[0].ID), Duplicate: res[0].Duplicate})
+	return nil
+}
+
+// maxMS is the longest delay or TTR in milliseconds: queue.MaxDuration.
+const maxMS = uint64(queue.MaxDuration / time.Millisecond)
+
+// checkMS checks a field of milliseconds against the queue's range, in
+// milliseconds.
+func checkMS(field string, n int64) error {
+	if n < 0 || uint64(n) > maxMS {
+		return badField(field, "is %d, want 0 to %d (milliseconds)", n, maxMS)
+	}
+	return nil
+}
+
+// checkTTR checks a job's ttr_ms: 0 for the server's default, else at
+// least a second.
+func checkTTR(n int64) error {
+	if n != 0 && (n < queue.MinTTR.Milliseconds() || uint64(n) > maxMS) {
+		return badField("ttr_ms", "is %d, want 0 (the server's default) or %d to %d (milliseconds)", n, queue.MinTTR.Milliseconds(), maxMS)
+	}
 	return nil
 }
 
@@ -272,10 +317,10 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.TimeoutMS < 0 {
-		return badRequest("httpapi: timeout_ms is %d, want 0 or more", req.TimeoutMS)
+		return badField("timeout_ms", "is %d, want 0 or more", req.TimeoutMS)
 	}
 	if n := orInt(s.MaxReserveTubes, DefaultMaxReserveTubes); len(req.Tubes) > n {
-		return apiError{http.StatusBadRequest, CodeTooManyTubes, sprintf("httpapi: %d tubes, want at most %d", len(req.Tubes), n), 0}
+		return apiError{http.StatusBadRequest, CodeTooManyTubes, sprintf("%d tubes, want at most %d", len(req.Tubes), n), 0}
 	}
 	timeout := min(ms(req.TimeoutMS), s.maxWait())
 	if timeout == 0 {
@@ -315,7 +360,7 @@ func (s *Server) peek(w http.ResponseWriter, r *http.Request) error {
 	}
 	st, err := s.Queue.StatsJob(r.Context(), id) // the job and its history in one look
 	if err != nil {
-		return err
+		return jobError(id, err)
 	}
 	writeJSON(w, http.StatusOK, JobView{Job: jobOf(st.Job()), State: st.State.String(), JobHistory: historyOf(st)})
 	return nil
@@ -392,7 +437,7 @@ func (s *Server) peekBody(w http.ResponseWriter, r *http.Request) error {
 	}
 	j, err := s.Queue.Peek(r.Context(), id)
 	if err != nil {
-		return err
+		return jobError(id, err)
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.Itoa(len(j.Body)))
@@ -405,9 +450,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
 	return s.jobCall(w, r, leaseIfGiven, nil, (*queue.Queue).Delete)
 }
 
-// ReleaseRequest is the JSON body of a release (optional: the defaults
-// are priority queue.DefaultPriority (1024) and no delay).
+// ReleaseRequest is the JSON body of a release (optional: without it the
+// job keeps its priority and is ready at once).
 type ReleaseRequest struct {
+	// Priority is the job's new priority; absent, it keeps the one it has.
 	Priority *uint32 `json:"priority,omitempty"`
 	DelayMS  int64   `json:"delay_ms"`
 	// Reason, when given, becomes the job's last_error (cut to
@@ -422,18 +468,15 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 		if err := readJSON(w, r, maxSmallBody, &req); err != nil {
 			return err
 		}
-		if req.DelayMS < 0 {
-			return badRequest("httpapi: delay_ms is %d, want 0 or more", req.DelayMS)
-		}
-		return nil
+		return checkMS("delay_ms", req.DelayMS)
 	}
 	return s.jobCall(w, r, leaseRequired, decode, func(q *queue.Queue, ctx context.Context, id queue.ID) error {
-		return q.ReleaseWithReason(ctx, id, priority(req.Priority), ms(req.DelayMS), req.Reason)
+		return q.ReleaseWith(ctx, id, queue.ReleaseOptions{Priority: req.Priority, Delay: ms(req.DelayMS), Reason: req.Reason})
 	})
 }
 
-// BuryRequest is the JSON body of a bury (optional: an absent priority is
-// queue.DefaultPriority, 1024).
+// BuryRequest is the JSON body of a bury (optional: without a priority
+// the job keeps its own).
 type BuryRequest struct {
 	Priority *uint32 `json:"priority,omitempty"`
 	// Reason is as ReleaseRequest's.
@@ -452,7 +495,7 @@ func (s *Server) bury(w http.ResponseWriter, r *http.Request) error {
 	var req BuryRequest
 	decode := func() error { return readJSON(w, r, maxSmallBody, &req) }
 	return s.jobCall(w, r, leaseRequired, decode, func(q *queue.Queue, ctx context.Context, id queue.ID) error {
-		return q.BuryWithReason(ctx, id, priority(req.Priority), req.Reason)
+		return q.BuryWith(ctx, id, queue.BuryOptions{Priority: req.Priority, Reason: req.Reason})
 	})
 }
 
@@ -486,7 +529,10 @@ func (s *Server) kick(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Bound == nil {
-		return badRequest("httpapi: bound is required: the most jobs to kick")
+		return badField("bound", "is required: the most jobs to kick")
+	}
+	if *req.Bound < 0 {
+		return badField("bound", "is %d, want 0 or more", *req.Bound)
 	}
 	n, err := s.Queue.Kick(r.Context(), r.PathValue("tube"), *req.Bound)
 	if err != nil {
@@ -511,10 +557,10 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.DelayMS == nil {
-		return badRequest("httpapi: delay_ms is required (0 ends a pause)")
+		return badField("delay_ms", "is required (0 ends a pause)")
 	}
-	if *req.DelayMS < 0 {
-		return badRequest("httpapi: delay_ms is %d, want 0 or more", *req.DelayMS)
+	if err := checkMS("delay_ms", *req.DelayMS); err != nil {
+		return err
 	}
 	if err := s.Queue.PauseTube(r.Context(), r.PathValue("tube"), ms(*req.DelayMS)); err != nil {
 		return err
@@ -534,9 +580,12 @@ func (s *Server) peekState(w http.ResponseWriter, r *http.Request) error {
 	case "buried":
 		peek = s.Queue.PeekBuried
 	default:
-		return badRequest("httpapi: state %q: want ready, delayed or buried", r.PathValue("state"))
+		return badField("state", "%q: want ready, delayed or buried", r.PathValue("state"))
 	}
 	j, err := peek(r.Context(), tube)
+	if errors.Is(err, queue.ErrNotFound) {
+		return apiError{http.StatusNotFound, CodeNotFound, sprintf("no %s job in tube %s", r.PathValue("state"), tube), 0}
+	}
 	if err != nil {
 		return err
 	}
@@ -570,7 +619,7 @@ func (s *Server) statsJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	st, err := s.Queue.StatsJob(r.Context(), id)
 	if err != nil {
-		return err
+		return jobError(id, err)
 	}
 	writeJSON(w, http.StatusOK, JobStats{ID: uint64(st.ID), Tube: st.Tube, State: st.State.String(), Priority: st.Priority,
 		AgeMS: st.Age.Milliseconds(), DelayMS: st.Delay.Milliseconds(), TTRMS: st.TTR.Milliseconds(),
@@ -603,6 +652,9 @@ func tubeStatsOf(st queue.TubeStats) TubeStats {
 
 func (s *Server) statsTube(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.Queue.StatsTube(r.Context(), r.PathValue("tube"))
+	if errors.Is(err, queue.ErrNotFound) {
+		return apiError{http.StatusNotFound, CodeNotFound, sprintf("tube %s not found", r.PathValue("tube")), 0}
+	}
 	if err != nil {
 		return err
 	}
@@ -653,7 +705,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 func pathID(r *http.Request) (queue.ID, error) {
 	n, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
 	if err != nil || n == 0 || n > uint64(queue.MaxID) {
-		return 0, badRequest("httpapi: job id %q: want a whole number from 1 to %d", r.PathValue("id"), queue.MaxID)
+		return 0, badField("id", "%q: want a job id, a whole number from 1 to %d", r.PathValue("id"), queue.MaxID)
 	}
 	return queue.ID(n), nil
 }
@@ -664,7 +716,7 @@ func queryUint(v, name string, max uint64) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n > max {
-		return 0, badRequest("httpapi: %s %q: want a whole number from 0 to %d", name, v, max)
+		return 0, badField(name, "%q: want a whole number from 0 to %d", v, max)
 	}
 	return n, nil
 }
@@ -675,9 +727,9 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, apiError{http.StatusRequestEntityTooLarge, CodeTooLarge, sprintf("httpapi: body longer than %d bytes", max), 0}
+			return nil, apiError{http.StatusRequestEntityTooLarge, CodeTooLarge, sprintf("body longer than %d bytes", max), 0}
 		}
-		return nil, badRequest("httpapi: reading the body: %v", err)
+		return nil, badRequest("reading the body: %v", err)
 	}
 	return b, nil
 }
@@ -686,7 +738,7 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 // leaves v as it is; unknown fields are refused.
 func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "" && ct != "application/json" {
-		return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "httpapi: want application/json, not " + ct, 0}
+		return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "want application/json, not " + ct, 0}
 	}
 	b, err := readBody(w, r, max)
 	if err != nil || len(b) == 0 {
@@ -695,19 +747,19 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 	if !utf8.Valid(b) {
 		// encoding/json would turn each bad byte into U+FFFD: two
 		// different names would become one, a body would change.
-		return badRequest("httpapi: the JSON body is not valid UTF-8 (send bytes as base64, or a put's body as application/octet-stream)")
+		return badRequest("the JSON body is not valid UTF-8 (send bytes as base64, or a put's body as application/octet-stream)")
 	}
 	if loneSurrogate(b) {
 		// encoding/json would turn it into U+FFFD, likewise.
-		return badRequest("httpapi: the JSON body escapes half of a UTF-16 surrogate pair (\\uD800–\\uDFFF alone), which is no character")
+		return badRequest("the JSON body escapes half of a UTF-16 surrogate pair (\\uD800–\\uDFFF alone), which is no character")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badRequest("httpapi: JSON body: %v", err)
+		return jsonError(err, v)
 	}
 	if dec.More() {
-		return badRequest("httpapi: JSON body: more than one value")
+		return badRequest("the JSON body holds more than one value")
 	}
 	return nil
 }

@@ -348,9 +348,10 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 }
 
-// An absent priority is queue.DefaultPriority in a put (JSON and raw body),
-// a release and a bury; an explicit 0 stays 0.
-func TestDefaultPriority(t *testing.T) {
+// An absent priority is queue.DefaultPriority in a put (JSON and raw body);
+// a release or a bury without one keeps the job's (here the 0 an earlier
+// release gave it), so a retried urgent job stays urgent.
+func TestPriorityDefaultAndKept(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
 		ts := startServer(t, open(t), nil)
 		c := ts.c
@@ -376,8 +377,8 @@ func TestDefaultPriority(t *testing.T) {
 				Priority uint32 `json:"priority"`
 			}
 			c.do(req{method: "GET", path: path + "/stats"}).want(t, http.StatusOK, "").decode(t, &st)
-			if st.Priority != queue.DefaultPriority {
-				t.Fatalf("after %s without a priority: priority %d, want %d", action, st.Priority, queue.DefaultPriority)
+			if st.Priority != 0 {
+				t.Fatalf("after %s without a priority: priority %d, want the job's 0 kept", action, st.Priority)
 			}
 			if action == "/release" {
 				c.do(req{method: "DELETE", path: path}).want(t, http.StatusNoContent, "")

@@ -125,18 +125,18 @@ func (s *Server) limitCall(req AllowRequest) (limitCall, error) {
 	}
 	switch {
 	case req.Key == "":
-		return c, badRequest("httpapi: key is empty")
+		return c, badField("key", "is empty")
 	case len(req.Key) > 1024:
-		return c, badRequest("httpapi: key of %d bytes, want at most 1024", len(req.Key))
+		return c, badField("key", "is %d bytes, want at most 1024", len(req.Key))
 	case c.n < 1:
-		return c, badRequest("httpapi: n is %d, want 1 or more", c.n)
+		return c, badField("n", "is %d, want 1 or more", c.n)
 	case (req.Name == "") == (len(req.Limits) == 0):
-		return c, badRequest("httpapi: give name (a limit of the server's configuration) or limits, one of the two")
+		return c, badRequest("give name (a limit of the server's configuration) or limits, one of the two")
 	}
 	if req.Name != "" {
 		ls, ok := s.NamedLimits[req.Name]
 		if !ok {
-			return c, apiError{http.StatusNotFound, CodeUnknownLimit, "httpapi: no limit named " + strconv.Quote(req.Name) + " in the server's configuration", 0}
+			return c, apiError{http.StatusNotFound, CodeUnknownLimit, "no limit named " + strconv.Quote(req.Name) + " in the server's configuration", 0}
 		}
 		c.limits = ls
 		return c, nil
@@ -144,7 +144,7 @@ func (s *Server) limitCall(req AllowRequest) (limitCall, error) {
 	for i, l := range req.Limits {
 		rl, err := limitOf(l)
 		if err != nil {
-			return c, apiError{http.StatusBadRequest, CodeBadLimit, "limit " + strconv.Itoa(i) + ": " + err.Error(), 0}
+			return c, limitFieldError(i, err)
 		}
 		c.limits = append(c.limits, rl)
 	}
@@ -189,7 +189,7 @@ func (s *Server) limitAllow(w http.ResponseWriter, r *http.Request) error {
 	}
 	reply := LimitReply{Allowed: res.Allowed, Remaining: res.Remaining, RetryAfterMS: ceilMS(res.RetryAfter), ResetAfterMS: ceilMS(res.ResetAfter)}
 	if !res.Allowed {
-		return limited(reply, res.RetryAfter, "httpapi: rate limited: retry after "+res.RetryAfter.Round(time.Millisecond).String())
+		return limited(reply, res.RetryAfter, "rate limited: retry after "+res.RetryAfter.Round(time.Millisecond).String())
 	}
 	writeJSON(w, http.StatusOK, reply)
 	return nil
@@ -211,7 +211,7 @@ func (s *Server) limitWait(w http.ResponseWriter, r *http.Request) error {
 	maxWait := s.maxWait()
 	if req.MaxWaitMS != nil {
 		if *req.MaxWaitMS < 0 {
-			return badRequest("httpapi: max_wait_ms is %d, want 0 or more", *req.MaxWaitMS)
+			return badField("max_wait_ms", "is %d, want 0 or more", *req.MaxWaitMS)
 		}
 		maxWait = min(ms(*req.MaxWaitMS), maxWait)
 	}
@@ -231,7 +231,7 @@ func (s *Server) limitWait(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !res.OK() {
 		return limited(LimitReply{RetryAfterMS: ceilMS(res.Delay())}, res.Delay(),
-			"httpapi: rate limited: the earliest slot is "+res.Delay().Round(time.Millisecond).String()+" away, beyond the wait of "+maxWait.String())
+			"rate limited: the earliest slot is "+res.Delay().Round(time.Millisecond).String()+" away, beyond the wait of "+maxWait.String())
 	}
 	if wait := time.Until(res.TimeToAct()); wait > 0 {
 		t := time.NewTimer(wait)

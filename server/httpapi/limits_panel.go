@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass-io/hourglass/ratelimit"
 )
 
 // The dashboard's rate limit panel shows, for each named limit and for
@@ -36,6 +38,10 @@ type activityRow struct {
 	last      time.Time
 	lastOK    bool
 	buckets   [recentBuckets]activityBucket
+	// lastKey and limits: the key and limits of the last decision, which
+	// the panel peeks at (Limiter.Peek) for the capacity left now.
+	lastKey string
+	limits  []ratelimit.Limit
 }
 
 type activityBucket struct {
@@ -71,6 +77,7 @@ func (a *limitActivity) record(c limitCall, allowed bool, now time.Time) {
 		a.rows[id] = row
 	}
 	row.spec = FormatLimits(c.limits)
+	row.lastKey, row.limits = c.key, c.limits
 	row.last, row.lastOK = now, allowed
 	minute := now.Unix() / 60
 	b := &row.buckets[minute%recentBuckets]
@@ -90,6 +97,14 @@ type LimitActivity struct {
 	Allowed, Denied int64 // over the last five minutes
 	LastAgoMS       int64 // since the last decision; -1: none yet
 	LastAllowed     bool
+	// PeekKey is the key of the last decision (a named limit's too), and
+	// Remaining and FullInMS what it has left now by the store
+	// (Limiter.Peek): events that would pass, and how long until it is back
+	// to its full burst (0: it is); Remaining -1 when not read.
+	PeekKey   string
+	Remaining int
+	FullInMS  int64
+	limits    []ratelimit.Limit
 }
 
 // snapshot returns the rows, named limits first (every configured one,
@@ -99,7 +114,8 @@ func (a *limitActivity) snapshot(named []NamedLimit, now time.Time) []LimitActiv
 	defer a.mu.Unlock()
 	from := now.Unix()/60 - recentBuckets + 1
 	view := func(r *activityRow) LimitActivity {
-		v := LimitActivity{Name: r.name, Key: r.key, Spec: r.spec, LastAgoMS: now.Sub(r.last).Milliseconds(), LastAllowed: r.lastOK}
+		v := LimitActivity{Name: r.name, Key: r.key, Spec: r.spec, LastAgoMS: now.Sub(r.last).Milliseconds(), LastAllowed: r.lastOK,
+			PeekKey: r.lastKey, Remaining: -1, limits: r.limits}
 		for _, b := range r.buckets {
 			if b.minute >= from {
 				v.Allowed += b.allowed
@@ -113,7 +129,7 @@ func (a *limitActivity) snapshot(named []NamedLimit, now time.Time) []LimitActiv
 		if r := a.rows["n:"+nl.Name]; r != nil {
 			out = append(out, view(r))
 		} else {
-			out = append(out, LimitActivity{Name: nl.Name, Spec: nl.Spec, LastAgoMS: -1})
+			out = append(out, LimitActivity{Name: nl.Name, Spec: nl.Spec, LastAgoMS: -1, Remaining: -1})
 		}
 	}
 	var keys []LimitActivity
@@ -147,8 +163,26 @@ type limitsPanelData struct {
 	MaxTracked int
 }
 
+// maxPeeks bounds the store calls of one rendering of the panel: the
+// first rows have their capacity read, the others not.
+const maxPeeks = 50
+
 func limitsPanel(ctx context.Context, s *Server) (any, error) {
 	d := limitsPanelData{Rows: s.limitActivity.snapshot(s.namedLimits(), time.Now()), WindowMin: recentBuckets, MaxTracked: MaxTrackedLimits}
+	for i := range d.Rows[:min(len(d.Rows), maxPeeks)] {
+		r := &d.Rows[i]
+		if r.PeekKey == "" || len(r.limits) == 0 {
+			continue
+		}
+		res, err := s.Limiter.Peek(ctx, r.PeekKey, r.limits...)
+		if err != nil {
+			if storeFailure(err) {
+				return nil, err
+			}
+			continue
+		}
+		r.Remaining, r.FullInMS = res.Remaining, res.ResetAfter.Milliseconds()
+	}
 	if s.EnvoyDescriptors != nil {
 		d.EnvoyOn, d.Envoy = true, s.EnvoyDescriptors()
 	}

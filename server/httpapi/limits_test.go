@@ -285,7 +285,7 @@ func TestLimitMetricsAndPanel(t *testing.T) {
 
 		// The panel: the named limits (with and without traffic) and the
 		// key called with limits of its own.
-		p := c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "")
+		p := c.do(req{method: "GET", path: "/dashboard/panels?view=limits"}).want(t, http.StatusOK, "")
 		html := string(p.body)
 		for _, want := range []string{
 			`id="panel-limits"`,
@@ -298,8 +298,13 @@ func TestLimitMetricsAndPanel(t *testing.T) {
 		}
 		row := html[strings.Index(html, `data-limit="sms"`):]
 		row = row[:strings.Index(row, "</tr>")]
-		if !strings.Contains(row, `<td class="n allowed">1</td>`) || !strings.Contains(row, `<td class="n denied">2</td>`) || !strings.Contains(row, "1/30m") {
+		if !strings.Contains(row, `<td class="n allowed" data-label="allowed">1</td>`) || !strings.Contains(row, `<td class="n denied" data-label="denied">2</td>`) || !strings.Contains(row, "1/30m") {
 			t.Errorf("the sms row is %s, want 1 allowed, 2 denied", row)
+		}
+		// Its remaining capacity now, for the key of its last decision:
+		// none left, full again in about 30 minutes.
+		if !strings.Contains(row, `data-label="remaining"><span class="n">0</span> <span class="note">for</span> <code>&#43;15550100</code> <span class="note">full in 29m`) {
+			t.Errorf("the sms row is %s, want 0 remaining for key +15550100, full in 29m and some seconds", row)
 		}
 	})
 }
@@ -382,11 +387,11 @@ func TestLimitPanelEnvoyDescriptors(t *testing.T) {
 	ts := startLimitServer(t, memStore(t), nil, func(s *httpapi.Server) {
 		s.EnvoyDescriptors = func() []httpapi.EnvoyDescriptor { return rows }
 	})
-	html := string(ts.c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body)
+	html := string(ts.c.do(req{method: "GET", path: "/dashboard/panels?view=limits"}).want(t, http.StatusOK, "").body)
 	for _, want := range []string{
 		"Envoy descriptors",
 		`data-domain="edge" data-descriptor="remote_address"`,
-		`<td class="n total">4</td>`,
+		`<td class="n total" data-label="hits">4</td>`,
 		"shadow mode",
 		"(2 answered OK)",
 		"no longer configured",
@@ -396,7 +401,7 @@ func TestLimitPanelEnvoyDescriptors(t *testing.T) {
 		}
 	}
 	plain := startLimitServer(t, memStore(t), nil, nil)
-	if html := string(plain.c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body); strings.Contains(html, "Envoy") {
+	if html := string(plain.c.do(req{method: "GET", path: "/dashboard/panels?view=limits"}).want(t, http.StatusOK, "").body); strings.Contains(html, "Envoy") {
 		t.Error("the panel speaks of Envoy without the service")
 	}
 }

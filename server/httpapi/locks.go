@@ -163,9 +163,22 @@ type LockTTL struct {
 // lockMS converts a lease in milliseconds, refusing what lock refuses.
 func lockMS(n int64, field string) (time.Duration, error) {
 	if n < lock.MinTTL.Milliseconds() || n > lock.MaxTTL.Milliseconds() {
-		return 0, badRequest("httpapi: %s is %d, want %d to %d", field, n, lock.MinTTL.Milliseconds(), lock.MaxTTL.Milliseconds())
+		return 0, badField(field, "is %d, want %d to %d", n, lock.MinTTL.Milliseconds(), lock.MaxTTL.Milliseconds())
 	}
 	return time.Duration(n) * time.Millisecond, nil
+}
+
+// notObtained is the reply of an obtain that found the lock held: at once,
+// or for as long as it could wait.
+func notObtained(limit int, wait time.Duration) error {
+	held := "the lock is held"
+	if limit > 1 {
+		held = sprintf("the semaphore's %d leases are held", limit)
+	}
+	if wait <= 0 {
+		return apiError{http.StatusConflict, CodeNotObtained, "not obtained: " + held + " (give wait_ms to wait for it)", 0}
+	}
+	return apiError{http.StatusConflict, CodeNotObtained, sprintf("not obtained: %s, and was still held after waiting %d ms", held, wait.Milliseconds()), 0}
 }
 
 func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
@@ -182,7 +195,7 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.WaitMS < 0 {
-		return badRequest("httpapi: wait_ms is %d, want 0 or more", req.WaitMS)
+		return badField("wait_ms", "is %d, want 0 or more", req.WaitMS)
 	}
 	if req.Limit == 0 {
 		req.Limit = 1
@@ -230,6 +243,9 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 		if r.Context().Err() == nil && s.stop.Err() != nil {
 			return shuttingDown
 		}
+		if errors.Is(err, lock.ErrNotObtained) {
+			return notObtained(req.Limit, wait)
+		}
 		return err
 	}
 	s.locks.remember(l, req.Limit)
@@ -242,14 +258,14 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 func lockTarget(r *http.Request) (name, token string, err error) {
 	name = r.PathValue("name")
 	if name == "" || len(name) > lock.MaxNameLen {
-		return "", "", badRequest("httpapi: lock name of %d bytes, want 1 to %d", len(name), lock.MaxNameLen)
+		return "", "", badRequest("lock name of %d bytes, want 1 to %d", len(name), lock.MaxNameLen)
 	}
 	token = r.Header.Get(LockTokenHeader)
 	if token == "" {
-		return "", "", badRequest("httpapi: the %s header is required: the token obtain returned", LockTokenHeader)
+		return "", "", badRequest("the %s header is required: the token obtain returned", LockTokenHeader)
 	}
 	if len(token) > maxLockToken {
-		return "", "", badRequest("httpapi: %s of %d bytes, want at most %d", LockTokenHeader, len(token), maxLockToken)
+		return "", "", badRequest("%s of %d bytes, want at most %d", LockTokenHeader, len(token), maxLockToken)
 	}
 	return name, token, nil
 }

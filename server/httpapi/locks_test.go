@@ -317,7 +317,7 @@ func TestDashboardListsLocks(t *testing.T) {
 	gone := c.obtain(t, "released-one", nil)
 	c.do(req{method: "POST", path: lockPath("released-one", "release"), header: lockToken(gone.Token)}).want(t, http.StatusNoContent, "")
 
-	page := string(c.do(req{method: "GET", path: "/dashboard/panels"}).want(t, http.StatusOK, "").body)
+	page := string(c.do(req{method: "GET", path: "/dashboard/panels?view=locks"}).want(t, http.StatusOK, "").body)
 	for _, want := range []string{`id="panel-locks"`, `data-lock="db-migration"`, a.Token[:6] + "…", ">" + strconv.FormatUint(a.Fence, 10) + "<", "semaphore of 3", "this server granted over HTTP"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the locks panel lacks %q", want)

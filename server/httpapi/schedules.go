@@ -124,8 +124,8 @@ func (q *ScheduleRequest) Schedule(name string) (schedule.Schedule, error) {
 	case j.Body != nil:
 		sc.Job.Body = []byte(*j.Body)
 	}
-	if j.TTRMS < 0 || j.TTRMS > queue.MaxDuration.Milliseconds() {
-		return sc, fmt.Errorf("%w: job.ttr_ms is %d, want 0 (the default) or 1000 to %d", schedule.ErrInvalidOption, j.TTRMS, queue.MaxDuration.Milliseconds())
+	if j.TTRMS < 0 || j.TTRMS > queue.MaxDuration.Milliseconds() || (j.TTRMS > 0 && j.TTRMS < queue.MinTTR.Milliseconds()) {
+		return sc, fmt.Errorf("%w: job.ttr_ms is %d, want 0 (the default) or %d to %d (milliseconds)", schedule.ErrInvalidOption, j.TTRMS, queue.MinTTR.Milliseconds(), queue.MaxDuration.Milliseconds())
 	}
 	sc.Job.TTR = time.Duration(j.TTRMS) * time.Millisecond
 	if q.Misfire != nil {
@@ -276,7 +276,7 @@ func (s *Server) scheduleSet(w http.ResponseWriter, r *http.Request) error {
 	}
 	sc, err := req.Schedule(name)
 	if err != nil {
-		return err
+		return scheduleFieldError(err)
 	}
 	st, err := s.Schedules.Set(r.Context(), sc)
 	if err != nil {
@@ -295,12 +295,12 @@ func (s *Server) scheduleList(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if limit == 0 {
-			return badRequest("httpapi: limit 0: want 1 to %d", MaxScheduleList)
+			return badRequest("limit 0: want 1 to %d", MaxScheduleList)
 		}
 	}
 	after := q.Get("after")
 	if len(after) > schedule.MaxNameLen {
-		return badRequest("httpapi: after is %d bytes, want at most %d (a schedule name)", len(after), schedule.MaxNameLen)
+		return badField("after", "is %d bytes, want at most %d (a schedule name)", len(after), schedule.MaxNameLen)
 	}
 	sts, err := s.Schedules.List(r.Context(), after, int(limit))
 	if err != nil {
@@ -379,7 +379,7 @@ func (s *Server) scheduleNext(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if n == 0 {
-			return badRequest("httpapi: n 0: want 1 to %d", MaxScheduleNext)
+			return badRequest("n 0: want 1 to %d", MaxScheduleNext)
 		}
 	}
 	return s.scheduleCall(r, func(ctx context.Context, c *schedule.Client, name string) error {
@@ -412,6 +412,15 @@ type panelSchedule struct {
 	ScheduleState
 	NextInMS int64 // until the next tick; -1 when there is none
 	Policy   string
+	// NextAt and Fired (Last, with each tick as a time) are what the
+	// dashboard shows, in the zone its reader chose.
+	NextAt time.Time
+	Fired  []panelFire
+}
+
+type panelFire struct {
+	ScheduleFire
+	At time.Time
 }
 
 // maxPanelSchedules bounds the schedules the panel lists.
@@ -435,8 +444,10 @@ func schedulesPanel(ctx context.Context, s *Server) (any, error) {
 		loc := zoneOf(st.Zone)
 		ps.Next = panelTime(st.Next, loc)
 		ps.Last = ps.Last[:min(len(ps.Last), 3)]
+		ps.NextAt = st.Next
 		for i := range ps.Last {
 			ps.Last[i].Tick = panelTime(st.Last[i].Tick, loc)
+			ps.Fired = append(ps.Fired, panelFire{ps.Last[i], st.Last[i].Tick})
 		}
 		if !st.Next.IsZero() {
 			ps.NextInMS = max(st.Next.Sub(now), 0).Milliseconds()

@@ -211,28 +211,28 @@ func TestScheduleBadInput(t *testing.T) {
 			body  any
 			field string
 		}{
-			{"bad cron", "", with(func(m map[string]any) { m["spec"] = "61 * * * *" }), "Spec"},
-			{"empty spec", "", with(func(m map[string]any) { m["spec"] = "" }), "Spec"},
+			{"bad cron", "", with(func(m map[string]any) { m["spec"] = "61 * * * *" }), "spec"},
+			{"empty spec", "", with(func(m map[string]any) { m["spec"] = "" }), "spec"},
 			{"every too short", "", with(func(m map[string]any) { m["spec"] = "@every 1ms" }), "interval"},
-			{"zone", "", with(func(m map[string]any) { m["zone"] = "Mars/Olympus" }), "Zone"},
-			{"local zone", "", with(func(m map[string]any) { m["zone"] = "Local" }), "Zone"},
+			{"zone", "", with(func(m map[string]any) { m["zone"] = "Mars/Olympus" }), "zone"},
+			{"local zone", "", with(func(m map[string]any) { m["zone"] = "Local" }), "zone"},
 			{"start", "", with(func(m map[string]any) { m["start"] = "yesterday" }), "start"},
-			{"end before start", "", with(func(m map[string]any) { m["start"] = "2026-02-01T00:00:00Z"; m["end"] = "2026-01-01T00:00:00Z" }), "End"},
-			{"tube", "", with(func(m map[string]any) { job(m)["tube"] = "-bad" }), "Job.Tube"},
-			{"no tube", "", with(func(m map[string]any) { delete(job(m), "tube") }), "Job.Tube"},
+			{"end before start", "", with(func(m map[string]any) { m["start"] = "2026-02-01T00:00:00Z"; m["end"] = "2026-01-01T00:00:00Z" }), "end"},
+			{"tube", "", with(func(m map[string]any) { job(m)["tube"] = "-bad" }), "job.tube"},
+			{"no tube", "", with(func(m map[string]any) { delete(job(m), "tube") }), "job.tube"},
 			{"both bodies", "", with(func(m map[string]any) { job(m)["body_base64"] = "AA==" }), "body_base64"},
 			{"bad base64", "", with(func(m map[string]any) { delete(job(m), "body"); job(m)["body_base64"] = "!!" }), "body_base64"},
-			{"body too big", "", with(func(m map[string]any) { job(m)["body"] = strings.Repeat("x", 64<<10+1) }), "Job.Body"},
-			{"short ttr", "", with(func(m map[string]any) { job(m)["ttr_ms"] = 500 }), "Job.TTR"},
+			{"body too big", "", with(func(m map[string]any) { job(m)["body"] = strings.Repeat("x", 64<<10+1) }), "job.body"},
+			{"short ttr", "", with(func(m map[string]any) { job(m)["ttr_ms"] = 500 }), "job.ttr_ms"},
 			{"negative ttr", "", with(func(m map[string]any) { job(m)["ttr_ms"] = -1 }), "ttr_ms"},
 			{"priority", "", with(func(m map[string]any) { job(m)["priority"] = 1 << 32 }), "priority"},
 			{"policy", "", with(func(m map[string]any) { m["misfire"] = map[string]any{"policy": "sometimes"} }), "misfire.policy"},
-			{"catch-up n", "", with(func(m map[string]any) { m["misfire"] = map[string]any{"policy": "catch_up"} }), "Misfire"},
+			{"catch-up n", "", with(func(m map[string]any) { m["misfire"] = map[string]any{"policy": "catch_up"} }), "misfire"},
 			{"n without catch-up", "", with(func(m map[string]any) { m["misfire"] = map[string]any{"policy": "skip", "n": 2} }), "misfire.n"},
 			{"grace", "", with(func(m map[string]any) { m["grace_ms"] = -5 }), "grace_ms"},
 			{"unknown field", "", with(func(m map[string]any) { m["cron"] = "x" }), "cron"},
-			{"name with a space", schedPath("a b"), nightly("reports"), "Name"},
-			{"long name", schedPath(strings.Repeat("n", 201)), nightly("reports"), "Name"},
+			{"name with a space", schedPath("a b"), nightly("reports"), "name"},
+			{"long name", schedPath(strings.Repeat("n", 201)), nightly("reports"), "name"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				path := tc.path
@@ -242,6 +242,9 @@ func TestScheduleBadInput(t *testing.T) {
 				r := c.do(req{method: "PUT", path: path, json: tc.body, offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
 				if !strings.Contains(string(r.body), tc.field) {
 					t.Errorf("%s does not name %s", r.body, tc.field)
+				}
+				if strings.Contains(string(r.body), "schedule: ") || strings.Contains(string(r.body), "Go struct") {
+					t.Errorf("%s speaks of Go", r.body)
 				}
 			})
 		}

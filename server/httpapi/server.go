@@ -114,6 +114,10 @@ type Server struct {
 	// that the triggers count in the metrics. Firing their ticks is not
 	// the Server's: run the Client's Run beside it (hourglass serve does).
 	Schedules *schedule.Client
+	// StoreFacts, when set, tells the dashboard's store view what the
+	// store says of itself (hourglass serve: Redis's version, memory and
+	// clients; the embedded engine's log size and last snapshot).
+	StoreFacts func(ctx context.Context) ([]StoreFact, error)
 	// AccessLog, when set, receives one info record per HTTP request
 	// once it is answered: method, path, status, bytes, duration, remote.
 	AccessLog *slog.Logger
@@ -205,7 +209,7 @@ func (s *Server) enterWait() (leave func(), err error) {
 	if s.waits.Add(1) > int64(orInt(s.MaxWaits, DefaultMaxWaits)) {
 		s.waits.Add(-1)
 		return nil, apiError{http.StatusTooManyRequests, CodeTooManyWaits,
-			sprintf("httpapi: %d long polls are waiting already, the most this server allows", orInt(s.MaxWaits, DefaultMaxWaits)), time.Second}
+			sprintf("%d long polls are waiting already, the most this server allows", orInt(s.MaxWaits, DefaultMaxWaits)), time.Second}
 	}
 	return func() { s.waits.Add(-1) }, nil
 }

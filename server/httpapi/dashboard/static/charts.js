@@ -1,22 +1,33 @@
-// The overview's charts: the last hour from GET /dashboard/series, drawn
-// as inline SVG every ten seconds.
+// The tubes view's charts: jobs processed, failed and put per tube, over
+// the last hour (by minute) or day (by ten minutes), from the store's
+// history (GET /dashboard/series), and this server's delivery lateness
+// over the last hour. The figures are built once, at a fixed size, and
+// their lines and legends are redrawn in place every thirty seconds.
 (function () {
   "use strict";
   var box = document.getElementById("charts");
   var NS = "http://www.w3.org/2000/svg";
   var W = 360, H = 110, PAD = 4;
-  var titles = {
-    puts: "puts per 10 s (store, every server)",
-    reserves: "reserves per 10 s (store, every server)",
-    deletes: "deletes per 10 s (store, every server)",
-    buries: "buries per 10 s (store, every server)",
-    timeouts: "timeouts per 10 s (store, every server)"
-  };
-  var palette = ["#2f6fde", "#e8590c", "#12b886", "#ae3ec9", "#f59f00", "#1098ad", "#d6336c", "#5c940d"];
+  var rangeKey = "hourglass-range";
+  var range = localStorage.getItem(rangeKey) === "day" ? "day" : "hour";
+  var kinds = [
+    { name: "processed", title: "processed (deleted)" },
+    { name: "failed", title: "failed (buried or timed out)" },
+    { name: "puts", title: "put" },
+    { name: "lateness", title: "delivery lateness, ms (this server, HTTP)" }
+  ];
+  var palette = ["#2f6fde", "#e8590c", "#12b886", "#ae3ec9", "#f59f00", "#1098ad", "#d6336c", "#5c940d", "#667085", "#1d2330"];
 
   function el(name, attrs, parent) {
     var e = document.createElementNS(NS, name);
     for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function html(tag, cls, text, parent) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text) e.textContent = text;
     if (parent) parent.appendChild(e);
     return e;
   }
@@ -27,23 +38,56 @@
     return String(Math.round(v * 10) / 10);
   }
 
-  // chart draws lines ([{label, values}], values < 0 are gaps) in a figure.
-  function chart(title, lines, unit) {
-    var fig = document.createElement("figure");
-    fig.className = "chart";
-    var cap = document.createElement("figcaption");
-    cap.textContent = title;
-    fig.appendChild(cap);
+  // The skeleton: a head with the range switch, a figure per kind.
+  var figs = {}, head, note;
+  function build() {
+    head = html("div", "charts-head", null, box);
+    html("h2", null, "History", head);
+    var sw = html("div", "range", null, head);
+    [["hour", "last hour"], ["day", "last day"]].forEach(function (r) {
+      var b = html("button", r[0] === range ? "on" : "", r[1], sw);
+      b.type = "button";
+      b.dataset.range = r[0];
+      b.setAttribute("aria-pressed", r[0] === range);
+    });
+    sw.addEventListener("click", function (e) {
+      var b = e.target.closest("button[data-range]");
+      if (!b) return;
+      range = b.dataset.range;
+      localStorage.setItem(rangeKey, range);
+      sw.querySelectorAll("button").forEach(function (x) {
+        x.classList.toggle("on", x === b);
+        x.setAttribute("aria-pressed", x === b);
+      });
+      load();
+    });
+    var grid = html("div", "charts", null, box);
+    kinds.forEach(function (k) {
+      var fig = html("figure", "chart", null, grid);
+      fig.dataset.chart = k.name;
+      var cap = html("figcaption", null, null, fig);
+      html("span", "title", k.title, cap).title = k.title;
+      var max = html("span", "max", "", cap);
+      var svg = el("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": k.title, preserveAspectRatio: "none" }, fig);
+      el("line", { x1: 0, y1: H - PAD, x2: W, y2: H - PAD, class: "axis" }, svg);
+      el("line", { x1: 0, y1: PAD, x2: W, y2: PAD, class: "grid" }, svg);
+      var g = el("g", {}, svg);
+      var legend = html("p", "legend", null, fig);
+      figs[k.name] = { g: g, legend: legend, max: max };
+    });
+    note = html("p", "note axis-note", "", box);
+  }
+
+  // draw puts lines ([{label, values}], values < 0 are gaps) in a figure.
+  function draw(f, lines, unit, empty) {
     var top = 0, n = 0;
     lines.forEach(function (l) {
       n = Math.max(n, l.values.length);
       l.values.forEach(function (v) { top = Math.max(top, v); });
     });
-    var svg = el("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": title, preserveAspectRatio: "none" }, fig);
-    el("line", { x1: 0, y1: H - PAD, x2: W, y2: H - PAD, class: "axis" }, svg);
-    el("line", { x1: 0, y1: PAD, x2: W, y2: PAD, class: "grid" }, svg);
     var x = function (i) { return n > 1 ? i * W / (n - 1) : 0; };
     var y = function (v) { return H - PAD - (top > 0 ? v / top : 0) * (H - 2 * PAD); };
+    var paths = [];
     lines.forEach(function (l, li) {
       var d = "", pen = false;
       l.values.forEach(function (v, i) {
@@ -54,61 +98,49 @@
         d += (pen ? "L" : "M") + x(i).toFixed(1) + " " + y(v).toFixed(1);
         pen = true;
       });
-      if (d) el("path", { d: d, fill: "none", stroke: palette[li % palette.length], "stroke-width": 1.5, "vector-effect": "non-scaling-stroke" }, svg);
+      // A point with no neighbour is drawn as a dot.
+      d = d.replace(/M([0-9.]+) ([0-9.]+)(?=M|$)/g, "M$1 $2h2");
+      if (d) paths.push(el("path", { d: d, fill: "none", stroke: palette[li % palette.length], "stroke-width": 1.5, "stroke-linecap": "round", "vector-effect": "non-scaling-stroke" }));
     });
-    var legend = document.createElement("p");
-    legend.className = "legend";
-    var max = document.createElement("span");
-    max.className = "max";
-    max.textContent = "max " + fmt(top) + (unit || "");
-    legend.appendChild(max);
-    if (!lines.length) {
-      var none = document.createElement("span");
-      none.textContent = "none in the last hour";
-      legend.appendChild(none);
-    }
+    f.g.replaceChildren.apply(f.g, paths);
+    f.max.textContent = "max " + fmt(top) + (unit || "");
+    var keys = [];
+    if (!lines.length) keys.push(html("span", "none", empty));
     lines.forEach(function (l, li) {
-      var s = document.createElement("span");
-      s.className = "key c" + (li % palette.length);
       var total = 0;
       l.values.forEach(function (v) { if (v > 0) total += v; });
-      s.textContent = l.label + (unit ? "" : " " + fmt(total));
-      legend.appendChild(s);
+      keys.push(html("span", "key c" + (li % palette.length), l.label + (unit ? "" : " " + fmt(total))));
     });
-    fig.appendChild(legend);
-    return fig;
+    f.legend.replaceChildren.apply(f.legend, keys);
   }
 
-  function draw(s) {
-    var figs = [];
+  function show(s) {
+    var when = range === "day" ? "the last day" : "the last hour";
     s.charts.forEach(function (c) {
-      var lines = c.lines.map(function (l) { return { label: l.tube || "all tubes", values: l.values }; });
-      figs.push(chart(titles[c.name] || c.name, lines));
+      var f = figs[c.name];
+      if (!f) return;
+      draw(f, c.lines.map(function (l) { return { label: l.tube || "all tubes", values: l.values }; }), "",
+        s.kept ? "none in " + when : "the store keeps no history");
     });
-    figs.push(chart("delivery lateness, ms (HTTP first reserves)", [
+    draw(figs.lateness, [
       { label: "p50", values: s.lateness_p50_ms },
       { label: "p99", values: s.lateness_p99_ms }
-    ].filter(function (l) { return l.values.some(function (v) { return v >= 0; }); }), " ms"));
-    var head = document.createElement("h2");
-    head.textContent = "The last hour";
-    var axis = document.createElement("p");
-    axis.className = "note";
-    axis.textContent = "from " + new Date(s.end_ms - s.step_ms * s.lateness_p50_ms.length).toLocaleTimeString() +
-      " to " + new Date(s.end_ms).toLocaleTimeString() + ", 10 s a point; the tables below hold the job counts now";
-    var grid = document.createElement("div");
-    grid.className = "charts";
-    figs.forEach(function (f) { grid.appendChild(f); });
-    box.replaceChildren(head, grid, axis);
+    ].filter(function (l) { return l.values.some(function (v) { return v >= 0; }); }), " ms", "no HTTP deliveries in the last hour");
+    var t = window.hourglassTime || function (d) { return d.toISOString(); };
+    var n = s.charts.length && s.charts[0].lines.length ? s.charts[0].lines[0].values.length : (range === "day" ? 144 : 60);
+    note.textContent = "Jobs from " + t(new Date(s.end_ms - s.step_ms * n)) + " to " + t(new Date(s.end_ms)) +
+      ", " + (range === "day" ? "10 minutes" : "a minute") + " a point, as every server on the store counts them; lateness by 10 s over the last hour.";
   }
 
   function load() {
     if (box.hidden) return;
-    window.hourglassGet("/dashboard/series")
+    window.hourglassGet("/dashboard/series?range=" + range)
       .then(function (r) { return r && r.json(); })
-      .then(function (s) { if (s) draw(s); }, function () {});
+      .then(function (s) { if (s) show(s); }, function () {});
   }
+  build();
   window.hourglassCharts = load;
   load();
-  setInterval(load, 10000);
-  window.addEventListener("hashchange", function () { setTimeout(load, 0); });
+  setInterval(load, 30000);
+  window.addEventListener("hashchange", function () { setTimeout(load, 50); });
 })();

@@ -1,0 +1,361 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hourglass-io/hourglass/server/httpapi"
+)
+
+var workCommand = &command{
+	name:    "work",
+	args:    "[flags] -- CMD [ARGS...]",
+	summary: "run CMD for each job of the tubes, the job's body on its standard input",
+	help: `A shell worker over the HTTP API (--http, or HOURGLASS_HTTP). It reserves
+jobs from the --tube tubes (default: "default"), --concurrency at a time, and
+runs CMD ARGS for each with the body on standard input and these variables
+in its environment: HOURGLASS_JOB_ID, HOURGLASS_JOB_TUBE,
+HOURGLASS_JOB_PRIORITY and HOURGLASS_JOB_ATTEMPT (1 on the first try). What
+CMD writes goes to the worker's standard output and error.
+
+  exit 0        the job is deleted
+  other exits   the job is released, delayed 1s, 2s, 4s … (doubling, at
+                most an hour; --backoff sets the first), or buried once it
+                has been tried --attempts times. Either way the end of what
+                CMD wrote to standard error (else its exit status) becomes
+                the job's last error. The job keeps its priority.
+
+While CMD runs the worker touches the job at half its TTR, so a long run
+keeps it. If a touch fails (the TTR ran out first, and the job may be
+another worker's now) CMD is stopped.
+
+SIGTERM or SIGINT stops the worker: it takes no new job, sends SIGTERM to
+each running CMD (to its process group), waits --grace for them, then kills
+them. A job whose CMD exits 0 in time is deleted; the others go back to
+ready at once, keeping their priority (the try counts as an attempt). A
+second signal stops at once.
+
+Exit status: 0 after a stop by signal, 1 when the worker cannot go on (the
+server refused a reserve), 2 for a usage error.
+
+Examples:
+
+  hourglass work --tube emails -- ./send-email.sh
+  hourglass work --tube thumbs --concurrency 4 --attempts 5 -- convert - -resize 64x64 png:-
+  hourglass work --tube hooks -- sh -c 'curl -fsS -d @- "$HOOK_URL"'
+`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+		var lf leaseFlags
+		lf.define(fs, false)
+		var tubes tubeList
+		fs.Var(&tubes, "tube", "`tube` to take jobs from; repeat for several (default default)")
+		concurrency := fs.Int("concurrency", 1, "how many jobs run at once (a `count`)")
+		attempts := fs.Int("attempts", 10, "tries of a job before a failure buries it instead of releasing it (a `count`)")
+		backoff := secondsVar(fs, "backoff", time.Second, "delay of the release after the first failed try; it doubles with each (a `duration`)")
+		grace := secondsVar(fs, "grace", 10*time.Second, "on SIGTERM, how long running commands may finish before they are killed (a `duration`)")
+		return func(ctx context.Context, c *cli, args []string) error {
+			if len(args) == 0 {
+				return usagef("work needs the command to run: hourglass work [flags] -- CMD [ARGS...]")
+			}
+			switch {
+			case *concurrency < 1 || *concurrency > 1000:
+				return usagef("--concurrency %d: want 1 to 1000", *concurrency)
+			case *attempts < 1:
+				return usagef("--attempts %d: want 1 or more", *attempts)
+			case *backoff < time.Millisecond:
+				return usagef("--backoff %v: want at least 1ms", *backoff)
+			case *grace < 0:
+				return usagef("--grace %v: want 0 or more", *grace)
+			}
+			if len(tubes) == 0 {
+				tubes = tubeList{"default"}
+			}
+			w := &shellWorker{c: c, hc: lf.client(), tubes: tubes, cmd: args, attempts: *attempts,
+				backoff: *backoff, grace: *grace}
+			return w.run(ctx, *concurrency)
+		}
+	},
+}
+
+// shellWorker runs a command per job.
+type shellWorker struct {
+	c        *cli
+	hc       *httpClient
+	tubes    []string
+	cmd      []string
+	attempts int
+	backoff  time.Duration
+	grace    time.Duration
+
+	// out guards the worker's writes to the cli's streams, and the
+	// commands' when those are not files.
+	out sync.Mutex
+}
+
+// logf prints one line of the worker's own to standard error.
+func (w *shellWorker) logf(format string, args ...any) {
+	w.out.Lock()
+	defer w.out.Unlock()
+	fmt.Fprintf(w.c.stderr, "hourglass work: "+format+"\n", args...)
+}
+
+// run runs the slots until ctx ends (a signal) or a reserve is refused.
+func (w *shellWorker) run(ctx context.Context, n int) error {
+	// stop ends the reserving; the commands' context ends after the grace.
+	stopping, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		<-stopping.Done()
+		if ctx.Err() != nil && w.c.stopSignals != nil {
+			w.c.stopSignals() // a second signal stops the worker at once
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.slot(stopping); err != nil {
+				errs <- err
+				stop()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return nil
+}
+
+// wireJob is a job as the reserve reply has it.
+type wireJob struct {
+	ID         uint64 `json:"id"`
+	Tube       string `json:"tube"`
+	Priority   uint32 `json:"priority"`
+	TTRMS      int64  `json:"ttr_ms"`
+	Reserves   uint32 `json:"reserves"`
+	BodyBase64 string `json:"body_base64"`
+}
+
+// slot reserves and runs jobs one at a time until ctx ends.
+func (w *shellWorker) slot(ctx context.Context) error {
+	failures := 0
+	for ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second+commandTimeout)
+		status, body, err := w.hc.call(rctx, "POST", "/v1/reserve", httpapi.ReserveRequest{Tubes: w.tubes, TimeoutMS: 30000})
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			var ae *apiError
+			if errors.As(err, &ae) && ae.Status < 500 && ae.Code != httpapi.CodeTooManyWaits {
+				return fmt.Errorf("reserve: %w", err) // refused: going on would not help
+			}
+			failures++
+			pause := min(time.Second<<min(failures-1, 5), 30*time.Second)
+			w.logf("reserve: %v; again in %v", err, pause)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(pause):
+			}
+			continue
+		case status != http.StatusOK:
+			continue // no job within the poll
+		}
+		failures = 0
+		var r struct {
+			Lease string  `json:"lease"`
+			Job   wireJob `json:"job"`
+		}
+		if err := json.Unmarshal(body, &r); err != nil {
+			return fmt.Errorf("reserve: the server's reply: %w", err)
+		}
+		w.handle(ctx, r.Lease, r.Job)
+	}
+	return nil
+}
+
+// handle runs the command for job and then deletes, releases or buries it.
+func (w *shellWorker) handle(stopping context.Context, lease string, job wireJob) {
+	hc := *w.hc
+	hc.header = map[string]string{httpapi.LeaseHeader: lease}
+	body, err := base64.StdEncoding.DecodeString(job.BodyBase64)
+	if err != nil {
+		w.logf("job %d: the server's reply: %v", job.ID, err)
+		return
+	}
+
+	cmd := exec.Command(w.cmd[0], w.cmd[1:]...)
+	cmd.Stdin = bytes.NewReader(body)
+	cmd.Stdout = w.stream(w.c.stdout)
+	tail := &tailBuffer{max: 900}
+	cmd.Stderr = io.MultiWriter(w.stream(w.c.stderr), tail)
+	cmd.Env = append(os.Environ(),
+		"HOURGLASS_JOB_ID="+strconv.FormatUint(job.ID, 10),
+		"HOURGLASS_JOB_TUBE="+job.Tube,
+		"HOURGLASS_JOB_PRIORITY="+strconv.FormatUint(uint64(job.Priority), 10),
+		"HOURGLASS_JOB_ATTEMPT="+strconv.FormatUint(uint64(job.Reserves), 10))
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		w.finish(&hc, job, fmt.Errorf("cannot run %s: %w", w.cmd[0], err), "", false)
+		return
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	ttr := time.Duration(job.TTRMS) * time.Millisecond
+	touch := time.NewTicker(max(ttr/2, 100*time.Millisecond))
+	defer touch.Stop()
+	var (
+		runErr      error
+		interrupted bool // stopped by the worker: the job goes back
+		killAt      <-chan time.Time
+	)
+	stopCh := stopping.Done()
+wait:
+	for {
+		select {
+		case runErr = <-exited:
+			break wait
+		case <-touch.C:
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(stopping), max(ttr/4, time.Second))
+			_, _, err := hc.call(tctx, "POST", fmt.Sprintf("/v1/jobs/%d/touch", job.ID), struct{}{})
+			cancel()
+			if err != nil && !interrupted {
+				w.logf("job %d: touch failed (%v); stopping %s, the job may be another worker's now", job.ID, heldError(err, job.ID), w.cmd[0])
+				interrupted = true
+				terminate(cmd)
+				killAt = time.After(w.grace)
+			}
+		case <-stopCh:
+			stopCh = nil
+			interrupted = true
+			terminate(cmd)
+			killAt = time.After(w.grace)
+		case <-killAt:
+			killAt = nil
+			w.logf("job %d: %s still runs %v after SIGTERM; killing it", job.ID, w.cmd[0], w.grace)
+			kill(cmd)
+		}
+	}
+	w.finish(&hc, job, runErr, tail.String(), interrupted)
+}
+
+// finish deletes the job when the command succeeded, gives it back when the
+// worker interrupted it, and else releases it with a backoff or buries it
+// after its last attempt, with the end of the command's standard error as
+// the reason.
+func (w *shellWorker) finish(hc *httpClient, job wireJob, runErr error, stderrTail string, interrupted bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	path := fmt.Sprintf("/v1/jobs/%d", job.ID)
+	if runErr == nil {
+		if _, _, err := hc.call(ctx, "DELETE", path, nil); err != nil {
+			w.logf("job %d: done, but deleting it failed: %v", job.ID, heldError(err, job.ID))
+			return
+		}
+		w.logf("job %d: done; deleted", job.ID)
+		return
+	}
+	if interrupted {
+		if _, _, err := hc.call(ctx, "POST", path+"/release", httpapi.ReleaseRequest{}); err != nil {
+			w.logf("job %d: giving it back failed: %v", job.ID, heldError(err, job.ID))
+			return
+		}
+		w.logf("job %d: interrupted; back to ready", job.ID)
+		return
+	}
+	reason := runErr.Error()
+	if t := strings.TrimSpace(stderrTail); t != "" {
+		reason += ": " + t
+	}
+	if int(job.Reserves) >= w.attempts {
+		if _, _, err := hc.call(ctx, "POST", path+"/bury", httpapi.BuryRequest{Reason: reason}); err != nil {
+			w.logf("job %d: burying it failed: %v", job.ID, heldError(err, job.ID))
+			return
+		}
+		w.logf("job %d: %v on attempt %d of %d; buried", job.ID, runErr, job.Reserves, w.attempts)
+		return
+	}
+	delay := w.delay(int(job.Reserves))
+	if _, _, err := hc.call(ctx, "POST", path+"/release", httpapi.ReleaseRequest{DelayMS: delay.Milliseconds(), Reason: reason}); err != nil {
+		w.logf("job %d: releasing it failed: %v", job.ID, heldError(err, job.ID))
+		return
+	}
+	w.logf("job %d: %v on attempt %d of %d; released, ready again in %v", job.ID, runErr, job.Reserves, w.attempts, delay)
+}
+
+// delay is the release delay after the n-th failed attempt: the backoff
+// doubled n-1 times, at most an hour.
+func (w *shellWorker) delay(n int) time.Duration {
+	d := float64(w.backoff) * math.Pow(2, float64(max(n-1, 0)))
+	return min(time.Duration(min(d, float64(time.Hour))), time.Hour)
+}
+
+// stream is where a command writes: the stream itself when it is a file
+// (the command writes to it directly), else a writer that takes turns with
+// the worker's other writers.
+func (w *shellWorker) stream(to io.Writer) io.Writer {
+	if f, ok := to.(*os.File); ok {
+		return f
+	}
+	return writerFunc(func(p []byte) (int, error) {
+		w.out.Lock()
+		defer w.out.Unlock()
+		return to.Write(p)
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// tailBuffer keeps the last max bytes written to it, cut at the start of a
+// whole line where it can be.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - 2*t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.b
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < len(b)-1 {
+			b = b[i+1:]
+		}
+	}
+	return strings.ToValidUTF8(string(b), "")
+}
