@@ -1,7 +1,7 @@
 // BullMQ side of the queue benchmark. `go run ./cmd/queuebench` runs it once
 // per workload and round against its own redis-server:
 //
-//   node bullmq/bench.mjs --host 127.0.0.1 --port N --workload put|putbulk|consume|lateness|memory [sizes]
+//   node bullmq/bench.mjs --host 127.0.0.1 --port N --workload put|putbulk|consume|putdelayed|lateness|memory [sizes]
 //   node bullmq/bench.mjs ... --workload schedfires|schedlateness|schedmemory --schedules N [--instances N --warmup-ms N --window-ms N]
 //
 // It prints one JSON object on stdout (the last line) and logs to stderr.
@@ -23,6 +23,7 @@ const args = parseArgs(process.argv.slice(2), {
   'min-delay-ms': '500',
   'max-delay-ms': '10000',
   'timeout-ms': '120000',
+  ops: '20000',
   schedules: '1000',
   instances: '1',
   'warmup-ms': '3000',
@@ -114,6 +115,29 @@ async function usedMemory(redis) {
   return Number(m[1]);
 }
 
+// redisCPU returns Redis's own CPU time in µs (INFO cpu used_cpu_user +
+// used_cpu_sys); the difference over a timed phase, divided by its jobs, is
+// Redis CPU per job.
+async function redisCPU(redis) {
+  const info = await redis.info('cpu');
+  const u = /^used_cpu_user:([\d.]+)/m.exec(info);
+  const s = /^used_cpu_sys:([\d.]+)/m.exec(info);
+  return (Number(u[1]) + Number(s[1])) * 1e6;
+}
+
+// withCPU runs fn and adds redis_cpu_us, Redis's CPU over it, to its result.
+async function withCPU(fn) {
+  const admin = new IORedis(connection);
+  try {
+    const c0 = await redisCPU(admin);
+    const r = await fn();
+    const c1 = await redisCPU(admin);
+    return { ...r, redis_cpu_us: c1 - c0 };
+  } finally {
+    admin.disconnect();
+  }
+}
+
 function percentile(sorted, p) {
   const k = Math.min(Math.max(Math.ceil((p / 100) * sorted.length) - 1, 0), sorted.length - 1);
   return sorted[k];
@@ -134,9 +158,11 @@ function newWorker(processor) {
 async function putOnePerCall(queue, n) {
   const data = body();
   await queue.add(JOB, data, jobOpts); // warm-up: scripts loaded
-  const t0 = performance.now();
-  await parallel(int('producers'), n, () => queue.add(JOB, data, jobOpts));
-  return (performance.now() - t0) / 1000;
+  return withCPU(async () => {
+    const t0 = performance.now();
+    await parallel(int('producers'), n, () => queue.add(JOB, data, jobOpts));
+    return { seconds: (performance.now() - t0) / 1000 };
+  });
 }
 
 async function putBulk(queue, n, batch, opts = jobOpts, workers = int('producers')) {
@@ -178,17 +204,17 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const workloads = {
   async put(queue) {
     const n = int('jobs');
-    const s = await putOnePerCall(queue, n);
+    const r = await putOnePerCall(queue, n);
     await checkWaiting(queue, n + 1);
-    return { jobs: n, seconds: s, per_sec: n / s };
+    return { jobs: n, ...r, per_sec: n / r.seconds };
   },
 
   async putbulk(queue) {
     const n = int('jobs');
     await queue.add(JOB, body(), jobOpts); // warm-up
-    const s = await putBulk(queue, n, int('batch'));
+    const r = await withCPU(async () => ({ seconds: await putBulk(queue, n, int('batch')) }));
     await checkWaiting(queue, n + 1);
-    return { jobs: n, seconds: s, per_sec: n / s };
+    return { jobs: n, ...r, per_sec: n / r.seconds };
   },
 
   async consume(queue) {
@@ -197,14 +223,41 @@ const workloads = {
     const cnt = counter(n);
     const worker = newWorker(async () => { cnt.inc(); });
     await worker.waitUntilReady();
-    const t0 = performance.now();
-    const running = worker.run();
-    await cnt.done;
-    await waitEmpty(queue);
-    const s = (performance.now() - t0) / 1000;
+    let running;
+    const r = await withCPU(async () => {
+      const t0 = performance.now();
+      running = worker.run();
+      await cnt.done;
+      await waitEmpty(queue);
+      return { seconds: (performance.now() - t0) / 1000 };
+    });
     await worker.close();
     await running;
-    return { jobs: n, seconds: s, per_sec: n / s };
+    return { jobs: n, ...r, per_sec: n / r.seconds };
+  },
+
+  // putdelayed: --producers put --ops jobs, one per call, delayed by 1 to
+  // 4 s, while a Worker waits. per_sec is puts/s; redis_cpu_us covers the
+  // puts and the jobs' delivery, until the last is processed.
+  async putdelayed(queue) {
+    const n = int('ops');
+    const cnt = counter(n);
+    const worker = newWorker(async () => { cnt.inc(); });
+    await worker.waitUntilReady();
+    const running = worker.run();
+    const data = body();
+    const ds = delays(n, 1000, 4000);
+    let seconds;
+    const r = await withCPU(async () => {
+      const t0 = performance.now();
+      await parallel(int('producers'), n, (i) => queue.add(JOB, data, { ...jobOpts, delay: ds[i] }));
+      seconds = (performance.now() - t0) / 1000;
+      await cnt.done;
+      return {};
+    });
+    await worker.close();
+    await running;
+    return { jobs: n, ...r, seconds, per_sec: n / seconds };
   },
 
   async lateness(queue) {

@@ -7,6 +7,21 @@
 local m, h, q, qe = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = lk_now(ARGV[1])
 local token, limit, ttl = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+
+-- Nobody holds the lock and nobody waits in line (an empty sorted set does
+-- not exist): grant at once. The only deadline is this lease's, the fence
+-- at most now, so the keys live until the later of the two, plus a second.
+-- One EXISTS stands for the counts and the pruning below.
+if redis.call('EXISTS', h, q) == 0 then
+  local f = math.max(tonumber(redis.call('HGET', m, 'f') or '0') + 1, now)
+  redis.call('HSET', m, 'f', f)
+  redis.call('ZADD', h, now + ttl, token)
+  local ms = math.floor(math.max(ttl, f - now) / 1000) + 1000
+  redis.call('PEXPIRE', m, ms)
+  redis.call('PEXPIRE', h, ms)
+  return {1, f, 0}
+end
+
 local holders, queued = lk_prune(h, q, qe, now)
 
 local free = limit - holders
@@ -21,8 +36,7 @@ if free > 0 and (holders == 0 or not redis.call('ZSCORE', h, token)) and (queued
   redis.call('HSET', m, 'f', f)
   redis.call('ZADD', h, now + ttl, token)
   if holders == 0 and queued == 0 then
-    -- The only deadline is this lease's, the fence at most now: no need
-    -- to look for later ones.
+    -- Only ended leases or lapsed places were left: as above.
     local ms = math.floor(math.max(ttl, f - now) / 1000) + 1000
     redis.call('PEXPIRE', m, ms)
     redis.call('PEXPIRE', h, ms)

@@ -493,6 +493,17 @@ func (c *conn) reserve(timeout time.Duration) error {
 		}
 		defer c.srv.waits.Add(-1)
 	}
+	// A job that is ready now needs no wait: no watch of the connection
+	// for a hang-up (a goroutine and two deadline changes) and no wake-up.
+	// Only when none is ready does the reserve wait, and ask again. (After
+	// the admission above: a refused reserve asks the store nothing.)
+	j, err := c.q.Reserve(c.ctx, queue.ReserveOptions{Tubes: c.watched, Timeout: -1})
+	if err == nil {
+		return c.reserved(j)
+	}
+	if !errors.Is(err, queue.ErrTimeout) {
+		return err
+	}
 	if err := c.bw.Flush(); err != nil {
 		return hangUp(err)
 	}
@@ -504,7 +515,7 @@ func (c *conn) reserve(timeout time.Duration) error {
 	c.srv.waiting.Add(1)
 	c.srv.tubes.wait(c.watched, 1)
 	watching := c.watchHangUp(cancel)
-	j, err := c.q.Reserve(ctx, queue.ReserveOptions{Tubes: c.watched, Timeout: wait})
+	j, err = c.q.Reserve(ctx, queue.ReserveOptions{Tubes: c.watched, Timeout: wait})
 	watching()
 	c.srv.tubes.wait(c.watched, -1)
 	c.srv.waiting.Add(-1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,6 +100,17 @@ type Metrics struct {
 	decisions   *prometheus.CounterVec      // limits.go
 	queue       atomic.Pointer[queue.Queue] // read by the jobs collector
 	series      *series                     // the dashboard's charts (series.go)
+
+	// bs caches the series of each beanstalkd command and result, so that
+	// recording a command looks up no label values (by [command, result]).
+	bsMu sync.RWMutex
+	bs   map[[2]string]bsSeries
+}
+
+// bsSeries are the series one beanstalkd command and result records to.
+type bsSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // NewMetrics returns Metrics registered on reg; nil means a new registry
@@ -178,7 +190,27 @@ func (m *Metrics) ObserveBeanstalk(cmd string, d time.Duration, err error) {
 	if result == "" {
 		result = "ok"
 	}
-	m.record("beanstalk", "jobs", cmd, d, result, result == "INTERNAL_ERROR")
+	k := [2]string{cmd, result}
+	m.bsMu.RLock()
+	o, ok := m.bs[k]
+	m.bsMu.RUnlock()
+	if !ok {
+		o = bsSeries{
+			requests: m.requests.WithLabelValues("beanstalk", "jobs", cmd, result),
+			duration: m.duration.WithLabelValues("beanstalk", "jobs", cmd),
+		}
+		m.bsMu.Lock()
+		if m.bs == nil {
+			m.bs = map[[2]string]bsSeries{}
+		}
+		m.bs[k] = o
+		m.bsMu.Unlock()
+	}
+	o.requests.Inc()
+	o.duration.Observe(d.Seconds())
+	if result == "INTERNAL_ERROR" {
+		m.storeErrors.WithLabelValues("beanstalk", "jobs").Inc()
+	}
 }
 
 // BeanstalkConnState records a beanstalkd-protocol connection opening

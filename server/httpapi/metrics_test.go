@@ -146,6 +146,8 @@ func TestBeanstalkObserver(t *testing.T) {
 	m.ObserveBeanstalk("put", 1000, nil)
 	m.ObserveBeanstalk("delete", 1000, queue.ErrNotFound)
 	m.ObserveBeanstalk("stats", 1000, fmt.Errorf("redis down"))
+	m.ObserveBeanstalk("put", 1000, nil) // the same command and result again
+	m.ObserveBeanstalk("put", 1000, queue.ErrTimeout)
 	m.BeanstalkConnState(1)
 	m.BeanstalkConnState(1)
 	m.BeanstalkConnState(-1)
@@ -153,7 +155,8 @@ func TestBeanstalkObserver(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{map[string]string{"protocol": "beanstalk", "command": "put", "result": "ok"}, 1},
+		{map[string]string{"protocol": "beanstalk", "command": "put", "result": "ok"}, 2},
+		{map[string]string{"protocol": "beanstalk", "command": "put", "result": "TIMED_OUT"}, 1},
 		{map[string]string{"protocol": "beanstalk", "command": "delete", "result": "NOT_FOUND"}, 1},
 		{map[string]string{"protocol": "beanstalk", "command": "stats", "result": "INTERNAL_ERROR"}, 1},
 	} {

@@ -3,12 +3,15 @@
 // github.com/bsm/redislock with its retry, on one fresh redis-server that
 // it starts itself, in one run:
 //
-//   - uncontended: obtain and release, one goroutine, calls per second;
+//   - uncontended: obtain and release, one goroutine, calls per second,
+//     Redis's CPU per obtain+release (INFO cpu used_cpu_user +
+//     used_cpu_sys before and after, divided by the pairs) and this
+//     process's (the client's, getrusage);
 //   - hand-off: several goroutines contend for one lock, each releasing it
 //     as soon as it has it; the latency from the release call to the next
 //     holder's grant, p50 and p99.
 //
-// cd bench && go run ./cmd/lockbench [-handoffs 2000] [-contenders 8] [-rounds 3]
+// cd bench && go run ./cmd/lockbench [-handoffs 2000] [-contenders 8] [-rounds 3] [-systems a,b] [-uncontended-only]
 package main
 
 import (
@@ -20,7 +23,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -50,7 +56,21 @@ func main() {
 	uncontended := flag.Int("uncontended", 5000, "obtain+release pairs of the uncontended run")
 	rounds := flag.Int("rounds", 3, "rounds; the figures are medians over them")
 	hold := flag.Duration("hold", 2*time.Millisecond, "how long each holder keeps the lock (its work)")
+	only := flag.String("systems", "", "comma-separated systems to run (default: all)")
+	uncontendedOnly := flag.Bool("uncontended-only", false, "run the uncontended part only")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the clients) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	srv, err := redistest.StartStandalone()
 	if err != nil {
@@ -84,7 +104,15 @@ func main() {
 		}},
 		{"setnx-poll-500ms", true, func(c *redis.Client, key string) locker { return setnx{c, key} }},
 	}
-	type figures struct{ ops, p50, p99 []float64 }
+	if *only != "" {
+		want := strings.Split(*only, ",")
+		systems = slices.DeleteFunc(systems, func(s system) bool { return !slices.Contains(want, s.name) })
+		if len(systems) == 0 {
+			fmt.Fprintln(os.Stderr, "lockbench: -systems names none of the systems")
+			os.Exit(2)
+		}
+	}
+	type figures struct{ ops, cpu, own, p50, p99 []float64 }
 	res := map[string]*figures{}
 	for r := range *rounds {
 		for _, sys := range systems {
@@ -94,10 +122,29 @@ func main() {
 				res[sys.name] = f
 			}
 			key := fmt.Sprintf("bench:%s:%d", sys.name, r)
+			cpu0, err := redisCPU(ctx, c)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			own0 := processCPU()
 			ops, err := runUncontended(ctx, sys.make(c, key+":u"), *uncontended)
+			own1 := processCPU()
 			if err != nil {
 				fmt.Fprintln(os.Stderr, sys.name, err)
 				os.Exit(1)
+			}
+			cpu1, err := redisCPU(ctx, c)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			f.ops = append(f.ops, ops)
+			f.cpu = append(f.cpu, (cpu1-cpu0)*1e6/float64(*uncontended))
+			f.own = append(f.own, (own1-own0)*1e6/float64(*uncontended))
+			if *uncontendedOnly {
+				fmt.Fprintf(os.Stderr, "round %d %-30s %8.0f ops/s  Redis %6.2f µs/pair  client %6.2f µs/pair\n", r+1, sys.name, ops, f.cpu[len(f.cpu)-1], f.own[len(f.own)-1])
+				continue
 			}
 			n := *handoffs
 			if sys.slow {
@@ -108,17 +155,16 @@ func main() {
 				fmt.Fprintln(os.Stderr, sys.name, err)
 				os.Exit(1)
 			}
-			f.ops = append(f.ops, ops)
 			f.p50 = append(f.p50, pct(lat, 0.50))
 			f.p99 = append(f.p99, pct(lat, 0.99))
 			fmt.Fprintf(os.Stderr, "round %d %-30s %8.0f ops/s  p50 %8.3f ms  p99 %8.3f ms\n", r+1, sys.name, ops, pct(lat, 0.5), pct(lat, 0.99))
 		}
 	}
 	fmt.Printf("medians of %d rounds; %d contenders, each holding the lock %v; %d hand-offs (%d for polling systems)\n", *rounds, *contenders, *hold, *handoffs, *slowHandoffs)
-	fmt.Printf("%-30s %14s %14s %14s\n", "system", "uncontended/s", "handoff p50", "handoff p99")
+	fmt.Printf("%-30s %14s %14s %15s %14s %14s\n", "system", "uncontended/s", "Redis µs/pair", "client µs/pair", "handoff p50", "handoff p99")
 	for _, sys := range systems {
 		f := res[sys.name]
-		fmt.Printf("%-30s %14.0f %11.3f ms %11.3f ms\n", sys.name, median(f.ops), median(f.p50), median(f.p99))
+		fmt.Printf("%-30s %14.0f %14.2f %15.2f %11.3f ms %11.3f ms\n", sys.name, median(f.ops), median(f.cpu), median(f.own), median(f.p50), median(f.p99))
 	}
 }
 
@@ -270,6 +316,40 @@ func (s setnx) obtain(ctx context.Context) (func(context.Context) error, error) 
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// processCPU returns this process's CPU time in seconds (user + system):
+// the client's side of a lock, go-redis included.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// redisCPU returns Redis's CPU time in seconds: INFO cpu used_cpu_user +
+// used_cpu_sys.
+func redisCPU(ctx context.Context, c *redis.Client) (float64, error) {
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, name := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+		i := strings.Index(info, name)
+		if i < 0 {
+			return 0, fmt.Errorf("INFO cpu has no %s", name)
+		}
+		v := info[i+len(name):]
+		v = v[:strings.IndexAny(v, "\r\n")]
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, err
+		}
+		sum += x
+	}
+	return sum, nil
 }
 
 func pct(v []float64, p float64) float64 {

@@ -32,6 +32,7 @@ func (asynqSys) Put(ctx context.Context, e *env) (float64, error) {
 	if _, err := cl.EnqueueContext(ctx, asynq.NewTask(asynqTaskType, b)); err != nil { // warm-up
 		return 0, err
 	}
+	cpuBegin(ctx)
 	rate, err := timedParallel(ctx, e.cfg.producers, e.cfg.jobs, e.cfg.jobs, func(ctx context.Context, _ int) error {
 		_, err := cl.EnqueueContext(ctx, asynq.NewTask(asynqTaskType, b))
 		return err
@@ -39,6 +40,7 @@ func (asynqSys) Put(ctx context.Context, e *env) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	cpuEnd(ctx, "put", e.cfg.jobs)
 	// Every task must be there: the warm-up one and cfg.jobs.
 	if n, err := asynqLeft(ctx, e); err != nil || n != int64(e.cfg.jobs)+1 {
 		return 0, fmt.Errorf("queue holds %d tasks, want %d (%v)", n, e.cfg.jobs+1, err)
@@ -97,6 +99,7 @@ func (asynqSys) Consume(ctx context.Context, e *env) (float64, error) {
 		return 0, fmt.Errorf("pre-fill: %w", err)
 	}
 	cnt := newCounter(e.cfg.jobs)
+	cpuBegin(ctx)
 	start := time.Now()
 	srv, err := asynqServer(e, rc, func(context.Context, *asynq.Task) error {
 		cnt.inc()
@@ -116,6 +119,7 @@ func (asynqSys) Consume(ctx context.Context, e *env) (float64, error) {
 		return 0, err
 	}
 	rate := float64(e.cfg.jobs) / time.Since(start).Seconds()
+	cpuEnd(ctx, "consume", e.cfg.jobs)
 	srv.Shutdown()
 	// Completed tasks must be gone, not retained.
 	q := "asynq:{" + asynqQueue + "}:"

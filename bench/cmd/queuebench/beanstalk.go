@@ -130,7 +130,7 @@ func startBeanstalkd(ctx context.Context, e *env) (*bsServer, error) {
 // bsRun starts a server with start, then measures put/s (cfg.ops jobs,
 // cfg.producers connections) and reserve+delete/s (cfg.concurrency
 // connections) until the tube is empty.
-func bsRun(start func(context.Context, *env) (*bsServer, error)) func(context.Context, *env) (string, []measurement, error) {
+func bsRun(start func(context.Context, *env) (*bsServer, error), onRedis bool) func(context.Context, *env) (string, []measurement, error) {
 	return func(ctx context.Context, e *env) (string, []measurement, error) {
 		srv, err := start(ctx, e)
 		if err != nil {
@@ -151,6 +151,11 @@ func bsRun(start func(context.Context, *env) (*bsServer, error)) func(context.Co
 			return "", nil, err
 		}
 		n := e.cfg.ops
+		cpu := ctx
+		if !onRedis {
+			cpu = context.WithValue(ctx, cpuMeterKey{}, (*cpuMeter)(nil))
+		}
+		cpuBegin(cpu)
 		start := time.Now()
 		if err := perWorker(ctx, e.cfg.producers, n, func(_ context.Context, w int) error {
 			_, err := conns[w].put(b)
@@ -159,6 +164,8 @@ func bsRun(start func(context.Context, *env) (*bsServer, error)) func(context.Co
 			return "", nil, fmt.Errorf("put: %w", err)
 		}
 		put := float64(n) / time.Since(start).Seconds()
+		cpuEnd(cpu, "bs_put", n)
+		cpuBegin(cpu)
 		start = time.Now()
 		if err := perWorker(ctx, e.cfg.concurrency, n+1, func(_ context.Context, w int) error {
 			id, err := conns[w].reserve()
@@ -170,6 +177,7 @@ func bsRun(start func(context.Context, *env) (*bsServer, error)) func(context.Co
 			return "", nil, fmt.Errorf("reserve+delete: %w", err)
 		}
 		rd := float64(n+1) / time.Since(start).Seconds()
+		cpuEnd(cpu, "bs_reserve_delete", n+1)
 		return fmt.Sprintf("put %.0f/s, reserve+delete %.0f/s", put, rd),
 			[]measurement{{"bs_put", put}, {"bs_reserve_delete", rd}}, nil
 	}

@@ -31,6 +31,8 @@ type bullResult struct {
 	Max         float64 `json:"max_ms"`
 	BytesPerJob float64 `json:"bytes_per_job"`
 	Error       string  `json:"error"`
+	// RedisCPUUs is Redis's CPU over the timed phase (INFO cpu), µs.
+	RedisCPUUs float64 `json:"redis_cpu_us"`
 
 	// The schedule workloads.
 	Schedules        int     `json:"schedules"`
@@ -57,6 +59,7 @@ func runNode(ctx context.Context, e *env, workload string, extra ...string) (bul
 		"--min-delay-ms", strconv.FormatInt(e.cfg.minDelay.Milliseconds(), 10),
 		"--max-delay-ms", strconv.FormatInt(e.cfg.maxDelay.Milliseconds(), 10),
 		"--timeout-ms", strconv.FormatInt(e.cfg.timeout.Milliseconds(), 10),
+		"--ops", strconv.Itoa(e.cfg.ops),
 	}
 	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, e.cfg.node, args...)
@@ -89,19 +92,34 @@ func runNode(ctx context.Context, e *env, workload string, extra ...string) (bul
 	return r, nil
 }
 
+// withCPU records r's Redis CPU per job as metric's.
+func withCPU(ctx context.Context, metric string, r bullResult, err error) (float64, error) {
+	if err == nil && r.Jobs > 0 {
+		cpuRecord(ctx, metric, r.RedisCPUUs/float64(r.Jobs))
+	}
+	return r.PerSec, err
+}
+
 func (bullmq) Put(ctx context.Context, e *env) (float64, error) {
 	r, err := runNode(ctx, e, "put")
-	return r.PerSec, err
+	return withCPU(ctx, "put", r, err)
 }
 
 func (bullmq) PutBatch(ctx context.Context, e *env) (float64, error) {
 	r, err := runNode(ctx, e, "putbulk")
-	return r.PerSec, err
+	return withCPU(ctx, "put_batch", r, err)
 }
 
 func (bullmq) Consume(ctx context.Context, e *env) (float64, error) {
 	r, err := runNode(ctx, e, "consume")
-	return r.PerSec, err
+	return withCPU(ctx, "consume", r, err)
+}
+
+// PutDelayed puts cfg.ops jobs delayed by 1 to 4 s while a Worker waits;
+// puts/s, and Redis CPU per job until every job was processed.
+func (bullmq) PutDelayed(ctx context.Context, e *env) (float64, error) {
+	r, err := runNode(ctx, e, "putdelayed")
+	return withCPU(ctx, "put_delayed", r, err)
 }
 
 func (bullmq) Lateness(ctx context.Context, e *env) (latencyStats, error) {

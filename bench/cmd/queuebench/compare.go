@@ -60,6 +60,7 @@ func runners(cfg *config, w string) []runner {
 	case "putdelayed":
 		add("hourglass", rate("put_delayed", hgPutDelayed))
 		add("asynq", rate("put_delayed", asynqPutDelayed))
+		add("bullmq", rate("put_delayed", bullmq{}.PutDelayed))
 	case "reservedelete":
 		add("hourglass", rate("reserve_delete", hgReserveDelete))
 		add("asynq", rate("reserve_delete", asynqSys{}.Consume))
@@ -74,8 +75,8 @@ func runners(cfg *config, w string) []runner {
 		add("hourglass", hgLatency)
 		add("asynq", asynqLatency)
 	case "beanstalk":
-		add("hourglass", bsRun(startHourglassServe))
-		add("beanstalkd", bsRun(startBeanstalkd))
+		add("hourglass", bsRun(startHourglassServe, true))
+		add("beanstalkd", bsRun(startBeanstalkd, false))
 	default:
 		schedRunners(cfg, w, add)
 	}
@@ -88,6 +89,9 @@ func rate(metric string, fn func(ctx context.Context, e *env) (float64, error)) 
 		v, err := fn(ctx, e)
 		if err != nil {
 			return "", nil, err
+		}
+		if m := meterOf(ctx); m != nil && metric != "consume" {
+			m.rename("consume_cpu", metric+"_cpu")
 		}
 		return fmt.Sprintf("%.0f jobs/s", v), []measurement{{metric, v}}, nil
 	}
@@ -118,6 +122,7 @@ func hgPutDelayed(ctx context.Context, e *env) (float64, error) {
 	defer h.close()
 	b := body(e.cfg.body)
 	rctx, cancel := context.WithCancel(ctx)
+	cnt := newCounter(e.cfg.ops)
 	var wg sync.WaitGroup
 	for range e.cfg.concurrency {
 		wg.Go(func() {
@@ -130,17 +135,29 @@ func hgPutDelayed(ctx context.Context, e *env) (float64, error) {
 					}
 					continue
 				}
-				_ = h.q.Delete(rctx, j.ID)
+				if h.q.Delete(rctx, j.ID) == nil {
+					cnt.inc()
+				}
 			}
 		})
 	}
 	defer wg.Wait()
 	defer cancel()
 	ds := delays(e.cfg.ops, time.Second, 4*time.Second)
-	return timedParallel(ctx, e.cfg.producers, e.cfg.ops, e.cfg.ops, func(ctx context.Context, i int) error {
+	cpuBegin(ctx)
+	v, err := timedParallel(ctx, e.cfg.producers, e.cfg.ops, e.cfg.ops, func(ctx context.Context, i int) error {
 		_, err := h.q.Put(ctx, hgTube, queue.NewJob{Body: b, Delay: ds[i]})
 		return err
 	})
+	if err != nil {
+		return 0, err
+	}
+	// Redis CPU over the whole life of the jobs: put, wait, delivery, delete.
+	if err := cnt.wait(ctx); err != nil {
+		return 0, err
+	}
+	cpuEnd(ctx, "put_delayed", e.cfg.ops)
+	return v, nil
 }
 
 // asynqPutDelayed is hgPutDelayed with asynq: Enqueue(ProcessIn) while an
@@ -149,17 +166,27 @@ func asynqPutDelayed(ctx context.Context, e *env) (float64, error) {
 	rc, cl := asynqOpen(e)
 	defer rc.Close()
 	defer cl.Close()
-	srv, err := asynqServer(e, rc, func(context.Context, *asynq.Task) error { return nil })
+	cnt := newCounter(e.cfg.ops)
+	srv, err := asynqServer(e, rc, func(context.Context, *asynq.Task) error { cnt.inc(); return nil })
 	if err != nil {
 		return 0, err
 	}
 	defer srv.Shutdown()
 	b := body(e.cfg.body)
 	ds := delays(e.cfg.ops, time.Second, 4*time.Second)
-	return timedParallel(ctx, e.cfg.producers, e.cfg.ops, e.cfg.ops, func(ctx context.Context, i int) error {
+	cpuBegin(ctx)
+	v, err := timedParallel(ctx, e.cfg.producers, e.cfg.ops, e.cfg.ops, func(ctx context.Context, i int) error {
 		_, err := cl.EnqueueContext(ctx, asynq.NewTask(asynqTaskType, b), asynq.ProcessIn(ds[i]))
 		return err
 	})
+	if err != nil {
+		return 0, err
+	}
+	if err := cnt.wait(ctx); err != nil {
+		return 0, err
+	}
+	cpuEnd(ctx, "put_delayed", e.cfg.ops)
+	return v, nil
 }
 
 // hgReserveDelete preloads cfg.ops ready jobs, then cfg.concurrency
@@ -174,6 +201,7 @@ func hgReserveDelete(ctx context.Context, e *env) (float64, error) {
 	if _, err := h.putBatches(ctx, 4, e.cfg.ops, 1000, func(int) queue.NewJob { return queue.NewJob{Body: b} }); err != nil {
 		return 0, fmt.Errorf("pre-fill: %w", err)
 	}
+	cpuBegin(ctx)
 	v, err := timedParallel(ctx, e.cfg.concurrency, e.cfg.ops, e.cfg.ops, func(ctx context.Context, _ int) error {
 		j, err := h.q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{hgTube}, Timeout: 5 * time.Second})
 		if err != nil {
@@ -184,6 +212,7 @@ func hgReserveDelete(ctx context.Context, e *env) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	cpuEnd(ctx, "reserve_delete", e.cfg.ops)
 	if ok, err := h.empty(ctx); err != nil || !ok {
 		return 0, fmt.Errorf("tube not empty after %d reserve+delete (%v)", e.cfg.ops, err)
 	}
@@ -245,14 +274,18 @@ func gcra(open func(context.Context, *env) (allowFunc, func(), error)) func(cont
 		if err := allow(ctx, "warm-up"); err != nil {
 			return "", nil, err
 		}
+		cpuBegin(ctx)
 		one, err := timedParallel(ctx, 16, e.cfg.ops, e.cfg.ops, func(ctx context.Context, _ int) error { return allow(ctx, "hot") })
 		if err != nil {
 			return "", nil, err
 		}
+		cpuEnd(ctx, "gcra_1key", e.cfg.ops)
+		cpuBegin(ctx)
 		many, err := timedParallel(ctx, 16, e.cfg.ops, e.cfg.ops, func(ctx context.Context, i int) error { return allow(ctx, keys[i%len(keys)]) })
 		if err != nil {
 			return "", nil, err
 		}
+		cpuEnd(ctx, "gcra_10k", e.cfg.ops)
 		return fmt.Sprintf("1 key %.0f/s, 10k keys %.0f/s", one, many),
 			[]measurement{{"gcra_1key", one}, {"gcra_10k", many}}, nil
 	}
@@ -312,11 +345,14 @@ func locks(open func(context.Context, *env) (obtainFunc, func(), error)) func(co
 			return "", nil, err
 		}
 		n := max(e.cfg.ops/4, 1)
+		cpuBegin(ctx)
 		one, err := timedParallel(ctx, 1, n, n, func(ctx context.Context, _ int) error { return cycle(ctx, "lock:1") })
 		if err != nil {
 			return "", nil, err
 		}
+		cpuEnd(ctx, "lock_1", n)
 		// Each of 8 goroutines cycles on its own name.
+		cpuBegin(ctx)
 		start := time.Now()
 		if err := perWorker(ctx, 8, n, func(ctx context.Context, w int) error {
 			return cycle(ctx, "lock:g"+strconv.Itoa(w))
@@ -324,6 +360,7 @@ func locks(open func(context.Context, *env) (obtainFunc, func(), error)) func(co
 			return "", nil, err
 		}
 		eight := float64(n) / time.Since(start).Seconds()
+		cpuEnd(ctx, "lock_8", n)
 		return fmt.Sprintf("1 goroutine %.0f/s, 8 goroutines %.0f/s", one, eight),
 			[]measurement{{"lock_1", one}, {"lock_8", eight}}, nil
 	}
@@ -434,7 +471,7 @@ type pair struct{ metric, peer string }
 
 var pairs = []pair{
 	{"put", "asynq"}, {"put", "bullmq"},
-	{"put_delayed", "asynq"},
+	{"put_delayed", "asynq"}, {"put_delayed", "bullmq"},
 	{"reserve_delete", "asynq"}, {"reserve_delete", "bullmq"},
 	{"consume", "asynq"}, {"consume", "bullmq"},
 	{"bs_put", "beanstalkd"}, {"bs_reserve_delete", "beanstalkd"},
@@ -443,8 +480,16 @@ var pairs = []pair{
 	{"lateness_p50", "bullmq"}, {"lateness_p99", "bullmq"}, {"lateness_p50", "asynq"}, {"lateness_p99", "asynq"},
 	{"lat_put_p50", "asynq"}, {"lat_put_p99", "asynq"}, {"lat_rd_p50", ""}, {"lat_rd_p99", ""},
 	{"bytes_per_delayed_job", "asynq"}, {"bytes_per_delayed_job", "bullmq"},
+	{"put_cpu", "asynq"}, {"put_cpu", "bullmq"}, {"put_batch_cpu", "bullmq"},
+	{"put_delayed_cpu", "asynq"}, {"put_delayed_cpu", "bullmq"},
+	{"reserve_delete_cpu", "asynq"}, {"reserve_delete_cpu", "bullmq"},
+	{"consume_cpu", "asynq"}, {"consume_cpu", "bullmq"},
+	{"bs_put_cpu", ""}, {"bs_reserve_delete_cpu", ""},
+	{"gcra_1key_cpu", "redis_rate"}, {"gcra_10k_cpu", "redis_rate"},
+	{"lock_1_cpu", "redislock"}, {"lock_8_cpu", "redislock"},
 	{"sched_fires_1", "asynq"}, {"sched_fires_4", "asynq"},
 	{"sched_jobs_per_tick_1", "asynq"}, {"sched_jobs_per_tick_4", "asynq"},
+	{"sched_unique_1", "asynq"}, {"sched_unique_4", "asynq"},
 	{"sched_processed", "bullmq"},
 	{"sched_late_p50", "asynq"}, {"sched_late_p99", "asynq"}, {"sched_late_p50", "bullmq"}, {"sched_late_p99", "bullmq"},
 	{"bytes_per_schedule", "bullmq"},

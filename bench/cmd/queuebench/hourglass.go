@@ -105,6 +105,7 @@ func hgPut(ctx context.Context, e *env, parts, batch int) (float64, error) {
 		return 0, err
 	}
 	var rate float64
+	cpuBegin(ctx)
 	if batch == 1 {
 		rate, err = timedParallel(ctx, e.cfg.producers, e.cfg.jobs, e.cfg.jobs, func(ctx context.Context, _ int) error {
 			_, err := h.q.Put(ctx, hgTube, queue.NewJob{Body: b})
@@ -116,6 +117,7 @@ func hgPut(ctx context.Context, e *env, parts, batch int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	cpuEnd(ctx, map[bool]string{true: "put", false: "put_batch"}[batch == 1], e.cfg.jobs)
 	// Every job must be there: the warm-up one and cfg.jobs.
 	ts, err := h.q.StatsTube(ctx, hgTube)
 	if err != nil {
@@ -150,6 +152,7 @@ func hgConsume(ctx context.Context, e *env, parts int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	cpuBegin(ctx)
 	start := time.Now()
 	stop, err := hgRun(ctx, w)
 	if err != nil {
@@ -163,6 +166,7 @@ func hgConsume(ctx context.Context, e *env, parts int) (float64, error) {
 		return 0, err
 	}
 	rate := float64(e.cfg.jobs) / time.Since(start).Seconds()
+	cpuEnd(ctx, "consume", e.cfg.jobs)
 	return rate, stop()
 }
 

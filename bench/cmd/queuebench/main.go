@@ -363,7 +363,9 @@ func runStandalone(ctx context.Context, cfg *config, rep *report) error {
 		return err
 	}
 	defer srv.stop()
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	// FLUSHALL of a large run (100,000 schedules and their jobs) can take
+	// seconds on a busy machine: more than go-redis's default 3 s.
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	defer admin.Close()
 	e := &env{cfg: cfg, addr: srv.Addr, admin: admin, flush: func(ctx context.Context) error { return admin.FlushAll(ctx).Err() }}
 	logf("redis-server pid %d on %s", srv.cmd.Process.Pid, srv.Addr)
@@ -510,9 +512,23 @@ func runOnce(ctx context.Context, e *env, round int, what, sys string, fn func(c
 			return attempt{}, fmt.Errorf("INFO commandstats: %w", err)
 		}
 	}
+	var meter *cpuMeter
+	if e.cluster == nil {
+		rctx, meter = withCPUMeter(rctx, e.admin)
+	}
 	before := sampleCPU()
 	msg, ms, err := fn(rctx)
 	after := sampleCPU()
+	if meter != nil && err == nil {
+		got, merr := meter.measurements()
+		if merr != nil {
+			return attempt{}, fmt.Errorf("round %d, %s, %s: INFO cpu: %w", round+1, what, sys, merr)
+		}
+		ms = append(ms, got...)
+		for _, m := range got {
+			msg += fmt.Sprintf("; Redis %.1f µs/job (%s)", m.value, m.metric)
+		}
+	}
 	var cpu []cmdDelta
 	if stats0 != nil && err == nil {
 		stats1, serr := readCommandStats(ctx, e.admin)
@@ -567,7 +583,7 @@ func runCluster(ctx context.Context, cfg *config, rep *report) error {
 	defer cl.stop()
 	var admins []*redis.Client
 	for _, a := range cl.addrs() {
-		c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+		c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 		defer c.Close()
 		admins = append(admins, c)
 	}

@@ -40,6 +40,7 @@ func metricDefs(cfg *config) []metricDef {
 		{"lat_rd_p50", "single caller reserve+delete p50", "µs", false, map[string]string{"hourglass": "Queue.Reserve + Queue.Delete"}},
 		{"lat_rd_p99", "single caller reserve+delete p99", "µs", false, map[string]string{"hourglass": "Queue.Reserve + Queue.Delete"}},
 	}
+	defs = append(defs, cpuMetricDefs()...)
 	defs = append(defs, schedMetricDefs(cfg)...)
 	for _, what := range []string{"put", "consume"} {
 		for _, k := range cfg.partitions {
@@ -183,7 +184,7 @@ func fmtVal(v float64, unit string) string {
 	switch {
 	case math.IsNaN(v):
 		return "-"
-	case unit == "ms":
+	case unit == "ms", unit == "µs" && v < 1000:
 		return fmt.Sprintf("%.1f", v)
 	case unit == "jobs/tick":
 		return fmt.Sprintf("%.3f", v)

@@ -188,7 +188,7 @@ func hgSchedFires(instances int) func(context.Context, *env) (string, []measurem
 		perTick := float64(jobs) / float64(len(log.ticks))
 		suffix := strconv.Itoa(instances)
 		return fmt.Sprintf("%.0f jobs/s; %d jobs, %d fires reported, %d distinct ticks: %.3f jobs per tick", rate, jobs, log.count(), len(log.ticks), perTick),
-			[]measurement{{"sched_fires_" + suffix, rate}, {"sched_jobs_per_tick_" + suffix, perTick}}, nil
+			[]measurement{{"sched_fires_" + suffix, rate}, {"sched_jobs_per_tick_" + suffix, perTick}, {"sched_unique_" + suffix, uniquePerSec(rate, perTick)}}, nil
 	}
 }
 
@@ -326,7 +326,7 @@ func asynqSchedFires(instances int) func(context.Context, *env) (string, []measu
 		perTick := float64(jobs) / float64(a.ticks())
 		suffix := strconv.Itoa(instances)
 		return fmt.Sprintf("%.0f jobs/s; %d tasks, %d enqueues failed, %d ticks started per scheduler: %.3f jobs per tick", rate, jobs, a.failed.Load(), a.ticks(), perTick),
-			[]measurement{{"sched_fires_" + suffix, rate}, {"sched_jobs_per_tick_" + suffix, perTick}}, nil
+			[]measurement{{"sched_fires_" + suffix, rate}, {"sched_jobs_per_tick_" + suffix, perTick}, {"sched_unique_" + suffix, uniquePerSec(rate, perTick)}}, nil
 	}
 }
 
@@ -592,6 +592,16 @@ func schedRunners(cfg *config, w string, add func(string, func(context.Context, 
 	}
 }
 
+// uniquePerSec is the jobs put per second that are the first of their
+// (schedule, tick): a tick enqueued by several instances counts once, so
+// systems that put a tick more than once compare on what their users get.
+func uniquePerSec(rate, perTick float64) float64 {
+	if perTick <= 0 {
+		return 0
+	}
+	return rate / perTick
+}
+
 // schedMetricDefs are the rows of the schedule workloads.
 func schedMetricDefs(cfg *config) []metricDef {
 	var defs []metricDef
@@ -602,7 +612,8 @@ func schedMetricDefs(cfg *config) []metricDef {
 		api := map[string]string{"hourglass": s + " schedule.Client, " + k + " schedules", "asynq": s + " Scheduler, " + ka + " entries"}
 		defs = append(defs,
 			metricDef{"sched_fires_" + s, fmt.Sprintf("schedule jobs put/s, @every 1s, saturated, %d instance(s)", n), "jobs/s", true, api},
-			metricDef{"sched_jobs_per_tick_" + s, fmt.Sprintf("schedule jobs per tick, %d instance(s)", n), "jobs/tick", false, api})
+			metricDef{"sched_jobs_per_tick_" + s, fmt.Sprintf("schedule jobs per tick, %d instance(s)", n), "jobs/tick", false, api},
+			metricDef{"sched_unique_" + s, fmt.Sprintf("schedule unique jobs/s (put/s / jobs per tick), %d instance(s)", n), "jobs/s", true, api})
 	}
 	return append(defs,
 		metricDef{"sched_processed", fmt.Sprintf("schedule jobs processed/s, %s schedules, 1 instance + worker", k), "jobs/s", true,
