@@ -101,8 +101,10 @@
 // longest (over MinStall, a second) for its next command or a body; only
 // when every connection runs a command or waits in reserve is the new one
 // refused. A line longer than beanstalkd's 224 bytes is thrown away a
-// socket read at a time, and its reader (like a too-big body's) yields
-// every 64 KiB, so one client's huge lines delay the others little. On a
+// socket read of at most 64 KiB at a time, as is a too-big body, and only
+// one connection of a Server reads such bytes at once, so however many
+// clients send huge lines they take one core between them and delay the
+// others little. On a
 // shared store, a server whose session renewals fail answers every reserve
 // with INTERNAL_ERROR from a third of a lease before its session could
 // lapse until a renewal succeeds, so that no job is ever held by two

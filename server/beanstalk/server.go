@@ -112,6 +112,11 @@ type Server struct {
 
 	tubes registry
 
+	// skipTurn is held (a token in a channel of one) while a connection
+	// reads a share of a line too long or a body too big to keep: see
+	// fairShare.
+	skipTurn chan struct{}
+
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
@@ -139,6 +144,7 @@ func (s *Server) init() {
 			s.host.hostname = s.Hostname
 		}
 		s.tubes.init()
+		s.skipTurn = make(chan struct{}, 1)
 		s.listeners = map[net.Listener]struct{}{}
 		s.conns = map[*conn]struct{}{}
 	})
