@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
-	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/hourglass-io/hourglass/ratelimit"
@@ -44,30 +40,8 @@ func (o *serveOptions) namedLimits() (map[string][]ratelimit.Limit, error) {
 		named[name] = ls
 		return nil
 	}
-	if o.limitsFile != "" {
-		f, err := os.Open(o.limitsFile)
-		if err != nil {
-			return nil, fmt.Errorf("--limits-file: %w", err)
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			if err := add(fmt.Sprintf("--limits-file %s:%d", o.limitsFile, n), line); err != nil {
-				return nil, err
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("--limits-file: %w", err)
-		}
-	}
-	for _, s := range o.limits {
-		if err := add(fmt.Sprintf("--limit %q", s), s); err != nil {
-			return nil, err
-		}
+	if err := eachSpec("--limits-file", o.limitsFile, "--limit", o.limits, add); err != nil {
+		return nil, err
 	}
 	return named, nil
 }

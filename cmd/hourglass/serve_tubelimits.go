@@ -52,30 +52,8 @@ func (o *tubeLimitOptions) load() (map[string]queue.Limits, error) {
 		out[tube] = l
 		return nil
 	}
-	if o.file != "" {
-		f, err := os.Open(o.file)
-		if err != nil {
-			return nil, fmt.Errorf("--tube-limits-file: %w", err)
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			if err := add(fmt.Sprintf("--tube-limits-file %s:%d", o.file, n), line); err != nil {
-				return nil, err
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("--tube-limits-file: %w", err)
-		}
-	}
-	for _, s := range o.specs {
-		if err := add(fmt.Sprintf("--tube-limit %q", s), s); err != nil {
-			return nil, err
-		}
+	if err := eachSpec("--tube-limits-file", o.file, "--tube-limit", o.specs, add); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -85,6 +63,39 @@ func applyTubeLimits(ctx context.Context, q *queue.Queue, limits map[string]queu
 	for tube, l := range limits {
 		if err := q.SetLimits(ctx, tube, l); err != nil {
 			return fmt.Errorf("setting the limits of tube %s: %w", tube, err)
+		}
+	}
+	return nil
+}
+
+// eachSpec calls add with each line of file (skipping blank lines and
+// # comments), then with each of specs, naming where each came from
+// ("--limits-file limits.txt:3", "--limit \"a=1/s\""), and stops at the
+// first error add returns.
+func eachSpec(fileFlag, file, specFlag string, specs []string, add func(where, spec string) error) error {
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return fmt.Errorf("%s: %w", fileFlag, err)
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for n := 1; sc.Scan(); n++ {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if err := add(fmt.Sprintf("%s %s:%d", fileFlag, file, n), line); err != nil {
+				return err
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("%s: %w", fileFlag, err)
+		}
+	}
+	for _, s := range specs {
+		if err := add(fmt.Sprintf("%s %q", specFlag, s), s); err != nil {
+			return err
 		}
 	}
 	return nil
