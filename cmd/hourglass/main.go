@@ -277,10 +277,14 @@ Usage:
 Commands:
 
 `)
+	width := len("version")
 	for _, cmd := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", cmd.name, cmd.summary)
+		width = max(width, len(cmd.name))
 	}
-	fmt.Fprintf(w, "  %-8s %s\n", "version", "print the version, commit and Go release (also --version)")
+	for _, cmd := range commands {
+		fmt.Fprintf(w, "  %-*s %s\n", width, cmd.name, cmd.summary)
+	}
+	fmt.Fprintf(w, "  %-*s %s\n", width, "version", "print the version, commit and Go release (also --version)")
 	fmt.Fprint(w, `
 Run 'hourglass help COMMAND' or 'hourglass COMMAND -h' for a command's flags
 and examples. Client commands find the server with --addr (default
