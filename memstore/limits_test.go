@@ -82,30 +82,5 @@ func TestLimitRateWakesWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ctx := t.Context()
-	q, err := queue.New(s, &queue.Options{PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	const every = 100 * time.Millisecond
-	if err := q.SetLimits(ctx, "paced", queue.Limits{Rate: ratelimit.Every(every)}); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		if _, err := q.Put(ctx, "paced", queue.NewJob{Body: []byte("x")}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var last time.Time
-	for i := range 3 {
-		if _, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"paced"}, Timeout: 30 * time.Second}); err != nil {
-			t.Fatalf("reserve %d: %v", i, err)
-		}
-		now := time.Now()
-		if i > 0 && now.Sub(last) < every-5*time.Millisecond { // the store's clock and ours may differ by a little
-			t.Errorf("reserve %d came %v after the one before, want at least %v", i, now.Sub(last), every)
-		}
-		last = now
-	}
+	storetest.LimitRateWakesWaiter(t, s)
 }

@@ -3,10 +3,9 @@ package redisstore_test
 import (
 	"errors"
 	"testing"
-	"time"
 
+	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/queue"
-	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
 )
 
@@ -16,33 +15,7 @@ import (
 func TestLimitRateWakesWaiter(t *testing.T) {
 	for _, topo := range topologies {
 		t.Run(topo.name, func(t *testing.T) {
-			s := newStore(t, topo.client(t), nil)
-			ctx := t.Context()
-			q, err := queue.New(s, &queue.Options{PollInterval: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer q.Close()
-			const every = 100 * time.Millisecond
-			if err := q.SetLimits(ctx, "paced", queue.Limits{Rate: ratelimit.Every(every)}); err != nil {
-				t.Fatal(err)
-			}
-			for range 3 {
-				if _, err := q.Put(ctx, "paced", queue.NewJob{Body: []byte("x")}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var last time.Time
-			for i := range 3 {
-				if _, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{"paced"}, Timeout: 30 * time.Second}); err != nil {
-					t.Fatalf("reserve %d: %v", i, err)
-				}
-				now := time.Now()
-				if i > 0 && now.Sub(last) < every-5*time.Millisecond { // Redis's clock and ours may differ by a little
-					t.Errorf("reserve %d came %v after the one before, want at least %v", i, now.Sub(last), every)
-				}
-				last = now
-			}
+			storetest.LimitRateWakesWaiter(t, newStore(t, topo.client(t), nil))
 		})
 	}
 }
