@@ -14,7 +14,8 @@ import (
 
 // kindLimit is the record of a tube's limits set or cleared (log and
 // snapshot): s tube name, u events, v per (ns), u burst, u cap; events 0
-// is no rate, and all of them 0 clears the limits.
+// is no rate, and all of them 0 clears the limits. A group template
+// follows when set: u events, v per, u burst, u cap of each group.
 const kindLimit = 11
 
 // tubeLimit is a tube's limits and the state of its rate. It lives beside
@@ -25,6 +26,14 @@ type tubeLimit struct {
 	interval int64 // ns between reserves at the rate; 0 when there is no rate
 	burst    int64
 	tat      int64 // the rate's theoretical arrival time (Unix ns)
+
+	// The group template's rate (groups.go): ns between reserves of one
+	// group, its burst, and each group's tat by group tube name, kept
+	// while above the time of the last prune (gkept entries then).
+	ginterval, gburst int64
+	gtat              map[string]int64
+	gkept             int
+	gfloor            int64 // every group's tat is at least this (set at open)
 }
 
 func newTubeLimit(l queue.Limits) *tubeLimit {
@@ -32,6 +41,10 @@ func newTubeLimit(l queue.Limits) *tubeLimit {
 	if l.HasRate() {
 		tl.interval = int64(l.Rate.Interval())
 		tl.burst = int64(l.Rate.BurstOrDefault())
+	}
+	if l.Group.HasRate() {
+		tl.ginterval = int64(l.Group.Rate.Interval())
+		tl.gburst = int64(l.Group.Rate.BurstOrDefault())
 	}
 	return tl
 }
@@ -43,6 +56,11 @@ func (tl *tubeLimit) wait(t *tube, now int64) int64 {
 	if tl.l.Cap > 0 && t.reserved.len() >= tl.l.Cap {
 		return -1
 	}
+	return tl.rateWait(now)
+}
+
+// rateWait is how long (ns) until the rate allows one more reserve at now.
+func (tl *tubeLimit) rateWait(now int64) int64 {
 	if tl.interval > 0 {
 		// GCRA: one more passes when max(tat, now) + interval - burst*interval <= now.
 		if w := tl.tat - (tl.burst-1)*tl.interval - now; w > 0 {
@@ -79,8 +97,13 @@ func (s *Store) setLimitsLocked(tube string, l queue.Limits, now int64) {
 		return
 	}
 	tl := newTubeLimit(l)
-	if old := s.tubeLimits[tube]; old != nil && tl.interval > 0 {
-		tl.tat = old.tat
+	if old := s.tubeLimits[tube]; old != nil {
+		if tl.interval > 0 {
+			tl.tat = old.tat
+		}
+		if tl.ginterval > 0 {
+			tl.gtat, tl.gkept, tl.gfloor = old.gtat, old.gkept, old.gfloor
+		}
 	}
 	if s.tubeLimits == nil {
 		s.tubeLimits = map[string]*tubeLimit{}
@@ -120,6 +143,12 @@ func (s *Store) encodeLimit(tube string, l queue.Limits) []byte {
 	b = binary.AppendVarint(b, int64(l.Rate.Per))
 	b = binary.AppendUvarint(b, uint64(l.Rate.Burst))
 	b = binary.AppendUvarint(b, uint64(l.Cap))
+	if !l.Group.IsZero() {
+		b = binary.AppendUvarint(b, uint64(l.Group.Rate.Events))
+		b = binary.AppendVarint(b, int64(l.Group.Rate.Per))
+		b = binary.AppendUvarint(b, uint64(l.Group.Rate.Burst))
+		b = binary.AppendUvarint(b, uint64(l.Group.Cap))
+	}
 	s.scratch = b
 	return b
 }
@@ -135,6 +164,15 @@ func (s *Store) replayLimit(d *decoder) error {
 		d.uvarint()
 	}
 	l.Cap = int(d.uvarint())
+	if d.err == nil && len(d.b) > 0 { // the group template (groups.go)
+		if ev := d.uvarint(); ev > 0 {
+			l.Group.Rate = ratelimit.Limit{Events: int(ev), Per: time.Duration(d.varint()), Burst: int(d.uvarint())}
+		} else {
+			d.varint()
+			d.uvarint()
+		}
+		l.Group.Cap = int(d.uvarint())
+	}
 	if err := d.end(); err != nil {
 		return err
 	}
@@ -160,6 +198,9 @@ func (s *Store) recoveredLimits(now int64) {
 		if tl.interval > 0 {
 			tl.tat = now + tl.burst*tl.interval
 		}
+		if tl.ginterval > 0 {
+			tl.gfloor = now + tl.gburst*tl.ginterval
+		}
 	}
 }
 
@@ -174,33 +215,59 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // freeSlotLocked wakes the waiters of j's tube when j, about to leave the
 // reserved state other than to ready (a delete, a bury), frees a place of
-// a tube at its cap (below the cap, no reserve waits for a place).
+// a tube at its cap (below the cap, no reserve waits for a place), or of a
+// group at its cap or of its tube.
 func (s *Store) freeSlotLocked(j *job) {
-	if j.state != queue.Reserved {
+	if j.state != queue.Reserved || len(s.tubeLimits) == 0 {
 		return
 	}
-	if tl := s.tubeLimits[j.tube.name]; tl != nil && tl.l.Cap > 0 && j.tube.reserved.len() >= tl.l.Cap {
-		s.wakeLocked(j.tube.name)
+	t := j.tube
+	if f := t.fam; f != nil {
+		if tl := s.tubeLimits[f.name]; tl != nil && (tl.l.Cap > 0 && f.reserved >= tl.l.Cap || t.isGroup() && tl.l.Group.Cap > 0 && t.reserved.len() >= tl.l.Group.Cap) {
+			s.wakeLocked(t.name)
+		}
+		return
 	}
+	if tl := s.tubeLimits[t.name]; tl != nil && tl.l.Cap > 0 && t.reserved.len() >= tl.l.Cap {
+		s.wakeLocked(t.name)
+	}
+}
+
+// waitOf is how long (ns) until the limits over the tube named name allow
+// a reserve of one of its ready jobs at now: 0 when they do or it has no
+// ready job, -1 when caps hold them, and whether it has ready jobs, not
+// paused.
+func (s *Store) waitOf(name string, now int64) (w int64, ready bool) {
+	if f := s.families[name]; f != nil {
+		_, w, ready = s.familyScan(f, now)
+		return w, ready
+	}
+	t := s.tubes[name]
+	if t == nil || t.paused || t.ready.len() == 0 {
+		return 0, false
+	}
+	return s.limitWait(t, now), true
 }
 
 // heldLocked counts a hold on each of tubes that has ready jobs, is not
 // paused, and is held back by its limits at now, and returns them with
 // the time (ns) until the rate frees each (-1: the cap, which a
 // reservation's end frees, and that end is among the tube's deadlines).
-func (s *Store) heldLocked(tubes []string, now int64) map[*tube]int64 {
-	var held map[*tube]int64
+func (s *Store) heldLocked(tubes []string, now int64) map[string]int64 {
+	var held map[string]int64
 	for _, name := range tubes {
-		t, tl := s.tubes[name], s.tubeLimits[name]
-		if t == nil || tl == nil || t.paused || t.ready.len() == 0 {
+		w, ready := s.waitOf(name, now)
+		if !ready || w == 0 {
 			continue
 		}
-		if w := tl.wait(t, now); w != 0 {
-			if held == nil {
-				held = map[*tube]int64{}
-			}
-			held[t] = w
+		if held == nil {
+			held = map[string]int64{}
+		}
+		held[name] = w
+		if t := s.tubes[name]; t != nil {
 			t.limitHolds++
+		} else if f := s.families[name]; f != nil {
+			f.holds++
 		}
 	}
 	return held
@@ -213,18 +280,14 @@ func (s *Store) drainedLocked(tubes []string, now int64, res *queue.ReserveResul
 	next, nextTube := int64(-1), ""
 	limited := false
 	for _, name := range tubes {
-		t, tl := s.tubes[name], s.tubeLimits[name]
-		if t == nil || t.paused {
+		if !limited {
+			p, _ := queue.SplitGroup(name)
+			limited = s.tubeLimits[p] != nil
+		}
+		w, ready := s.waitOf(name, now)
+		if !ready {
 			continue
 		}
-		limited = limited || tl != nil
-		if t.ready.len() == 0 {
-			continue
-		}
-		if tl == nil {
-			return
-		}
-		w := tl.wait(t, now)
 		if w == 0 {
 			return
 		}

@@ -33,7 +33,11 @@ func TestLimitsRestart(t *testing.T) {
 			}
 			ctx := t.Context()
 			s, q := open()
-			kept := queue.Limits{Rate: ratelimit.Limit{Events: 2, Per: time.Second, Burst: 2}, Cap: 3}
+			kept := queue.Limits{
+				Rate:  ratelimit.Limit{Events: 2, Per: time.Second, Burst: 2},
+				Cap:   3,
+				Group: queue.GroupLimits{Rate: ratelimit.Limit{Events: 1, Per: 2 * time.Second, Burst: 1}, Cap: 1},
+			}
 			for tube, l := range map[string]queue.Limits{"kept": kept, "cleared": {Cap: 1}} {
 				if err := q.SetLimits(ctx, tube, l); err != nil {
 					t.Fatal(err)
@@ -43,6 +47,9 @@ func TestLimitsRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			if _, err := q.Put(ctx, "kept", queue.NewJob{Body: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Put(ctx, "kept", queue.NewJob{Group: "g", Body: []byte("g")}); err != nil {
 				t.Fatal(err)
 			}
 			if snapshot {
@@ -66,8 +73,17 @@ func TestLimitsRestart(t *testing.T) {
 				t.Fatalf("Reserve at the open: job %d, %v; want ErrTimeout", j.ID, err)
 			}
 			clock.Advance(500 * time.Millisecond)
-			if _, err := q.Reserve(ctx, only); err != nil {
-				t.Fatalf("Reserve an interval after the open: %v", err)
+			if j, err := q.Reserve(ctx, only); err != nil || j.Tube != "kept" {
+				t.Fatalf("Reserve an interval after the open: %q, %v; want the tube's own job", j.Tube, err)
+			}
+			// The group's rate starts spent too: its job waits 2s.
+			clock.Advance(time.Second)
+			if j, err := q.Reserve(ctx, only); !errors.Is(err, queue.ErrTimeout) {
+				t.Fatalf("Reserve of the group 1.5s after the open: job %d, %v; want ErrTimeout", j.ID, err)
+			}
+			clock.Advance(500 * time.Millisecond)
+			if j, err := q.Reserve(ctx, only); err != nil || j.Tube != "kept;g" {
+				t.Fatalf("Reserve of the group 2s after the open: %q, %v; want the group's job", j.Tube, err)
 			}
 		})
 	}

@@ -136,9 +136,19 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			tk = max(tk, t)
 		}
 	}
+	limited := len(s.tubeLimits) > 0
 	for len(res.Jobs) < req.Max {
 		var best *job
 		for _, name := range req.Tubes {
+			if f := s.families[name]; f != nil {
+				// a tube with groups: the member whose turn it is
+				if t, _, _ := s.familyScan(f, now); t != nil {
+					if j := t.ready.top(); best == nil || readyLess(j, best) {
+						best = j
+					}
+				}
+				continue
+			}
 			t := s.tubes[name]
 			if t == nil || t.paused {
 				continue
@@ -147,7 +157,7 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			if j == nil || (best != nil && !readyLess(j, best)) {
 				continue
 			}
-			if tl := s.tubeLimits[name]; tl != nil && tl.wait(t, now) != 0 {
+			if limited && s.limitWait(t, now) != 0 {
 				continue
 			}
 			best = j
@@ -155,27 +165,32 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		if best == nil {
 			break
 		}
+		t := best.tube
 		s.reserveLocked(best, req.Owner, now)
-		if tl := s.tubeLimits[best.tube.name]; tl != nil {
-			tl.charge(now)
+		if limited {
+			s.chargeLocked(t, now)
+		}
+		if t.fam != nil {
+			t.fam.served(t)
 		}
 		res.Jobs = append(res.Jobs, best.exportHeld(now))
 	}
-	var held map[*tube]int64
-	if len(res.Jobs) < req.Max && len(s.tubeLimits) > 0 {
+	var held map[string]int64
+	if len(res.Jobs) < req.Max && limited {
 		held = s.heldLocked(req.Tubes, now)
 	}
-	if len(res.Jobs) > 0 && len(s.tubeLimits) > 0 {
+	if len(res.Jobs) > 0 && limited {
 		s.drainedLocked(req.Tubes, now, &res)
 	}
 	if len(res.Jobs) == 0 {
 		for _, name := range req.Tubes {
-			t := s.tubes[name]
-			if t == nil {
-				continue
+			next := int64(never)
+			if f := s.families[name]; f != nil {
+				next = f.next()
+			} else if t := s.tubes[name]; t != nil {
+				next = t.next
 			}
-			next := t.next
-			if w := held[t]; w > 0 {
+			if w := held[name]; w > 0 {
 				next = min(next, now+w)
 			}
 			if next == never {
@@ -531,7 +546,14 @@ func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, er
 		return queue.TubeStats{}, err
 	}
 	var out queue.TubeStats
-	if t := s.tubes[tube]; t != nil {
+	f := s.families[tube]
+	if t := s.tubes[tube]; t == nil && f != nil {
+		out.Name = tube
+		if tl := s.tubeLimits[tube]; tl != nil {
+			out.Limits = tl.l
+		}
+		s.familyStats(f, &out)
+	} else if t != nil {
 		out = queue.TubeStats{
 			Name:      t.name,
 			Urgent:    t.urgent,
@@ -554,6 +576,9 @@ func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, er
 		if t.paused {
 			out.Pause = durationOf(t.pauseLen)
 			out.PauseTimeLeft = durationOf(max(t.pauseUntil-now, 0))
+		}
+		if f != nil {
+			s.familyStats(f, &out)
 		}
 	} else {
 		err = queue.ErrNotFound
@@ -802,5 +827,5 @@ func (s *Store) checkLocked() error {
 			return fmt.Errorf("listeners of tube %q misfiled", tube)
 		}
 	}
-	return nil
+	return s.checkFamilies()
 }

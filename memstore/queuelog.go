@@ -240,6 +240,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 			return fmt.Errorf("tube %q twice in the snapshot", t.name)
 		}
 		s.tubes[t.name] = t
+		if f := s.familyOf(t.name); f != nil {
+			s.attach(t, f)
+		}
 		s.replayTubes[t.seq] = t
 		s.tubeSeq = max(s.tubeSeq, t.seq)
 		s.resched(t)

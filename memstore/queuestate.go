@@ -38,6 +38,7 @@ type jobQueue struct {
 	replayTubes map[uint64]*tube // by sequence number, while a snapshot is read
 
 	tubeLimits map[string]*tubeLimit // by tube name (limits.go); nil when none was ever set
+	families   map[string]*family    // tubes with groups, by name (groups.go); nil when none ever had
 }
 
 func (q *jobQueue) init(s *Store, maxJobs int) {
@@ -118,6 +119,9 @@ func (s *Store) tubeFor(name string) *tube {
 		s.tubeSeq++
 		t = newTube(name, s.tubeSeq)
 		s.tubes[name] = t
+		if f := s.familyOf(name); f != nil {
+			s.attach(t, f)
+		}
 	}
 	return t
 }
@@ -129,6 +133,7 @@ func (s *Store) gcTube(t *tube) {
 	}
 	s.sched.set(t, never)
 	delete(s.tubes, t.name)
+	s.detach(t)
 }
 
 // freeLocked is called when the last job or the last reference of t has
@@ -153,6 +158,9 @@ func (s *Store) resched(t *tube) { s.sched.set(t, t.deadline()) }
 func (s *Store) unlink(j *job) {
 	t := j.tube
 	t.heap(j.state).remove(j)
+	if t.fam != nil {
+		t.unlinkedFamily(j.state)
+	}
 	switch j.state {
 	case queue.Ready:
 		s.ready--
@@ -184,6 +192,9 @@ func (s *Store) link(j *job, st queue.State) {
 	t := j.tube
 	j.state = st
 	t.heap(st).push(j)
+	if t.fam != nil {
+		t.linkedFamily(st)
+	}
 	switch st {
 	case queue.Ready:
 		s.ready++

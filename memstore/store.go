@@ -287,7 +287,14 @@ func (s *Store) Listen(ctx context.Context, tube string, wake func(tube string))
 
 // wakeLocked notes that the listeners of tube are to be woken when the
 // current operation ends.
-func (s *Store) wakeLocked(tube string) { s.wake(&s.tubeListeners, tube) }
+// A wake-up of a group's tube wakes its tube's waiters too, whose
+// reserves serve the group (groups.go).
+func (s *Store) wakeLocked(tube string) {
+	s.wake(&s.tubeListeners, tube)
+	if p, g := queue.SplitGroup(tube); g != "" {
+		s.wake(&s.tubeListeners, p)
+	}
+}
 
 // wakeAll calls the listeners ls.
 func wakeAll(ls []*listener) {

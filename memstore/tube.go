@@ -37,6 +37,13 @@ type tube struct {
 	// is not there (next == never).
 	next int64
 	sidx int
+
+	// fam is the family of a tube with groups or of a group (groups.go),
+	// nil for other tubes; rprev and rnext link it in the family's
+	// rotation while inRot.
+	fam          *family
+	rprev, rnext *tube
+	inRot        bool
 }
 
 func newTube(name string, seq uint64) *tube {

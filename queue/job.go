@@ -85,6 +85,11 @@ type NewJob struct {
 	// with the same key exists in the tube, a second put stores nothing and
 	// returns the first job's ID.
 	UniqueKey string
+	// Group, when not empty, puts the job into that group of the tube: the
+	// tube "tube;group" (GroupTube). A reserve of the tube serves its
+	// groups with ready jobs in turn, and the tube's group template
+	// (Limits.Group) limits each group. The unique key is per group.
+	Group string
 }
 
 // PutResult is the outcome of one job of a put.
@@ -190,6 +195,13 @@ type TubeStats struct {
 	// beanstalkd's stats-tube has no such fields.
 	Limits     Limits
 	LimitHolds int64
+	// Groups is the number of groups of the tube that hold jobs (their
+	// tubes "tube;group" exist), and GroupReady and GroupReserved their
+	// ready and reserved jobs: a reserve of the tube serves them, and the
+	// tube's cap counts Reserved+GroupReserved. The other fields count
+	// the tube's own jobs; each group's tube has its own stats.
+	// beanstalkd's stats-tube has no such fields.
+	Groups, GroupReady, GroupReserved int64
 }
 
 // Stats describes the whole store.

@@ -28,10 +28,15 @@ type Limits struct {
 	// client; 0 is no cap. A job counts from its reserve until it is
 	// deleted, released, buried or its TTR ends.
 	Cap int
+	// Group is the group template: the limits of each group of the tube
+	// (its jobs put with a NewJob.Group, in the tube "tube;group"), each
+	// group counted on its own, on top of Rate and Cap, which count the
+	// tube and all its groups together. The zero value limits no group.
+	Group GroupLimits
 }
 
 // IsZero reports whether l limits nothing.
-func (l Limits) IsZero() bool { return l.Rate == (ratelimit.Limit{}) && l.Cap == 0 }
+func (l Limits) IsZero() bool { return l == Limits{} }
 
 // HasRate reports whether l has a rate.
 func (l Limits) HasRate() bool { return l.Rate != (ratelimit.Limit{}) }
@@ -39,35 +44,57 @@ func (l Limits) HasRate() bool { return l.Rate != (ratelimit.Limit{}) }
 // Validate reports why l cannot be set, as an error wrapping ErrInvalid, or
 // nil.
 func (l Limits) Validate() error {
-	if l.Cap < 0 || l.Cap > MaxCap {
-		return invalid("cap", "%d, want 0 (none) to %d", l.Cap, MaxCap)
+	if err := validateLimit("", l.Rate, l.Cap); err != nil {
+		return err
 	}
-	if !l.HasRate() {
+	return validateLimit("group ", l.Group.Rate, l.Group.Cap)
+}
+
+func validateLimit(what string, r ratelimit.Limit, cap int) error {
+	if cap < 0 || cap > MaxCap {
+		return invalid(what+"cap", "%d, want 0 (none) to %d", cap, MaxCap)
+	}
+	if r == (ratelimit.Limit{}) {
 		return nil
 	}
-	if l.Rate.Algorithm != ratelimit.GCRA {
-		return invalid("rate", "algorithm %v, want gcra", l.Rate.Algorithm)
+	if r.Algorithm != ratelimit.GCRA {
+		return invalid(what+"rate", "algorithm %v, want gcra", r.Algorithm)
 	}
-	if l.Rate.QuotaOrDefault() != 1 {
-		return invalid("rate", "quota %d, want 1: each reserve costs one", l.Rate.Quota)
+	if r.QuotaOrDefault() != 1 {
+		return invalid(what+"rate", "quota %d, want 1: each reserve costs one", r.Quota)
 	}
-	if err := l.Rate.Validate(); err != nil {
-		return fmt.Errorf("%w: rate: %v", ErrInvalid, err)
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("%w: %srate: %v", ErrInvalid, what, err)
 	}
 	return nil
 }
 
-// normal returns l with its burst written out, as stores keep it.
+// normal returns l with its bursts written out, as stores keep them.
 func (l Limits) normal() Limits {
 	if l.HasRate() {
 		l.Rate.Burst = l.Rate.BurstOrDefault()
 		l.Rate.Quota = 0
 	}
+	if l.Group.HasRate() {
+		l.Group.Rate.Burst = l.Group.Rate.BurstOrDefault()
+		l.Group.Rate.Quota = 0
+	}
 	return l
 }
 
-// String describes l, e.g. "rate 100/1s burst 100, cap 5".
+// String describes l, e.g. "rate 100/1s burst 100, cap 5" or "cap 50;
+// per group rate 1/1s burst 1, cap 2".
 func (l Limits) String() string {
+	if l.Group.IsZero() {
+		return l.tubeString()
+	}
+	if l.Rate == (ratelimit.Limit{}) && l.Cap == 0 {
+		return "per group " + l.Group.String()
+	}
+	return l.tubeString() + "; per group " + l.Group.String()
+}
+
+func (l Limits) tubeString() string {
 	switch {
 	case l.IsZero():
 		return "none"
@@ -123,12 +150,18 @@ func (q *Queue) SetLimits(ctx context.Context, tube string, l Limits) error {
 	if err := CheckTube(tube); err != nil {
 		return err
 	}
+	if IsGroupTube(tube) {
+		return errGroupLimits(tube)
+	}
 	if err := l.Validate(); err != nil {
 		return err
 	}
 	ls, err := q.limitStore()
 	if err != nil {
 		return err
+	}
+	if !l.Group.IsZero() && !servesGroups(q.store) {
+		return ErrNoGroups
 	}
 	return ls.SetLimits(ctx, tube, l.normal())
 }

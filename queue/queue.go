@@ -91,7 +91,9 @@ func (q *Queue) PutMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 		return nil, invalid("jobs", "is empty")
 	}
 	norm := make([]NewJob, len(jobs))
+	grouped := false
 	for i, j := range jobs {
+		grouped = grouped || j.Group != ""
 		if len(j.Body) > q.opts.maxJobSize() {
 			return nil, fmt.Errorf("%w: %d bytes (at most %d)", ErrJobTooBig, len(j.Body), q.opts.maxJobSize())
 		}
@@ -106,17 +108,40 @@ func (q *Queue) PutMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 		if len(j.UniqueKey) > 1024 {
 			return nil, invalid("UniqueKey", "is %d bytes, want at most 1024", len(j.UniqueKey))
 		}
+		if err := checkGroup(tube, j.Group); err != nil {
+			return nil, err
+		}
 		j.Delay, j.TTR = truncMS(j.Delay), truncMS(j.TTR)
 		if j.Body == nil {
 			j.Body = []byte{}
 		}
 		norm[i] = j
 	}
-	res, err := q.store.Put(ctx, tube, norm)
-	if err == nil {
-		q.selfWake(tube)
+	if !grouped {
+		res, err := q.store.Put(ctx, tube, norm)
+		if err == nil {
+			q.selfWake(tube)
+		}
+		return res, err
 	}
-	return res, err
+	// Jobs of groups: one call to the store per run of one group.
+	res := make([]PutResult, 0, len(norm))
+	for _, run := range groupRuns(norm) {
+		name := GroupTube(tube, run[0].Group)
+		for i := range run {
+			run[i].Group = ""
+		}
+		r, err := q.store.Put(ctx, name, run)
+		if err != nil {
+			return res, err
+		}
+		res = append(res, r...)
+		q.selfWake(name)
+		if name != tube {
+			q.selfWake(tube)
+		}
+	}
+	return res, nil
 }
 
 // selfWake wakes this Queue's own waiters on tube after a change made
