@@ -20,7 +20,9 @@ var putCommand = &command{
 	summary: "put a job into a tube",
 	help: `The body is BODY, or standard input when BODY is - or missing. It is sent
 as it is, without a trailing newline added or removed. --delay and --ttr
-are whole seconds, as the protocol counts.
+are whole seconds, as the protocol counts. --group puts the job into that
+group of the tube, the tube TUBE;GROUP, whose jobs a reserve of TUBE serves
+in turn with its other groups' (docs/tube-limits.md).
 
 Prints the new job's ID and tube.
 
@@ -28,6 +30,7 @@ Examples:
 
   hourglass put 'hello'
   hourglass put --tube emails --priority 10 --delay 30s --ttr 2m '{"to":"ada@example.com"}'
+  hourglass put --tube emails --group customer-42 'hello'
   gzip -c report.csv | hourglass put --tube reports -
   id=$(hourglass put --json hello | jq .id)
 `,
@@ -35,6 +38,7 @@ Examples:
 		var cf clientFlags
 		cf.define(fs)
 		tube := fs.String("tube", "default", "`tube` to put the job into")
+		group := fs.String("group", "", "the `group` of the tube to put the job into (the tube TUBE;GROUP)")
 		pri := fs.Uint64("priority", queue.DefaultPriority, "`priority`, 0 (most urgent) to 4294967295; below 1024 counts as urgent")
 		alias(fs, "pri", "priority")
 		delay := secondsVar(fs, "delay", 0, "how long the job waits before it is ready (a `duration` such as 30s or 5m; a bare number is seconds)")
@@ -42,6 +46,13 @@ Examples:
 		return func(ctx context.Context, c *cli, args []string) error {
 			if err := checkTube(*tube); err != nil {
 				return err
+			}
+			if *group != "" {
+				name := queue.GroupTube(*tube, *group)
+				if queue.IsGroupTube(*tube) || !queue.ValidTube(name) {
+					return usagef("--group %q: the tube %q is not a group's tube name (tube-name characters, at most %d bytes in all, no ';' in --tube)", *group, name, queue.MaxTubeName)
+				}
+				*tube = name
 			}
 			if *pri > math.MaxUint32 {
 				return usagef("--priority %d: want 0 to %d", *pri, uint64(math.MaxUint32))

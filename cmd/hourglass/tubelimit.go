@@ -34,6 +34,7 @@ Examples:
 
   hourglass tube-limit set emails --rate 100/1s,burst=10 --cap 5
   hourglass tube-limit set reports --cap 2
+  hourglass tube-limit set emails --cap 50 --group-rate 1/1s,burst=5 --group-cap 2
   hourglass tube-limit list
   hourglass tube-limit clear emails
 `,
@@ -42,6 +43,8 @@ Examples:
 		f.http.define(fs)
 		fs.StringVar(&f.rate, "rate", "", "set: the `rate`, EVENTS/PER[,burst=N] (100/1s,burst=10)")
 		fs.IntVar(&f.cap, "cap", 0, "set: the most jobs of the tube reserved at once (a `count`)")
+		fs.StringVar(&f.groupRate, "group-rate", "", "set: the `rate` of each group of the tube, EVENTS/PER[,burst=N]")
+		fs.IntVar(&f.groupCap, "group-cap", 0, "set: the most jobs of each group of the tube reserved at once (a `count`)")
 		return func(ctx context.Context, c *cli, args []string) error {
 			args, err := parseInterleaved(fs, args)
 			if err != nil {
@@ -54,10 +57,10 @@ Examples:
 }
 
 type tubeLimitFlags struct {
-	http httpFlags
-	rate string
-	cap  int
-	set  []string
+	http            httpFlags
+	rate, groupRate string
+	cap, groupCap   int
+	set             []string
 }
 
 func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) error {
@@ -80,7 +83,7 @@ func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) e
 		return usagef("tube-limit %s takes TUBE, got %q", sub, args)
 	}
 	for _, fl := range f.set {
-		if (fl == "rate" || fl == "cap") && sub != "set" {
+		if (fl == "rate" || fl == "cap" || fl == "group-rate" || fl == "group-cap") && sub != "set" {
 			return usagef("tube-limit %s: --%s is a flag of set", sub, fl)
 		}
 	}
@@ -116,20 +119,17 @@ func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) e
 	switch sub {
 	case "set":
 		in := httpapi.TubeLimits{Cap: f.cap}
-		if f.rate != "" {
-			rs, err := httpapi.ParseLimits(f.rate)
-			if err != nil {
-				return usagef("--rate: %v", err)
-			}
-			if len(rs) != 1 || rs[0].Algorithm != ratelimit.GCRA {
-				return usagef("--rate %q: want one GCRA limit, EVENTS/PER[,burst=N]", f.rate)
-			}
-			r := httpapi.LimitOf(rs[0])
-			r.Quota, r.Algorithm = 0, ""
-			in.Rate = &r
+		if in.Rate, err = cliRate("--rate", f.rate); err != nil {
+			return err
 		}
-		if in.Rate == nil && in.Cap == 0 {
-			return usagef("tube-limit set needs --rate, --cap or both (clear removes the limits)")
+		if f.groupRate != "" || f.groupCap != 0 {
+			in.Group = &httpapi.GroupLimits{Cap: f.groupCap}
+			if in.Group.Rate, err = cliRate("--group-rate", f.groupRate); err != nil {
+				return err
+			}
+		}
+		if in.Rate == nil && in.Cap == 0 && in.Group == nil {
+			return usagef("tube-limit set needs --rate, --cap, --group-rate or --group-cap (clear removes the limits)")
 		}
 		_, body, err = hc.call(ctx, "PUT", path, in)
 	case "get":
@@ -159,11 +159,34 @@ func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) e
 	return err
 }
 
+// cliRate reads the GCRA rate of flag name, nil when v is "".
+func cliRate(name, v string) (*httpapi.Limit, error) {
+	if v == "" {
+		return nil, nil
+	}
+	rs, err := httpapi.ParseLimits(v)
+	if err != nil {
+		return nil, usagef("%s: %v", name, err)
+	}
+	if len(rs) != 1 || rs[0].Algorithm != ratelimit.GCRA {
+		return nil, usagef("%s %q: want one GCRA limit, EVENTS/PER[,burst=N]", name, v)
+	}
+	r := httpapi.LimitOf(rs[0])
+	r.Quota, r.Algorithm = 0, ""
+	return &r, nil
+}
+
 // limitsFromJSON reads the limits of a reply.
 func limitsFromJSON(tl httpapi.TubeLimits) queue.Limits {
 	l := queue.Limits{Cap: tl.Cap}
 	if r := tl.Rate; r != nil && r.Per != nil {
 		l.Rate = ratelimit.Limit{Events: r.Events, Per: time.Duration(*r.Per), Burst: r.Burst}
+	}
+	if g := tl.Group; g != nil {
+		l.Group.Cap = g.Cap
+		if r := g.Rate; r != nil && r.Per != nil {
+			l.Group.Rate = ratelimit.Limit{Events: r.Events, Per: time.Duration(*r.Per), Burst: r.Burst}
+		}
 	}
 	return l
 }

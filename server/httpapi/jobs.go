@@ -180,6 +180,9 @@ type PutRequest struct {
 	DelayMS   int64   `json:"delay_ms"`
 	TTRMS     int64   `json:"ttr_ms"`
 	UniqueKey string  `json:"unique_key,omitempty"`
+	// Group puts the job into that group of the tube: the tube
+	// "tube;group" (docs/tube-limits.md, "Groups").
+	Group string `json:"group,omitempty"`
 }
 
 // PutReply is the reply to a put.
@@ -217,7 +220,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		if err := checkTTR(int64(ttr)); err != nil {
 			return err
 		}
-		nj = queue.NewJob{Body: body, Priority: uint32(pri), Delay: ms(int64(delay)), TTR: ms(int64(ttr)), UniqueKey: q.Get("unique_key")}
+		nj = queue.NewJob{Body: body, Priority: uint32(pri), Delay: ms(int64(delay)), TTR: ms(int64(ttr)), UniqueKey: q.Get("unique_key"), Group: q.Get("group")}
 	case "application/json", "":
 		var req PutRequest
 		// base64 takes 4 bytes per 3, and JSON escapes up to 6 per byte of text.
@@ -243,7 +246,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		if err := checkTTR(req.TTRMS); err != nil {
 			return err
 		}
-		nj = queue.NewJob{Body: body, Priority: priority(req.Priority), Delay: ms(req.DelayMS), TTR: ms(req.TTRMS), UniqueKey: req.UniqueKey}
+		nj = queue.NewJob{Body: body, Priority: priority(req.Priority), Delay: ms(req.DelayMS), TTR: ms(req.TTRMS), UniqueKey: req.UniqueKey, Group: req.Group}
 	default:
 		return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "a put takes application/json or application/octet-stream, not " + ct, 0}
 	}
@@ -647,13 +650,19 @@ type TubeStats struct {
 	// the tube's ready jobs (docs/tube-limits.md).
 	Limits     *TubeLimits `json:"limits,omitempty"`
 	LimitHolds int64       `json:"limit_holds"`
+	// Groups, GroupReady and GroupReserved describe the tube's groups
+	// (queue.TubeStats), absent when it has none.
+	Groups        int64 `json:"groups,omitempty"`
+	GroupReady    int64 `json:"group_ready,omitempty"`
+	GroupReserved int64 `json:"group_reserved,omitempty"`
 }
 
 func tubeStatsOf(st queue.TubeStats) TubeStats {
 	return TubeStats{Name: st.Name, Urgent: st.Urgent, Ready: st.Ready, Reserved: st.Reserved, Delayed: st.Delayed,
 		Buried: st.Buried, TotalJobs: st.TotalJobs, Deletes: st.Deletes, Pauses: st.Pauses, Paused: st.Pause > 0,
 		PauseMS: st.Pause.Milliseconds(), PauseTimeLeftMS: st.PauseTimeLeft.Milliseconds(),
-		Limits: tubeLimitsField(st.Limits), LimitHolds: st.LimitHolds}
+		Limits: tubeLimitsField(st.Limits), LimitHolds: st.LimitHolds,
+		Groups: st.Groups, GroupReady: st.GroupReady, GroupReserved: st.GroupReserved}
 }
 
 func (s *Server) statsTube(w http.ResponseWriter, r *http.Request) error {

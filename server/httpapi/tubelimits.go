@@ -33,6 +33,15 @@ type TubeLimits struct {
 	Tube string `json:"tube,omitempty"`
 	Rate *Limit `json:"rate,omitempty"`
 	Cap  int    `json:"cap,omitempty"`
+	// Group is the group template: the rate and cap of each group of the
+	// tube, absent when none.
+	Group *GroupLimits `json:"group,omitempty"`
+}
+
+// GroupLimits is the JSON form of a tube's group template.
+type GroupLimits struct {
+	Rate *Limit `json:"rate,omitempty"`
+	Cap  int    `json:"cap,omitempty"`
 }
 
 // TubeLimitsList is the reply of GET /v1/tube-limits, by tube name.
@@ -42,27 +51,48 @@ type TubeLimitsList struct {
 
 // TubeLimitsOf is the JSON form of l for tube.
 func TubeLimitsOf(tube string, l queue.Limits) TubeLimits {
-	out := TubeLimits{Tube: tube, Cap: l.Cap}
-	if l.HasRate() {
-		r := LimitOf(l.Rate)
-		r.Quota, r.Algorithm = 0, ""
-		out.Rate = &r
+	out := TubeLimits{Tube: tube, Cap: l.Cap, Rate: tubeRateOf(l.Rate)}
+	if !l.Group.IsZero() {
+		out.Group = &GroupLimits{Rate: tubeRateOf(l.Group.Rate), Cap: l.Group.Cap}
 	}
 	return out
+}
+
+func tubeRateOf(l ratelimit.Limit) *Limit {
+	if l == (ratelimit.Limit{}) {
+		return nil
+	}
+	r := LimitOf(l)
+	r.Quota, r.Algorithm = 0, ""
+	return &r
+}
+
+func tubeRate(in *Limit) (ratelimit.Limit, error) {
+	if in == nil {
+		return ratelimit.Limit{}, nil
+	}
+	r, err := limitOf(*in)
+	if err != nil {
+		return ratelimit.Limit{}, err
+	}
+	if r.Algorithm != ratelimit.GCRA {
+		return ratelimit.Limit{}, badRequest("httpapi: a tube's rate is counted by gcra, not %s", r.Algorithm)
+	}
+	return r, nil
 }
 
 // limitsOf converts a request's limits.
 func limitsOf(req TubeLimits) (queue.Limits, error) {
 	l := queue.Limits{Cap: req.Cap}
-	if req.Rate != nil {
-		r, err := limitOf(*req.Rate)
-		if err != nil {
+	var err error
+	if l.Rate, err = tubeRate(req.Rate); err != nil {
+		return queue.Limits{}, err
+	}
+	if g := req.Group; g != nil {
+		l.Group.Cap = g.Cap
+		if l.Group.Rate, err = tubeRate(g.Rate); err != nil {
 			return queue.Limits{}, err
 		}
-		if r.Algorithm != ratelimit.GCRA {
-			return queue.Limits{}, badRequest("httpapi: a tube's rate is counted by gcra, not %s", r.Algorithm)
-		}
-		l.Rate = r
 	}
 	return l, nil
 }
@@ -174,37 +204,44 @@ func collectTubeLimits(ch chan<- prometheus.Metric, st queue.TubeStats) {
 // tube-limit set).
 const TubeLimitSpecSyntax = `A tube's limits are RATE, cap=N, or both separated by ';': RATE is a
 GCRA limit as --limit reads one (EVENTS/PER[,burst=N]: 100/1s,burst=10),
-N the most jobs of the tube reserved at once. Examples: 100/1s,burst=10;
-cap=5; 10/1m;cap=2.`
+N the most jobs of the tube reserved at once. The group template, the
+limits of each group of the tube, follows as group:RATE and group:cap=N.
+Examples: 100/1s,burst=10; cap=5; 10/1m;cap=2; cap=50;group:cap=2;
+100/1s;group:1/1s,burst=5.`
 
 // ParseTubeLimits reads a tube's limits in the text form of
 // TubeLimitSpecSyntax. Errors wrap queue.ErrInvalid or
 // ratelimit.ErrInvalidLimit.
 func ParseTubeLimits(spec string) (queue.Limits, error) {
 	var l queue.Limits
-	var haveRate, haveCap bool
+	var haveRate, haveCap, haveGRate, haveGCap bool
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return l, fmt.Errorf("%w: empty tube limits", queue.ErrInvalid)
 	}
 	for part := range strings.SplitSeq(spec, ";") {
 		part = strings.TrimSpace(part)
+		rate, capN, have, haveC := &l.Rate, &l.Cap, &haveRate, &haveCap
+		if g, ok := strings.CutPrefix(part, "group:"); ok {
+			part = strings.TrimSpace(g)
+			rate, capN, have, haveC = &l.Group.Rate, &l.Group.Cap, &haveGRate, &haveGCap
+		}
 		if n, ok := strings.CutPrefix(part, "cap="); ok {
 			c, err := strconv.Atoi(n)
-			if err != nil || haveCap {
+			if err != nil || *haveC {
 				return queue.Limits{}, fmt.Errorf("%w: tube limits %q: cap=N wants one whole number", queue.ErrInvalid, spec)
 			}
-			l.Cap, haveCap = c, true
+			*capN, *haveC = c, true
 			continue
 		}
 		rs, err := ParseLimits(part)
 		if err != nil {
 			return queue.Limits{}, err
 		}
-		if len(rs) != 1 || haveRate {
-			return queue.Limits{}, fmt.Errorf("%w: tube limits %q: one rate at most", queue.ErrInvalid, spec)
+		if len(rs) != 1 || *have {
+			return queue.Limits{}, fmt.Errorf("%w: tube limits %q: one rate at most (and one per group)", queue.ErrInvalid, spec)
 		}
-		l.Rate, haveRate = rs[0], true
+		*rate, *have = rs[0], true
 	}
 	if l.IsZero() {
 		return l, fmt.Errorf("%w: tube limits %q limit nothing", queue.ErrInvalid, spec)
@@ -231,12 +268,18 @@ func ParseNamedTubeLimits(s string) (string, queue.Limits, error) {
 
 // TubeLimitsSpec writes l in the text form ParseTubeLimits reads.
 func TubeLimitsSpec(l queue.Limits) string {
-	var parts []string
-	if l.HasRate() {
-		parts = append(parts, fmt.Sprintf("%d/%v,burst=%d", l.Rate.Events, l.Rate.Per, l.Rate.BurstOrDefault()))
-	}
-	if l.Cap > 0 {
-		parts = append(parts, "cap="+strconv.Itoa(l.Cap))
-	}
+	parts := limitParts("", l.Rate, l.Cap)
+	parts = append(parts, limitParts("group:", l.Group.Rate, l.Group.Cap)...)
 	return strings.Join(parts, ";")
+}
+
+func limitParts(prefix string, r ratelimit.Limit, capN int) []string {
+	var parts []string
+	if r != (ratelimit.Limit{}) {
+		parts = append(parts, fmt.Sprintf("%s%d/%v,burst=%d", prefix, r.Events, r.Per, r.BurstOrDefault()))
+	}
+	if capN > 0 {
+		parts = append(parts, prefix+"cap="+strconv.Itoa(capN))
+	}
+	return parts
 }
