@@ -52,7 +52,10 @@ func slot(tag string) uint16 {
 
 // tubeTag is the tag of partition p of a tube with k partitions. Partitions
 // are spread over the ring of tags so that they fall on different masters.
+// The tube of a group ("tube;group") takes its tube's tag, so that one
+// script sees a tube and all its groups.
 func tubeTag(tube string, p, k int) int {
+	tube, _ = queue.SplitGroup(tube)
 	h := int(crc32.ChecksumIEEE([]byte(tube)) % NumTags)
 	return (h + p*(NumTags/k)) % NumTags
 }

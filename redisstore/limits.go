@@ -22,12 +22,17 @@ func init() { limitOp.waits = true }
 // list them: the tag's m holds the limits that reserves obey.
 func (k keys) limits() string { return k.prefix + "limits" }
 
-// limitSpec writes l as the scripts read it: "events:per µs:burst:cap".
+// limitSpec writes l as the scripts read it: "events:per µs:burst:cap",
+// then, for a group template, the same four of each group.
 func limitSpec(l queue.Limits) string {
 	if l.IsZero() {
 		return ""
 	}
-	return fmt.Sprintf("%d:%d:%d:%d", l.Rate.Events, l.Rate.Per.Microseconds(), l.Rate.BurstOrDefault(), l.Cap)
+	spec := fmt.Sprintf("%d:%d:%d:%d", l.Rate.Events, l.Rate.Per.Microseconds(), l.Rate.BurstOrDefault(), l.Cap)
+	if g := l.Group; !g.IsZero() {
+		spec += fmt.Sprintf(":%d:%d:%d:%d", g.Rate.Events, g.Rate.Per.Microseconds(), g.Rate.BurstOrDefault(), g.Cap)
+	}
+	return spec
 }
 
 // parseLimitSpec reads what limitSpec wrote.
@@ -37,10 +42,10 @@ func parseLimitSpec(spec string) (queue.Limits, error) {
 		return l, nil
 	}
 	f := strings.Split(spec, ":")
-	if len(f) != 4 {
+	if len(f) != 4 && len(f) != 8 {
 		return l, fmt.Errorf("redisstore: tube limits %q in Redis", spec)
 	}
-	var n [4]int64
+	var n [8]int64
 	for i, s := range f {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || v < 0 {
@@ -52,8 +57,16 @@ func parseLimitSpec(spec string) (queue.Limits, error) {
 		l.Rate = ratelimit.Limit{Events: int(n[0]), Per: time.Duration(n[1]) * time.Microsecond, Burst: int(n[2])}
 	}
 	l.Cap = int(n[3])
+	if n[4] > 0 {
+		l.Group.Rate = ratelimit.Limit{Events: int(n[4]), Per: time.Duration(n[5]) * time.Microsecond, Burst: int(n[6])}
+	}
+	l.Group.Cap = int(n[7])
 	return l, nil
 }
+
+// ServesGroups implements queue.GroupStore: a reserve script of a tube
+// serves its groups in turn (docs/tube-limits.md, "Groups").
+func (s *Store) ServesGroups() bool { return true }
 
 // SetLimits implements queue.LimitStore. The limits of a tube of several
 // partitions could not be counted in one atomic step, so they are refused.

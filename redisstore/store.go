@@ -171,6 +171,9 @@ func (s *Store) now() string {
 }
 
 func (s *Store) partitions(tube string) int {
+	if queue.IsGroupTube(tube) {
+		return 1 // a group lives on its tube's first partition's tag
+	}
 	k := s.parts(tube)
 	if k < 1 {
 		return 1

@@ -100,6 +100,6 @@ func TestTubeLimitsAcrossServers(t *testing.T) {
 	if j, err := ca.ReserveWithTimeout(ctx, 5*time.Second); err != nil || j.ID != j3 {
 		t.Fatalf("reserve through a with the limits cleared: %v, %v; want job %d", j, err, j3)
 	}
-	expect(t, envA, 2, []string{"tube-limit", "set", "capped"}, "needs --rate, --cap or both")
+	expect(t, envA, 2, []string{"tube-limit", "set", "capped"}, "needs --rate, --cap, --group-rate or --group-cap")
 	expect(t, envA, 1, []string{"tube-limit", "set", "capped", "--cap", "-1"}, "cap")
 }

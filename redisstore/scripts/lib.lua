@@ -76,9 +76,31 @@ local function redis_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- famof reads the name of a tube from its hash's key t: the tube's name,
+-- and for the tube of a group ("p;g", docs/tube-limits.md) its family p.
+local function famof(t)
+  local k = #KEYS[1] + 2 -- t is KEYS[1] (<base>m) less m, then t:, then the name
+  local i = string.find(t, ';', k + 1, true)
+  if i and i < #t then
+    return string.sub(t, k, i - 1), string.sub(t, k)
+  end
+  return nil, nil
+end
+
 local function tubekeys(i)
   local o = 3 + (i - 1) * 6
-  return { t = KEYS[o + 1], r = KEYS[o + 2], d = KEYS[o + 3], x = KEYS[o + 4], b = KEYS[o + 5], u = KEYS[o + 6], dirty = {} }
+  local T = { t = KEYS[o + 1], r = KEYS[o + 2], d = KEYS[o + 3], x = KEYS[o + 4], b = KEYS[o + 5], u = KEYS[o + 6], dirty = {} }
+  T.fam, T.name = famof(T.t)
+  return T
+end
+
+-- tubekeys_of names the keys of tube name of this tag (for the groups a
+-- reserve of their tube reaches: keys of the tube's slot).
+local function tubekeys_of(name)
+  local t = string.sub(KEYS[1], 1, -2) .. 't:' .. name
+  local T = { t = t, r = t .. ':r', d = t .. ':d', x = t .. ':x', b = t .. ':b', u = t .. ':u', dirty = {} }
+  T.fam, T.name = famof(t)
+  return T
 end
 
 -- set changes a field of T's hash, written by flush; false deletes it.
@@ -122,9 +144,9 @@ end
 local function open(Ts)
   local us = redis_us()
   for _, T in ipairs(Ts) do
-    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf', 'lim', 'tat')
+    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf', 'lim', 'tat', 'fm')
     T.nd, T.pu, T.live, T.total, T.deletes, T.hw = num(h[1]), num(h[2]), num(h[3]) or 0, num(h[4]) or 0, num(h[5]) or 0, num(h[6]) or 0
-    T.ix, T.rf, T.lim, T.tat = num(h[7]), num(h[8]) or 0, h[9] or nil, num(h[10])
+    T.ix, T.rf, T.lim, T.tat, T.hasfam = num(h[7]), num(h[8]) or 0, h[9] or nil, num(h[10]), h[11]
     if T.hw > us then
       us = T.hw
     end
@@ -238,9 +260,62 @@ local function idhex(id)
   return string.format('%014x', id)
 end
 
--- wake tells waiting reservers that tube T may have a job.
+-- Groups (docs/tube-limits.md, "Groups"). The tube of group g of tube p
+-- is "p;g", on p's tag; tubekeys marks it with T.fam = p. Per family p:
+--   <base>g:<p>   the rotation: a sorted set of the tubes of the family
+--                 with ready jobs (the groups', and p itself while it has
+--                 groups), scored by the turn each entered or was last
+--                 served at; a reserve of p takes from the lowest it may
+--   <base>gd:<p>  the groups' due times: tube -> nd (ms), so that a reserve
+--                 of p applies what is due in its groups
+--   <base>gm:<p>  the groups that exist: tube -> 1
+--   m gt:<p>      the family's turn counter; m gr:<p> its groups' reserved
+--                 jobs (p's cap counts them with p's own)
+--   m lt:<group>  a group's rate state (µs), under its tube's group template
+-- p's hash carries fm = 1 while it may have groups (set when p or a group
+-- is made), so that a reserve of a tube without groups pays nothing.
+
+local function fam_key(kind, p)
+  return string.sub(KEYS[1], 1, -2) .. kind .. ':' .. p
+end
+
+-- fam_ready notes that group tube T has ready jobs: it enters its family's
+-- rotation at the next turn if it is not there.
+local function fam_ready(T)
+  if T.fam and not T.inrot then
+    local G = fam_key('g', T.fam)
+    if not redis.call('ZSCORE', G, T.name) then
+      redis.call('ZADD', G, redis.call('HINCRBY', KEYS[1], 'gt:' .. T.fam, 1), T.name)
+    end
+    T.inrot = true
+  end
+end
+
+-- fam_reserved counts d more reserved jobs of group tube T.
+local function fam_reserved(T, d)
+  if T.fam and d ~= 0 then
+    redis.call('HINCRBY', KEYS[1], 'gr:' .. T.fam, d)
+  end
+end
+
+-- fam_due notes group tube T's next due time (ms), or that it has none.
+local function fam_due(T, at)
+  if T.fam then
+    if at then
+      redis.call('ZADD', fam_key('gd', T.fam), at, T.name)
+    else
+      redis.call('ZREM', fam_key('gd', T.fam), T.name)
+    end
+  end
+end
+
+-- wake tells waiting reservers that tube T may have a job: for a group's
+-- tube, its tube's waiters too, whose reserves serve the group.
 local function wake(T)
   redis.call('SPUBLISH', T.t .. ':w', '1')
+  if T.fam then
+    redis.call('SPUBLISH', string.sub(KEYS[1], 1, -2) .. 't:' .. T.fam .. ':w', '1')
+  end
 end
 
 -- slot_freed is called before a reservation of T ends other than by its
@@ -248,8 +323,13 @@ end
 -- place a waiter may be waiting for, so T's waiters are woken. Below the
 -- cap no reserve is waiting for a place, and nothing is sent.
 local function slot_freed(T)
+  if T.fam then
+    -- a group's place: its tube's group template or cap may hold a waiter
+    wake(T)
+    return
+  end
   if T.lim then
-    local cap = tonumber(string.match(T.lim, ':(%d+)$'))
+    local cap = tonumber(string.match(T.lim, '^%d+:%d+:%d+:(%d+)'))
     if cap > 0 then
       local nx = T.nx or redis.call('ZCARD', T.x)
       if nx >= cap then
@@ -280,6 +360,11 @@ local function gc(T, tube, now)
   end
   redis.call('DEL', T.t, T.u)
   redis.call('ZREM', KEYS[3], tube)
+  if T.fam then
+    redis.call('HDEL', fam_key('gm', T.fam), T.name)
+    redis.call('ZREM', fam_key('g', T.fam), T.name)
+    redis.call('ZREM', fam_key('gd', T.fam), T.name)
+  end
   if T.ix then
     redis.call('HDEL', KEYS[1], 't:' .. T.ix)
   end
@@ -301,6 +386,17 @@ end
 local function register(T, tube, us)
   if T.live == 0 and T.rf == 0 then
     if redis.call('ZADD', KEYS[3], 'NX', us, tube) == 1 then
+      if T.fam then
+        -- A new group: its tube, if it exists, may now have groups.
+        redis.call('HSET', fam_key('gm', T.fam), T.name, 1)
+        local pt = string.sub(KEYS[1], 1, -2) .. 't:' .. T.fam
+        if redis.call('EXISTS', pt) == 1 then
+          redis.call('HSET', pt, 'fm', 1)
+        end
+      elseif redis.call('EXISTS', fam_key('gm', tube)) == 1 then
+        set(T, 'fm', 1)
+        T.hasfam = '1'
+      end
       -- A new tube: it takes the limits its name has in the tag.
       local lim = redis.call('HGET', KEYS[1], 'l:' .. tube)
       if lim then
@@ -321,6 +417,7 @@ end
 local function schedule(T, at)
   if T.nd == nil or at < T.nd then
     set(T, 'nd', at)
+    fam_due(T, at)
   end
 end
 
@@ -329,6 +426,7 @@ local function to_ready(T, idh, rec)
   rec[F_STATE] = READY
   rec[F_OWNER] = ''
   redis.call('ZADD', T.r, rec[F_PRI], idh)
+  fam_ready(T)
 end
 
 -- head_score returns the score of the first member of a sorted set, or nil.
@@ -383,6 +481,7 @@ local function tick(T, tube, now)
   end
   if #ended > 0 then
     redis.call('ZREM', T.x, unpack(ended))
+    fam_reserved(T, -#ended)
     redis.call('HINCRBY', KEYS[1], 'timeouts', #ended)
     redis.call('HINCRBY', T.t, 'to', #ended)
   end
@@ -393,6 +492,7 @@ local function tick(T, tube, now)
   -- nd becomes exact again.
   local nd = next_due(T, now)
   set(T, 'nd', nd or false)
+  fam_due(T, nd)
   if not nd then
     gc(T, tube, now)
   end
@@ -407,6 +507,7 @@ local function unindex(T, idh, rec)
     redis.call('ZREM', T.d, idh)
   elseif s == RESERVED then
     redis.call('ZREM', T.x, idh)
+    fam_reserved(T, -1)
   else
     redis.call('ZREM', T.b, idh)
   end
@@ -461,6 +562,7 @@ local function reserve_rec(T, idh, rec, body, owner, now, ix)
   stamp(rec, F_RESERVED_AT, now)
   local deadline = now + rec[F_TTR]
   redis.call('ZADD', T.x, deadline, idh)
+  fam_reserved(T, 1)
   if ix then
     redis.call('ZADD', ix, deadline, entry(owner, idh))
   end
@@ -480,13 +582,23 @@ local function limit_open(T, tube)
   if not T.lim then
     return false
   end
-  local ev, per, burst, cap = string.match(T.lim, '^(%d+):(%d+):(%d+):(%d+)$')
+  local ev, per, burst, cap, rest = string.match(T.lim, '^(%d+):(%d+):(%d+):(%d+)(.*)$')
   ev, per = tonumber(ev), tonumber(per)
   T.cap = tonumber(cap)
   if ev > 0 then
     T.iv = math.floor((per + ev - 1) / ev) -- exact: per + ev < 2^53
     T.burst = tonumber(burst)
     T.tat = T.tat or 0
+  end
+  if rest ~= '' then
+    -- the group template: the same four for each group
+    local gev, gper, gburst, gcap = string.match(rest, '^:(%d+):(%d+):(%d+):(%d+)$')
+    gev, gper = tonumber(gev), tonumber(gper)
+    T.gcap = tonumber(gcap)
+    if gev > 0 then
+      T.giv = math.floor((gper + gev - 1) / gev)
+      T.gburst = tonumber(gburst)
+    end
   end
   return true
 end
@@ -589,6 +701,7 @@ end
 -- gives the job its next state.
 local function unhold(T, idh, owner, ix)
   redis.call('ZREM', T.x, idh)
+  fam_reserved(T, -1)
   if ix then redis.call('ZREM', ix, entry(owner, idh)) end
 end
 

@@ -66,6 +66,7 @@ for i = 0, n - 1 do
     else
       woken = true
       redis.call('ZADD', T.r, pri, idh)
+      fam_ready(T)
     end
     save(idh, { T.ix, pri, state, delay, ttr, now, 0, 0, 0, 0, 0, '', ukey }, body)
     if ukey ~= '' then

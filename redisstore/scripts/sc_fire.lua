@@ -53,6 +53,7 @@ if tickus >= 0 then
     redis.call('HINCRBY', KEYS[1], 'seq', 1)
     local idh = idhex((alloc_ids(KEYS[12], 1, now) + 1) * 256 + tag)
     redis.call('ZADD', T.r, st[6], idh)
+    fam_ready(T)
     local ttr = st[7]
     if ttr == 0 then
       ttr = tonumber(ARGV[13])
