@@ -34,7 +34,8 @@ var (
 		"tubeActions": func(t TubeStats, opts []pauseOpt) tubeActions {
 			return tubeActions{TubeStats: t, PauseOpts: opts}
 		},
-		"when": when,
+		"when":       when,
+		"limitsCell": limitsCellOf,
 	}).ParseFS(dashboardEmbed, "dashboard/*.html"))
 )
 

@@ -272,6 +272,10 @@ func TestDashboardViewsInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Limits on billing, at its cap, with a group template and a group.
+	c.do(req{method: "PUT", path: "/v1/tubes/billing/limits", json: map[string]any{"cap": 2, "rate": map[string]any{"events": 100, "per": "1s", "burst": 10}, "group": map[string]any{"cap": 1, "rate": map[string]any{"events": 5, "per": "1m"}}}}).want(t, http.StatusOK, "")
+	c.put(t, "billing", map[string]any{"body": "charge 3", "group": "tenant-acme-corporation-europe-west-2"})
+	c.do(req{method: "POST", path: "/v1/reserve", json: map[string]any{"tubes": []string{"billing"}, "timeout_ms": 0}}).want(t, http.StatusNoContent, "")
 	long := "tenant-acme-corporation-europe-west-2-invoices-and-credit-notes"
 	c.put(t, long, map[string]any{"body": strings.Repeat("a-very-long-word-without-spaces-", 8)})
 	// The other primitives.
@@ -343,6 +347,16 @@ func TestDashboardViewsInChromium(t *testing.T) {
 	}
 	if s := text(fmt.Sprintf(`#panel-jobs table.delayed tr[data-job="%d"] td.error`, retry)); !strings.Contains(s, "i/o timeout") {
 		t.Errorf("the delayed retry's row reads %q, want its error", s)
+	}
+
+	// The limits column: billing's rate, its cap reached, its group
+	// template, its group and the reserve the cap held back.
+	if s := text(`#panel-jobs tr[data-tube="billing"] td.limits`); !strings.Contains(s, "100/s, burst 10") || !strings.Contains(s, "2 of 2 reserved") ||
+		!strings.Contains(s, "each group: 5/min, cap 1") || !strings.Contains(s, "1 group") || !strings.Contains(s, "held 1×") {
+		t.Errorf("billing's limits read %q, want its rate, 2 of 2 reserved, the group template, 1 group, 1 hold", s)
+	}
+	if s := text(`#panel-jobs tr[data-tube="invoices"] td.limits`); s != "none" {
+		t.Errorf("invoices' limits read %q, want none", s)
 	}
 
 	// A refresh changes nothing that stands still: the row is the same
