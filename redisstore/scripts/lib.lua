@@ -281,12 +281,24 @@ end
 
 -- fam_ready notes that group tube T has ready jobs: it enters its family's
 -- rotation at the next turn if it is not there.
+-- A tube with groups (fm) takes its turns with its own name.
+local function fam_join(p, name)
+  local G = fam_key('g', p)
+  if not redis.call('ZSCORE', G, name) then
+    redis.call('ZADD', G, redis.call('HINCRBY', KEYS[1], 'gt:' .. p, 1), name)
+  end
+end
+
 local function fam_ready(T)
-  if T.fam and not T.inrot then
-    local G = fam_key('g', T.fam)
-    if not redis.call('ZSCORE', G, T.name) then
-      redis.call('ZADD', G, redis.call('HINCRBY', KEYS[1], 'gt:' .. T.fam, 1), T.name)
-    end
+  if T.inrot then
+    return
+  end
+  if T.fam then
+    fam_join(T.fam, T.name)
+    T.inrot = true
+  elseif T.hasfam then
+    local name = string.sub(T.t, #KEYS[1] + 2)
+    fam_join(name, name)
     T.inrot = true
   end
 end
@@ -392,6 +404,9 @@ local function register(T, tube, us)
         local pt = string.sub(KEYS[1], 1, -2) .. 't:' .. T.fam
         if redis.call('EXISTS', pt) == 1 then
           redis.call('HSET', pt, 'fm', 1)
+          if redis.call('ZCARD', pt .. ':r') > 0 then
+            fam_join(T.fam, T.fam) -- its ready jobs take the first turn
+          end
         end
       elseif redis.call('EXISTS', fam_key('gm', tube)) == 1 then
         set(T, 'fm', 1)
