@@ -31,6 +31,17 @@
 // Reserve wakes when the rate frees or a reservation ends. Limits outlive
 // the tube and are cleared only by ClearLimits. See docs/tube-limits.md.
 //
+// # Groups
+//
+// A job may be put into a group of its tube (NewJob.Group): the tube
+// "tube;group" (GroupTube), a name a beanstalkd client can use as it is.
+// A reserve of the tube serves the tube's own jobs and its groups' in turn,
+// one job per turn, the one served longest ago first, so a group with many
+// jobs does not starve one with few; within a group, jobs go by
+// (priority, ID). The tube's group template (Limits.Group) gives each group
+// its own rate and cap, on top of the tube's rate and cap, which count the
+// tube and its groups together (GroupStore; both back ends).
+//
 // # History
 //
 // A job keeps, at a fixed cost, what an operator asks of a failed one
