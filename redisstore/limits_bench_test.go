@@ -20,7 +20,8 @@ import (
 // rate and a cap far above what the run reaches, in alternating rounds of
 // 2,000 jobs (21 of each) on one redis-server. Per job it reports the server's CPU
 // (INFO cpu, used_cpu_user + used_cpu_sys, before and after) and the time
-// of its function calls (INFO commandstats, fcall), medians of the rounds,
+// of its function calls (INFO commandstats, fcall), split into the time in
+// the commands they called and the rest, the Lua itself; medians of the rounds,
 // the limited tube's median over the plain one's, and the Redis commands
 // the functions called per job (of the last round: the same in every one).
 //
@@ -50,6 +51,8 @@ func BenchmarkLimitedReserveCPU(b *testing.B) {
 				cpu := map[string][]float64{}
 				fcall := map[string][]float64{}
 				cmds := map[string]float64{}
+				cmdUs := map[string][]float64{} // time in the commands the functions called
+				luaUs := map[string][]float64{} // the rest of fcall's time: the Lua itself
 				for range rounds {
 					for _, tube := range []string{"plain", "limited"} {
 						fill(tube)
@@ -77,19 +80,24 @@ func BenchmarkLimitedReserveCPU(b *testing.B) {
 						cpu[tube] = append(cpu[tube], (serverCPU(b, c)-before)/n*1e6)
 						stats := commandStats(b, c)
 						fcall[tube] = append(fcall[tube], stats["fcall"].usec/n)
-						var inner float64 // the commands the functions called
+						var inner, innerUs float64 // the commands the functions called
 						for name, st := range stats {
 							if name != "fcall" && name != "info" && name != "config|resetstat" {
 								inner += st.calls
+								innerUs += st.usec
 							}
 						}
 						cmds[tube] = inner / n
+						cmdUs[tube] = append(cmdUs[tube], innerUs/n)
+						luaUs[tube] = append(luaUs[tube], stats["fcall"].usec/n-innerUs/n)
 					}
 				}
 				for _, tube := range []string{"plain", "limited"} {
 					b.ReportMetric(median(cpu[tube]), tube+"-cpu-µs/job")
 					b.ReportMetric(median(fcall[tube]), tube+"-fcall-µs/job")
 					b.ReportMetric(cmds[tube], tube+"-cmds/job")
+					b.ReportMetric(median(cmdUs[tube]), tube+"-cmd-µs/job")
+					b.ReportMetric(median(luaUs[tube]), tube+"-lua-µs/job")
 				}
 				b.ReportMetric(median(cpu["limited"])/median(cpu["plain"]), "cpu-ratio")
 				b.ReportMetric(median(fcall["limited"])/median(fcall["plain"]), "fcall-ratio")

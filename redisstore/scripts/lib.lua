@@ -330,6 +330,42 @@ local function wake(T)
   end
 end
 
+-- LIMITS caches what each limits spec seen says, parsed: the library's
+-- state, kept from one call to the next, so a limited tube's spec is
+-- parsed once, not in every call (at most 256 specs; then it starts over).
+local LIMITS, NLIMITS = {}, 0
+
+-- limit_parse returns spec read: cap, and for a rate iv (µs between
+-- reserves) and burst; then the group template's gcap, giv and gburst.
+local function limit_parse(spec)
+  local p = LIMITS[spec]
+  if p then
+    return p
+  end
+  local ev, per, burst, cap, rest = string.match(spec, '^(%d+):(%d+):(%d+):(%d+)(.*)$')
+  ev, per = tonumber(ev), tonumber(per)
+  p = { cap = tonumber(cap) }
+  if ev > 0 then
+    p.iv = math.floor((per + ev - 1) / ev) -- exact: per + ev < 2^53
+    p.burst = tonumber(burst)
+  end
+  if rest ~= '' then
+    -- the group template: the same four for each group
+    local gev, gper, gburst, gcap = string.match(rest, '^:(%d+):(%d+):(%d+):(%d+)$')
+    gev, gper = tonumber(gev), tonumber(gper)
+    p.gcap = tonumber(gcap)
+    if gev > 0 then
+      p.giv = math.floor((gper + gev - 1) / gev)
+      p.gburst = tonumber(gburst)
+    end
+  end
+  if NLIMITS >= 256 then
+    LIMITS, NLIMITS = {}, 0
+  end
+  LIMITS[spec], NLIMITS = p, NLIMITS + 1
+  return p
+end
+
 -- slot_freed is called before a reservation of T ends other than by its
 -- job becoming ready (a delete, a bury): when T is at its cap, that frees a
 -- place a waiter may be waiting for, so T's waiters are woken. Below the
@@ -341,7 +377,7 @@ local function slot_freed(T)
     return
   end
   if T.lim then
-    local cap = tonumber(string.match(T.lim, '^%d+:%d+:%d+:(%d+)'))
+    local cap = limit_parse(T.lim).cap
     if cap > 0 then
       local nx = T.nx or redis.call('ZCARD', T.x)
       if nx >= cap then
@@ -597,23 +633,11 @@ local function limit_open(T, tube)
   if not T.lim then
     return false
   end
-  local ev, per, burst, cap, rest = string.match(T.lim, '^(%d+):(%d+):(%d+):(%d+)(.*)$')
-  ev, per = tonumber(ev), tonumber(per)
-  T.cap = tonumber(cap)
-  if ev > 0 then
-    T.iv = math.floor((per + ev - 1) / ev) -- exact: per + ev < 2^53
-    T.burst = tonumber(burst)
+  local p = limit_parse(T.lim)
+  T.cap, T.gcap, T.giv, T.gburst = p.cap, p.gcap, p.giv, p.gburst
+  if p.iv then
+    T.iv, T.burst = p.iv, p.burst
     T.tat = T.tat or 0
-  end
-  if rest ~= '' then
-    -- the group template: the same four for each group
-    local gev, gper, gburst, gcap = string.match(rest, '^:(%d+):(%d+):(%d+):(%d+)$')
-    gev, gper = tonumber(gev), tonumber(gper)
-    T.gcap = tonumber(gcap)
-    if gev > 0 then
-      T.giv = math.floor((gper + gev - 1) / gev)
-      T.gburst = tonumber(gburst)
-    end
   end
   return true
 end
