@@ -3,8 +3,10 @@ package httpapi_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
@@ -51,4 +53,31 @@ func TestTubeGroups(t *testing.T) {
 		c.do(req{method: "PUT", path: "/v1/tubes/mail;a/limits", json: map[string]any{"cap": 1}, offSpec: true}).want(t, http.StatusBadRequest, "")
 		c.do(req{method: "POST", path: "/v1/tubes/mail/jobs", json: map[string]any{"body": "x", "group": "no spaces"}, offSpec: true}).want(t, http.StatusBadRequest, "")
 	})
+}
+
+// TestParseTubeLimitsGroups: the text form of a tube's limits reads and
+// writes the group template (group:RATE, group:cap=N), and refuses what is
+// given twice.
+func TestParseTubeLimitsGroups(t *testing.T) {
+	for spec, want := range map[string]queue.Limits{
+		"cap=50;group:cap=2": {Cap: 50, Group: queue.GroupLimits{Cap: 2}},
+		"100/1s,burst=10;group:1/1s;group:cap=3": {Rate: ratelimit.Limit{Events: 100, Per: time.Second, Burst: 10},
+			Group: queue.GroupLimits{Rate: ratelimit.Limit{Events: 1, Per: time.Second}, Cap: 3}},
+		"group:5/1m,burst=2": {Group: queue.GroupLimits{Rate: ratelimit.Limit{Events: 5, Per: time.Minute, Burst: 2}}},
+	} {
+		got, err := httpapi.ParseTubeLimits(spec)
+		if err != nil || got != want {
+			t.Errorf("ParseTubeLimits(%q) = %v, %v; want %v", spec, got, err, want)
+			continue
+		}
+		back, err := httpapi.ParseTubeLimits(httpapi.TubeLimitsSpec(got))
+		if err != nil || back.Group.Cap != want.Group.Cap || back.Group.Rate.Events != want.Group.Rate.Events {
+			t.Errorf("ParseTubeLimits(TubeLimitsSpec(%v)) = %v, %v", got, back, err)
+		}
+	}
+	for _, bad := range []string{"group:cap=1;group:cap=2", "group:1/1s;group:2/1s", "group:cap=-1", "group:", "group:cap=x"} {
+		if _, err := httpapi.ParseTubeLimits(bad); err == nil {
+			t.Errorf("ParseTubeLimits(%q) took it", bad)
+		}
+	}
 }
