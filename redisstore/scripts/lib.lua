@@ -372,8 +372,14 @@ end
 -- cap no reserve is waiting for a place, and nothing is sent.
 local function slot_freed(T)
   if T.fam then
-    -- a group's place: its tube's group template or cap may hold a waiter
-    wake(T)
+    -- a group's place: its tube's cap or group template may hold a waiter
+    local spec = redis.call('HGET', KEYS[1], 'l:' .. T.fam)
+    if spec then
+      local p = limit_parse(spec)
+      if p.cap > 0 or (p.gcap or 0) > 0 then
+        wake(T)
+      end
+    end
     return
   end
   if T.lim then

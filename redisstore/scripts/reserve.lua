@@ -162,7 +162,8 @@ end
 -- the first in turn with ready jobs, not paused, that limits do not hold
 -- back (Ts[i] itself for its own jobs). Else nil, the least time (µs)
 -- until a rate frees one (-1: caps, or nothing ready), and whether the
--- family has ready jobs. A tube found with no ready job leaves the turns.
+-- family has ready jobs; with a pick, also its ready head (id, priority).
+-- A tube found with no ready job leaves the turns.
 local function fam_pick(i)
   local T, P = Ts[i], names[i]
   if paused_until(T, now) then
@@ -189,7 +190,8 @@ local function fam_pick(i)
     if name ~= P then
       M = member(name)
     end
-    if redis.call('ZCARD', M.r) == 0 then
+    local h = redis.call('ZRANGE', M.r, 0, 0, 'WITHSCORES')
+    if #h == 0 then
       redis.call('ZREM', G, name)
       M.inrot = false
       if M == T then
@@ -202,7 +204,7 @@ local function fam_pick(i)
         gw = group_wait(T, M)
       end
       if gw == 0 then
-        return M, 0, true
+        return M, 0, true, h
       end
       if gw > 0 and (wait < 0 or gw < wait) then
         wait = gw
@@ -350,8 +352,8 @@ end
 -- family (nil for a tube of cand).
 local function head(cand)
   local best, bestpri, bestid, bestM = nil, nil, nil, nil
-  local function consider(i, M)
-    local h = redis.call('ZRANGE', M.r, 0, 0, 'WITHSCORES')
+  local function consider(i, M, h)
+    h = h or redis.call('ZRANGE', M.r, 0, 0, 'WITHSCORES')
     if #h > 0 then
       local pri = tonumber(h[2])
       if best == nil or pri < bestpri or (pri == bestpri and h[1] < bestid) then
@@ -366,9 +368,9 @@ local function head(cand)
     consider(i, Ts[i])
   end
   for _, i in ipairs(fams) do
-    local M = fam_pick(i)
+    local M, _, _, h = fam_pick(i)
     if M then
-      consider(i, M)
+      consider(i, M, h)
     end
   end
   return best, bestpri, bestid, bestM
@@ -499,7 +501,14 @@ for name, M in pairs(members) do
 end
 for i = 1, n do
   limit_flush(Ts[i])
-  if had[i] > 0 then
+  if isfam[i] and not Ts[i].ix then
+    -- a tube with groups but no hash of its own: nothing to forget, and
+    -- nothing to write but its rate's state, kept in m
+    if Ts[i].dirty.tat then
+      redis.call('HSET', KEYS[1], 'lt:' .. names[i], Ts[i].tat)
+    end
+    Ts[i].dirty = {}
+  elseif had[i] > 0 then
     free(Ts[i], names[i], now)
   else
     gc(Ts[i], names[i], now)
