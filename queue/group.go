@@ -80,7 +80,7 @@ func (g GroupLimits) String() string {
 	return Limits{Rate: g.Rate, Cap: g.Cap}.String()
 }
 
-// checkGroupName refuses a job's group that would not make a valid tube
+// checkGroup refuses a job's group that would not make a valid tube
 // name with tube.
 func checkGroup(tube, group string) error {
 	if group == "" {
