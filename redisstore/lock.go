@@ -214,7 +214,7 @@ func (l *Locks) Listen(ctx context.Context, name string, wake func(name string))
 	key := NumTags + int(slot(tag))
 	h := &wake
 	undo, err := l.s.notify.add(ctx, key, l.s.k.lockChannel(name), name, h)
-	if err != nil {
+	if err = lockErrs.mapErr(err); err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}

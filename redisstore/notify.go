@@ -51,7 +51,7 @@ func (s *Store) Listen(ctx context.Context, tube string, wake func(tube string))
 			for _, u := range added {
 				u()
 			}
-			return nil, err
+			return nil, queueErrs.mapErr(err)
 		}
 		added = append(added, undo)
 	}
@@ -66,7 +66,7 @@ func (n *notifier) add(ctx context.Context, tag int, ch, tube string, h *func(st
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		return nil, fmt.Errorf("redisstore: listen on closed store")
+		return nil, errStoreClosed
 	}
 	ts := n.subs[tag]
 	var confirm chan struct{}

@@ -645,15 +645,6 @@ func (s *Server) hashRead(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// pollErr is the error of a long poll: shutting_down when the server is
-// stopping.
-func (s *Server) pollErr(r *http.Request, err error) error {
-	if r.Context().Err() == nil && s.stop.Err() != nil {
-		return shuttingDown
-	}
-	return err
-}
-
 func (s *Server) hashAck(w http.ResponseWriter, r *http.Request) error {
 	var req AckRequest
 	if err := readJSON(w, r, maxSmallBody*16, &req); err != nil {
