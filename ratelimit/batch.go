@@ -23,10 +23,11 @@ func (l *Limiter) AllowEach(ctx context.Context, keys []string, n int, limits ..
 		skeys[i] = skey
 		reqs[i] = GCRARequest{Op: OpAllow, N: n, Limits: lims}
 	}
-	ds, storeErr, err := l.batch(ctx, skeys, reqs)
+	a, err := l.batch(ctx, skeys, reqs)
 	if err != nil {
 		return make([]Result, len(keys)), err
 	}
+	ds, storeErr := a.v, a.storeErr
 	if ds == nil { // FailOpen
 		out := make([]Result, len(keys))
 		for i := range out {
@@ -79,10 +80,11 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []Request) (bool, []Result,
 		greqs[i] = GCRARequest{Op: OpAllow, N: r.N, Limits: lims}
 	}
 	out := make([]Result, len(reqs))
-	ds, storeErr, err := l.batch(ctx, skeys, greqs)
+	a, err := l.batch(ctx, skeys, greqs)
 	if err != nil {
 		return false, out, err
 	}
+	ds, storeErr := a.v, a.storeErr
 	if ds == nil { // FailOpen
 		for i := range out {
 			out[i] = Result{Allowed: true, StoreErr: storeErr}
@@ -112,10 +114,11 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []Request) (bool, []Result,
 	for j, i := range back {
 		bkeys[j], breqs[j] = skeys[i], greqs[i]
 	}
-	bs, _, err := l.batch(context.WithoutCancel(ctx), bkeys, breqs)
+	b, err := l.batch(context.WithoutCancel(ctx), bkeys, breqs)
 	if err != nil {
 		return false, out, err
 	}
+	bs := b.v
 	if bs != nil {
 		for j, i := range back {
 			out[i].Remaining, out[i].ResetAfter = bs[j].Remaining, bs[j].ResetAfter
@@ -146,11 +149,10 @@ func (l *Limiter) gcraKey(key string, n int, limits []Limit, what string) (strin
 }
 
 // batch runs GCRA decisions in one round trip on a Batcher, else one after
-// the other, under the failure policy: it returns the decisions and the
-// store error a policy answered; no decisions and that error under
-// FailOpen (everything passes); the error to return under FailClosed.
-func (l *Limiter) batch(ctx context.Context, skeys []string, reqs []GCRARequest) ([]Decision, error, error) {
-	run := func(s Store) ([]Decision, error) {
+// the other, under the failure policy: FailOpen answers no decisions (nil),
+// every request passing.
+func (l *Limiter) batch(ctx context.Context, skeys []string, reqs []GCRARequest) (answer[[]Decision], error) {
+	return underPolicy(l, nil, func(s Store) ([]Decision, error) {
 		if b, ok := s.(Batcher); ok {
 			return b.GCRABatch(ctx, skeys, reqs)
 		}
@@ -164,22 +166,5 @@ func (l *Limiter) batch(ctx context.Context, skeys []string, reqs []GCRARequest)
 			out[i] = d
 		}
 		return out, nil
-	}
-	ds, err := run(l.store)
-	if err == nil {
-		return ds, nil, nil
-	}
-	serr := fmt.Errorf("%w: %w", ErrStore, err)
-	switch l.failure {
-	case FailOpen:
-		l.report(serr)
-		return nil, serr, nil
-	case FailLocal:
-		l.report(serr)
-		if ds, err = run(l.local); err != nil {
-			return nil, nil, fmt.Errorf("%w; local: %w", serr, err)
-		}
-		return ds, serr, nil
-	}
-	return nil, nil, serr
+	})
 }

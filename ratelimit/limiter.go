@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -94,43 +93,18 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int, limits ...Limit
 	if k > 1 {
 		p = rand.IntN(k)
 	}
-	d, _, storeErr, err := l.decide(decide, l.storeKey(key, p, k))
-	if err == nil && storeErr == nil && !d.OK && k > 1 {
+	a, err := l.decide(decide, l.storeKey(key, p, k))
+	if err == nil && a.storeErr == nil && !a.v.OK && k > 1 {
 		p = (p + 1 + rand.IntN(k-1)) % k
-		d, _, storeErr, err = l.decide(decide, l.storeKey(key, p, k))
+		a, err = l.decide(decide, l.storeKey(key, p, k))
 	}
-	res := Result{Allowed: d.OK, Remaining: d.Remaining, RetryAfter: d.RetryAfter, ResetAfter: d.ResetAfter, StoreErr: storeErr}
-	return res, err
+	return result(a.v, a.storeErr), err
 }
 
-// decide runs do on the store and applies the failure policy: it returns
-// the decision, the store that made it, the store error the policy
-// answered (FailOpen, FailLocal) and the error to return (FailClosed).
-func (l *Limiter) decide(do func(Store, string) (Decision, error), skey string) (Decision, Store, error, error) {
-	d, err := do(l.store, skey)
-	if err == nil {
-		return d, l.store, nil, nil
-	}
-	serr := fmt.Errorf("%w: %w", ErrStore, err)
-	switch l.failure {
-	case FailOpen:
-		l.report(serr)
-		return Decision{OK: true}, nil, serr, nil
-	case FailLocal:
-		l.report(serr)
-		ld, lerr := do(l.local, skey)
-		if lerr == nil {
-			return ld, l.local, serr, nil
-		}
-		return Decision{}, nil, nil, errors.Join(serr, fmt.Errorf("%w: local: %w", ErrStore, lerr))
-	}
-	return Decision{}, nil, nil, serr
-}
-
-func (l *Limiter) report(err error) {
-	if l.onErr != nil {
-		l.onErr(err)
-	}
+// decide makes one decision on skey under the failure policy (FailOpen
+// answers allowed).
+func (l *Limiter) decide(do func(Store, string) (Decision, error), skey string) (answer[Decision], error) {
+	return underPolicy(l, Decision{OK: true}, func(s Store) (Decision, error) { return do(s, skey) })
 }
 
 // Reservation is a claimed future slot (ReserveN): the caller may act after
@@ -166,6 +140,31 @@ func (r *Reservation) TimeToAct() time.Time { return r.act }
 // StoreErr is the store's error when the store failed and the FailOpen or
 // FailLocal policy answered instead; nil when the store decided.
 func (r *Reservation) StoreErr() error { return r.storeEr }
+
+// Wait blocks until the reservation's slot comes (TimeToAct) and returns
+// nil. When ctx ends first it gives the slot back (Cancel, allowed 5 s of
+// its own) and returns ctx.Err() itself, or, when giving it back failed,
+// an error wrapping both. Wait on a reservation that is not OK returns nil
+// at once: check OK first.
+func (r *Reservation) Wait(ctx context.Context) error {
+	wait := time.Until(r.act)
+	if !r.ok || wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := r.Cancel(cctx); err != nil {
+			return fmt.Errorf("%w (the slot was not given back: %w)", ctx.Err(), err)
+		}
+		return ctx.Err()
+	}
+}
 
 // Cancel gives the reservation's events back if its slot has not come yet,
 // so that later callers may use them. Reservations made after it keep
@@ -308,20 +307,21 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 		p = rand.IntN(k)
 	}
 	skey := l.storeKey(key, p, k)
-	d, s, storeErr, err := l.decide(do, skey)
-	if err == nil && storeErr == nil && !d.OK && k > 1 {
+	a, err := l.decide(do, skey)
+	if err == nil && a.storeErr == nil && !a.v.OK && k > 1 {
 		p = (p + 1 + rand.IntN(k-1)) % k
 		skey = l.storeKey(key, p, k)
-		d, s, storeErr, err = l.decide(do, skey)
+		a, err = l.decide(do, skey)
 	}
 	if err != nil {
 		return nil, err
 	}
+	d := a.v
 	// The slot is Delay after the store's decision, which came before the
 	// reply: counting from the reply, a caller never acts early.
 	return &Reservation{
-		l: l, ok: d.OK, delay: d.Delay, act: time.Now().Add(d.Delay), store: s, skey: skey, n: n,
-		limits: limits, at: d.Now.Add(d.Delay), storeEr: storeErr,
+		l: l, ok: d.OK, delay: d.Delay, act: time.Now().Add(d.Delay), store: a.by, skey: skey, n: n,
+		limits: limits, at: d.Now.Add(d.Delay), storeEr: a.storeErr,
 	}, nil
 }
 
@@ -334,7 +334,8 @@ func (l *Limiter) Wait(ctx context.Context, key string, limits ...Limit) error {
 // blocks until it comes. Waiters of every process are served in the order
 // their reservations reached the store. When the slot lies beyond ctx's
 // deadline WaitN returns ErrWaitTooLong at once, charging nothing; when ctx
-// ends first, it cancels the reservation and returns ctx's error.
+// ends first, it cancels the reservation and returns ctx's error (see
+// Reservation.Wait).
 //
 // Errors: those of ReserveN, ErrWaitTooLong, ctx.Err(). Under FailOpen a
 // store failure lets WaitN return nil at once.
@@ -353,21 +354,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int, limits ...Limit)
 	if !r.OK() {
 		return fmt.Errorf("%w: the slot is %v away", ErrWaitTooLong, r.Delay())
 	}
-	wait := time.Until(r.TimeToAct())
-	if wait <= 0 {
-		return nil
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = r.Cancel(cctx)
-		return ctx.Err()
-	}
+	return r.Wait(ctx)
 }
 
 // check validates a call and returns its algorithm.

@@ -244,3 +244,42 @@ func TestCancelAnyOrder(t *testing.T) {
 		t.Fatalf("with all five cancelled, the next slot is %d h away, want 1 (as before them)", h)
 	}
 }
+
+// down is a store whose every GCRA decision fails.
+type down struct {
+	ratelimit.Store
+	err error
+}
+
+func (d down) GCRA(context.Context, string, int, []ratelimit.Limit, ratelimit.Op, time.Duration, time.Time) (ratelimit.Decision, error) {
+	return ratelimit.Decision{}, d.err
+}
+
+// Under FailLocal, when the local store fails too, every call fails the
+// same way: one error wrapping ErrStore and both failures, "<store's>;
+// local: <local's>", after OnStoreError heard of the store's.
+func TestFailLocalBothFail(t *testing.T) {
+	ctx := context.Background()
+	remote, local := errors.New("remote down"), errors.New("local down")
+	var heard []error
+	l, err := ratelimit.New(down{err: remote}, &ratelimit.Options{
+		Failure: ratelimit.FailLocal, Local: down{err: local},
+		OnStoreError: func(err error) { heard = append(heard, err) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := ratelimit.PerMinute(2)
+	_, errAllow := l.Allow(ctx, "k", lim)
+	_, errEach := l.AllowEach(ctx, []string{"k"}, 1, lim)
+	_, errRes := l.Reserve(ctx, "k", time.Minute, lim)
+	want := "ratelimit: store failed: remote down; local: local down"
+	for name, err := range map[string]error{"Allow": errAllow, "AllowEach": errEach, "Reserve": errRes} {
+		if err == nil || err.Error() != want || !errors.Is(err, ratelimit.ErrStore) || !errors.Is(err, remote) || !errors.Is(err, local) {
+			t.Errorf("%s: %v; want %q wrapping ErrStore and both failures", name, err, want)
+		}
+	}
+	if len(heard) != 3 {
+		t.Errorf("OnStoreError heard %d errors, want 3", len(heard))
+	}
+}

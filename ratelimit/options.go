@@ -34,6 +34,9 @@ const (
 	// FailLocal: Options.Local, an in-process store, decides instead;
 	// Result.StoreErr carries the store's error and Options.OnStoreError
 	// hears of it. Each process then applies the whole limit on its own.
+	// When Options.Local fails too, the call fails as under FailClosed,
+	// with one error wrapping ErrStore and both failures
+	// ("<store's>; local: <local's>").
 	FailLocal
 )
 

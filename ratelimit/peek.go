@@ -35,9 +35,10 @@ func (l *Limiter) Peek(ctx context.Context, key string, limits ...Limit) (Result
 		}
 		return s.GCRA(ctx, skey, 0, limits, OpAllow, 0, time.Time{})
 	}
-	d, _, storeErr, err := l.decide(peek, l.storeKey(key, p, k))
+	a, err := l.decide(peek, l.storeKey(key, p, k))
 	if err != nil {
-		return Result{StoreErr: storeErr}, err
+		return Result{}, err
 	}
-	return Result{Allowed: d.Remaining > 0, Remaining: d.Remaining, ResetAfter: d.ResetAfter, StoreErr: storeErr}, nil
+	d := a.v
+	return Result{Allowed: d.Remaining > 0, Remaining: d.Remaining, ResetAfter: d.ResetAfter, StoreErr: a.storeErr}, nil
 }

@@ -209,12 +209,11 @@ func (l *Locks) Listen(ctx context.Context, name string, wake func(name string))
 		return nil, lock.ErrClosed
 	}
 	_, tag := l.s.k.lockBase(name)
-	// Subscriptions are shared per slot; lock slots are numbered after
-	// the job queue's tags.
-	key := NumTags + int(slot(tag))
+	// Subscriptions are shared per slot.
+	key := subLock + int(slot(tag))
 	h := &wake
 	undo, err := l.s.notify.add(ctx, key, l.s.k.lockChannel(name), name, h)
-	if err != nil {
+	if err = lockErrs.mapErr(err); err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}

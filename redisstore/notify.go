@@ -23,6 +23,19 @@ type notifier struct {
 	closed bool
 }
 
+// The subscriptions of a notifier are numbered: one number, one
+// subscription connection, so every channel under one number must lie in
+// one slot. Each primitive that listens has its range here, the one place
+// they are allotted.
+const (
+	// subQueue + tag: the channels of the tube partitions on a tag.
+	subQueue = 0
+	// subLock + slot: the wake-up channels of the locks in a slot.
+	subLock = subQueue + NumTags
+	// subSchedules: the one channel of the schedules' announcements.
+	subSchedules = subLock + 16384
+)
+
 type tagSub struct {
 	ctx       context.Context // of the connection's commands: the first listener's, without its cancellation
 	ps        *redis.PubSub
@@ -46,12 +59,12 @@ func (s *Store) Listen(ctx context.Context, tube string, wake func(tube string))
 	var added []func()
 	for p := 0; p < k; p++ {
 		tag := tubeTag(tube, p, k)
-		undo, err := s.notify.add(ctx, tag, s.k.channel(tag, tube), tube, h)
+		undo, err := s.notify.add(ctx, subQueue+tag, s.k.channel(tag, tube), tube, h)
 		if err != nil {
 			for _, u := range added {
 				u()
 			}
-			return nil, err
+			return nil, queueErrs.mapErr(err)
 		}
 		added = append(added, undo)
 	}
@@ -66,7 +79,7 @@ func (n *notifier) add(ctx context.Context, tag int, ch, tube string, h *func(st
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		return nil, fmt.Errorf("redisstore: listen on closed store")
+		return nil, errStoreClosed
 	}
 	ts := n.subs[tag]
 	var confirm chan struct{}

@@ -57,43 +57,29 @@ func (k keys) scKeys(tag int) []string {
 func (k keys) scDir() string  { return k.prefix + "scdir" }
 func (k keys) scTags() string { return k.prefix + "sctags" }
 
-// scChannel is the (classic, cluster-wide) pub/sub channel on which a
-// change of any schedule is announced, so running Clients re-read the
-// earliest due tick.
+// scChannel is the sharded pub/sub channel on which a change of any
+// schedule is announced, so running Clients re-read the earliest due tick.
 func (k keys) scChannel() string { return k.prefix + "sc:w" }
 
 // announce tells running Clients that a schedule changed. It is a hint:
 // a lost one costs a Client at most its PollInterval.
 func (c *Schedules) announce(ctx context.Context) {
-	c.s.c.Publish(ctx, c.s.k.scChannel(), "1")
+	c.s.c.SPublish(ctx, c.s.k.scChannel(), "1")
 }
 
 // Listen implements schedule.Notifier: wake is called soon after any
-// process sets or resumes a schedule of this store's prefix.
+// process sets or resumes a schedule of this store's prefix, and after the
+// subscription reconnects. The listeners of a process share one
+// subscription (the store's notifier, as the queue's and the locks' do).
 func (c *Schedules) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
 	if topic != schedule.TopicDue {
 		return nil, fmt.Errorf("redisstore: %w: topic %q, want %q", schedule.ErrInvalidOption, topic, schedule.TopicDue)
 	}
-	if c.s.closed.Load() {
-		return nil, schedule.ErrClosed
+	undo, err := c.s.notify.add(ctx, subSchedules, c.s.k.scChannel(), topic, &wake)
+	if err != nil {
+		return nil, scheduleErrs.mapErr(err)
 	}
-	sub := c.s.c.Subscribe(ctx, c.s.k.scChannel())
-	if _, err := sub.Receive(ctx); err != nil {
-		sub.Close()
-		return nil, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
-	}
-	ch := sub.Channel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range ch {
-			wake(topic)
-		}
-	}()
-	return func() {
-		sub.Close()
-		<-done
-	}, nil
+	return undo, nil
 }
 
 // call runs one schedule script: every script call of this file goes

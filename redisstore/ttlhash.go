@@ -758,7 +758,7 @@ func (h *Hashes) listen(ctx context.Context, suffix string, shard int, wake func
 			for _, u := range undos {
 				u()
 			}
-			return nil, err
+			return nil, hashErrs.mapErr(err)
 		}
 		undos = append(undos, undo)
 	}

@@ -264,6 +264,12 @@ func testClose(t *testing.T, s *suite) {
 		{"Tubes", func() error { _, err := st.Tubes(ctx); return err }},
 		{"Hold", func() error { return st.Hold(ctx, "o", "cl", 1) }},
 	}
+	if n, ok := st.(queue.Notifier); ok {
+		calls = append(calls, struct {
+			name string
+			call func() error
+		}{"Listen", func() error { _, err := n.Listen(ctx, "cl", func(string) {}); return err }})
+	}
 	for _, c := range calls {
 		if err := c.call(); !errors.Is(err, queue.ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", c.name, err)

@@ -3,14 +3,12 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
-	"github.com/hourglass-io/hourglass/internal/wait"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
@@ -52,10 +50,6 @@ const (
 	MaxEventsRead = 1000
 	// maxScanCount bounds a scan's count hint.
 	maxScanCount = 10000
-	// eventPoll is how often a waiting read looks again: for new events
-	// when the store cannot wake it, and in any case for events whose
-	// visibility timeout ran out (no store announces those).
-	eventPoll = time.Second
 )
 
 // SetFieldsRequest is the JSON body of a set: fields stored in one atomic
@@ -612,46 +606,17 @@ func (s *Server) hashRead(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.longPoll(r)
 	defer cancel()
-
-	// Listen before the first read, so that no event appended between a
-	// read and the wait after it is missed.
-	waiter := wait.New()
-	if n, ok := s.Hashes.Store().(ttlhash.Notifier); ok && req.TimeoutMS > 0 {
-		stop, err := n.Listen(ctx, ttlhash.TopicEvents, waiter.WakeTopic)
-		switch {
-		case err == nil:
-			defer stop()
-		case !errors.Is(err, ttlhash.ErrNoTopic):
-			return s.pollErr(r, err)
-		}
+	evs, err := s.Hashes.ReadWait(ctx, group, req.Consumer, req.Max, deadline)
+	if err != nil {
+		return s.pollErr(r, err)
 	}
-	for {
-		evs, err := s.Hashes.Read(ctx, group, req.Consumer, req.Max)
-		if err != nil {
-			return s.pollErr(r, err)
-		}
-		if len(evs) > 0 || !time.Now().Before(deadline) {
-			reply := EventsReply{Events: make([]HashEvent, len(evs))}
-			for i, e := range evs {
-				reply.Events[i] = eventOf(e)
-			}
-			writeJSON(w, http.StatusOK, reply)
-			s.hashMetrics().delivered(evs)
-			return nil
-		}
-		if _, err := waiter.Wait(ctx, deadline, eventPoll); err != nil {
-			return s.pollErr(r, err)
-		}
+	reply := EventsReply{Events: make([]HashEvent, len(evs))}
+	for i, e := range evs {
+		reply.Events[i] = eventOf(e)
 	}
-}
-
-// pollErr is the error of a long poll: shutting_down when the server is
-// stopping.
-func (s *Server) pollErr(r *http.Request, err error) error {
-	if r.Context().Err() == nil && s.stop.Err() != nil {
-		return shuttingDown
-	}
-	return err
+	writeJSON(w, http.StatusOK, reply)
+	s.hashMetrics().delivered(evs)
+	return nil
 }
 
 func (s *Server) hashAck(w http.ResponseWriter, r *http.Request) error {

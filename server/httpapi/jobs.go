@@ -91,7 +91,7 @@ const (
 // nil; the lease, as use says; then call, on the holder's view of the
 // queue (or the server's).
 func (s *Server) jobCall(w http.ResponseWriter, r *http.Request, use leaseUse, decode func() error,
-	call func(q *queue.Queue, ctx context.Context, id queue.ID) error) error {
+	call func(ctx context.Context, q *queue.Queue, id queue.ID) error) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func (s *Server) jobCall(w http.ResponseWriter, r *http.Request, use leaseUse, d
 			return err
 		}
 	}
-	if err := call(q, r.Context(), id); err != nil {
+	if err := call(r.Context(), q, id); err != nil {
 		return jobError(id, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -345,10 +345,7 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if err != nil {
-		if r.Context().Err() == nil && s.stop.Err() != nil {
-			return shuttingDown
-		}
-		return err
+		return s.pollErr(r, err)
 	}
 	// The lease is the job's TTR: nothing here returns the job early.
 	writeJSON(w, http.StatusOK, ReserveReply{Lease: lease, Job: jobOf(j)})
@@ -450,7 +447,9 @@ func (s *Server) peekBody(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
-	return s.jobCall(w, r, leaseIfGiven, nil, (*queue.Queue).Delete)
+	return s.jobCall(w, r, leaseIfGiven, nil, func(ctx context.Context, q *queue.Queue, id queue.ID) error {
+		return q.Delete(ctx, id)
+	})
 }
 
 // ReleaseRequest is the JSON body of a release (optional: without it the
@@ -473,7 +472,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 		}
 		return checkMS("delay_ms", req.DelayMS)
 	}
-	return s.jobCall(w, r, leaseRequired, decode, func(q *queue.Queue, ctx context.Context, id queue.ID) error {
+	return s.jobCall(w, r, leaseRequired, decode, func(ctx context.Context, q *queue.Queue, id queue.ID) error {
 		return q.ReleaseWith(ctx, id, queue.ReleaseOptions{Priority: req.Priority, Delay: ms(req.DelayMS), Reason: req.Reason})
 	})
 }
@@ -497,20 +496,22 @@ func priority(p *uint32) uint32 {
 func (s *Server) bury(w http.ResponseWriter, r *http.Request) error {
 	var req BuryRequest
 	decode := func() error { return readJSON(w, r, maxSmallBody, &req) }
-	return s.jobCall(w, r, leaseRequired, decode, func(q *queue.Queue, ctx context.Context, id queue.ID) error {
+	return s.jobCall(w, r, leaseRequired, decode, func(ctx context.Context, q *queue.Queue, id queue.ID) error {
 		return q.BuryWith(ctx, id, queue.BuryOptions{Priority: req.Priority, Reason: req.Reason})
 	})
 }
 
 func (s *Server) touch(w http.ResponseWriter, r *http.Request) error {
-	return s.jobCall(w, r, leaseRequired, nil, func(q *queue.Queue, ctx context.Context, id queue.ID) error {
+	return s.jobCall(w, r, leaseRequired, nil, func(ctx context.Context, q *queue.Queue, id queue.ID) error {
 		_, err := q.Touch(ctx, id)
 		return err
 	})
 }
 
 func (s *Server) kickJob(w http.ResponseWriter, r *http.Request) error {
-	return s.jobCall(w, r, noLeaseUse, nil, (*queue.Queue).KickJob)
+	return s.jobCall(w, r, noLeaseUse, nil, func(ctx context.Context, q *queue.Queue, id queue.ID) error {
+		return q.KickJob(ctx, id)
+	})
 }
 
 // KickRequest is the JSON body of a tube's kick.

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -264,22 +263,11 @@ func (s *Server) limitWait(w http.ResponseWriter, r *http.Request) error {
 		return limited(LimitReply{RetryAfterMS: ceilMS(res.Delay())}, res.Delay(),
 			"rate limited: the earliest slot is "+res.Delay().Round(time.Millisecond).String()+" away, beyond the wait of "+maxWait.String())
 	}
-	if wait := time.Until(res.TimeToAct()); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer ccancel()
-			if err := res.Cancel(cctx); err != nil {
-				s.logger().Warn("limits: giving back an abandoned slot", "err", err)
-			}
-			if r.Context().Err() == nil && s.stop.Err() != nil {
-				return shuttingDown
-			}
-			return ctx.Err()
+	if err := res.Wait(ctx); err != nil {
+		if err != ctx.Err() { // the slot was not given back
+			s.logger().Warn("limits: giving back an abandoned slot", "err", err)
 		}
+		return s.pollErr(r, ctx.Err())
 	}
 	waited := ceilMS(res.Delay())
 	writeJSON(w, http.StatusOK, LimitReply{Allowed: true, WaitedMS: &waited})

@@ -240,7 +240,7 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	s.locks.grants.WithLabelValues(mode, result).Inc()
 	s.locks.wait.WithLabelValues(mode, result).Observe(took.Seconds())
 	if err != nil {
-		if r.Context().Err() == nil && s.stop.Err() != nil {
+		if s.stopped(r) {
 			return shuttingDown
 		}
 		if errors.Is(err, lock.ErrNotObtained) {

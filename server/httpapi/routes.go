@@ -181,4 +181,20 @@ func (s *Server) longPoll(r *http.Request) (context.Context, context.CancelFunc)
 	return ctx, func() { stop(); cancel() }
 }
 
+// pollErr is the error of a long poll (one made under longPoll's
+// context) that ended with err: shutting_down when the server's shutdown
+// ended it (stopped), else err.
+func (s *Server) pollErr(r *http.Request, err error) error {
+	if s.stopped(r) {
+		return shuttingDown
+	}
+	return err
+}
+
+// stopped reports whether the server's shutdown, not the client, ended
+// the long poll of r: the one shutdown check of the long polls.
+func (s *Server) stopped(r *http.Request) bool {
+	return r.Context().Err() == nil && s.stop.Err() != nil
+}
+
 func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
