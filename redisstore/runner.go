@@ -57,7 +57,7 @@ type lane struct {
 
 // laneOf returns the lane of o's calls.
 func (r *runner) laneOf(o *op) *lane {
-	if o.family == "hx_" {
+	if o.family.prefix == "hx_" {
 		return &r.hashes
 	}
 	return &r.main
