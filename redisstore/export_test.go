@@ -31,3 +31,21 @@ func TubeTag(tube string) int { return tubeTag(tube, 0, 1) }
 
 // KeySlot is the Redis Cluster slot of a key, as the GCRA merger computes it.
 func KeySlot(key string) int { return keySlot(key) }
+
+// HoldHashesLane takes every turn of the expiring hashes' lane, as that
+// many long sweeps in flight would, until the function it returns hands
+// them on.
+func HoldHashesLane(s *Store) (release func()) {
+	l := &s.r.hashes
+	l.mu.Lock()
+	n := l.max() - l.inflight
+	l.inflight += n
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for range n {
+			l.handOffLocked()
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,11 @@ import (
 // call that arrived meanwhile, in one pipeline, and puts to one tube
 // partition in that pipeline are merged into one function call. An idle
 // caller goes out at once, in one round trip.
+//
+// The calls go out in two lanes, each with its own queue and its own
+// batches in flight: the expiring hashes' (whose sweeps can run long) and
+// everyone else's, so that a sweep never holds up a put, and the queue's
+// lane can keep one batch in flight, which merges the most.
 type runner struct {
 	c      redis.UniversalClient
 	closed *atomic.Bool
@@ -37,9 +43,24 @@ type runner struct {
 
 	loadMu sync.Mutex
 
+	main, hashes lane
+}
+
+// lane is a queue of calls and the batches it has in flight.
+type lane struct {
+	r        *runner
+	max      func() int // how many batches may be in flight at once
 	mu       sync.Mutex
-	inflight int        // batches in flight, at most maxInflight
+	inflight int        // batches in flight, at most max()
 	pending  []*request // calls waiting for the next batch
+}
+
+// laneOf returns the lane of o's calls.
+func (r *runner) laneOf(o *op) *lane {
+	if o.family.prefix == "hx_" {
+		return &r.hashes
+	}
+	return &r.main
 }
 
 // call is one function call: its operation, KEYS and ARGV (the time first).
@@ -89,7 +110,10 @@ func (t errTable) mapErr(err error) error {
 var errNotReplicated = errors.New("redisstore: not acknowledged by the replicas")
 
 func newRunner(c redis.UniversalClient, closed *atomic.Bool) *runner {
-	return &runner{c: c, closed: closed}
+	r := &runner{c: c, closed: closed}
+	r.main = lane{r: r, max: func() int { return maxInflight }}
+	r.hashes = lane{r: r, max: func() int { return hashesInflight }}
+	return r
 }
 
 // load loads the library on every master (a no-op where it is loaded).
@@ -110,19 +134,24 @@ func (r *runner) load(ctx context.Context) error {
 	return one(ctx, r.c)
 }
 
-// run runs one call, committed with whatever other calls are waiting.
+// run runs one call, committed with whatever other calls of its lane are
+// waiting.
 func (r *runner) run(ctx context.Context, c call) (any, error) {
 	if r.closed.Load() {
 		return nil, errStoreClosed
 	}
+	return r.laneOf(c.op).run(ctx, c)
+}
+
+func (r *lane) run(ctx context.Context, c call) (any, error) {
 	r.mu.Lock()
-	if len(r.pending) == 0 && r.inflight < maxInflight {
+	if len(r.pending) == 0 && r.inflight < r.max() {
 		// Nothing waits and a turn is free: the call goes out alone, at
 		// once, without a place in the queue. Calls that arrive meanwhile
 		// wait for the turn it hands on.
 		r.inflight++
 		r.mu.Unlock()
-		v, err := r.execOne(context.WithoutCancel(ctx), c)
+		v, err := r.r.execOne(context.WithoutCancel(ctx), c)
 		r.mu.Lock()
 		r.handOffLocked()
 		r.mu.Unlock()
@@ -130,7 +159,7 @@ func (r *runner) run(ctx context.Context, c call) (any, error) {
 	}
 	req := &request{call: c, done: make(chan struct{}), lead: make(chan struct{}, 1)}
 	r.pending = append(r.pending, req)
-	if r.inflight < maxInflight {
+	if r.inflight < r.max() {
 		r.inflight++
 		req.turn = true
 		req.lead <- struct{}{}
@@ -166,7 +195,7 @@ func (r *runner) run(ctx context.Context, c call) (any, error) {
 
 // doneWaiting is for a call whose batch ended while it waited: a turn it
 // was given meanwhile goes to the next.
-func (r *runner) doneWaiting(req *request) {
+func (r *lane) doneWaiting(req *request) {
 	r.mu.Lock()
 	if req.turn {
 		req.turn = false
@@ -191,23 +220,24 @@ const (
 	maxBatchCalls = 256
 )
 
-// maxInflight is how many batches may be in flight at once. Fewer merge
-// more: every call that arrives while the batches are out goes in the
-// next, so Redis runs fewer, larger function calls; more keep Redis busy
-// while the client reads replies, and keep a long call (an expiring-hash
-// sweep) from holding up the rest. Measured side by side on 2 cores at
-// load average 15–20 (BenchmarkGroupCommit, 1 / 2 / 4 in flight): 8
-// goroutines' puts carried 4.5–4.8 / 2.8–2.9 / 1.75 puts a call at 15–25 /
-// 20–31 / 26–38 µs of Redis CPU a put; GCRA decisions on one key from 16
-// goroutines 8.3 / 5.2 / 3.1 a call. But with 1 or 2 in flight the
-// sweeps of TestTTLHashSharedSweep starved its consumers' acknowledgements
-// past its minute on that machine, so 4 stay until the sweeps have a lane
-// of their own.
-var maxInflight = 4
+// maxInflight is how many batches the main lane may have in flight at
+// once. Fewer merge more: every call that arrives while the batches are
+// out goes in the next, so Redis runs fewer, larger function calls; more
+// keep Redis busy while the client reads replies. Measured side by side
+// on 2 cores at load average 15–20 (BenchmarkGroupCommit, 1 / 2 / 4 in
+// flight): 8 goroutines' puts carried 4.5–4.8 / 2.8–2.9 / 1.75 puts a
+// call at 15–25 / 20–31 / 26–38 µs of Redis CPU a put; GCRA decisions on
+// one key from 16 goroutines 8.3 / 5.2 / 3.1 a call.
+var maxInflight = 1
+
+// hashesInflight is how many batches the expiring hashes' lane may have in
+// flight at once: more than one, so that a long sweep does not hold up
+// the consumers' acknowledgements (TestTTLHashSharedSweep).
+const hashesInflight = 4
 
 // handOffLocked gives the turn its caller holds to the first waiting call
 // that has none, or ends it.
-func (r *runner) handOffLocked() {
+func (r *lane) handOffLocked() {
 	for _, q := range r.pending {
 		if !q.turn {
 			q.turn = true
@@ -221,7 +251,7 @@ func (r *runner) handOffLocked() {
 // commit is a turn of req's: it sends the waiting calls (the oldest
 // first, up to a batch), then hands the turn on. When another turn's batch
 // already took req, it only hands the turn on.
-func (r *runner) commit(ctx context.Context, req *request) {
+func (r *lane) commit(ctx context.Context, req *request) {
 	r.mu.Lock()
 	req.turn = false
 	if req.taken {
@@ -239,7 +269,7 @@ func (r *runner) commit(ctx context.Context, req *request) {
 
 	// The batch is everyone's: one caller's cancellation must not fail the
 	// others' calls (go-redis's timeouts bound it).
-	r.send(context.WithoutCancel(ctx), batch)
+	r.r.send(context.WithoutCancel(ctx), batch)
 
 	r.mu.Lock()
 	r.handOffLocked()
@@ -333,9 +363,31 @@ func groupOf(c call, head int) string {
 	b.WriteByte(1)
 	for _, a := range c.args[:head] {
 		b.WriteByte(0)
-		fmt.Fprint(&b, a)
+		writeArg(&b, a)
 	}
 	return b.String()
+}
+
+// writeArg writes a call's argument as go-redis sends it, without fmt for
+// the types the store passes (fmt was 6% of a protocol server's CPU).
+func writeArg(b *strings.Builder, a any) {
+	var buf [24]byte
+	switch v := a.(type) {
+	case string:
+		b.WriteString(v)
+	case []byte:
+		b.Write(v)
+	case int:
+		b.Write(strconv.AppendInt(buf[:0], int64(v), 10))
+	case int64:
+		b.Write(strconv.AppendInt(buf[:0], v, 10))
+	case uint32:
+		b.Write(strconv.AppendUint(buf[:0], uint64(v), 10))
+	case uint64:
+		b.Write(strconv.AppendUint(buf[:0], v, 10))
+	default:
+		fmt.Fprint(b, a)
+	}
 }
 
 // A merger says which calls of one operation merge into one call, and how
@@ -402,7 +454,7 @@ func (m *concatMerger) group(c call) string {
 	b.WriteString(c.scope)
 	for _, a := range c.args[:m.head] {
 		b.WriteByte(0)
-		fmt.Fprint(&b, a)
+		writeArg(&b, a)
 	}
 	return b.String()
 }

@@ -18,8 +18,11 @@ import (
 )
 
 // The beanstalk workload drives a beanstalkd-protocol server over 8
-// connections: `hourglass serve --store redis://…` (built from the parent
-// module) and Debian's in-memory beanstalkd.
+// connections: `hourglass serve --store redis://…` and `hourglass serve
+// --store mem://` (built from the parent module) and Debian's in-memory
+// beanstalkd. Beside jobs/s it reports the server process's own CPU per
+// job (user + system, from /proc), which moves less with the machine's
+// load than a rate does.
 
 // bsServer is a protocol server this program started; stop ends it by PID.
 type bsServer struct {
@@ -107,6 +110,14 @@ func hourglassBinary(cfg *config) (string, error) {
 }
 
 func startHourglassServe(ctx context.Context, e *env) (*bsServer, error) {
+	return startHourglass(ctx, e, "redis://"+e.addr)
+}
+
+func startHourglassMem(ctx context.Context, e *env) (*bsServer, error) {
+	return startHourglass(ctx, e, "mem://")
+}
+
+func startHourglass(ctx context.Context, e *env, store string) (*bsServer, error) {
 	bin, err := hourglassBinary(e.cfg)
 	if err != nil {
 		return nil, err
@@ -115,7 +126,32 @@ func startHourglassServe(ctx context.Context, e *env) (*bsServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startProc(ctx, addr, bin, "serve", "--store", "redis://"+e.addr, "--beanstalk-addr", addr, "--http-addr", "", "--log-level", "warn")
+	return startProc(ctx, addr, bin, "serve", "--store", store, "--beanstalk-addr", addr, "--http-addr", "", "--log-level", "warn")
+}
+
+// procCPU returns the CPU time, user + system, that process pid has used.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	// utime and stime are fields 14 and 15 of stat, in clock ticks
+	// (USER_HZ, 100 on Linux).
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond, nil
 }
 
 func startBeanstalkd(ctx context.Context, e *env) (*bsServer, error) {
@@ -129,8 +165,10 @@ func startBeanstalkd(ctx context.Context, e *env) (*bsServer, error) {
 
 // bsRun starts a server with start, then measures put/s (cfg.ops jobs,
 // cfg.producers connections) and reserve+delete/s (cfg.concurrency
-// connections) until the tube is empty.
-func bsRun(start func(context.Context, *env) (*bsServer, error), onRedis bool) func(context.Context, *env) (string, []measurement, error) {
+// connections) until the tube is empty, and the server's CPU per job of
+// each. Its metrics are named prefix+"put", prefix+"reserve_delete" and
+// those with "_proc_cpu" after them.
+func bsRun(start func(context.Context, *env) (*bsServer, error), onRedis bool, prefix string) func(context.Context, *env) (string, []measurement, error) {
 	return func(ctx context.Context, e *env) (string, []measurement, error) {
 		srv, err := start(ctx, e)
 		if err != nil {
@@ -155,7 +193,19 @@ func bsRun(start func(context.Context, *env) (*bsServer, error), onRedis bool) f
 		if !onRedis {
 			cpu = context.WithValue(ctx, cpuMeterKey{}, (*cpuMeter)(nil))
 		}
+		pid := srv.cmd.Process.Pid
+		perJob := func(t0 time.Duration, jobs int) float64 {
+			t1, err := procCPU(pid)
+			if err != nil {
+				return -1
+			}
+			return float64((t1 - t0).Microseconds()) / float64(jobs)
+		}
 		cpuBegin(cpu)
+		p0, err := procCPU(pid)
+		if err != nil {
+			return "", nil, err
+		}
 		start := time.Now()
 		if err := perWorker(ctx, e.cfg.producers, n, func(_ context.Context, w int) error {
 			_, err := conns[w].put(b)
@@ -164,8 +214,12 @@ func bsRun(start func(context.Context, *env) (*bsServer, error), onRedis bool) f
 			return "", nil, fmt.Errorf("put: %w", err)
 		}
 		put := float64(n) / time.Since(start).Seconds()
+		putProc := perJob(p0, n)
 		cpuEnd(cpu, "bs_put", n)
 		cpuBegin(cpu)
+		if p0, err = procCPU(pid); err != nil {
+			return "", nil, err
+		}
 		start = time.Now()
 		if err := perWorker(ctx, e.cfg.concurrency, n+1, func(_ context.Context, w int) error {
 			id, err := conns[w].reserve()
@@ -177,9 +231,10 @@ func bsRun(start func(context.Context, *env) (*bsServer, error), onRedis bool) f
 			return "", nil, fmt.Errorf("reserve+delete: %w", err)
 		}
 		rd := float64(n+1) / time.Since(start).Seconds()
+		rdProc := perJob(p0, n+1)
 		cpuEnd(cpu, "bs_reserve_delete", n+1)
-		return fmt.Sprintf("put %.0f/s, reserve+delete %.0f/s", put, rd),
-			[]measurement{{"bs_put", put}, {"bs_reserve_delete", rd}}, nil
+		return fmt.Sprintf("put %.0f/s (%.1f µs CPU), reserve+delete %.0f/s (%.1f µs CPU)", put, putProc, rd, rdProc),
+			[]measurement{{prefix + "put", put}, {prefix + "reserve_delete", rd}, {prefix + "put_proc_cpu", putProc}, {prefix + "reserve_delete_proc_cpu", rdProc}}, nil
 	}
 }
 

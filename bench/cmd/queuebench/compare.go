@@ -75,8 +75,9 @@ func runners(cfg *config, w string) []runner {
 		add("hourglass", hgLatency)
 		add("asynq", asynqLatency)
 	case "beanstalk":
-		add("hourglass", bsRun(startHourglassServe, true))
-		add("beanstalkd", bsRun(startBeanstalkd, false))
+		add("hourglass", bsRun(startHourglassServe, true, "bs_"))
+		add("hourglass", bsRun(startHourglassMem, false, "bsmem_"))
+		add("beanstalkd", bsRun(startBeanstalkd, false, "bs_"))
 	default:
 		schedRunners(cfg, w, add)
 	}
@@ -466,33 +467,37 @@ func asynqLatency(ctx context.Context, e *env) (string, []measurement, error) {
 
 // pair is a row of the comparison table: hourglass's metric beside a
 // peer's. For metrics where lower is better the ratio is still
-// hourglass / peer; the table says which way is better.
-type pair struct{ metric, peer string }
+// hourglass / peer; the table says which way is better. The peer's figure
+// is its metric of the same name, or of peerMetric when that is set.
+type pair struct{ metric, peer, peerMetric string }
 
 var pairs = []pair{
-	{"put", "asynq"}, {"put", "bullmq"},
-	{"put_delayed", "asynq"}, {"put_delayed", "bullmq"},
-	{"reserve_delete", "asynq"}, {"reserve_delete", "bullmq"},
-	{"consume", "asynq"}, {"consume", "bullmq"},
-	{"bs_put", "beanstalkd"}, {"bs_reserve_delete", "beanstalkd"},
-	{"gcra_1key", "redis_rate"}, {"gcra_10k", "redis_rate"},
-	{"lock_1", "redislock"}, {"lock_8", "redislock"},
-	{"lateness_p50", "bullmq"}, {"lateness_p99", "bullmq"}, {"lateness_p50", "asynq"}, {"lateness_p99", "asynq"},
-	{"lat_put_p50", "asynq"}, {"lat_put_p99", "asynq"}, {"lat_rd_p50", ""}, {"lat_rd_p99", ""},
-	{"bytes_per_delayed_job", "asynq"}, {"bytes_per_delayed_job", "bullmq"},
-	{"put_cpu", "asynq"}, {"put_cpu", "bullmq"}, {"put_batch_cpu", "bullmq"},
-	{"put_delayed_cpu", "asynq"}, {"put_delayed_cpu", "bullmq"},
-	{"reserve_delete_cpu", "asynq"}, {"reserve_delete_cpu", "bullmq"},
-	{"consume_cpu", "asynq"}, {"consume_cpu", "bullmq"},
-	{"bs_put_cpu", ""}, {"bs_reserve_delete_cpu", ""},
-	{"gcra_1key_cpu", "redis_rate"}, {"gcra_10k_cpu", "redis_rate"},
-	{"lock_1_cpu", "redislock"}, {"lock_8_cpu", "redislock"},
-	{"sched_fires_1", "asynq"}, {"sched_fires_4", "asynq"},
-	{"sched_jobs_per_tick_1", "asynq"}, {"sched_jobs_per_tick_4", "asynq"},
-	{"sched_unique_1", "asynq"}, {"sched_unique_4", "asynq"},
-	{"sched_processed", "bullmq"},
-	{"sched_late_p50", "asynq"}, {"sched_late_p99", "asynq"}, {"sched_late_p50", "bullmq"}, {"sched_late_p99", "bullmq"},
-	{"bytes_per_schedule", "bullmq"},
+	{"put", "asynq", ""}, {"put", "bullmq", ""},
+	{"put_delayed", "asynq", ""}, {"put_delayed", "bullmq", ""},
+	{"reserve_delete", "asynq", ""}, {"reserve_delete", "bullmq", ""},
+	{"consume", "asynq", ""}, {"consume", "bullmq", ""},
+	{"bs_put", "beanstalkd", ""}, {"bs_reserve_delete", "beanstalkd", ""},
+	{"bsmem_put", "beanstalkd", "bs_put"}, {"bsmem_reserve_delete", "beanstalkd", "bs_reserve_delete"},
+	{"bs_put_proc_cpu", "beanstalkd", ""}, {"bs_reserve_delete_proc_cpu", "beanstalkd", ""},
+	{"bsmem_put_proc_cpu", "beanstalkd", "bs_put_proc_cpu"}, {"bsmem_reserve_delete_proc_cpu", "beanstalkd", "bs_reserve_delete_proc_cpu"},
+	{"gcra_1key", "redis_rate", ""}, {"gcra_10k", "redis_rate", ""},
+	{"lock_1", "redislock", ""}, {"lock_8", "redislock", ""},
+	{"lateness_p50", "bullmq", ""}, {"lateness_p99", "bullmq", ""}, {"lateness_p50", "asynq", ""}, {"lateness_p99", "asynq", ""},
+	{"lat_put_p50", "asynq", ""}, {"lat_put_p99", "asynq", ""}, {"lat_rd_p50", "", ""}, {"lat_rd_p99", "", ""},
+	{"bytes_per_delayed_job", "asynq", ""}, {"bytes_per_delayed_job", "bullmq", ""},
+	{"put_cpu", "asynq", ""}, {"put_cpu", "bullmq", ""}, {"put_batch_cpu", "bullmq", ""},
+	{"put_delayed_cpu", "asynq", ""}, {"put_delayed_cpu", "bullmq", ""},
+	{"reserve_delete_cpu", "asynq", ""}, {"reserve_delete_cpu", "bullmq", ""},
+	{"consume_cpu", "asynq", ""}, {"consume_cpu", "bullmq", ""},
+	{"bs_put_cpu", "", ""}, {"bs_reserve_delete_cpu", "", ""},
+	{"gcra_1key_cpu", "redis_rate", ""}, {"gcra_10k_cpu", "redis_rate", ""},
+	{"lock_1_cpu", "redislock", ""}, {"lock_8_cpu", "redislock", ""},
+	{"sched_fires_1", "asynq", ""}, {"sched_fires_4", "asynq", ""},
+	{"sched_jobs_per_tick_1", "asynq", ""}, {"sched_jobs_per_tick_4", "asynq", ""},
+	{"sched_unique_1", "asynq", ""}, {"sched_unique_4", "asynq", ""},
+	{"sched_processed", "bullmq", ""},
+	{"sched_late_p50", "asynq", ""}, {"sched_late_p99", "asynq", ""}, {"sched_late_p50", "bullmq", ""}, {"sched_late_p99", "bullmq", ""},
+	{"bytes_per_schedule", "bullmq", ""},
 }
 
 // printCompare prints the table what | hourglass | peer | ratio from the
@@ -516,7 +521,11 @@ func (r *report) printCompare(out io.Writer) {
 		}
 		peer, ratio := "-", "-"
 		if p.peer != "" {
-			v, ok := r.med(p.metric, p.peer)
+			pm := p.metric
+			if p.peerMetric != "" {
+				pm = p.peerMetric
+			}
+			v, ok := r.med(pm, p.peer)
 			if !ok {
 				continue
 			}
