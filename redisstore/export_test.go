@@ -31,3 +31,10 @@ func TubeTag(tube string) int { return tubeTag(tube, 0, 1) }
 
 // KeySlot is the Redis Cluster slot of a key, as the GCRA merger computes it.
 func KeySlot(key string) int { return keySlot(key) }
+
+// HashShard is the shard of a hash name and the key prefix of that shard,
+// for tests that write the stored layout by hand.
+func HashShard(h *Hashes, name string) (shard int, base string) {
+	shard = h.shardOf(name)
+	return shard, h.base(shard)
+}
