@@ -173,13 +173,26 @@ local function insert(name, field, dl, now, maxl, id)
   t[#t + 1] = uv(id) .. uv(dl - lo) .. uv(#field) .. field
 end
 
--- the shard's first due time (ms) before this call's writes, or nil
+-- the due time of bucket b (its score in q), from its name: a level-0
+-- bucket of the earlier layout is due at its deadline, any other its own
+-- width before its start
+local function dueOf(b)
+  local l, idx = string.match(b, '^(%d+)[:.](%d+)$')
+  local w = width(tonumber(l))
+  if w == 1 then
+    return tonumber(idx)
+  end
+  return tonumber(idx) * w - w
+end
+
+-- the shard's first due time (ms) before this call's writes, or nil (a
+-- member of z starts with its deadline)
 local function firstDue()
-  local a = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
-  local b = redis.call('ZRANGE', Z, 0, 0, 'WITHSCORES')
-  local f = a[2] and tonumber(a[2])
-  if b[2] then
-    f = math.min(f or tonumber(b[2]), tonumber(b[2]))
+  local a = redis.call('ZRANGE', Q, 0, 0)
+  local b = redis.call('ZRANGE', Z, 0, 0)
+  local f = a[1] and dueOf(a[1])
+  if b[1] then
+    f = math.min(f or dec6(b[1]), dec6(b[1]))
   end
   return f
 end

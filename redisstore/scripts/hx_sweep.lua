@@ -23,21 +23,23 @@ local paced = false -- refining stopped early, to go on with a later call
 local behind = false -- urgent work left
 local urgent, refined = 0, 0 -- entries of urgent buckets (and z), of the others
 
--- The fields due now. The first few members of z, with their scores,
--- give both those due (usually all there are) and the next due time;
--- only when all of them are due does a range read fetch the rest.
+-- The fields due now. The first few members of z (each starts with its
+-- deadline, so no scores are read: formatting them costs Redis more than
+-- the read) give both those due (usually all there are) and the next due
+-- time; only when all of them are due does a range read fetch the rest.
 local zs, znext = {}, nil
-local head = redis.call('ZRANGE', Z, 0, 7, 'WITHSCORES')
-for k = 1, #head, 2 do
-  if tonumber(head[k + 1]) > now then
-    znext = tonumber(head[k + 1])
+local head = redis.call('ZRANGE', Z, 0, 7)
+for k = 1, #head do
+  local dl = dec6(head[k])
+  if dl > now then
+    znext = dl
     break
   end
   if #zs < max then
     zs[#zs + 1] = head[k]
   end
 end
-if #head == 16 and not znext and max > 8 then
+if #head == 8 and not znext and max > 8 then
   zs = redis.call('ZRANGEBYSCORE', Z, '-inf', now, 'LIMIT', 0, max)
   znext = false -- not known
 end
@@ -134,8 +136,8 @@ end
 
 -- q's first bucket: when it is not due, the wheel has no work, and it is
 -- the wheel's next due time.
-local qtop = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
-local qnext = qtop[2] and tonumber(qtop[2])
+local qtop = redis.call('ZRANGE', Q, 0, 0)
+local qnext = qtop[1] and dueOf(qtop[1])
 local wheel = qnext and qnext <= now
 while wheel do
   local due = redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, 64)
@@ -220,12 +222,12 @@ end
 local added = zmin -- the least deadline refining adds to z
 finish()
 if wheel then
-  qtop = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
-  qnext = qtop[2] and tonumber(qtop[2])
+  qtop = redis.call('ZRANGE', Q, 0, 0)
+  qnext = qtop[1] and dueOf(qtop[1])
 end
 if znext == false then
-  local ztop = redis.call('ZRANGE', Z, 0, 0, 'WITHSCORES')
-  znext = ztop[2] and tonumber(ztop[2])
+  local ztop = redis.call('ZRANGE', Z, 0, 0)
+  znext = ztop[1] and dec6(ztop[1])
 elseif added then
   znext = math.min(znext or added, added)
 end
@@ -235,10 +237,10 @@ end
 if paced then
   -- The rest of the refining goes with the next call the shard needs
   -- anyway (its next due time), or in 4 ms at the latest.
-  local nxt = redis.call('ZRANGEBYSCORE', Q, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local nxt = redis.call('ZRANGEBYSCORE', Q, '(' .. now, '+inf', 'LIMIT', 0, 1)
   local wait = 4
   if #nxt > 0 then
-    wait = math.min(wait, tonumber(nxt[2]) - now)
+    wait = math.min(wait, dueOf(nxt[1]) - now)
   end
   if znext then
     wait = math.min(wait, znext - now)
