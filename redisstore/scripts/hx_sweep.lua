@@ -15,6 +15,7 @@
 -- or -1, entries looked at}; refining paced (see below) returns 0 and at
 -- most 4 ms.
 local now = nowms()
+local nowstr = tostring(now) -- formatted once, not per event
 quiet = true -- the return value tells the caller the next due time
 local max = tonumber(ARGV[3])
 local work = 0
@@ -71,7 +72,7 @@ if #zs > 0 then
       local raw = raws[k]
       if raw and dec6(raw) == dls[k] then
         gone[#gone + 1] = fs[k]
-        redis.call('XADD', E, '*', 'h', name, 'f', fs[k], 'v', string.sub(raw, 7), 'd', dls[k], 'x', now)
+        redis.call('XADD', E, '*', 'h', name, 'f', fs[k], 'v', string.sub(raw, 7), 'd', tostring(dls[k]), 'x', nowstr)
       end
     end
     if #gone > 0 then
