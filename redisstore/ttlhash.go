@@ -13,30 +13,38 @@ package redisstore
 //	          TIME inside the script, so it never returns an expired field
 //	          whether or not the sweep has reached it.
 //	w         the timing wheel: one hash of packed chunks of due entries.
-//	          A bucket "<level>:<index>" covers [index*16^level,
-//	          (index+1)*16^level) ms; a deadline goes into the finest level
-//	          whose 16 buckets from now reach it, so each level holds at most
-//	          17 buckets and a shard at most a few hundred, however many
-//	          fields there are. An entry is varint(hash id) varint(len) field
-//	          (11 bytes for an 8-byte field name), appended to the bucket's
-//	          open chunk; a chunk of 480 bytes is sealed and a new one opened
-//	          (a sealed one fits Redis's 512-byte allocations), so an append
-//	          rewrites at most 480 bytes plus the entry.
-//	q         sorted set of the buckets by due time (a coarse bucket is due
-//	          at its start, when its entries are refined into finer buckets;
-//	          a level-0 bucket is one millisecond, due at its deadline).
+//	          A bucket "<level>.<index>" covers [index*16^level,
+//	          (index+1)*16^level) ms, level 2 (256 ms) and up; a deadline
+//	          goes into the finest level whose 16 buckets from now reach
+//	          it, so each level holds at most 17 buckets and a shard at most
+//	          a few hundred, however many fields there are. An entry is
+//	          varint(hash id) varint(deadline - bucket start) varint(len)
+//	          field (13 bytes for an 8-byte field name), appended to the
+//	          bucket's open chunk; a chunk of 480 bytes is sealed and a new
+//	          one opened (a sealed one fits Redis's 512-byte allocations),
+//	          so an append rewrites at most 480 bytes plus the entry.
+//	q         sorted set of the buckets by due time: a bucket is due its
+//	          own width before its start, when its entries move, by the
+//	          deadline each carries, into finer buckets or z.
+//	z         sorted set of the entries due within 256 ms: member 6-byte
+//	          deadline + varint(len) hash name + field, score the deadline.
+//	          The sweep expires its due members with one range read, one
+//	          HMGET and one HDEL per hash, and one XADD per field.
 //	n, i      hash id <-> hash name (ids are never reused), so entries
 //	          carry a 1-3 byte id instead of the name.
 //	m         seq (hash ids issued), dropped (events the cap removed).
 //	e         the stream of expiry events, read by consumer groups.
 //	c         (channel) sharded pub/sub, published to after events are added.
 //
-// An entry is checked when its bucket comes due: if its field still exists
-// with a deadline inside the bucket, it expires (deleted, event appended,
-// in the same script) or moves to a finer bucket; otherwise it is stale (the
-// field was deleted, persisted or given another deadline, which added its
-// own entry) and is dropped. So changing a deadline never rewrites the
-// wheel, and a field yields one event however many entries name it.
+// A member of z is checked when it comes due: if its field still exists
+// with the member's deadline, it expires (deleted, event appended, in the
+// same script); otherwise it is stale (the field was deleted, persisted or
+// given another deadline, which added its own entry) and is dropped. So
+// changing a deadline never rewrites the wheel, and a field yields one
+// event however many entries name it. (A store written by the earlier
+// layout also holds buckets "<level>:<index>", levels 0 and up, whose
+// entries carry no deadline and are checked against the field when their
+// bucket comes due, as they were; the sweep still takes them.)
 //
 // Events. Each shard's stream is read with XREADGROUP by consumer groups
 // created on every shard; a consumer reads the shards in a pipeline, acks

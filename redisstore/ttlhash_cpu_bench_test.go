@@ -26,7 +26,8 @@ import (
 // that keeps up does. It reports the Redis CPU (INFO cpu) and the
 // commands (INFO commandstats) per expired field, of the sweeps, reads and
 // acknowledgements together. rate=10k: 100,000 fields over 1,000 hashes
-// due over 10 s; rate=2k: 20,000 over 200. Run with -benchtime=1x.
+// due over 10 s; rate=2k: 20,000 over 200; rate=100k: 200,000 over 2,000
+// due over 2 s. Run with -benchtime=1x.
 func BenchmarkTTLHashSweepCPU(b *testing.B) {
 	for _, c := range []struct {
 		name           string
@@ -35,6 +36,7 @@ func BenchmarkTTLHashSweepCPU(b *testing.B) {
 	}{
 		{"rate=10k", 100_000, 1000, 10 * time.Second},
 		{"rate=2k", 20_000, 200, 10 * time.Second},
+		{"rate=100k", 200_000, 2000, 2 * time.Second},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			srv := redistest.Standalone(b)
