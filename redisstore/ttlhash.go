@@ -70,14 +70,14 @@ import (
 )
 
 var hxScripts = struct {
-	set, get, getAll, scan, length, del, ttl, expire, persist, sweep, ack, trim *op
+	set, get, getAll, scan, length, del, ttl, expire, persist, sweep, trim *op
 }{
 	set: operation("hx_set"), get: operation("hx_get"),
 	getAll: operation("hx_getall"), scan: operation("hx_scan"),
 	length: operation("hx_len"), del: operation("hx_del"),
 	ttl: operation("hx_ttl"), expire: operation("hx_expire"),
 	persist: operation("hx_persist"), sweep: operation("hx_sweep"),
-	ack: operation("hx_ack"), trim: operation("hx_trim"),
+	trim: operation("hx_trim"),
 }
 
 // DefaultHashShards is HashesOptions.Shards when it is 0.
@@ -646,9 +646,12 @@ func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time
 // has acknowledged.
 const ackLow = 64
 
-// Ack implements ttlhash.Store.
+// Ack implements ttlhash.Store: XACK and XLEN per shard in one pipeline
+// (plain commands: a function call per shard cost Redis more than the
+// acknowledgement), then hx_trim for the shards that acknowledged
+// something and are longer than ackLow.
 func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, error) {
-	by := map[int][]any{}
+	by := map[int][]string{}
 	for _, id := range ids {
 		s, sid, err := h.parseEventID(id)
 		if err != nil {
@@ -656,18 +659,41 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 		}
 		by[s] = append(by[s], sid)
 	}
-	var calls []call
-	for s, sids := range by {
-		args := append([]any{h.s.now(), h.cap, group, ackLow}, sids...)
-		calls = append(calls, call{op: hxScripts.ack, keys: h.keys(s, ""), args: args})
+	if len(by) == 0 {
+		return 0, nil
 	}
-	out, err := h.runMany(ctx, calls)
-	if err != nil {
-		return 0, err
+	if h.s.closed.Load() {
+		return 0, ttlhash.ErrClosed
 	}
+	shards := make([]int, 0, len(by))
+	for s := range by {
+		shards = append(shards, s)
+	}
+	slices.Sort(shards)
+	pipe := h.s.c.Pipeline()
+	acks := make([]*redis.IntCmd, len(shards))
+	lens := make([]*redis.IntCmd, len(shards))
+	for k, s := range shards {
+		acks[k] = pipe.XAck(ctx, h.stream(s), group, by[s]...)
+		lens[k] = pipe.XLen(ctx, h.stream(s))
+	}
+	_, _ = pipe.Exec(ctx)
 	n := 0
-	for _, v := range out {
-		n += int(toInt(v))
+	var trims []call
+	for k, s := range shards {
+		a, err := acks[k].Result()
+		if err != nil {
+			return n, h.hxErr(h.s.r.failure(ctx, err))
+		}
+		n += int(a)
+		if l, err := lens[k].Result(); err == nil && a > 0 && l > ackLow {
+			trims = append(trims, call{op: hxScripts.trim, keys: h.keys(s, ""), args: []any{h.s.now(), h.cap}})
+		}
+	}
+	if len(trims) > 0 {
+		if _, err := h.runMany(ctx, trims); err != nil {
+			return n, err
+		}
 	}
 	return n, nil
 }
