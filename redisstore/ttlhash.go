@@ -23,7 +23,7 @@ package redisstore
 //	          bucket's open chunk; a chunk of 480 bytes is sealed and a new
 //	          one opened (a sealed one fits Redis's 512-byte allocations),
 //	          so an append rewrites at most 480 bytes plus the entry.
-//	q         sorted set of the buckets by due time: a bucket is due its
+//	r         sorted set of the buckets by due time: a bucket is due its
 //	          own width before its start, when its entries move, by the
 //	          deadline each carries, into finer buckets or z.
 //	z         sorted set of the entries due within 256 ms: member 6-byte
@@ -44,7 +44,10 @@ package redisstore
 // event however many entries name it. (A store written by the earlier
 // layout also holds buckets "<level>:<index>", levels 0 and up, whose
 // entries carry no deadline and are checked against the field when their
-// bucket comes due, as they were; the sweep still takes them.)
+// bucket comes due, as they were; the sweep still takes them. They are
+// listed in q, and this layout's buckets in r, so that a sweeper of the
+// earlier version running during an upgrade never meets a bucket it would
+// misread.)
 //
 // Events. Each shard's stream is read with XREADGROUP by consumer groups
 // created on every shard; a consumer reads the shards in a pipeline, acks

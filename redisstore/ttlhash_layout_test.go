@@ -186,11 +186,21 @@ func TestTTLHashReadsEarlierLayout(t *testing.T) {
 	}
 	var buckets, near int64
 	for base := range chunks {
-		buckets += c.ZCard(ctx, base+"q").Val()
+		buckets += c.ZCard(ctx, base+"q").Val() + c.ZCard(ctx, base+"r").Val()
 		near += c.ZCard(ctx, base+"z").Val()
 	}
 	if buckets != 1 || near != 0 {
 		t.Errorf("%d buckets and %d near entries left, want the kept field's bucket alone", buckets, near)
+	}
+	// A deadline written now goes to a bucket of r, never of q, which a
+	// sweeper of the earlier version may still be reading during an upgrade.
+	_, base := redisstore.HashShard(h, "old-c")
+	q0 := c.ZCard(ctx, base+"q").Val()
+	if _, err := h.Set(ctx, "old-c", ttlhash.SetRequest{TTL: time.Hour, Fields: []ttlhash.Field{{Name: "later", Value: []byte("v")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if q, r := c.ZCard(ctx, base+"q").Val(), c.ZCard(ctx, base+"r").Val(); q != q0 || r != 1 {
+		t.Errorf("after a write: q holds %d buckets (was %d), r %d; want q unchanged and one bucket in r", q, q0, r)
 	}
 	for _, hash := range []string{"old-a", "old-b", "old-c"} {
 		all, err := h.GetAll(ctx, hash)
@@ -201,7 +211,7 @@ func TestTTLHashReadsEarlierLayout(t *testing.T) {
 		for _, e := range all {
 			names = append(names, e.Name)
 		}
-		wantLeft := map[string]string{"old-a": "[]", "old-b": "[persisted]", "old-c": "[kept]"}[hash]
+		wantLeft := map[string]string{"old-a": "[]", "old-b": "[persisted]", "old-c": "[kept later]"}[hash]
 		if fmt.Sprint(names) != wantLeft {
 			t.Errorf("%s holds %v, want %s", hash, names, wantLeft)
 		}

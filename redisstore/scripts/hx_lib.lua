@@ -16,8 +16,13 @@
 --              holds buckets "<level>:<index>", levels 0 and up, whose
 --              entries are varint(hash id) varint(#field) field; the sweep
 --              still takes them.)
---   KEYS[2] q  sorted set: bucket -> due time (ms): its start less its own
---              width, when its entries are refined into finer buckets
+--   KEYS[2] q  sorted set: bucket of the earlier layout -> due time (ms)
+--              ("<base>r" holds the buckets of this layout, so that a
+--              sweeper of the earlier version, still running during an
+--              upgrade, never meets one: it takes q's buckets as it did)
+--              A bucket is due its start less its own width, when its
+--              entries are refined into finer buckets (a level-0 bucket of
+--              the earlier layout, at its deadline)
 --   KEYS[3] n  hash: hash id -> hash name
 --   KEYS[4] i  hash: hash name -> hash id (ids are never reused)
 --   KEYS[5] m  hash: seq (hash ids issued), dropped (events the cap removed)
@@ -42,7 +47,7 @@ local CHUNK = 480 -- bytes of an open chunk before it is sealed (a sealed one fi
 local NEAR = 256 -- ms: deadlines closer than this are members of z, not wheel entries
 
 -- The state of one call, set by hx_enter when it starts.
-local W, Q, N, I, M, E, Z, BASE, CAP
+local W, Q, R, N, I, M, E, Z, BASE, CAP
 local emitted = 0
 local pend, pendDue, pendOrder = {}, {}, {} -- see insert
 local zpend, zmin = {}, nil -- score, member pairs to add to z; their least score
@@ -54,6 +59,7 @@ local function hx_enter()
   W, Q, N, I, M, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
   BASE = string.sub(W, 1, -2)
   Z = BASE .. 'z'
+  R = BASE .. 'r'
   CAP = tonumber(ARGV[2])
   emitted = 0
   pend, pendDue, pendOrder = {}, {}, {}
@@ -189,8 +195,12 @@ end
 -- member of z starts with its deadline)
 local function firstDue()
   local a = redis.call('ZRANGE', Q, 0, 0)
+  local r = redis.call('ZRANGE', R, 0, 0)
   local b = redis.call('ZRANGE', Z, 0, 0)
   local f = a[1] and dueOf(a[1])
+  if r[1] then
+    f = math.min(f or dueOf(r[1]), dueOf(r[1]))
+  end
   if b[1] then
     f = math.min(f or dec6(b[1]), dec6(b[1]))
   end
@@ -220,7 +230,7 @@ local function flush()
     local open = redis.call('HGET', W, 'o' .. b)
     if not open then
       check(pendDue[b])
-      redis.call('ZADD', Q, pendDue[b], b)
+      redis.call('ZADD', R, pendDue[b], b)
       open = ''
     end
     local cur, size = { open }, #open

@@ -100,7 +100,7 @@ local function take(b)
   local chunk = redis.call('HGET', W, field) or ''
   redis.call('HDEL', W, field)
   if c <= 1 and redis.call('HEXISTS', W, 'o' .. b) == 0 then
-    redis.call('ZREM', Q, b)
+    redis.call('ZREM', string.find(b, ':', 1, true) and Q or R, b)
   end
   return chunk
 end
@@ -135,13 +135,26 @@ local function parse(chunk, lo, new)
   return out
 end
 
--- q's first bucket: when it is not due, the wheel has no work, and it is
--- the wheel's next due time.
-local qtop = redis.call('ZRANGE', Q, 0, 0)
-local qnext = qtop[1] and dueOf(qtop[1])
-local wheel = qnext and qnext <= now
+-- The first bucket of r (this layout) and of q (the earlier one): when
+-- neither is due, the wheel has no work, and the sooner is the wheel's
+-- next due time.
+local function head(set)
+  local t = redis.call('ZRANGE', set, 0, 0)
+  return t[1] and dueOf(t[1])
+end
+local rnext, qnext = head(R), head(Q)
+local rdue, qdue = rnext and rnext <= now, qnext and qnext <= now
+local wheel = rdue or qdue
 while wheel do
-  local due = redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, 64)
+  local due = {}
+  if rdue then
+    due = redis.call('ZRANGEBYSCORE', R, '-inf', now, 'LIMIT', 0, 64)
+  end
+  if qdue then
+    for _, b in ipairs(redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, 64)) do
+      due[#due + 1] = b
+    end
+  end
   if #due == 0 then
     break
   end
@@ -223,8 +236,10 @@ end
 local added = zmin -- the least deadline refining adds to z
 finish()
 if wheel then
-  qtop = redis.call('ZRANGE', Q, 0, 0)
-  qnext = qtop[1] and dueOf(qtop[1])
+  rnext, qnext = head(R), head(Q)
+end
+if rnext then
+  qnext = math.min(qnext or rnext, rnext)
 end
 if znext == false then
   local ztop = redis.call('ZRANGE', Z, 0, 0)
@@ -238,10 +253,12 @@ end
 if paced then
   -- The rest of the refining goes with the next call the shard needs
   -- anyway (its next due time), or in 4 ms at the latest.
-  local nxt = redis.call('ZRANGEBYSCORE', Q, '(' .. now, '+inf', 'LIMIT', 0, 1)
   local wait = 4
-  if #nxt > 0 then
-    wait = math.min(wait, dueOf(nxt[1]) - now)
+  for _, set in ipairs({ R, Q }) do
+    local nxt = redis.call('ZRANGEBYSCORE', set, '(' .. now, '+inf', 'LIMIT', 0, 1)
+    if #nxt > 0 then
+      wait = math.min(wait, dueOf(nxt[1]) - now)
+    end
   end
   if znext then
     wait = math.min(wait, znext - now)
