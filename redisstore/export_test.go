@@ -49,3 +49,10 @@ func HoldHashesLane(s *Store) (release func()) {
 		}
 	}
 }
+
+// HashShard is the shard of a hash name and the key prefix of that shard,
+// for tests that write the stored layout by hand.
+func HashShard(h *Hashes, name string) (shard int, base string) {
+	shard = h.shardOf(name)
+	return shard, h.base(shard)
+}

@@ -13,30 +13,41 @@ package redisstore
 //	          TIME inside the script, so it never returns an expired field
 //	          whether or not the sweep has reached it.
 //	w         the timing wheel: one hash of packed chunks of due entries.
-//	          A bucket "<level>:<index>" covers [index*16^level,
-//	          (index+1)*16^level) ms; a deadline goes into the finest level
-//	          whose 16 buckets from now reach it, so each level holds at most
-//	          17 buckets and a shard at most a few hundred, however many
-//	          fields there are. An entry is varint(hash id) varint(len) field
-//	          (11 bytes for an 8-byte field name), appended to the bucket's
-//	          open chunk; a chunk of 480 bytes is sealed and a new one opened
-//	          (a sealed one fits Redis's 512-byte allocations), so an append
-//	          rewrites at most 480 bytes plus the entry.
-//	q         sorted set of the buckets by due time (a coarse bucket is due
-//	          at its start, when its entries are refined into finer buckets;
-//	          a level-0 bucket is one millisecond, due at its deadline).
+//	          A bucket "<level>.<index>" covers [index*16^level,
+//	          (index+1)*16^level) ms, level 2 (256 ms) and up; a deadline
+//	          goes into the finest level whose 16 buckets from now reach
+//	          it, so each level holds at most 17 buckets and a shard at most
+//	          a few hundred, however many fields there are. An entry is
+//	          varint(hash id) varint(deadline - bucket start) varint(len)
+//	          field (13 bytes for an 8-byte field name), appended to the
+//	          bucket's open chunk; a chunk of 480 bytes is sealed and a new
+//	          one opened (a sealed one fits Redis's 512-byte allocations),
+//	          so an append rewrites at most 480 bytes plus the entry.
+//	r         sorted set of the buckets by due time: a bucket is due its
+//	          own width before its start, when its entries move, by the
+//	          deadline each carries, into finer buckets or z.
+//	z         sorted set of the entries due within 256 ms: member 6-byte
+//	          deadline + varint(len) hash name + field, score the deadline.
+//	          The sweep expires its due members with one range read, one
+//	          HMGET and one HDEL per hash, and one XADD per field.
 //	n, i      hash id <-> hash name (ids are never reused), so entries
 //	          carry a 1-3 byte id instead of the name.
 //	m         seq (hash ids issued), dropped (events the cap removed).
 //	e         the stream of expiry events, read by consumer groups.
 //	c         (channel) sharded pub/sub, published to after events are added.
 //
-// An entry is checked when its bucket comes due: if its field still exists
-// with a deadline inside the bucket, it expires (deleted, event appended,
-// in the same script) or moves to a finer bucket; otherwise it is stale (the
-// field was deleted, persisted or given another deadline, which added its
-// own entry) and is dropped. So changing a deadline never rewrites the
-// wheel, and a field yields one event however many entries name it.
+// A member of z is checked when it comes due: if its field still exists
+// with the member's deadline, it expires (deleted, event appended, in the
+// same script); otherwise it is stale (the field was deleted, persisted or
+// given another deadline, which added its own entry) and is dropped. So
+// changing a deadline never rewrites the wheel, and a field yields one
+// event however many entries name it. (A store written by the earlier
+// layout also holds buckets "<level>:<index>", levels 0 and up, whose
+// entries carry no deadline and are checked against the field when their
+// bucket comes due, as they were; the sweep still takes them. They are
+// listed in q, and this layout's buckets in r, so that a sweeper of the
+// earlier version running during an upgrade never meets a bucket it would
+// misread.)
 //
 // Events. Each shard's stream is read with XREADGROUP by consumer groups
 // created on every shard; a consumer reads the shards in a pipeline, acks
@@ -62,14 +73,14 @@ import (
 )
 
 var hxScripts = struct {
-	set, get, getAll, scan, length, del, ttl, expire, persist, sweep, ack, trim *op
+	set, get, getAll, scan, length, del, ttl, expire, persist, sweep, trim *op
 }{
 	set: operation("hx_set"), get: operation("hx_get"),
 	getAll: operation("hx_getall"), scan: operation("hx_scan"),
 	length: operation("hx_len"), del: operation("hx_del"),
 	ttl: operation("hx_ttl"), expire: operation("hx_expire"),
 	persist: operation("hx_persist"), sweep: operation("hx_sweep"),
-	ack: operation("hx_ack"), trim: operation("hx_trim"),
+	trim: operation("hx_trim"),
 }
 
 // DefaultHashShards is HashesOptions.Shards when it is 0.
@@ -644,9 +655,12 @@ func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time
 // has acknowledged.
 const ackLow = 64
 
-// Ack implements ttlhash.Store.
+// Ack implements ttlhash.Store: XACK and XLEN per shard in one pipeline
+// (plain commands: a function call per shard cost Redis more than the
+// acknowledgement), then hx_trim for the shards that acknowledged
+// something and are longer than ackLow.
 func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, error) {
-	by := map[int][]any{}
+	by := map[int][]string{}
 	for _, id := range ids {
 		s, sid, err := h.parseEventID(id)
 		if err != nil {
@@ -654,22 +668,41 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 		}
 		by[s] = append(by[s], sid)
 	}
-	var calls []call
-	for s, sids := range by {
-		args := append([]any{h.s.now(), h.cap, group, ackLow}, sids...)
-		calls = append(calls, call{op: hxScripts.ack, keys: h.keys(s, ""), args: args})
+	if len(by) == 0 {
+		return 0, nil
 	}
-	out, err := h.runMany(ctx, calls)
-	if err != nil {
-		return 0, err
+	if h.s.closed.Load() {
+		return 0, ttlhash.ErrClosed
 	}
+	shards := make([]int, 0, len(by))
+	for s := range by {
+		shards = append(shards, s)
+	}
+	slices.Sort(shards)
+	pipe := h.s.c.Pipeline()
+	acks := make([]*redis.IntCmd, len(shards))
+	lens := make([]*redis.IntCmd, len(shards))
+	for k, s := range shards {
+		acks[k] = pipe.XAck(ctx, h.stream(s), group, by[s]...)
+		lens[k] = pipe.XLen(ctx, h.stream(s))
+	}
+	_, _ = pipe.Exec(ctx)
 	n := 0
-	for _, v := range out {
-		c, err := count(hxScripts.ack, v, nil)
+	var trims []call
+	for k, s := range shards {
+		a, err := acks[k].Result()
 		if err != nil {
-			return 0, err
+			return n, h.hxErr(h.s.r.failure(ctx, err))
 		}
-		n += c
+		n += int(a)
+		if l, err := lens[k].Result(); err == nil && a > 0 && l > ackLow {
+			trims = append(trims, call{op: hxScripts.trim, keys: h.keys(s, ""), args: []any{h.s.now(), h.cap}})
+		}
+	}
+	if len(trims) > 0 {
+		if _, err := h.runMany(ctx, trims); err != nil {
+			return n, err
+		}
 	}
 	return n, nil
 }

@@ -12,7 +12,6 @@ local target = tonumber(ARGV[5])
 if ARGV[4] == 'r' then
   target = now + target
 end
-local id = nil
 local out = each_live(D, name, 7, now, function(f, raw, odl)
   local ok = cond == '' or (cond == 'NX' and odl == 0) or (cond == 'XX' and odl > 0)
     or (cond == 'GT' and odl > 0 and target > odl) or (cond == 'LT' and (odl == 0 or target < odl))
@@ -25,8 +24,7 @@ local out = each_live(D, name, 7, now, function(f, raw, odl)
   end
   if target ~= odl then
     redis.call('HSET', D, f, enc6(target) .. string.sub(raw, 7))
-    id = id or idOf(name, true)
-    insert(id, f, target, now)
+    insert(name, f, target, now)
   end
   return 1
 end)

@@ -7,45 +7,65 @@
 --                o<b>      the open chunk of bucket b
 --                s<b>.<k>  sealed chunk k of bucket b (k = 1..c<b>)
 --                c<b>      how many sealed chunks bucket b has
---              A bucket b is "<level>:<index>": the deadlines in
---              [index*16^level, (index+1)*16^level) ms. An entry of a chunk is
---              varint(hash id) varint(#field) field (about 11 bytes for an
---              8-byte field name).
---   KEYS[2] q  sorted set: bucket -> due time (ms): a level-0 bucket's
---              deadline; a coarser bucket's start less its own width, when
---              its entries are refined into finer buckets
+--              A bucket b is "<level>.<index>" (level 2 and up): the
+--              deadlines in [index*16^level, (index+1)*16^level) ms. An
+--              entry of a chunk is varint(hash id) varint(deadline - the
+--              bucket's start) varint(#field) field (about 13 bytes for an
+--              8-byte field name), so that refining an entry reads nothing
+--              but its chunk. (A store written by the earlier layout also
+--              holds buckets "<level>:<index>", levels 0 and up, whose
+--              entries are varint(hash id) varint(#field) field; the sweep
+--              still takes them.)
+--   KEYS[2] q  sorted set: bucket of the earlier layout -> due time (ms)
+--              ("<base>r" holds the buckets of this layout, so that a
+--              sweeper of the earlier version, still running during an
+--              upgrade, never meets one: it takes q's buckets as it did)
+--              A bucket is due its start less its own width, when its
+--              entries are refined into finer buckets (a level-0 bucket of
+--              the earlier layout, at its deadline)
 --   KEYS[3] n  hash: hash id -> hash name
 --   KEYS[4] i  hash: hash name -> hash id (ids are never reused)
 --   KEYS[5] m  hash: seq (hash ids issued), dropped (events the cap removed)
 --   KEYS[6] e  stream of expiry events: h hash, f field, v value, d deadline ms, x expired-at ms
 --   KEYS[7] d  when the script names a hash: the hash's data, field -> 6-byte
 --              big-endian deadline in ms (0: no TTL) followed by the value
+-- and "<base>z", a sorted set of the entries due within NEAR ms: member
+-- 6-byte deadline, varint(#hash name), hash name, field; score the
+-- deadline. The sweep expires its due members with one range read, one
+-- read of the values per hash and one removal.
 -- The sweep also touches the data hashes of the due entries it finds; they
 -- are named "<base>d:<name>" under the shard's tag, so in the shard's slot.
 -- Channel "<base>c" (sharded pub/sub, same slot) is published to after
--- events are appended; channel "<base>s" when a script makes a bucket due
+-- events are appended; channel "<base>s" when a script makes an entry due
 -- sooner than every other of the shard, so that sweepers sleeping until
--- the next due bucket they knew of wake up.
+-- the next due time they knew of wake up.
 --
 -- ARGV[1] is the time in µs, or '' for Redis's TIME; ARGV[2] the cap on the
 -- events kept in the shard.
 
 local CHUNK = 480 -- bytes of an open chunk before it is sealed (a sealed one fits 512-byte allocations)
+local NEAR = 256 -- ms: deadlines closer than this are members of z, not wheel entries
 
 -- The state of one call, set by hx_enter when it starts.
-local W, Q, N, I, M, E, BASE, CAP
+local W, Q, R, N, I, M, E, Z, BASE, CAP
 local emitted = 0
 local pend, pendDue, pendOrder = {}, {}, {} -- see insert
-local sooner = nil -- the due time (ms) of a bucket made sooner than every other, to announce
+local zpend, zmin = {}, nil -- score, member pairs to add to z; their least score
+local ids = {} -- hash name -> id, of this call
+local quiet = false -- the call is a sweep: it reports the next due time itself
 
 -- hx_enter starts a call: the shard's keys, the event cap, nothing pending.
 local function hx_enter()
   W, Q, N, I, M, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
   BASE = string.sub(W, 1, -2)
+  Z = BASE .. 'z'
+  R = BASE .. 'r'
   CAP = tonumber(ARGV[2])
   emitted = 0
   pend, pendDue, pendOrder = {}, {}, {}
-  sooner = nil
+  zpend, zmin = {}, nil
+  ids = {}
+  quiet = false
 end
 
 local function nowms()
@@ -98,31 +118,57 @@ local function width(l)
   return 16 ^ l
 end
 
+-- the id of hash name, made when make is true
+local function idOf(name, make)
+  local id = redis.call('HGET', I, name)
+  if id or not make then
+    return id and tonumber(id)
+  end
+  id = redis.call('HINCRBY', M, 'seq', 1)
+  redis.call('HSET', I, name, id)
+  redis.call('HSET', N, id, name)
+  return id
+end
+
 -- bucket of deadline dl seen at now, at level maxl at most: the finest
--- level whose 16 buckets from now reach dl. Returns the bucket and its
--- due time: a level-0 bucket is due at its deadline, a coarser one its
--- own width before its start, so that refining its entries (finer buckets
--- first, a share of every sweep) ends long before the first of them is due.
+-- level from 2 up whose 16 buckets from now reach dl, or nil when dl is
+-- less than NEAR ms away or maxl is below 2 (the entry goes to z). Returns
+-- the bucket, its due time (its start less its own width, so that refining
+-- its entries, finer buckets first, a share of every sweep, ends long
+-- before the first of them is due) and its start.
 local function bucketOf(dl, now, maxl)
-  local delta, l = dl - now, 0
+  local delta, l = dl - now, 2
+  if delta < NEAR or maxl < 2 then
+    return nil
+  end
   while delta >= 16 * width(l) and l < maxl do
     l = l + 1
   end
-  local idx = math.floor(dl / width(l))
-  local due = idx * width(l)
-  if l > 0 then
-    due = due - width(l)
-  end
-  return l .. ':' .. idx, due
+  local w = width(l)
+  local idx = math.floor(dl / w)
+  local lo = idx * w
+  return l .. '.' .. idx, lo - w, lo
 end
 
 -- Entries to append, by bucket (pend, pendDue, pendOrder), are written by
 -- flush: one read and one write of a bucket's open chunk per call, however
--- many entries it gets.
+-- many entries it gets; members of z, with one ZADD.
 
--- index the entry (hash id, field) for deadline dl, at level maxl at most
-local function insert(id, field, dl, now, maxl)
-  local b, due = bucketOf(dl, now, maxl or 99)
+-- index field of hash name for deadline dl, at level maxl at most (id:
+-- the hash's id when the caller knows it)
+local function insert(name, field, dl, now, maxl, id)
+  local b, due, lo = bucketOf(dl, now, maxl or 99)
+  if not b then
+    zpend[#zpend + 1] = dl
+    zpend[#zpend + 1] = enc6(dl) .. uv(#name) .. name .. field
+    zmin = math.min(zmin or dl, dl)
+    return
+  end
+  id = id or ids[name]
+  if not id then
+    id = idOf(name, true)
+    ids[name] = id
+  end
   local t = pend[b]
   if not t then
     t = {}
@@ -130,20 +176,61 @@ local function insert(id, field, dl, now, maxl)
     pendDue[b] = due
     pendOrder[#pendOrder + 1] = b
   end
-  t[#t + 1] = uv(id) .. uv(#field) .. field
+  t[#t + 1] = uv(id) .. uv(dl - lo) .. uv(#field) .. field
+end
+
+-- the due time of bucket b (its score in q), from its name: a level-0
+-- bucket of the earlier layout is due at its deadline, any other its own
+-- width before its start
+local function dueOf(b)
+  local l, idx = string.match(b, '^(%d+)[:.](%d+)$')
+  local w = width(tonumber(l))
+  if w == 1 then
+    return tonumber(idx)
+  end
+  return tonumber(idx) * w - w
+end
+
+-- the shard's first due time (ms) before this call's writes, or nil (a
+-- member of z starts with its deadline)
+local function firstDue()
+  local a = redis.call('ZRANGE', Q, 0, 0)
+  local r = redis.call('ZRANGE', R, 0, 0)
+  local b = redis.call('ZRANGE', Z, 0, 0)
+  local f = a[1] and dueOf(a[1])
+  if r[1] then
+    f = math.min(f or dueOf(r[1]), dueOf(r[1]))
+  end
+  if b[1] then
+    f = math.min(f or dec6(b[1]), dec6(b[1]))
+  end
+  return f
 end
 
 -- write the pending entries: appended to each bucket's open chunk, sealing
--- a chunk when it reaches CHUNK bytes
+-- a chunk when it reaches CHUNK bytes; the members of z added. Outside a
+-- sweep, an entry due sooner than every other of the shard is announced.
 local function flush()
+  local sooner, first, looked = nil, nil, false
+  local function check(due)
+    if quiet then
+      return
+    end
+    if not looked then
+      first, looked = firstDue(), true
+    end
+    if not first or due < first then
+      sooner = math.min(sooner or due, due)
+    end
+  end
+  if zmin then
+    check(zmin)
+  end
   for _, b in ipairs(pendOrder) do
     local open = redis.call('HGET', W, 'o' .. b)
     if not open then
-      local first = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
-      if #first == 0 or pendDue[b] < tonumber(first[2]) then
-        sooner = math.min(sooner or pendDue[b], pendDue[b])
-      end
-      redis.call('ZADD', Q, pendDue[b], b)
+      check(pendDue[b])
+      redis.call('ZADD', R, pendDue[b], b)
       open = ''
     end
     local cur, size = { open }, #open
@@ -162,23 +249,14 @@ local function flush()
       redis.call('HDEL', W, 'o' .. b)
     end
   end
+  for k = 1, #zpend, 1000 do
+    redis.call('ZADD', Z, unpack(zpend, k, math.min(#zpend, k + 999)))
+  end
   pend, pendDue, pendOrder = {}, {}, {}
+  zpend, zmin = {}, nil
   if sooner then
     redis.call('SPUBLISH', BASE .. 's', sooner)
-    sooner = nil
   end
-end
-
--- the id of hash name, made when make is true
-local function idOf(name, make)
-  local id = redis.call('HGET', I, name)
-  if id or not make then
-    return id and tonumber(id)
-  end
-  id = redis.call('HINCRBY', M, 'seq', 1)
-  redis.call('HSET', I, name, id)
-  redis.call('HSET', N, id, name)
-  return id
 end
 
 -- forget hash name's id when its data is gone; entries left in the wheel

@@ -11,7 +11,7 @@ local dl = 0
 if ttl > 0 then
   dl = now + ttl
 end
-local added, id = 0, nil
+local added = 0
 for k = 6, #ARGV, 2 do
   local f, v = ARGV[k], ARGV[k + 1]
   local old = redis.call('HGET', D, f)
@@ -33,8 +33,7 @@ for k = 6, #ARGV, 2 do
   end
   redis.call('HSET', D, f, enc6(nd) .. v)
   if nd > 0 and nd ~= odl then
-    id = id or idOf(name, true)
-    insert(id, f, nd, now)
+    insert(name, f, nd, now)
   end
 end
 finish()

@@ -1,22 +1,87 @@
 #!lua
--- hx_sweep: expires the due fields of one shard, about max of them at most:
--- takes the due buckets of the wheel a chunk at a time, the finest first:
--- level-0 buckets (fields due now), then coarser ones (to refine); an entry whose
--- field is due expires (event appended), one due later moves to a finer
--- bucket (written at the end of the call), one whose field is gone or has
--- another deadline is dropped.
+-- hx_sweep: expires the due fields of one shard, about max of them at most.
+-- First the members of z due now: one range read and removal, one read of
+-- the values and one deletion per hash, an event appended per field whose
+-- deadline is still the member's. Then the due buckets of the wheel, a
+-- chunk at a time, the finest first: an entry moves by the deadline it
+-- carries to a finer bucket, or to z when due within NEAR ms (written at
+-- the end of the call), reading nothing else. A bucket of the earlier
+-- layout ("<level>:<index>") is checked against the fields as it always
+-- was: an entry whose field is due expires (event appended), one due later
+-- moves on, one whose field is gone or has another deadline is dropped.
 -- KEYS: w q n i m e (see hx_lib.lua)
 -- ARGV: now, cap, max
--- Returns: {expired, 1 if due work remains else 0, ms to the next bucket or
--- -1, entries looked at}; refining paced (see below) returns 0 and at
+-- Returns: {expired, 1 if due work remains else 0, ms to the next due time
+-- or -1, entries looked at}; refining paced (see below) returns 0 and at
 -- most 4 ms.
 local now = nowms()
+local nowstr = tostring(now) -- formatted once, not per event
+quiet = true -- the return value tells the caller the next due time
 local max = tonumber(ARGV[3])
 local work = 0
 local emptied = {} -- name -> data key of the hashes fields expired from
 local paced = false -- refining stopped early, to go on with a later call
 local behind = false -- urgent work left
-local urgent, refined = 0, 0 -- entries of urgent buckets, of the others
+local urgent, refined = 0, 0 -- entries of urgent buckets (and z), of the others
+
+-- The fields due now. The first few members of z (each starts with its
+-- deadline, so no scores are read: formatting them costs Redis more than
+-- the read) give both those due (usually all there are) and the next due
+-- time; only when all of them are due does a range read fetch the rest.
+local zs, znext = {}, nil
+local head = redis.call('ZRANGE', Z, 0, 7)
+for k = 1, #head do
+  local dl = dec6(head[k])
+  if dl > now then
+    znext = dl
+    break
+  end
+  if #zs < max then
+    zs[#zs + 1] = head[k]
+  end
+end
+if #head == 8 and not znext and max > 8 then
+  zs = redis.call('ZRANGEBYSCORE', Z, '-inf', now, 'LIMIT', 0, max)
+  znext = false -- not known
+end
+if #zs > 0 then
+  redis.call('ZREMRANGEBYRANK', Z, 0, #zs - 1)
+  work, urgent = #zs, #zs
+  if #zs >= max then
+    behind = true
+  end
+  local by, order = {}, {} -- hash name -> {fields, deadlines}
+  for _, m in ipairs(zs) do
+    local n, p = readuv(m, 7)
+    local name = string.sub(m, p, p + n - 1)
+    local t = by[name]
+    if not t then
+      t = { {}, {} }
+      by[name] = t
+      order[#order + 1] = name
+    end
+    t[1][#t[1] + 1] = string.sub(m, p + n)
+    t[2][#t[2] + 1] = dec6(m)
+  end
+  for _, name in ipairs(order) do
+    local fs, dls = by[name][1], by[name][2]
+    local D = BASE .. 'd:' .. name
+    local raws = redis.call('HMGET', D, unpack(fs))
+    local gone = {}
+    for k = 1, #fs do
+      local raw = raws[k]
+      if raw and dec6(raw) == dls[k] then
+        gone[#gone + 1] = fs[k]
+        redis.call('XADD', E, '*', 'h', name, 'f', fs[k], 'v', string.sub(raw, 7), 'd', tostring(dls[k]), 'x', nowstr)
+      end
+    end
+    if #gone > 0 then
+      redis.call('HDEL', D, unpack(gone))
+      emitted = emitted + #gone
+      emptied[name] = D
+    end
+  end
+end
 
 -- take one chunk of bucket b, removing b from q when it was the last
 local function take(b)
@@ -35,29 +100,77 @@ local function take(b)
   local chunk = redis.call('HGET', W, field) or ''
   redis.call('HDEL', W, field)
   if c <= 1 and redis.call('HEXISTS', W, 'o' .. b) == 0 then
-    redis.call('ZREM', Q, b)
+    redis.call('ZREM', string.find(b, ':', 1, true) and Q or R, b)
   end
   return chunk
 end
 
-while true do
-  local due = redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, 64)
+local names = {} -- hash id -> name, false when the id is freed
+
+-- the entries of a chunk, {id, field, deadline (new layout) or nil}, the
+-- names of their ids looked up in one read
+local function parse(chunk, lo, new)
+  local out, missing = {}, {}
+  local p = 1
+  while p <= #chunk do
+    local id, off, n
+    id, p = readuv(chunk, p)
+    if new then
+      off, p = readuv(chunk, p)
+    end
+    n, p = readuv(chunk, p)
+    out[#out + 1] = { id, string.sub(chunk, p, p + n - 1), new and lo + off or nil }
+    p = p + n
+    if names[id] == nil then
+      names[id] = false
+      missing[#missing + 1] = id
+    end
+  end
+  if #missing > 0 then
+    local got = redis.call('HMGET', N, unpack(missing))
+    for k, id in ipairs(missing) do
+      names[id] = got[k] or false
+    end
+  end
+  return out
+end
+
+-- The first bucket of r (this layout) and of q (the earlier one): when
+-- neither is due, the wheel has no work, and the sooner is the wheel's
+-- next due time.
+local function head(set)
+  local t = redis.call('ZRANGE', set, 0, 0)
+  return t[1] and dueOf(t[1])
+end
+local rnext, qnext = head(R), head(Q)
+local rdue, qdue = rnext and rnext <= now, qnext and qnext <= now
+local wheel = rdue or qdue
+while wheel do
+  local due = {}
+  if rdue then
+    due = redis.call('ZRANGEBYSCORE', R, '-inf', now, 'LIMIT', 0, 64)
+  end
+  if qdue then
+    for _, b in ipairs(redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, 64)) do
+      due[#due + 1] = b
+    end
+  end
   if #due == 0 then
     break
   end
-  -- The finest due bucket first: level 0 holds fields due now, and a
-  -- finer bucket's entries fall due before a coarser one's, which was made
-  -- due a whole bucket width early so that refining it can wait. Urgent
-  -- buckets (level 0, and coarse ones in the last quarter of that width)
-  -- take up to max entries a call; the others, up to a quarter of max
+  -- The finest due bucket first: a finer bucket's entries fall due before
+  -- a coarser one's, which was made due a whole bucket width early so that
+  -- refining it can wait. Urgent buckets (level 0 of the earlier layout,
+  -- and coarse ones in the last quarter of that width) take up to max
+  -- entries a call, less what z took; the others, up to a quarter of max
   -- more, so that refining keeps going while expiries are behind, and
   -- when only they are left the call asks to be called again with the
-  -- shard's next bucket due, or in 4 ms at the latest: thousands of
-  -- entries refined at once never hold Redis, and the fields falling due
+  -- shard's next due time, or in 4 ms at the latest: thousands of entries
+  -- refined at once never hold Redis, and the fields falling due
   -- meanwhile, for long.
   local ub, ul, nb, nl = nil, 99, nil, 99
   for _, d in ipairs(due) do
-    local dl, di = string.match(d, '^(%d+):(%d+)$')
+    local dl, di = string.match(d, '^(%d+)[:.](%d+)$')
     dl = tonumber(dl)
     if dl == 0 or tonumber(di) * width(dl) - now <= width(dl) / 4 then
       if dl < ul then
@@ -80,29 +193,24 @@ while true do
     end
     break
   end
-  local l, idx = string.match(b, '^(%d+):(%d+)$')
-  local lo = tonumber(idx) * width(tonumber(l))
-  local hi = lo + width(tonumber(l))
-  local chunk = take(b)
-  local p, names = 1, {}
-  while p <= #chunk do
-    local id, n
-    id, p = readuv(chunk, p)
-    n, p = readuv(chunk, p)
-    local f = string.sub(chunk, p, p + n - 1)
-    p = p + n
-    work = work + 1
-    if burgent then
-      urgent = urgent + 1
-    else
-      refined = refined + 1
-    end
+  local l, sep, idx = string.match(b, '^(%d+)([:.])(%d+)$')
+  l = tonumber(l)
+  local lo = tonumber(idx) * width(l)
+  local hi = lo + width(l)
+  local new = sep == '.'
+  local es = parse(take(b), lo, new)
+  work = work + #es
+  if burgent then
+    urgent = urgent + #es
+  else
+    refined = refined + #es
+  end
+  for _, e in ipairs(es) do
+    local id, f = e[1], e[2]
     local name = names[id]
-    if name == nil then
-      name = redis.call('HGET', N, id) or false
-      names[id] = name
-    end
-    if name then
+    if name and new then
+      insert(name, f, e[3], now, l - 1, id)
+    elseif name then
       local D = BASE .. 'd:' .. name
       local raw = redis.call('HGET', D, f)
       if raw then
@@ -112,7 +220,7 @@ while true do
             expire(D, name, f, raw, dl, now)
             emptied[name] = D
           else
-            insert(id, f, dl, now, tonumber(l) - 1)
+            insert(name, f, dl, now, l - 1, id)
           end
         end
       end
@@ -125,24 +233,44 @@ end
 for name, D in pairs(emptied) do
   gc(D, name)
 end
+local added = zmin -- the least deadline refining adds to z
 finish()
-local top = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
-if #top == 0 then
-  return { emitted, 0, -1, work }
+if wheel then
+  rnext, qnext = head(R), head(Q)
 end
-local due = tonumber(top[2])
-if behind then
+if rnext then
+  qnext = math.min(qnext or rnext, rnext)
+end
+if znext == false then
+  local ztop = redis.call('ZRANGE', Z, 0, 0)
+  znext = ztop[1] and dec6(ztop[1])
+elseif added then
+  znext = math.min(znext or added, added)
+end
+if behind or (znext and znext <= now) then
   return { emitted, 1, 0, work }
 end
 if paced then
   -- The rest of the refining goes with the next call the shard needs
-  -- anyway (its next bucket due), or in 4 ms at the latest.
-  local nxt = redis.call('ZRANGEBYSCORE', Q, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  -- anyway (its next due time), or in 4 ms at the latest.
   local wait = 4
-  if #nxt > 0 then
-    wait = math.max(1, math.min(wait, tonumber(nxt[2]) - now))
+  for _, set in ipairs({ R, Q }) do
+    local nxt = redis.call('ZRANGEBYSCORE', set, '(' .. now, '+inf', 'LIMIT', 0, 1)
+    if #nxt > 0 then
+      wait = math.min(wait, dueOf(nxt[1]) - now)
+    end
   end
-  return { emitted, 0, wait, work }
+  if znext then
+    wait = math.min(wait, znext - now)
+  end
+  return { emitted, 0, math.max(1, wait), work }
+end
+local due = qnext
+if znext then
+  due = math.min(due or znext, znext)
+end
+if not due then
+  return { emitted, 0, -1, work }
 end
 if due <= now then
   return { emitted, 1, 0, work }
