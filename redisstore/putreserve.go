@@ -176,7 +176,6 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		for _, t := range g.tubes {
 			ks = append(ks, s.k.tubeKeys(g.tag, t)...)
 		}
-		ks = append(ks, s.k.ownerIndex(g.tag, req.Owner))
 		if want > 0 {
 			s.held.add(req.Owner, g.tag)
 		}

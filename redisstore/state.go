@@ -160,7 +160,7 @@ func (s *Store) delete(ctx context.Context, owner string, ids []queue.ID) ([]err
 		for _, i := range idx {
 			args = append(args, idhex(ids[i]))
 		}
-		v, err := s.runAs(ctx, scripts.delete, k.tag, k.tube, owner, args...)
+		v, err := s.run(ctx, scripts.delete, k.tag, k.tube, args...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -194,7 +194,7 @@ func codeErr(code int64, id queue.ID) error {
 // owned runs release or bury: scripts whose ARGV are now, owner, tube, id, extra...
 func (s *Store) owned(ctx context.Context, sc *op, owner string, id queue.ID, extra ...any) error {
 	return s.withTube(ctx, id, func(tube string) (bool, error) {
-		code, err := s.status(ctx, sc, tagOf(id), tube, owner, append([]any{owner, tube, idhex(id)}, extra...)...)
+		code, err := s.status(ctx, sc, tagOf(id), tube, append([]any{owner, tube, idhex(id)}, extra...)...)
 		if err != nil {
 			return false, err
 		}
@@ -216,7 +216,7 @@ func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri int64, 
 func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Duration, error) {
 	var left time.Duration
 	err := s.withTube(ctx, id, func(tube string) (bool, error) {
-		v, err := s.runAs(ctx, scripts.touch, tagOf(id), tube, owner, owner, tube, idhex(id))
+		v, err := s.run(ctx, scripts.touch, tagOf(id), tube, owner, tube, idhex(id))
 		if err != nil {
 			return false, err
 		}
@@ -236,7 +236,7 @@ func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Dura
 
 // Reservations implements queue.Store: one call per tag that may hold
 // owner's reservations (see heldTags), in one pipeline, each reading the
-// owner's reservation index of its tag.
+// reserved sets of its tag's tubes and the owners their jobs' records name.
 func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
 	tags := s.held.tags(owner)
 	if len(tags) == 0 {
@@ -247,7 +247,7 @@ func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reserva
 	}
 	calls := make([]call, len(tags))
 	for i, tag := range tags {
-		calls[i] = call{op: scripts.reservations, keys: append(s.k.tagKeys(tag), s.k.ownerIndex(tag, owner)), args: []any{s.now(), owner}}
+		calls[i] = call{op: scripts.reservations, keys: s.k.tagKeys(tag), args: []any{s.now(), owner}}
 	}
 	var replies []any
 	var err error
@@ -301,7 +301,7 @@ func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (in
 	}
 	total := 0
 	for k, hs := range groups {
-		n, err := s.status(ctx, scripts.unreserve, k.tag, k.tube, owner, append([]any{owner, k.tube}, hs...)...)
+		n, err := s.status(ctx, scripts.unreserve, k.tag, k.tube, append([]any{owner, k.tube}, hs...)...)
 		if err != nil {
 			return total, err
 		}
@@ -315,7 +315,7 @@ func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queu
 	var j queue.Job
 	err := s.withTube(ctx, id, func(tube string) (bool, error) {
 		s.held.add(owner, tagOf(id))
-		v, err := s.runAs(ctx, scripts.reserveJob, tagOf(id), tube, owner, owner, tube, idhex(id))
+		v, err := s.run(ctx, scripts.reserveJob, tagOf(id), tube, owner, tube, idhex(id))
 		if err != nil {
 			return false, err
 		}
@@ -346,7 +346,7 @@ func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
 		tag := tubeTag(tube, p, k)
 		for total < n {
 			want := min(n-total, maxBatch)
-			n, err := s.status(ctx, scripts.kick, tag, tube, "", tube, want)
+			n, err := s.status(ctx, scripts.kick, tag, tube, tube, want)
 			if err != nil {
 				return total, err
 			}
@@ -363,7 +363,7 @@ func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
 // KickJob implements queue.Store.
 func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
 	return s.withTube(ctx, id, func(tube string) (bool, error) {
-		code, err := s.status(ctx, scripts.kickJob, tagOf(id), tube, "", tube, idhex(id))
+		code, err := s.status(ctx, scripts.kickJob, tagOf(id), tube, tube, idhex(id))
 		if err != nil {
 			return false, err
 		}

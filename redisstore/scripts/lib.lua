@@ -24,14 +24,6 @@
 --                  x  reserved sorted set, score TTR deadline (ms)
 --                  b  buried sorted set, score bury sequence
 --                  u  unique key hash: key -> job id
---   KEYS[last]     for a call made by an owner: the owner's reservation index of
---                  the tag, a sorted set of the jobs it reserved ("<owner>:<id hex>"
---                  -> end of TTR, ms): for an owner of a session (named "<session>/...")
---                  the session's, shared by its owners, so that their jobs can be
---                  returned if the session dies; else the owner's own. It may hold
---                  stale ids (a TTR ran out, a reap returned the job); they are
---                  checked when used, and the key expires a while after the
---                  last end of TTR it holds.
 --   ARGV[1]        "" to use Redis's TIME, or an injected time in microseconds (tests)
 --
 -- A record is a msgpack array, indexed by the F_* constants below, whose
@@ -221,12 +213,14 @@ local IDS_PER_MS = 32
 -- alloc_ids reserves n sequence numbers in hash key ck (field id) at now
 -- (ms) and returns the one before the first.
 local function alloc_ids(ck, n, now)
-  local last = tonumber(redis.call('HGET', ck, 'id') or '0')
+  local last = redis.call('HINCRBY', ck, 'id', n) - n
   local floor = (now - ID_EPOCH_MS) * IDS_PER_MS
   if last < floor then
+    -- The counter is behind the clock (a quiet spell, or a counter lost
+    -- with its master): it jumps to the clock.
     last = floor
+    redis.call('HSET', ck, 'id', last + n)
   end
-  redis.call('HSET', ck, 'id', last + n)
   return last
 end
 
@@ -412,45 +406,10 @@ local function unindex(T, idh, rec)
   end
 end
 
--- index_key returns the owner's reservation index of the call, when KEYS
--- holds one beyond the expected count.
-local function index_key(expected)
-  if #KEYS > expected then
-    return KEYS[#KEYS]
-  end
-  return nil
-end
-
--- entry is a job's member in a reservation index: owner, ':', id (hex), so
--- that one owner's entries in its session's index match one pattern.
-local function entry(owner, idh)
-  return owner .. ':' .. idh
-end
-
--- INDEX_KEEP_MS is how long a reservation index outlives the last end of
--- TTR it holds (then it holds only stale entries and its member '', score
--- +inf, which keeps it from emptying in between).
-local INDEX_KEEP_MS = 10000
-
--- index_keep keeps reservation index ix until INDEX_KEEP_MS after deadline
--- (ms), a TTR's end just noted in it. The expiry moves at most once every
--- INDEX_KEEP_MS, and then the index's stale entries go too, so an owner that
--- stays busy keeps those of about that long at most.
-local function index_keep(ix, deadline, now)
-  local want = deadline - now + INDEX_KEEP_MS
-  if redis.call('PTTL', ix) < want then
-    redis.call('ZREMRANGEBYSCORE', ix, '-inf', now)
-    -- A member that never goes stale keeps the index from vanishing and
-    -- being made again (with its expiry) each time its owner holds nothing.
-    redis.call('ZADD', ix, '+inf', '')
-    redis.call('PEXPIRE', ix, want + INDEX_KEEP_MS)
-  end
-end
-
--- reserve_rec marks a job reserved by owner until now+TTR, noting it in the
--- owner's reservation index ix (if any); the caller calls index_keep. It
--- returns the end of TTR.
-local function reserve_rec(T, idh, rec, body, owner, now, ix)
+-- reserve_rec marks a job reserved by owner until now+TTR and returns the
+-- end of TTR. The reserved set x and the record's owner are the whole
+-- ledger: what an owner holds is found from them when asked (reservations.lua).
+local function reserve_rec(T, idh, rec, body, owner, now)
   rec[F_STATE] = RESERVED
   rec[F_OWNER] = owner
   rec[F_RESERVES] = rec[F_RESERVES] + 1
@@ -461,9 +420,6 @@ local function reserve_rec(T, idh, rec, body, owner, now, ix)
   stamp(rec, F_RESERVED_AT, now)
   local deadline = now + rec[F_TTR]
   redis.call('ZADD', T.x, deadline, idh)
-  if ix then
-    redis.call('ZADD', ix, deadline, entry(owner, idh))
-  end
   schedule(T, deadline)
   save(idh, rec, body)
   return deadline
@@ -540,7 +496,7 @@ end
 
 -- delete_one deletes a job of tube T for owner: 1 deleted, 0 no such job,
 -- -1 reserved by another owner, -2 the job is in another tube.
-local function delete_one(T, tube, idh, owner, ix)
+local function delete_one(T, tube, idh, owner)
   local rec = load(idh)
   if not rec then
     return 0
@@ -550,9 +506,6 @@ local function delete_one(T, tube, idh, owner, ix)
   end
   if rec[F_STATE] == RESERVED and rec[F_OWNER] ~= owner then
     return -1
-  end
-  if ix and rec[F_STATE] == RESERVED then
-    redis.call('ZREM', ix, entry(owner, idh))
   end
   if rec[F_STATE] == RESERVED then
     slot_freed(T)
@@ -584,12 +537,41 @@ local function held(T, idh, owner)
   return rec, body
 end
 
--- unhold ends owner's reservation of job idh of T: out of the tube's
--- reserved set and of the owner's reservation index ix (if any). The caller
--- gives the job its next state.
-local function unhold(T, idh, owner, ix)
+-- unhold ends the reservation of job idh of T: out of the tube's reserved
+-- set. The caller gives the job its next state.
+local function unhold(T, idh)
   redis.call('ZREM', T.x, idh)
-  if ix then redis.call('ZREM', ix, entry(owner, idh)) end
+end
+
+-- HELD_CHUNK bounds the ids one HMGET of held_by reads.
+local HELD_CHUNK = 500
+
+-- held_by calls each(tube, id hex, end of TTR ms) for every job of this tag
+-- reserved by an owner for which match(owner) is true: the reserved set of
+-- every tube of the tag (registry KEYS[3]; the keys are the tubes' own, in
+-- this tag's slot), each job's owner read from its record. This is how the
+-- ledger is read: nothing but the reserved set and the record's owner is
+-- written when a job is reserved.
+local function held_by(match, each)
+  local base = string.sub(KEYS[1], 1, -2) -- KEYS[1] is <base>m
+  for _, tube in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    local x = redis.call('ZRANGE', base .. 't:' .. tube .. ':x', 0, -1, 'WITHSCORES')
+    for c = 1, #x, 2 * HELD_CHUNK do
+      local ids = {}
+      for i = c, math.min(c + 2 * HELD_CHUNK - 1, #x), 2 do
+        ids[#ids + 1] = x[i]
+      end
+      local vs = redis.call('HMGET', KEYS[2], unpack(ids))
+      for k, v in ipairs(ids) do
+        if vs[k] then
+          local rec = unpack_job(vs[k])
+          if rec[F_STATE] == RESERVED and match(rec[F_OWNER]) then
+            each(tube, v, tonumber(x[c + 2 * (k - 1) + 1]))
+          end
+        end
+      end
+    end
+  end
 end
 
 -- done flushes T and returns v: every script that opened T ends through it.

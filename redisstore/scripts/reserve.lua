@@ -3,7 +3,7 @@
 -- callers that waited together), deletes some jobs, then reserves up to max
 -- ready jobs from the tubes of one tag, lowest (priority, id) first,
 -- skipping paused tubes and tubes their limits hold back (docs/tube-limits.md).
--- KEYS: m j tubes, then 6 keys per tube, then the owners' reservation index (see lib.lua)
+-- KEYS: m j tubes, then 6 keys per tube (see lib.lua)
 -- ARGV: now, tube count N, N tube names, request count R, then per request:
 --       owner, max, pair count D, D pairs (tube index 1..N, job id hex) to delete
 -- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 8 per job as jobreply),
@@ -18,7 +18,6 @@ for i = 1, n do
   Ts[i] = tubekeys(i)
   names[i] = ARGV[2 + i]
 end
-local ix = index_key(3 + 6 * n)
 local us, now = open(Ts)
 local had = {}
 for i = 1, n do
@@ -117,10 +116,10 @@ local function serve(a)
   local deleted = {}
   for p = a + 3, a + 1 + 2 * d, 2 do
     local i = tonumber(ARGV[p])
-    deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[p + 1], owner, ix)
+    deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[p + 1], owner)
   end
   local jobs = {}
-  local got, last = 0, 0
+  local got = 0
   local cand = open_tubes()
   while got < max do
     local best, idh
@@ -140,8 +139,7 @@ local function serve(a)
     end
     local T = Ts[best]
     local rec, body = load(idh)
-    local deadline = reserve_rec(T, idh, rec, body, owner, now, ix)
-    if deadline > last then last = deadline end
+    local deadline = reserve_rec(T, idh, rec, body, owner, now)
     local r = jobreply(idh, rec, body, names[best], deadline - now)
     for k = 1, #r do
       jobs[#jobs + 1] = r[k]
@@ -158,9 +156,6 @@ local function serve(a)
         cand = c
       end
     end
-  end
-  if got > 0 and ix then
-    index_keep(ix, last, now)
   end
 
   local next, nexttube = -1, 0
