@@ -129,6 +129,28 @@ local function open(Ts)
   return us, math.floor(us / 1000)
 end
 
+-- open_put is open for a put into tube T, reading only what a put uses: it
+-- returns the time (µs, ms) as open does, or nil when the tube has no
+-- number yet (it is new) or something in it falls due now (tick must run):
+-- then the caller opens T with open.
+local function open_put(T)
+  local us = redis_us()
+  local h = redis.call('HMGET', T.t, 'nd', 'hw', 'ix', 'live', 'total')
+  local nd, hw, ix = num(h[1]), num(h[2]) or 0, num(h[3])
+  if hw > us then
+    us = hw
+  end
+  local now = math.floor(us / 1000)
+  if not ix or (nd and nd <= now) then
+    return nil
+  end
+  T.nd, T.hw, T.ix, T.live, T.total = nd, hw, ix, num(h[4]) or 0, num(h[5]) or 0
+  if us >= hw + 10000 then
+    set(T, 'hw', us)
+  end
+  return us, now
+end
+
 -- unpack_job reads a stored value: the record, with left-out fields filled
 -- in, and the body.
 local function unpack_job(v)

@@ -10,7 +10,8 @@
 --            next (µs until a job may be ready, or a rate frees a tube with ready jobs, -1 if nothing is scheduled;
 --            only when fewer than max jobs were reserved, or when drained),
 --            index of the tube next refers to,
---            then when max > 0: drained (1 when jobs were reserved and limits now hold back every ready job left),
+--            then when max > 0: drained (1 when jobs were reserved and no ready job it could take is left:
+--            none, or limits hold back every one; next then says when one may be),
 --            and when max is 0 (a look before choosing among tags): the priority and id of the job it would take, or -1 and '' }
 local n = tonumber(ARGV[2])
 local Ts, names = {}, {}
@@ -71,24 +72,37 @@ local function held()
   return next, nexttube
 end
 
--- drained_after reports, after a reserve took jobs, whether limits now hold
--- back every ready job left in the live tubes (1, else 0), with the least
--- time (µs) until a rate frees one and that tube's index, or -1.
+-- drained_after reports, after a reserve took jobs, whether no ready job
+-- it could take is left in the live tubes (1, else 0): none is ready, or
+-- limits hold back every one. When drained it also returns the least time
+-- (µs) until one may be (a rate frees a tube with ready jobs, or a delayed
+-- job, a TTR's end or a pause's end falls due) and that tube's index, or
+-- -1: the caller's other waiters sleep until then rather than each asking
+-- once more for nothing.
 local function drained_after()
   local next, nexttube = -1, 0
   for _, i in ipairs(live) do
     local T = Ts[i]
-    -- A tube its limits do not hold back counts as having more (it costs
-    -- no command to say so), whether or not it has.
-    if not T.lim then
-      return 0, -1, 0
+    local w = 0
+    if T.lim then
+      w = limit_wait(T, us)
     end
-    local w = limit_wait(T, us)
     if w == 0 then
-      return 0, -1, 0
-    end
-    if w > 0 and (next < 0 or w < next) and redis.call('ZCARD', T.r) > 0 then
+      if redis.call('ZCARD', T.r) > 0 then
+        return 0, -1, 0
+      end
+    elseif w > 0 and (next < 0 or w < next) and redis.call('ZCARD', T.r) > 0 then
       next, nexttube = w, i
+    end
+  end
+  for i = 1, n do
+    local due = next_due(Ts[i], now)
+    if due then
+      local wait = due * 1000 - us
+      if wait < 0 then wait = 0 end
+      if next < 0 or wait < next then
+        next, nexttube = wait, i
+      end
     end
   end
   return 1, next, nexttube
@@ -180,7 +194,7 @@ local function serve(a)
     return { deleted, jobs, next, nexttube, pri or -1, idh or '' }, a + 3 + 2 * d
   end
   local drained = 0
-  if limited and got > 0 then
+  if got > 0 then
     drained, next, nexttube = drained_after()
   end
   return { deleted, jobs, next, nexttube, drained }, a + 3 + 2 * d
