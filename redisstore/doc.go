@@ -7,13 +7,17 @@
 //
 // # Atomicity
 //
-// Every Store method is one Lua script (scripts/*.lua, embedded), run with
-// EVALSHA and falling back to EVAL. Each script declares every key it
-// touches, and all of them share one hash tag, so each runs on one cluster
-// slot; each starts with a "#!lua" shebang, so Redis refuses a cross-slot
-// access or a write while out of memory instead of doing it (the latter is
-// reported as queue.ErrFull). Scripts validate before their first write and
-// do bounded work: at most 1000 due jobs are promoted per call.
+// Every operation of the store is one function of one Redis Functions
+// library: the operations are Lua files (scripts/*.lua, embedded, each in
+// the family families.go registers for its prefix), assembled at start
+// into the library, which is loaded on every master with FUNCTION LOAD
+// (again on a node that has lost it) and called with FCALL. Each operation
+// declares every key it touches, and all of them share one hash tag, so
+// each runs on one cluster slot. Redis refuses a cross-slot access, and a
+// write while out of memory (reported as queue.ErrFull), instead of doing
+// it: no function carries the flags that would allow either. Operations
+// validate before their first write and do bounded work:
+// at most 1000 due jobs are promoted per call.
 //
 // # Time
 //

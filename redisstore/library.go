@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,57 +15,28 @@ import (
 var scriptFS embed.FS
 
 // The server-side code is one Redis Functions library, assembled at start
-// from scripts/*.lua and loaded once on every master (FUNCTION LOAD). Each
-// operation is one file, headed by its KEYS/ARGV/returns contract; each
-// family of operations shares one helper file:
-//
-//	family   files          helpers
-//	queue    every other    lib.lua
-//	hashes   hx_*.lua       hx_lib.lua
-//	locks    lk_*.lua       lk_lib.lua
-//	limits   rl_*.lua       rl_lib.lua
-//
-// A family's helpers are defined once, when the library loads, not on
-// every call as they would be if each script carried them: a call runs
-// only its operation. An operation file's body becomes the body of a Lua
-// function; KEYS and ARGV, globals in a script, are the library's two
-// upvalues, set on entry to each call (Redis runs one call at a time). A
-// helper file that keeps per-call state declares an enter function, named
-// <family>_enter, which the entry calls before the operation.
+// from scripts/*.lua and loaded once on every master (FUNCTION LOAD); each
+// operation is called with FCALL. Each operation is one file, headed by
+// its KEYS/ARGV/returns contract; each family of operations (families.go,
+// the one registry: queue, counters_, sc_, hx_, lk_, rl_) runs with one
+// helper file, whose functions are defined once, when the library loads,
+// not on every call: a call runs only its operation. An operation file's
+// body becomes the body of a Lua function; KEYS and ARGV, globals in a
+// script, are the library's two upvalues, set on entry to each call (Redis
+// runs one call at a time), and the entry calls the helper file's enter
+// function first, if it has one. A file's first line, "#!lua" with an
+// optional "flags=a,b", gives the function's flags.
 //
 // The library's name and every function's name carry a digest of the
 // whole source, so that processes of different versions sharing one Redis
 // each call their own code.
-
-// family is a group of operations sharing one helper file.
-type family struct {
-	lib   string // helper file, without .lua
-	enter string // the helper file's per-call set-up function, or ""
-}
-
-var families = map[string]family{
-	"hx_": {lib: "hx_lib", enter: "hx_enter"},
-	"lk_": {lib: "lk_lib"},
-	"rl_": {lib: "rl_lib"},
-	"":    {lib: "lib"},
-}
-
-// familyOf returns the prefix of the family of the operation file name.
-func familyOf(name string) string {
-	for p := range families {
-		if p != "" && strings.HasPrefix(name, p) {
-			return p
-		}
-	}
-	return ""
-}
 
 // op is one server-side operation: a function of the library.
 type op struct {
 	file   string // scripts/<file>.lua
 	fn     string // the function's name in Redis, set by assemble
 	flags  []string
-	family string
+	family *family
 	merge  merger // how concurrent calls merge into one, or nil
 	waits  bool   // a change of the queue: waits for Options.Replicas
 }
@@ -101,26 +73,28 @@ var assembled sync.Once
 func assemble() { assembled.Do(build) }
 
 func build() {
-	byFamily := map[string][]*op{}
+	// The operations by helper file, the files in the order the families
+	// first name them.
+	byHelpers := map[string][]*op{}
 	for _, o := range ops {
-		byFamily[o.family] = append(byFamily[o.family], o)
+		byHelpers[o.family.helpers.file] = append(byHelpers[o.family.helpers.file], o)
 	}
-	prefixes := make([]string, 0, len(byFamily))
-	for p := range byFamily {
-		prefixes = append(prefixes, p)
+	var order []helpers
+	for _, f := range families {
+		if !slices.Contains(order, f.helpers) && len(byHelpers[f.helpers.file]) > 0 {
+			order = append(order, f.helpers)
+		}
 	}
-	sort.Strings(prefixes)
 
 	// The body, with placeholder function names; the digest of the body
 	// then names the library and the functions.
 	var b strings.Builder
 	b.WriteString("local KEYS, ARGV\n")
-	for _, p := range prefixes {
-		fam := families[p]
-		list := byFamily[p]
+	for _, h := range order {
+		list := byHelpers[h.file]
 		sort.Slice(list, func(i, j int) bool { return list[i].file < list[j].file })
 		b.WriteString("do\n")
-		b.Write(read(fam.lib))
+		b.Write(read(h.file))
 		b.WriteString("\n")
 		for _, o := range list {
 			src := string(read(o.file))
@@ -136,8 +110,8 @@ func build() {
 		}
 		for _, o := range list {
 			enter := ""
-			if fam.enter != "" {
-				enter = fam.enter + "(); "
+			if h.enter != "" {
+				enter = h.enter + "(); "
 			}
 			flags := ""
 			for i, f := range o.flags {

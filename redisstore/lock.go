@@ -28,9 +28,6 @@ var lockScripts = struct {
 	leave:   operation("lk_leave"),
 }
 
-// lockErrs maps the runner's failures to the lock package's sentinels.
-var lockErrs = errTable{closed: lock.ErrClosed}
-
 // Locks is the lock.Store and lock.Notifier on Redis, sharing its Store's
 // client, prefix and clock. The keys of a lock named n live under
 // "<prefix>lk:{n}:" (m, h, q, qe), and its wake-up channel, a shard

@@ -16,11 +16,6 @@ var rlScripts = struct{ gcra, log, window *op }{
 	window: operation("rl_window"),
 }
 
-// limitErrs maps the runner's failures for the rate limits, which have no
-// sentinel of their own for a closed store (the Limiter wraps every store
-// failure in ratelimit.ErrStore).
-var limitErrs = errTable{closed: errStoreClosed}
-
 var (
 	_ ratelimit.Store   = (*Limits)(nil)
 	_ ratelimit.Batcher = (*Limits)(nil)

@@ -41,9 +41,6 @@ var scScripts = struct {
 	pause: operation("sc_pause"), due: operation("sc_due"), fire: operation("sc_fire"),
 }
 
-// scheduleErrs maps the runner's failures for the schedules.
-var scheduleErrs = errTable{closed: schedule.ErrClosed}
-
 // Script status codes.
 const (
 	scOK        = 0

@@ -1,7 +1,5 @@
 package redisstore
 
-import "github.com/hourglass-io/hourglass/queue"
-
 // The queue's operations (scripts/<name>.lua, with lib.lua's helpers).
 var scripts = struct {
 	put, reserve, delete, locate, release, bury, touch, unreserve, reserveJob,
@@ -32,6 +30,3 @@ func init() {
 	// requests and the requests (owner, id count, ids).
 	scripts.delete.merge = &listMerger{headLen: func(args []any) int { return 2 }, max: 64}
 }
-
-// queueErrs maps the runner's failures to the queue's sentinels.
-var queueErrs = errTable{closed: queue.ErrClosed, full: queue.ErrFull, notReplicated: queue.ErrNotReplicated}

@@ -155,9 +155,6 @@ func (h *Hashes) keys(shard int, hash string) []string {
 
 func (h *Hashes) stream(shard int) string { return h.base(shard) + "e" }
 
-// hashErrs maps the runner's failures to ttlhash's sentinels.
-var hashErrs = errTable{closed: ttlhash.ErrClosed}
-
 func (h *Hashes) run(ctx context.Context, o *op, shard int, hash string, args ...any) (any, error) {
 	argv := append([]any{h.s.now(), h.cap}, args...)
 	v, err := h.s.r.run(ctx, call{op: o, keys: h.keys(shard, hash), args: argv})

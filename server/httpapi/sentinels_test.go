@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hourglass-io/hourglass/ttlhash"
+)
+
+// notInTable are the sentinels of the primitives that no handler can
+// return, each with why.
+var notInTable = map[string]string{
+	ttlhash.ErrNoTopic.Error(): "a Listen on a topic the store does not announce: the server's own bug, never a request's",
+}
+
+// Every sentinel error a primitive's package declares (every exported
+// errors.New variable of its non-test files) has its line in errorTable,
+// or is listed in notInTable with its reason: a new sentinel cannot fall
+// through to a 503 unnoticed.
+func TestEverySentinelInErrorTable(t *testing.T) {
+	inTable := map[string]bool{}
+	for _, e := range errorTable {
+		inTable[e.err.Error()] = true
+	}
+	for _, pkg := range []string{"queue", "lock", "schedule", "ttlhash", "ratelimit"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			for name, msg := range exportedSentinels(t, path) {
+				n++
+				if !inTable[msg] && notInTable[msg] == "" {
+					t.Errorf("%s.%s (%q) is not in errorTable", pkg, name, msg)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("package %s declares no sentinel errors", pkg)
+		}
+	}
+}
+
+// exportedSentinels returns the messages of the exported errors.New
+// variables of a Go file, by name.
+func exportedSentinels(t *testing.T, path string) map[string]string {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	ast.Inspect(file, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		for i, v := range vs.Values {
+			call, ok := v.(*ast.CallExpr)
+			if !ok || len(call.Args) != 1 || i >= len(vs.Names) || !vs.Names[i].IsExported() {
+				continue
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "New" {
+				continue
+			}
+			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "errors" {
+				continue
+			}
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok {
+				if s, err := strconv.Unquote(lit.Value); err == nil {
+					out[vs.Names[i].Name] = s
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
