@@ -259,6 +259,13 @@ local function wake(T)
   redis.call('SPUBLISH', T.t .. ':w', '1')
 end
 
+-- wake_in tells waiting reservers that a job of tube T falls due in ms
+-- (message 'd<ms>'): a listener wakes one of them then, rather than one
+-- asking now to learn the time.
+local function wake_in(T, ms)
+  redis.call('SPUBLISH', T.t .. ':w', 'd' .. ms)
+end
+
 -- slot_freed is called before a reservation of T ends other than by its
 -- job becoming ready (a delete, a bury): when T is at its cap, that frees a
 -- place a waiter may be waiting for, so T's waiters are woken. Below the

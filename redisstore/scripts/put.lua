@@ -42,10 +42,10 @@ if stored > 0 then
   seq = alloc_ids(KEYS[#KEYS], stored, now)
 end
 local ids = {}
--- Waiters are woken when a job is ready, or when a delayed job falls due
--- before what they may be sleeping towards: the tube's next due time
--- before this call (due0, read at the first delayed job).
-local woken, due0 = false, nil
+-- Waiters are woken when a job is ready, or told when a delayed job falls
+-- due before what they may be sleeping towards: the tube's next due time
+-- before this call (due0, read at the first delayed job that needs it).
+local ready, soonest, due0 = false, nil, nil
 for i = 0, n - 1 do
   local a = 4 + i * 5
   local d = dup[i]
@@ -63,21 +63,23 @@ for i = 0, n - 1 do
     local state = READY
     if delay > 0 then
       state = DELAYED
-      if not woken then
-        -- nd is no later than the next due time: a job due before it is
-        -- due before whatever waiters sleep towards, and nd nil means
-        -- nothing is scheduled.
-        if T.nd == nil or now + delay < T.nd then
-          woken = true
-        else
+      if not ready and (soonest == nil or delay < soonest) then
+        -- nd is no later than the next due time, so a job due before it
+        -- is due before whatever waiters sleep towards (nd nil: nothing is
+        -- scheduled); else the exact next due time decides.
+        local before = T.nd == nil or now + delay < T.nd
+        if not before then
           due0 = due0 or next_due(T, now) or math.huge
-          woken = now + delay < due0
+          before = now + delay < due0
+        end
+        if before then
+          soonest = delay
         end
       end
       redis.call('ZADD', T.d, now + delay, idh)
       schedule(T, now + delay)
     else
-      woken = true
+      ready = true
       redis.call('ZADD', T.r, pri, idh)
     end
     save(idh, { T.ix, pri, state, delay, ttr, now, 0, 0, 0, 0, 0, '', ukey }, body)
@@ -91,8 +93,10 @@ end
 if stored > 0 then
   set(T, 'total', T.total + stored)
   set(T, 'live', T.live + stored)
-  if woken then
+  if ready then
     wake(T)
+  elseif soonest then
+    wake_in(T, soonest)
   end
 end
 return done(T, out)

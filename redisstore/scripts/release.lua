@@ -24,5 +24,9 @@ else
   to_ready(T, idh, rec)
 end
 save(idh, rec, body)
-wake(T)
+if delay > 0 and not T.lim then
+  wake_in(T, delay) -- nothing can be taken before then
+else
+  wake(T) -- ready, or a cap's place freed
+end
 return done(T, 1)
