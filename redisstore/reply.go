@@ -38,6 +38,14 @@ func (r *reply) str(v any) string {
 	return s
 }
 
+// optStr reads a string or a nil (a Lua false), reporting which.
+func (r *reply) optStr(v any) (string, bool) {
+	if v == nil {
+		return "", false
+	}
+	return r.str(v), true
+}
+
 // arr reads an array of at least n values.
 func (r *reply) arr(v any, n int) []any {
 	a, ok := v.([]any)
@@ -50,3 +58,13 @@ func (r *reply) arr(v any, n int) []any {
 
 // done returns the first shape error, or nil.
 func (r *reply) done() error { return r.err }
+
+// count reads the integer reply v of o, or passes on err, the call's.
+func count(o *op, v any, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	r := replyOf(o)
+	n := r.int(v)
+	return int(n), r.done()
+}

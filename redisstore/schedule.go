@@ -184,61 +184,54 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 	if err != nil {
 		return schedule.State{}, err
 	}
-	a, ok := v.([]any)
-	if !ok || len(a) < 10 {
-		return schedule.State{}, fmt.Errorf("redisstore: sc_set: unexpected reply %v", v)
-	}
-	out, _, err := decodeState(st.Name, a[2:])
-	if code, _ := a[0].(int64); code == scOK && err == nil {
+	r := replyOf(scScripts.set)
+	a := r.arr(v, 10)
+	code := r.int(a[0])
+	out, _, err := decodeState(r, st.Name, a[2:])
+	if code == scOK && err == nil {
 		c.announce(ctx)
 	}
 	return out, err
 }
 
 // decodeState reads {definition, body, version, next, paused, fires,
-// misfires, #last, last...} and returns the state and the rest of a.
-func decodeState(name string, a []any) (schedule.State, []any, error) {
-	bad := fmt.Errorf("redisstore: schedule %q: malformed state", name)
-	if len(a) < 8 {
-		return schedule.State{}, nil, bad
-	}
-	def, _ := a[0].(string)
-	body, _ := a[1].(string)
-	var st schedule.State
-	if err := json.Unmarshal([]byte(def), &st.Schedule); err != nil {
-		return schedule.State{}, nil, fmt.Errorf("%v: %v", bad, err)
-	}
-	st.Job.Body = []byte(body)
+// misfires, #last, last...} through r and returns the state and the rest
+// of a; its error is r's first.
+func decodeState(r *reply, name string, a []any) (schedule.State, []any, error) {
+	a = r.arr(a, 8)
+	def, body := r.str(a[0]), r.str(a[1])
 	var n [6]int64
 	for i := range n {
-		v, ok := a[2+i].(int64)
-		if !ok {
-			return schedule.State{}, nil, bad
-		}
-		n[i] = v
+		n[i] = r.int(a[2+i])
 	}
+	if err := r.done(); err != nil {
+		return schedule.State{}, nil, err
+	}
+	var st schedule.State
+	if err := json.Unmarshal([]byte(def), &st.Schedule); err != nil {
+		return schedule.State{}, nil, fmt.Errorf("redisstore: schedule %q: malformed state: %v", name, err)
+	}
+	st.Job.Body = []byte(body)
 	st.Version, st.Next, st.Paused, st.Fires, st.Misfires = uint64(n[0]), fromMicro(n[1]), n[2] == 1, uint64(n[3]), uint64(n[4])
 	a = a[8:]
 	if n[5] < 0 || int64(len(a)) < 4*n[5] {
-		return schedule.State{}, nil, bad
+		r.fail(fmt.Sprintf("%d fires of 4 values", n[5]), a)
+		return schedule.State{}, nil, r.done()
 	}
 	for i := range int(n[5]) {
 		f := a[4*i : 4*i+4]
-		tick, _ := f[0].(int64)
-		id, _ := f[1].(int64)
-		late, _ := f[2].(int64)
-		man, _ := f[3].(int64)
+		tick, id, late, man := r.int(f[0]), r.int(f[1]), r.int(f[2]), r.int(f[3])
 		st.Last = append(st.Last, schedule.Fire{Tick: time.UnixMicro(tick), JobID: uint64(id), Lateness: time.Duration(late) * time.Microsecond, Manual: man == 1})
 	}
-	return st, a[4*n[5]:], nil
+	return st, a[4*n[5]:], r.done()
 }
 
-// decodeStates reads a flat list of {name, state...}.
-func decodeStates(a []any) ([]schedule.State, error) {
+// decodeStates reads a flat list of {name, state...} through r.
+func decodeStates(r *reply, a []any) ([]schedule.State, error) {
 	var out []schedule.State
 	for len(a) > 0 {
-		name, _ := a[0].(string)
-		st, rest, err := decodeState(name, a[1:])
+		name := r.str(a[0])
+		st, rest, err := decodeState(r, name, a[1:])
 		if err != nil {
 			return nil, err
 		}
@@ -260,8 +253,8 @@ func (c *Schedules) Get(ctx context.Context, name string) (schedule.State, error
 	if err != nil {
 		return schedule.State{}, err
 	}
-	a, _ := v.([]any)
-	sts, err := decodeStates(a)
+	r := replyOf(scScripts.get)
+	sts, err := decodeStates(r, r.arr(v, 0))
 	if err != nil {
 		return schedule.State{}, err
 	}
@@ -303,8 +296,8 @@ func (c *Schedules) List(ctx context.Context, after string, limit int) ([]schedu
 		if err != nil {
 			return nil, err
 		}
-		a, _ := v.([]any)
-		sts, err := decodeStates(a)
+		r := replyOf(scScripts.get)
+		sts, err := decodeStates(r, r.arr(v, 0))
 		if err != nil {
 			return nil, err
 		}
@@ -327,10 +320,11 @@ func (c *Schedules) Delete(ctx context.Context, name string) error {
 	if err := c.s.c.HDel(ctx, c.s.k.scDir(), name).Err(); err != nil {
 		return scheduleErrs.mapErr(c.s.r.failure(ctx, err))
 	}
-	if n, _ := v.(int64); n == 0 {
+	r := replyOf(scScripts.del)
+	if n := r.int(v); r.done() == nil && n == 0 {
 		return schedule.ErrNotFound
 	}
-	return nil
+	return r.done()
 }
 
 // SetPaused implements schedule.Store.
@@ -348,36 +342,37 @@ func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, nex
 	if err != nil {
 		return schedule.State{}, err
 	}
-	st, err := c.stateReply(name, "sc_pause", v)
+	st, _, err := c.stateReply(scScripts.pause, name, v)
 	if err == nil && !paused {
 		c.announce(ctx)
 	}
 	return st, err
 }
 
-// stateReply maps a {status, job id, state...} reply.
-func (c *Schedules) stateReply(name, script string, v any) (schedule.State, error) {
-	a, ok := v.([]any)
-	if !ok || len(a) < 1 {
-		return schedule.State{}, fmt.Errorf("redisstore: %s: unexpected reply %v", script, v)
+// stateReply reads a {status, job id, state...} reply of o: the state
+// and the job's ID.
+func (c *Schedules) stateReply(o *op, name string, v any) (schedule.State, int64, error) {
+	r := replyOf(o)
+	code := r.int(r.arr(v, 1)[0])
+	if err := r.done(); err != nil {
+		return schedule.State{}, 0, err
 	}
-	switch code, _ := a[0].(int64); code {
+	switch code {
 	case scOK, scUnchanged:
 	case scNotFound:
-		return schedule.State{}, schedule.ErrNotFound
+		return schedule.State{}, 0, schedule.ErrNotFound
 	case scConflict:
-		return schedule.State{}, schedule.ErrConflict
+		return schedule.State{}, 0, schedule.ErrConflict
 	case scNotDue:
-		return schedule.State{}, schedule.ErrNotDue
+		return schedule.State{}, 0, schedule.ErrNotDue
 	default:
-		return schedule.State{}, fmt.Errorf("redisstore: %s: status %d", script, code)
+		return schedule.State{}, 0, fmt.Errorf("redisstore: %s: status %d", o.file, code)
 	}
-	if len(a) < 10 {
-		return schedule.State{}, fmt.Errorf("redisstore: %s: unexpected reply %v", script, v)
-	}
-	st, _, err := decodeState(name, a[2:])
+	a := r.arr(v, 10)
+	id := r.int(a[1])
+	st, _, err := decodeState(r, name, a[2:])
 	st.Name = name
-	return st, err
+	return st, id, err
 }
 
 // Fire implements schedule.Store in one script on the tag of the tube.
@@ -401,11 +396,10 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 	if err != nil {
 		return schedule.FireResult{}, err
 	}
-	st, err := c.stateReply(req.Name, "sc_fire", v)
+	st, id, err := c.stateReply(scScripts.fire, req.Name, v)
 	if err != nil {
 		return schedule.FireResult{}, err
 	}
-	id, _ := v.([]any)[1].(int64)
 	if id > 0 {
 		c.s.tubes.add(queue.ID(id), tube)
 	}
@@ -439,19 +433,19 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 	}
 	var res schedule.DueResult
 	for _, v := range vals {
-		a, ok := v.([]any)
-		if !ok || len(a) < 2 {
-			return schedule.DueResult{}, fmt.Errorf("redisstore: sc_due: unexpected reply %v", v)
+		r := replyOf(scScripts.due)
+		a := r.arr(v, 2)
+		now, earliest := r.int(a[0]), r.int(a[1])
+		if err := r.done(); err != nil {
+			return schedule.DueResult{}, err
 		}
-		now, _ := a[0].(int64)
-		earliest, _ := a[1].(int64)
 		if res.Now.IsZero() {
 			res.Now = time.UnixMicro(now)
 		}
 		if e := fromMicro(earliest); !e.IsZero() && (res.Earliest.IsZero() || e.Before(res.Earliest)) {
 			res.Earliest = e
 		}
-		sts, err := decodeStates(a[2:])
+		sts, err := decodeStates(r, a[2:])
 		if err != nil {
 			return schedule.DueResult{}, err
 		}

@@ -42,7 +42,7 @@ func (s *Store) locateCached(ctx context.Context, ids []queue.ID) ([]string, []b
 		}
 		r := replyOf(scripts.locate)
 		for n, t := range r.arr(v, len(idx)) {
-			if t, ok := t.(string); ok { // false (nil here) when there is no such job
+			if t, ok := r.optStr(t); ok { // false (nil here) when there is no such job
 				out[idx[n]] = t
 				s.tubes.add(ids[idx[n]], t)
 			}

@@ -190,17 +190,6 @@ func msTime(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-func toInt(v any) int64 {
-	switch v := v.(type) {
-	case int64:
-		return v
-	case string:
-		n, _ := strconv.ParseInt(v, 10, 64)
-		return n
-	}
-	return 0
-}
-
 func stringsToAny(ss []string) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {
@@ -220,7 +209,7 @@ func (h *Hashes) Set(ctx context.Context, hash string, req ttlhash.SetRequest) (
 		args = append(args, f.Name, f.Value)
 	}
 	v, err := h.hashCall(ctx, hxScripts.set, hash, args...)
-	return int(toInt(v)), err
+	return count(hxScripts.set, v, err)
 }
 
 // Get implements ttlhash.Store.
@@ -229,27 +218,33 @@ func (h *Hashes) Get(ctx context.Context, hash string, fields []string) ([]*ttlh
 	if err != nil {
 		return nil, err
 	}
-	a, _ := v.([]any)
+	r := replyOf(hxScripts.get)
+	a := r.arr(v, 2*len(fields))
 	out := make([]*ttlhash.Entry, len(fields))
 	for i := range fields {
-		if 2*i+1 >= len(a) {
-			break
+		if s, ok := r.optStr(a[2*i]); ok {
+			out[i] = &ttlhash.Entry{Name: fields[i], Value: []byte(s), Deadline: msTime(r.int(a[2*i+1]))}
 		}
-		if s, ok := a[2*i].(string); ok {
-			out[i] = &ttlhash.Entry{Name: fields[i], Value: []byte(s), Deadline: msTime(toInt(a[2*i+1]))}
-		}
+	}
+	if err := r.done(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-func entries(a []any) []ttlhash.Entry {
+// entries reads a list of {name, value, deadline ms} through r.
+func entries(r *reply, a []any) ([]ttlhash.Entry, error) {
+	if len(a)%3 != 0 {
+		r.fail("entries of 3 values", a)
+	}
 	out := make([]ttlhash.Entry, 0, len(a)/3)
 	for i := 0; i+2 < len(a); i += 3 {
-		name, _ := a[i].(string)
-		val, _ := a[i+1].(string)
-		out = append(out, ttlhash.Entry{Name: name, Value: []byte(val), Deadline: msTime(toInt(a[i+2]))})
+		out = append(out, ttlhash.Entry{Name: r.str(a[i]), Value: []byte(r.str(a[i+1])), Deadline: msTime(r.int(a[i+2]))})
 	}
-	return out
+	if err := r.done(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // GetAll implements ttlhash.Store.
@@ -258,8 +253,8 @@ func (h *Hashes) GetAll(ctx context.Context, hash string) ([]ttlhash.Entry, erro
 	if err != nil {
 		return nil, err
 	}
-	a, _ := v.([]any)
-	return entries(a), nil
+	r := replyOf(hxScripts.getAll)
+	return entries(r, r.arr(v, 0))
 }
 
 // Scan implements ttlhash.Store.
@@ -274,36 +269,40 @@ func (h *Hashes) Scan(ctx context.Context, hash, cursor string, count int) ([]tt
 	if err != nil {
 		return nil, "", err
 	}
-	a, _ := v.([]any)
-	if len(a) == 0 {
-		return nil, "", nil
-	}
-	next, _ := a[0].(string)
+	r := replyOf(hxScripts.scan)
+	a := r.arr(v, 1)
+	next := r.str(a[0])
 	if next == "0" {
 		next = ""
 	}
-	return entries(a[1:]), next, nil
+	es, err := entries(r, a[1:])
+	if err != nil {
+		return nil, "", err
+	}
+	return es, next, nil
 }
 
 // Del implements ttlhash.Store.
 func (h *Hashes) Del(ctx context.Context, hash string, fields []string) (int, error) {
 	v, err := h.hashCall(ctx, hxScripts.del, hash, append([]any{hash}, stringsToAny(fields)...)...)
-	return int(toInt(v)), err
+	return count(hxScripts.del, v, err)
 }
 
 // Len implements ttlhash.Store.
 func (h *Hashes) Len(ctx context.Context, hash string) (int, error) {
 	v, err := h.hashCall(ctx, hxScripts.length, hash)
-	return int(toInt(v)), err
+	return count(hxScripts.length, v, err)
 }
 
-func codes(v any) []int {
-	a, _ := v.([]any)
+// codes reads the per-field integer reply v of o.
+func codes(o *op, v any) ([]int, error) {
+	r := replyOf(o)
+	a := r.arr(v, 0)
 	out := make([]int, len(a))
 	for i, x := range a {
-		out[i] = int(toInt(x))
+		out[i] = int(r.int(x))
 	}
-	return out
+	return out, r.done()
 }
 
 // TTL implements ttlhash.Store.
@@ -312,8 +311,12 @@ func (h *Hashes) TTL(ctx context.Context, hash string, fields []string) ([]time.
 	if err != nil {
 		return nil, err
 	}
+	cs, err := codes(hxScripts.ttl, v)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]time.Duration, 0, len(fields))
-	for _, c := range codes(v) {
+	for _, c := range cs {
 		if c < 0 {
 			out = append(out, time.Duration(c))
 		} else {
@@ -334,7 +337,7 @@ func (h *Hashes) Expire(ctx context.Context, hash string, req ttlhash.ExpireRequ
 	if err != nil {
 		return nil, err
 	}
-	return codes(v), nil
+	return codes(hxScripts.expire, v)
 }
 
 // Persist implements ttlhash.Store.
@@ -343,7 +346,7 @@ func (h *Hashes) Persist(ctx context.Context, hash string, fields []string) ([]i
 	if err != nil {
 		return nil, err
 	}
-	return codes(v), nil
+	return codes(hxScripts.persist, v)
 }
 
 // Shards implements ttlhash.Store.
@@ -358,15 +361,23 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 	if err != nil {
 		return ttlhash.SweepResult{}, err
 	}
-	c := codes(v)
-	if len(c) != 4 {
-		return ttlhash.SweepResult{}, fmt.Errorf("redisstore: hx_sweep returned %v", v)
+	return sweepResult(v)
+}
+
+// sweepResult reads hx_sweep's reply {expired, more, next ms (-1 none),
+// looked}.
+func sweepResult(v any) (ttlhash.SweepResult, error) {
+	r := replyOf(hxScripts.sweep)
+	a := r.arr(v, 4)
+	c := [4]int64{r.int(a[0]), r.int(a[1]), r.int(a[2]), r.int(a[3])}
+	if err := r.done(); err != nil {
+		return ttlhash.SweepResult{}, err
 	}
-	r := ttlhash.SweepResult{Expired: c[0], More: c[1] == 1, Next: -1, Looked: c[3]}
+	res := ttlhash.SweepResult{Expired: int(c[0]), More: c[1] == 1, Next: -1, Looked: int(c[3])}
 	if c[2] >= 0 {
-		r.Next = time.Duration(c[2]) * time.Millisecond
+		res.Next = time.Duration(c[2]) * time.Millisecond
 	}
-	return r, nil
+	return res, nil
 }
 
 // SweepAll implements ttlhash.ShardSweeper: one Sweep per shard, in one
@@ -399,13 +410,8 @@ func (h *Hashes) SweepShards(ctx context.Context, shards []int, max int) ([]ttlh
 	}
 	rs := make([]ttlhash.SweepResult, len(out))
 	for i, v := range out {
-		c := codes(v)
-		if len(c) != 4 {
-			return nil, fmt.Errorf("redisstore: hx_sweep returned %v", v)
-		}
-		rs[i] = ttlhash.SweepResult{Expired: c[0], More: c[1] == 1, Next: -1, Looked: c[3]}
-		if c[2] >= 0 {
-			rs[i].Next = time.Duration(c[2]) * time.Millisecond
+		if rs[i], err = sweepResult(v); err != nil {
+			return nil, err
 		}
 	}
 	return rs, nil
@@ -659,7 +665,11 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 	}
 	n := 0
 	for _, v := range out {
-		n += int(toInt(v))
+		c, err := count(hxScripts.ack, v, nil)
+		if err != nil {
+			return 0, err
+		}
+		n += c
 	}
 	return n, nil
 }
