@@ -31,7 +31,10 @@ type Migration struct {
 // Layout 1 to 2: layout 1 kept, beside each job's owner in its record, a
 // reservation index per owner or session and tag (keys <prefix>{tag}:o:<owner>
 // and <prefix>{tag}:s:<session>); layout 2 reads the ledger from the reserved
-// sets and the records, so the indexes are deleted.
+// sets and the records, so the indexes are deleted. Layout 1 counted every
+// put in its tag's m (field seq); layout 2 counts them in the tube's total
+// only, adding a tube's total to m's gone when the tube goes, so each tag's
+// seq becomes gone: seq less the totals of its tubes.
 func Migrate(ctx context.Context, c redis.UniversalClient, opts *Options) (Migration, error) {
 	k := keys{prefix: DefaultPrefix}
 	if opts != nil && opts.Prefix != "" {
@@ -56,6 +59,9 @@ func Migrate(ctx context.Context, c redis.UniversalClient, opts *Options) (Migra
 	n, err := deleteIndexes(ctx, c, k)
 	m.Deleted = n
 	if err != nil {
+		return m, fmt.Errorf("redisstore: migrate: %w", err)
+	}
+	if err := convertTotals(ctx, c, k); err != nil {
 		return m, fmt.Errorf("redisstore: migrate: %w", err)
 	}
 	if err := c.Set(ctx, k.layout(), LayoutVersion, 0).Err(); err != nil {
@@ -121,4 +127,40 @@ func escapeGlob(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// convertTotals turns each tag's seq (jobs ever put) into gone (jobs put in
+// tubes that have since gone): seq less the totals of the tag's tubes. One
+// transaction per tag, which drops seq, so a migration that stopped half
+// way converts the rest when run again.
+func convertTotals(ctx context.Context, c redis.UniversalClient, k keys) error {
+	for tag := range NumTags {
+		ks := k.tagKeys(tag)
+		seq, err := c.HGet(ctx, ks[0], "seq").Int64()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s seq: %w", ks[0], err)
+		}
+		tubes, err := c.ZRange(ctx, ks[2], 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		for _, t := range tubes {
+			n, err := c.HGet(ctx, k.tubeKeys(tag, t)[0], "total").Int64()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			seq -= n
+		}
+		if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HIncrBy(ctx, ks[0], "gone", max(seq, 0))
+			p.HDel(ctx, ks[0], "seq")
+			return nil
+		}); err != nil {
+			return fmt.Errorf("converting %s: %w", ks[0], err)
+		}
+	}
+	return nil
 }

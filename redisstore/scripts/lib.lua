@@ -2,7 +2,9 @@
 -- after each script's shebang line, so every script starts with these locals.
 --
 -- Conventions of every script that includes it:
---   KEYS[1] m      per-tag hash: seq (jobs ever put), timeouts (TTR expiries),
+--   KEYS[1] m      per-tag hash: gone (jobs ever put in tubes that have since
+--                  gone: the jobs ever put are gone plus the tubes' totals),
+--                  timeouts (TTR expiries),
 --                  tix (tube numbers issued), t:<n> (the name of tube number n),
 --                  id (on a cluster: the last job sequence number issued in this tag),
 --                  l:<tube> (a tube's limits, "events:per µs:burst:cap"; see
@@ -300,6 +302,10 @@ local function gc(T, tube, now)
   if T.tat then
     -- The rate's state outlives the tube, in the tag's m, for when it comes back.
     redis.call('HSET', KEYS[1], 'lt:' .. tube, T.tat)
+  end
+  if T.total > 0 then
+    -- Its jobs ever put count on in the tag's total (Stats' TotalJobs).
+    redis.call('HINCRBY', KEYS[1], 'gone', T.total)
   end
   redis.call('DEL', T.t, T.u)
   redis.call('ZREM', KEYS[3], tube)

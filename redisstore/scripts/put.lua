@@ -38,7 +38,6 @@ if stored > 0 and not T.ix then
 end
 local seq = 0
 if stored > 0 then
-  redis.call('HINCRBY', KEYS[1], 'seq', stored)
   seq = alloc_ids(KEYS[#KEYS], stored, now)
 end
 local ids = {}
