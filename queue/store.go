@@ -199,8 +199,9 @@ type Reservation struct {
 type Notifier interface {
 	// Listen arranges for wake(tube) to be called, from any goroutine, soon
 	// after a job of tube may have become ready: a put, a release, a kick, an
-	// unreserve, a pause ending early. It also calls wake after any put of a
-	// delayed job, so that waiters learn the new due time. Listen returns
+	// unreserve, a pause ending early. After a put of a delayed job it calls
+	// wake either at once, so that waiters learn the new due time, or when
+	// the job falls due, so that they need not ask to learn it. Listen returns
 	// once the subscription is in effect: a change made after Listen returns
 	// is never missed. stop ends the subscription.
 	//
