@@ -178,7 +178,7 @@ func TestSessionsReapHolds(t *testing.T) {
 	}
 }
 
-// The owners of one session share its reservation index, yet each is told
+// The owners of one session reserve from the same tubes, yet each is told
 // only its own reservations, across tags, and not one whose TTR ran out;
 // an owner whose name holds pattern characters is matched exactly.
 func TestSessionsReservations(t *testing.T) {
