@@ -103,13 +103,27 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 			return nil, fmt.Errorf("%w: %q: want file:///absolute/path", ErrUnsupportedURL, rawURL)
 		}
 		return openFile(u.Path, o)
+	case "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel":
+		c, err := redisClient(scheme, rest, rawURL)
+		if err != nil {
+			return nil, err
+		}
+		return openRedis(ctx, c, o)
+	}
+	return nil, fmt.Errorf("%w: %q (want mem://, a path, file://, redis://, rediss://, redis+sentinel://, redis+cluster://)", ErrUnsupportedURL, rawURL)
+}
+
+// redisClient makes the client of a redis:// URL (scheme and rest are its
+// parts around "://"), with retries off.
+func redisClient(scheme, rest, rawURL string) (redis.UniversalClient, error) {
+	switch scheme {
 	case "redis", "rediss":
 		ropts, err := redis.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrUnsupportedURL, err)
 		}
 		ropts.MaxRetries = -1
-		return openRedis(ctx, redis.NewClient(ropts), o)
+		return redis.NewClient(ropts), nil
 	case "redis+cluster", "rediss+cluster":
 		base := strings.TrimSuffix(scheme, "+cluster")
 		hosts, query, _ := strings.Cut(rest, "?")
@@ -131,16 +145,16 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 			return nil, fmt.Errorf("%w: %v", ErrUnsupportedURL, err)
 		}
 		copts.MaxRetries = -1
-		return openRedis(ctx, redis.NewClusterClient(copts), o)
+		return redis.NewClusterClient(copts), nil
 	case "redis+sentinel", "rediss+sentinel":
 		fopts, err := parseSentinel(scheme, rest)
 		if err != nil {
 			return nil, err
 		}
 		fopts.MaxRetries = -1
-		return openRedis(ctx, redis.NewFailoverClient(fopts), o)
+		return redis.NewFailoverClient(fopts), nil
 	}
-	return nil, fmt.Errorf("%w: %q (want mem://, a path, file://, redis://, rediss://, redis+sentinel://, redis+cluster://)", ErrUnsupportedURL, rawURL)
+	return nil, fmt.Errorf("%w: %q is not a redis:// URL", ErrUnsupportedURL, rawURL)
 }
 
 func openFile(dir string, o Options) (*Backend, error) {

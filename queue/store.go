@@ -173,11 +173,13 @@ type ReserveResult struct {
 	Deleted  []error // one per ReserveRequest.Delete: nil, ErrNotFound or ErrReserved
 	Next     time.Duration
 	NextTube string
-	// Drained, with jobs, says that the tubes' limits (LimitStore) now
-	// hold back every ready job left in them, so other waiters need not be
-	// woken; Next and NextTube then say when a rate frees one, or Next < 0
-	// when only a cap holds them (a reservation's end wakes the tube). A
-	// store may always leave it false.
+	// Drained, with jobs, says that no ready job the reserve could take is
+	// left in the tubes (there is none, or their limits (LimitStore) hold
+	// back every one), so other waiters need not be woken; Next and
+	// NextTube then say when one may be (a rate frees one, or a job falls
+	// due), or Next < 0 when nothing is scheduled or only a cap holds them
+	// (a put, or a reservation's end, wakes the tube). A store may always
+	// leave it false.
 	Drained bool
 }
 
@@ -197,8 +199,9 @@ type Reservation struct {
 type Notifier interface {
 	// Listen arranges for wake(tube) to be called, from any goroutine, soon
 	// after a job of tube may have become ready: a put, a release, a kick, an
-	// unreserve, a pause ending early. It also calls wake after any put of a
-	// delayed job, so that waiters learn the new due time. Listen returns
+	// unreserve, a pause ending early. After a put of a delayed job it calls
+	// wake either at once, so that waiters learn the new due time, or when
+	// the job falls due, so that they need not ask to learn it. Listen returns
 	// once the subscription is in effect: a change made after Listen returns
 	// is never missed. stop ends the subscription.
 	//

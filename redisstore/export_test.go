@@ -56,3 +56,9 @@ func HashShard(h *Hashes, name string) (shard int, base string) {
 	shard = h.shardOf(name)
 	return shard, h.base(shard)
 }
+
+// LedgerTags are the tags Reservations would read for owner.
+func LedgerTags(s *Store, owner string) []int {
+	tags, _ := s.held.tags(owner)
+	return tags
+}

@@ -89,19 +89,6 @@ func (k keys) ids() string { return k.prefix + "ids" }
 // sessions is the sorted set of live sessions: session -> lease end (ms).
 func (k keys) sessions() string { return k.prefix + "sessions" }
 
-// sessionIndex is the reservation index of one tag for the owners of a
-// session: a sorted set, job id (hex) -> end of TTR (ms).
-func (k keys) sessionIndex(tag int, session string) string { return k.base(tag) + "s:" + session }
-
-// ownerIndex is the reservation index of one tag for an owner: its
-// session's, when it has one, else one of its own ("o:<owner>").
-func (k keys) ownerIndex(tag int, owner string) string {
-	if sess := queue.SessionOf(owner); sess != "" {
-		return k.sessionIndex(tag, sess)
-	}
-	return k.base(tag) + "o:" + owner
-}
-
 // holds is the hash of the references a session holds to the tubes of one
 // tag (tube -> count); session "" holds those of owners without a session.
 func (k keys) holds(tag int, session string) string { return k.base(tag) + "h:" + session }

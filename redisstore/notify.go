@@ -3,7 +3,10 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -43,6 +46,15 @@ type tagSub struct {
 	confirmed map[string]bool
 	waiting   map[string][]chan struct{}
 	done      chan struct{}
+	// timers wake a channel's listeners when a job it was told of ('d<ms>')
+	// falls due: the earliest such time per channel.
+	timers map[string]*dueTimer
+}
+
+// dueTimer is a channel's pending wake-up at a time.
+type dueTimer struct {
+	at time.Time
+	t  *time.Timer
 }
 
 func (n *notifier) init(s *Store) {
@@ -87,6 +99,7 @@ func (n *notifier) add(ctx context.Context, tag int, ch, tube string, h *func(st
 		ts = &tagSub{
 			handlers: map[string]map[*func(string)]string{}, confirmed: map[string]bool{},
 			waiting: map[string][]chan struct{}{}, done: make(chan struct{}),
+			timers: map[string]*dueTimer{},
 		}
 		n.subs[tag] = ts
 		ts.ctx = context.WithoutCancel(ctx)
@@ -135,6 +148,10 @@ func (n *notifier) remove(tag int, ts *tagSub, ch string, h *func(string)) {
 	}
 	delete(ts.handlers, ch)
 	delete(ts.confirmed, ch)
+	if d := ts.timers[ch]; d != nil {
+		d.t.Stop()
+		delete(ts.timers, ch)
+	}
 	for _, c := range ts.waiting[ch] {
 		close(c)
 	}
@@ -189,20 +206,70 @@ func (n *notifier) read(ts *tagSub) {
 			// A resubscription after a reconnect: wake-ups may have been lost.
 		case *redis.Message:
 			ch = m.Channel
+			if ms, ok := dueIn(m.Payload); ok {
+				n.wakeAt(ts, ch, time.Now().Add(ms))
+				continue
+			}
 		default:
 			continue
 		}
+		n.deliver(ts, ch)
+	}
+}
+
+// dueIn reads a message that a job falls due after a delay: 'd' and the
+// milliseconds.
+func dueIn(payload string) (time.Duration, bool) {
+	v, ok := strings.CutPrefix(payload, "d")
+	if !ok {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
+// deliver calls the listeners of channel ch of ts.
+func (n *notifier) deliver(ts *tagSub, ch string) {
+	n.mu.Lock()
+	var calls []func()
+	for h, tube := range ts.handlers[ch] {
+		f, t := *h, tube
+		calls = append(calls, func() { f(t) })
+	}
+	n.mu.Unlock()
+	for _, c := range calls {
+		c()
+	}
+}
+
+// wakeAt delivers a wake-up of channel ch at at, unless one is already
+// pending no later: the waiter woken then asks, and learns any later time
+// from the store.
+func (n *notifier) wakeAt(ts *tagSub, ch string, at time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	if d := ts.timers[ch]; d != nil {
+		if !at.Before(d.at) {
+			return
+		}
+		d.t.Stop()
+	}
+	d := &dueTimer{at: at}
+	d.t = time.AfterFunc(time.Until(at), func() {
 		n.mu.Lock()
-		var calls []func()
-		for h, tube := range ts.handlers[ch] {
-			f, t := *h, tube
-			calls = append(calls, func() { f(t) })
+		if ts.timers[ch] == d {
+			delete(ts.timers, ch)
 		}
 		n.mu.Unlock()
-		for _, c := range calls {
-			c()
-		}
-	}
+		n.deliver(ts, ch)
+	})
+	ts.timers[ch] = d
 }
 
 func (n *notifier) close() {
@@ -210,6 +277,12 @@ func (n *notifier) close() {
 	n.closed = true
 	subs := n.subs
 	n.subs = map[int]*tagSub{}
+	for _, ts := range subs {
+		for ch, d := range ts.timers {
+			d.t.Stop()
+			delete(ts.timers, ch)
+		}
+	}
 	n.mu.Unlock()
 	for _, ts := range subs {
 		_ = ts.ps.Close()

@@ -176,10 +176,6 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		for _, t := range g.tubes {
 			ks = append(ks, s.k.tubeKeys(g.tag, t)...)
 		}
-		ks = append(ks, s.k.ownerIndex(g.tag, req.Owner))
-		if want > 0 {
-			s.held.add(req.Owner, g.tag)
-		}
 		return call{op: scripts.reserve, keys: ks, args: args}
 	}
 	// absorb takes in one group's reply.
@@ -286,12 +282,30 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			continue
 		}
 		c := mkcall(gi, want, withGroup[gi])
-		v, err := s.r.run(ctx, c)
-		if err != nil {
-			return res, queueErrs.mapErr(err)
+		if want > 0 {
+			s.held.begin(req.Owner, gs[gi].tag)
 		}
-		if _, err := absorb(gi, v, withGroup[gi], false); err != nil {
+		had := len(res.Jobs)
+		v, err := s.r.run(ctx, c)
+		if err == nil {
+			_, err = absorb(gi, v, withGroup[gi], false)
+		} else {
+			err = queueErrs.mapErr(err)
+		}
+		if want > 0 {
+			var got []queue.ID
+			for _, j := range res.Jobs[had:] {
+				got = append(got, j.ID)
+			}
+			s.held.end(req.Owner, gs[gi].tag, got, err)
+		}
+		if err != nil {
 			return res, err
+		}
+		for _, d := range withGroup[gi] {
+			if res.Deleted[d.i] == nil {
+				s.held.ended(req.Owner, req.Delete[d.i])
+			}
 		}
 	}
 	if len(res.Jobs) > 0 && !res.Drained {

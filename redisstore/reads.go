@@ -324,6 +324,7 @@ func (s *Store) Stats(ctx context.Context) (queue.Stats, error) {
 		return st, err
 	}
 	for _, ts := range all {
+		st.TotalJobs += ts.TotalJobs
 		st.Urgent += ts.Urgent
 		st.Ready += ts.Ready
 		st.Reserved += ts.Reserved
@@ -334,7 +335,7 @@ func (s *Store) Stats(ctx context.Context) (queue.Stats, error) {
 	pipe := s.c.Pipeline()
 	cmds := make([]*redis.SliceCmd, NumTags)
 	for tag := 0; tag < NumTags; tag++ {
-		cmds[tag] = pipe.HMGet(ctx, s.k.tagKeys(tag)[0], "seq", "timeouts")
+		cmds[tag] = pipe.HMGet(ctx, s.k.tagKeys(tag)[0], "gone", "timeouts")
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		return st, s.storeErr(ctx, err)

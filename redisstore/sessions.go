@@ -37,13 +37,7 @@ func (s *Store) EndSession(ctx context.Context, session string) error {
 		return err
 	}
 	s.held.dropSession(session)
-	pipe := s.c.Pipeline()
-	for tag := range NumTags {
-		pipe.Del(ctx, s.k.sessionIndex(tag, session))
-	}
-	pipe.ZRem(ctx, s.k.sessions(), session)
-	_, err := pipe.Exec(ctx)
-	return s.storeErr(ctx, err)
+	return s.storeErr(ctx, s.c.ZRem(ctx, s.k.sessions(), session).Err())
 }
 
 // releaseHolds takes back every reference session holds (Hold): it reads
@@ -93,7 +87,7 @@ func (s *Store) Reap(ctx context.Context) (int, error) {
 		}
 		calls := make([]call, NumTags)
 		for tag := range NumTags {
-			calls[tag] = call{op: scripts.reap, keys: append(s.k.tagKeys(tag), s.k.sessionIndex(tag, session)), args: []any{s.now(), session}}
+			calls[tag] = call{op: scripts.reap, keys: s.k.tagKeys(tag), args: []any{s.now(), session}}
 		}
 		replies, err := s.runMany(ctx, calls)
 		if err != nil {
@@ -116,7 +110,7 @@ func (s *Store) Reap(ctx context.Context) (int, error) {
 			return total, err
 		}
 		for k, ids := range groups {
-			n, err := s.status(ctx, scripts.unreserve, k.tag, k.tube, "", append([]any{session + "/", k.tube}, ids...)...)
+			n, err := s.status(ctx, scripts.unreserve, k.tag, k.tube, append([]any{session + "/", k.tube}, ids...)...)
 			if err != nil {
 				return total, err
 			}

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -178,7 +179,7 @@ func TestSessionsReapHolds(t *testing.T) {
 	}
 }
 
-// The owners of one session share its reservation index, yet each is told
+// The owners of one session reserve from the same tubes, yet each is told
 // only its own reservations, across tags, and not one whose TTR ran out;
 // an owner whose name holds pattern characters is matched exactly.
 func TestSessionsReservations(t *testing.T) {
@@ -262,4 +263,59 @@ func equalMaps(a, b map[queue.ID]time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// An owner of a session that no longer holds what it reserved through this
+// process (deleted, released, buried) has no tag to read for Reservations:
+// a beanstalkd connection that closes empty-handed reads no ledger, which
+// costs a record read per job others hold. One that may hold a job (a
+// TTR ran out, which the process does not see) is read, and is forgotten
+// once the read finds nothing.
+func TestSessionsLedgerReadOnlyWhereHeld(t *testing.T) {
+	ctx := context.Background()
+	clock, s, q := sessionStore(t, topologies[0], nil)
+	for _, tube := range []string{"s1", "s2", "s3", "s4"} { // on different tags
+		if _, err := q.Put(ctx, tube, queue.NewJob{Body: []byte(tube), TTR: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := q.WithOwner("a/1")
+	reserve := func(tube string) queue.ID {
+		t.Helper()
+		j, err := o.Reserve(ctx, queue.ReserveOptions{Tubes: []string{tube}, Timeout: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}
+	a, b, c, d := reserve("s1"), reserve("s2"), reserve("s3"), reserve("s4")
+	if got := redisstore.LedgerTags(s, "a/1"); len(got) != 4 {
+		t.Fatalf("tags to read holding 4 jobs on 4 tags = %v, want 4", got)
+	}
+	if err := o.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Release(ctx, b, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Bury(ctx, c, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := redisstore.LedgerTags(s, "a/1"), []int{redisstore.TubeTag("s4")}; !slices.Equal(got, want) {
+		t.Fatalf("tags to read holding d only = %v, want %v", got, want)
+	}
+	rs, err := o.Held(ctx)
+	if err != nil || len(rs) != 1 || rs[0].ID != d {
+		t.Fatalf("Held = %v, %v; want d only", rs, err)
+	}
+	clock.Advance(2 * time.Minute) // d's TTR runs out
+	if got := redisstore.LedgerTags(s, "a/1"); len(got) != 1 {
+		t.Fatalf("tags to read once d's TTR ran out = %v, want its tag, until read", got)
+	}
+	if rs, err := o.Held(ctx); err != nil || len(rs) != 0 {
+		t.Fatalf("Held once d's TTR ran out = %v, %v; want none", rs, err)
+	}
+	if got := redisstore.LedgerTags(s, "a/1"); len(got) != 0 {
+		t.Fatalf("tags to read once a read found nothing = %v, want none", got)
+	}
 }

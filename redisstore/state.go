@@ -160,14 +160,16 @@ func (s *Store) delete(ctx context.Context, owner string, ids []queue.ID) ([]err
 		for _, i := range idx {
 			args = append(args, idhex(ids[i]))
 		}
-		v, err := s.runAs(ctx, scripts.delete, k.tag, k.tube, owner, args...)
+		v, err := s.run(ctx, scripts.delete, k.tag, k.tube, args...)
 		if err != nil {
 			return nil, nil, err
 		}
 		r := replyOf(scripts.delete)
 		codes := r.arr(r.arr(v, 1)[0], len(idx))
 		for n, i := range idx {
-			out[i] = deleteOutcome(r.int(codes[n]))
+			if out[i] = deleteOutcome(r.int(codes[n])); out[i] == nil {
+				s.held.ended(owner, ids[i])
+			}
 		}
 		if err := r.done(); err != nil {
 			return nil, nil, err
@@ -194,9 +196,12 @@ func codeErr(code int64, id queue.ID) error {
 // owned runs release or bury: scripts whose ARGV are now, owner, tube, id, extra...
 func (s *Store) owned(ctx context.Context, sc *op, owner string, id queue.ID, extra ...any) error {
 	return s.withTube(ctx, id, func(tube string) (bool, error) {
-		code, err := s.status(ctx, sc, tagOf(id), tube, owner, append([]any{owner, tube, idhex(id)}, extra...)...)
+		code, err := s.status(ctx, sc, tagOf(id), tube, append([]any{owner, tube, idhex(id)}, extra...)...)
 		if err != nil {
 			return false, err
+		}
+		if code == 1 {
+			s.held.ended(owner, id)
 		}
 		return code == 0 || code == -2, codeErr(code, id)
 	})
@@ -216,7 +221,7 @@ func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri int64, 
 func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Duration, error) {
 	var left time.Duration
 	err := s.withTube(ctx, id, func(tube string) (bool, error) {
-		v, err := s.runAs(ctx, scripts.touch, tagOf(id), tube, owner, owner, tube, idhex(id))
+		v, err := s.run(ctx, scripts.touch, tagOf(id), tube, owner, tube, idhex(id))
 		if err != nil {
 			return false, err
 		}
@@ -236,9 +241,9 @@ func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Dura
 
 // Reservations implements queue.Store: one call per tag that may hold
 // owner's reservations (see heldTags), in one pipeline, each reading the
-// owner's reservation index of its tag.
+// reserved sets of its tag's tubes and the owners their jobs' records name.
 func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
-	tags := s.held.tags(owner)
+	tags, gen := s.held.tags(owner)
 	if len(tags) == 0 {
 		if s.closed.Load() {
 			return nil, queue.ErrClosed
@@ -247,7 +252,7 @@ func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reserva
 	}
 	calls := make([]call, len(tags))
 	for i, tag := range tags {
-		calls[i] = call{op: scripts.reservations, keys: append(s.k.tagKeys(tag), s.k.ownerIndex(tag, owner)), args: []any{s.now(), owner}}
+		calls[i] = call{op: scripts.reservations, keys: s.k.tagKeys(tag), args: []any{s.now(), owner}}
 	}
 	var replies []any
 	var err error
@@ -274,9 +279,7 @@ func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reserva
 	if err := r.done(); err != nil {
 		return nil, err
 	}
-	if len(out) == 0 {
-		s.held.drop(owner)
-	}
+	s.held.found(owner, gen, out)
 	return out, nil
 }
 
@@ -301,7 +304,7 @@ func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (in
 	}
 	total := 0
 	for k, hs := range groups {
-		n, err := s.status(ctx, scripts.unreserve, k.tag, k.tube, owner, append([]any{owner, k.tube}, hs...)...)
+		n, err := s.status(ctx, scripts.unreserve, k.tag, k.tube, append([]any{owner, k.tube}, hs...)...)
 		if err != nil {
 			return total, err
 		}
@@ -314,21 +317,35 @@ func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (in
 func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queue.Job, error) {
 	var j queue.Job
 	err := s.withTube(ctx, id, func(tube string) (bool, error) {
-		s.held.add(owner, tagOf(id))
-		v, err := s.runAs(ctx, scripts.reserveJob, tagOf(id), tube, owner, owner, tube, idhex(id))
+		s.held.begin(owner, tagOf(id))
+		var got []queue.ID
+		code, err := func() (int64, error) {
+			v, err := s.run(ctx, scripts.reserveJob, tagOf(id), tube, owner, tube, idhex(id))
+			if err != nil {
+				return 0, err
+			}
+			r := replyOf(scripts.reserveJob)
+			a := r.arr(v, 1)
+			code := r.int(a[0])
+			if err := r.done(); err != nil {
+				return 0, err
+			}
+			if code == 1 {
+				j = parseJob(r, r.arr(a, 2)[1])
+				if err := r.done(); err != nil {
+					return 0, err
+				}
+				got = []queue.ID{id}
+			}
+			return code, nil
+		}()
+		s.held.end(owner, tagOf(id), got, err)
 		if err != nil {
-			return false, err
-		}
-		r := replyOf(scripts.reserveJob)
-		a := r.arr(v, 1)
-		code := r.int(a[0])
-		if err := r.done(); err != nil {
 			return false, err
 		}
 		switch code {
 		case 1:
-			j = parseJob(r, r.arr(a, 2)[1])
-			return false, r.done()
+			return false, nil
 		case -1:
 			return false, fmt.Errorf("%w: %d", queue.ErrReserved, id)
 		}
@@ -346,7 +363,7 @@ func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
 		tag := tubeTag(tube, p, k)
 		for total < n {
 			want := min(n-total, maxBatch)
-			n, err := s.status(ctx, scripts.kick, tag, tube, "", tube, want)
+			n, err := s.status(ctx, scripts.kick, tag, tube, tube, want)
 			if err != nil {
 				return total, err
 			}
@@ -363,7 +380,7 @@ func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
 // KickJob implements queue.Store.
 func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
 	return s.withTube(ctx, id, func(tube string) (bool, error) {
-		code, err := s.status(ctx, scripts.kickJob, tagOf(id), tube, "", tube, idhex(id))
+		code, err := s.status(ctx, scripts.kickJob, tagOf(id), tube, tube, idhex(id))
 		if err != nil {
 			return false, err
 		}

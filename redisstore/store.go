@@ -16,8 +16,9 @@ import (
 )
 
 // LayoutVersion is the version of the key layout this package reads and
-// writes. New refuses a Redis whose layout key holds another version.
-const LayoutVersion = "1"
+// writes. New refuses a Redis whose layout key holds another version; one
+// of an earlier version Migrate converts (ErrOldLayout).
+const LayoutVersion = "2"
 
 // DefaultPrefix is the prefix of every key when Options.Prefix is empty.
 const DefaultPrefix = "hg:"
@@ -130,6 +131,9 @@ func (s *Store) checkLayout(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: checking layout version: %w", err)
 	}
+	if v == "1" {
+		return fmt.Errorf("%w (%s holds layout version %q, this build reads %q)", ErrOldLayout, key, v, LayoutVersion)
+	}
 	if v != LayoutVersion {
 		return fmt.Errorf("redisstore: %s holds layout version %q, this build reads %q", key, v, LayoutVersion)
 	}
@@ -187,18 +191,9 @@ func (s *Store) partitions(tube string) int {
 // run runs an operation on the slot of one tag, with the tag's keys and,
 // when tube is not empty, the tube's keys.
 func (s *Store) run(ctx context.Context, o *op, tag int, tube string, args ...any) (any, error) {
-	return s.runAs(ctx, o, tag, tube, "", args...)
-}
-
-// runAs is run for a call made by owner: when owner is not empty, the
-// owner's reservation index of the tag (ownerIndex) is the last key.
-func (s *Store) runAs(ctx context.Context, o *op, tag int, tube, owner string, args ...any) (any, error) {
 	ks := s.k.tagKeys(tag)
 	if tube != "" {
 		ks = append(ks, s.k.tubeKeys(tag, tube)...)
-	}
-	if owner != "" {
-		ks = append(ks, s.k.ownerIndex(tag, owner))
 	}
 	v, err := s.r.run(ctx, call{op: o, keys: ks, args: append([]any{s.now()}, args...)})
 	return v, queueErrs.mapErr(err)
@@ -216,8 +211,8 @@ func (s *Store) idKey(m string) string {
 }
 
 // status runs an operation whose reply is one integer.
-func (s *Store) status(ctx context.Context, o *op, tag int, tube, owner string, args ...any) (int64, error) {
-	v, err := s.runAs(ctx, o, tag, tube, owner, args...)
+func (s *Store) status(ctx context.Context, o *op, tag int, tube string, args ...any) (int64, error) {
+	v, err := s.run(ctx, o, tag, tube, args...)
 	if err != nil {
 		return 0, err
 	}

@@ -113,6 +113,7 @@ var commands = []*command{
 	lockCommand,
 	scheduleCommand,
 	benchCommand,
+	migrateCommand,
 }
 
 // usageError is an error in how the command was called: exit status 2.

@@ -321,7 +321,8 @@ func testReserveContext(t *testing.T, s *suite) {
 }
 
 // testNotifier: a store that implements queue.Notifier calls wake after a
-// put (ready or delayed) made once Listen has returned, and not after stop.
+// put made once Listen has returned (for a delayed job, at once or when it
+// falls due), and not after stop.
 func testNotifier(t *testing.T, s *suite) {
 	e := s.env(t)
 	n, ok := e.raw.(queue.Notifier)
@@ -358,7 +359,7 @@ func testNotifier(t *testing.T, s *suite) {
 		}
 	}
 	expect("a put", func() { e.putPri("nt", 0, "ready") })
-	expect("a put of a delayed job", func() { e.put("nt", queue.NewJob{Body: []byte("d"), Delay: time.Hour}) })
+	expect("a put of a delayed job", func() { e.put("nt", queue.NewJob{Body: []byte("d"), Delay: 200 * time.Millisecond}) })
 	id := e.reserved(e.q, "nt", queue.NewJob{Body: []byte("r")})
 	expect("a release", func() { e.ok("Release", e.q.Release(e.ctx, id, 0, 0)) })
 }

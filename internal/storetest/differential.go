@@ -179,6 +179,11 @@ func (d *diffSide) put(ctx context.Context, tube string, j queue.NewJob) []any {
 
 func (d *diffSide) reserve(ctx context.Context, owner, tube string, n int) []any {
 	r, err := d.s.Reserve(ctx, queue.ReserveRequest{Owner: owner, Tubes: []string{tube}, Max: n})
+	// With jobs, Next is a hint that comes with Drained, which a store
+	// may leave false: only a reserve that took nothing must agree on it.
+	if len(r.Jobs) > 0 {
+		r.Next, r.NextTube = -1, ""
+	}
 	out := []any{class(err), r.Next, r.NextTube}
 	for _, j := range r.Jobs {
 		out = append(out, d.job(j, nil))

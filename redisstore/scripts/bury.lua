@@ -1,6 +1,6 @@
 #!lua
 -- bury: moves a job reserved by owner to the end of its tube's buried list.
--- KEYS: m j tubes, then the 6 keys of the tube, then the owner's reservation index
+-- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, id (hex), pri (-1: keep the job's), reason ("" for none: the last error stays)
 -- Returns: 1 buried, 0 no such job, -1 not reserved by owner, -2 in another tube
 local T = tubekeys(1)
@@ -10,7 +10,7 @@ tick(T, tube, now)
 local rec, body = held(T, idh, owner)
 if not rec then return done(T, body) end
 slot_freed(T)
-unhold(T, idh, owner, index_key(9))
+unhold(T, idh)
 if pri >= 0 then rec[F_PRI] = pri end
 rec[F_BURIES] = rec[F_BURIES] + 1
 stamp(rec, F_BURIED_AT, now)

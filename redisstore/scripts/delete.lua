@@ -1,13 +1,12 @@
 #!lua
 -- delete: deletes jobs of one tube, for R requests in turn (each an
 -- owner's, merged from callers that waited together).
--- KEYS: m j tubes, then the 6 keys of the tube, then the owners' reservation index (see lib.lua)
+-- KEYS: m j tubes, then the 6 keys of the tube (see lib.lua)
 -- ARGV: now, tube, request count R, then per request: owner, id count C, C job ids (hex)
 -- Returns: one list per request, one outcome per id: 1 deleted, 0 no such
 -- job, -1 reserved by another owner, -2 in another tube
 local T = tubekeys(1)
 local tube = ARGV[2]
-local ix = index_key(9)
 local us, now = open({ T })
 tick(T, tube, now)
 local had = T.live
@@ -17,7 +16,7 @@ for r = 1, tonumber(ARGV[3]) do
   local owner, c = ARGV[a], tonumber(ARGV[a + 1])
   local res = {}
   for p = a + 2, a + 1 + c do
-    res[#res + 1] = delete_one(T, tube, ARGV[p], owner, ix)
+    res[#res + 1] = delete_one(T, tube, ARGV[p], owner)
   end
   out[r] = res
   a = a + 2 + c

@@ -2,7 +2,9 @@
 -- after each script's shebang line, so every script starts with these locals.
 --
 -- Conventions of every script that includes it:
---   KEYS[1] m      per-tag hash: seq (jobs ever put), timeouts (TTR expiries),
+--   KEYS[1] m      per-tag hash: gone (jobs ever put in tubes that have since
+--                  gone: the jobs ever put are gone plus the tubes' totals),
+--                  timeouts (TTR expiries),
 --                  tix (tube numbers issued), t:<n> (the name of tube number n),
 --                  id (on a cluster: the last job sequence number issued in this tag),
 --                  l:<tube> (a tube's limits, "events:per µs:burst:cap"; see
@@ -24,14 +26,6 @@
 --                  x  reserved sorted set, score TTR deadline (ms)
 --                  b  buried sorted set, score bury sequence
 --                  u  unique key hash: key -> job id
---   KEYS[last]     for a call made by an owner: the owner's reservation index of
---                  the tag, a sorted set of the jobs it reserved ("<owner>:<id hex>"
---                  -> end of TTR, ms): for an owner of a session (named "<session>/...")
---                  the session's, shared by its owners, so that their jobs can be
---                  returned if the session dies; else the owner's own. It may hold
---                  stale ids (a TTR ran out, a reap returned the job); they are
---                  checked when used, and the key expires a while after the
---                  last end of TTR it holds.
 --   ARGV[1]        "" to use Redis's TIME, or an injected time in microseconds (tests)
 --
 -- A record is a msgpack array, indexed by the F_* constants below, whose
@@ -159,6 +153,28 @@ local function open(Ts)
   return us, math.floor(us / 1000)
 end
 
+-- open_put is open for a put into tube T, reading only what a put uses: it
+-- returns the time (µs, ms) as open does, or nil when the tube has no
+-- number yet (it is new) or something in it falls due now (tick must run):
+-- then the caller opens T with open.
+local function open_put(T)
+  local us = redis_us()
+  local h = redis.call('HMGET', T.t, 'nd', 'hw', 'ix', 'live', 'total')
+  local nd, hw, ix = num(h[1]), num(h[2]) or 0, num(h[3])
+  if hw > us then
+    us = hw
+  end
+  local now = math.floor(us / 1000)
+  if not ix or (nd and nd <= now) then
+    return nil
+  end
+  T.nd, T.hw, T.ix, T.live, T.total = nd, hw, ix, num(h[4]) or 0, num(h[5]) or 0
+  if us >= hw + 10000 then
+    set(T, 'hw', us)
+  end
+  return us, now
+end
+
 -- unpack_job reads a stored value: the record, with left-out fields filled
 -- in, and the body.
 local function unpack_job(v)
@@ -243,12 +259,14 @@ local IDS_PER_MS = 32
 -- alloc_ids reserves n sequence numbers in hash key ck (field id) at now
 -- (ms) and returns the one before the first.
 local function alloc_ids(ck, n, now)
-  local last = tonumber(redis.call('HGET', ck, 'id') or '0')
+  local last = redis.call('HINCRBY', ck, 'id', n) - n
   local floor = (now - ID_EPOCH_MS) * IDS_PER_MS
   if last < floor then
+    -- The counter is behind the clock (a quiet spell, or a counter lost
+    -- with its master): it jumps to the clock.
     last = floor
+    redis.call('HSET', ck, 'id', last + n)
   end
-  redis.call('HSET', ck, 'id', last + n)
   return last
 end
 
@@ -366,6 +384,17 @@ local function limit_parse(spec)
   return p
 end
 
+-- wake_in tells waiting reservers that a job of tube T falls due in ms
+-- (message 'd<ms>'): a listener wakes one of them then, rather than one
+-- asking now to learn the time. For a group's tube, its tube's waiters
+-- too, whose reserves serve the group.
+local function wake_in(T, ms)
+  redis.call('SPUBLISH', T.t .. ':w', 'd' .. ms)
+  if T.fam then
+    redis.call('SPUBLISH', string.sub(KEYS[1], 1, -2) .. 't:' .. T.fam .. ':w', 'd' .. ms)
+  end
+end
+
 -- slot_freed is called before a reservation of T ends other than by its
 -- job becoming ready (a delete, a bury): when T is at its cap, that frees a
 -- place a waiter may be waiting for, so T's waiters are woken. Below the
@@ -411,6 +440,10 @@ local function gc(T, tube, now)
   if T.tat then
     -- The rate's state outlives the tube, in the tag's m, for when it comes back.
     redis.call('HSET', KEYS[1], 'lt:' .. tube, T.tat)
+  end
+  if T.total > 0 then
+    -- Its jobs ever put count on in the tag's total (Stats' TotalJobs).
+    redis.call('HINCRBY', KEYS[1], 'gone', T.total)
   end
   redis.call('DEL', T.t, T.u)
   redis.call('ZREM', KEYS[3], tube)
@@ -570,45 +603,10 @@ local function unindex(T, idh, rec)
   end
 end
 
--- index_key returns the owner's reservation index of the call, when KEYS
--- holds one beyond the expected count.
-local function index_key(expected)
-  if #KEYS > expected then
-    return KEYS[#KEYS]
-  end
-  return nil
-end
-
--- entry is a job's member in a reservation index: owner, ':', id (hex), so
--- that one owner's entries in its session's index match one pattern.
-local function entry(owner, idh)
-  return owner .. ':' .. idh
-end
-
--- INDEX_KEEP_MS is how long a reservation index outlives the last end of
--- TTR it holds (then it holds only stale entries and its member '', score
--- +inf, which keeps it from emptying in between).
-local INDEX_KEEP_MS = 10000
-
--- index_keep keeps reservation index ix until INDEX_KEEP_MS after deadline
--- (ms), a TTR's end just noted in it. The expiry moves at most once every
--- INDEX_KEEP_MS, and then the index's stale entries go too, so an owner that
--- stays busy keeps those of about that long at most.
-local function index_keep(ix, deadline, now)
-  local want = deadline - now + INDEX_KEEP_MS
-  if redis.call('PTTL', ix) < want then
-    redis.call('ZREMRANGEBYSCORE', ix, '-inf', now)
-    -- A member that never goes stale keeps the index from vanishing and
-    -- being made again (with its expiry) each time its owner holds nothing.
-    redis.call('ZADD', ix, '+inf', '')
-    redis.call('PEXPIRE', ix, want + INDEX_KEEP_MS)
-  end
-end
-
--- reserve_rec marks a job reserved by owner until now+TTR, noting it in the
--- owner's reservation index ix (if any); the caller calls index_keep. It
--- returns the end of TTR.
-local function reserve_rec(T, idh, rec, body, owner, now, ix)
+-- reserve_rec marks a job reserved by owner until now+TTR and returns the
+-- end of TTR. The reserved set x and the record's owner are the whole
+-- ledger: what an owner holds is found from them when asked (reservations.lua).
+local function reserve_rec(T, idh, rec, body, owner, now)
   rec[F_STATE] = RESERVED
   rec[F_OWNER] = owner
   rec[F_RESERVES] = rec[F_RESERVES] + 1
@@ -620,9 +618,6 @@ local function reserve_rec(T, idh, rec, body, owner, now, ix)
   local deadline = now + rec[F_TTR]
   redis.call('ZADD', T.x, deadline, idh)
   fam_reserved(T, 1)
-  if ix then
-    redis.call('ZADD', ix, deadline, entry(owner, idh))
-  end
   schedule(T, deadline)
   save(idh, rec, body)
   return deadline
@@ -697,7 +692,7 @@ end
 
 -- delete_one deletes a job of tube T for owner: 1 deleted, 0 no such job,
 -- -1 reserved by another owner, -2 the job is in another tube.
-local function delete_one(T, tube, idh, owner, ix)
+local function delete_one(T, tube, idh, owner)
   local rec = load(idh)
   if not rec then
     return 0
@@ -707,9 +702,6 @@ local function delete_one(T, tube, idh, owner, ix)
   end
   if rec[F_STATE] == RESERVED and rec[F_OWNER] ~= owner then
     return -1
-  end
-  if ix and rec[F_STATE] == RESERVED then
-    redis.call('ZREM', ix, entry(owner, idh))
   end
   if rec[F_STATE] == RESERVED then
     slot_freed(T)
@@ -741,13 +733,43 @@ local function held(T, idh, owner)
   return rec, body
 end
 
--- unhold ends owner's reservation of job idh of T: out of the tube's
--- reserved set and of the owner's reservation index ix (if any). The caller
--- gives the job its next state.
-local function unhold(T, idh, owner, ix)
+-- unhold ends the reservation of job idh of T: out of the tube's reserved
+-- set. The caller gives the job its next state.
+local function unhold(T, idh)
   redis.call('ZREM', T.x, idh)
   fam_reserved(T, -1)
-  if ix then redis.call('ZREM', ix, entry(owner, idh)) end
+end
+
+-- HELD_CHUNK bounds the ids one HMGET of held_by reads.
+local HELD_CHUNK = 500
+
+-- held_by calls each(tube, id hex, end of TTR ms) for every job of this tag
+-- reserved by an owner for which match(owner) is true, where every such
+-- owner contains the string needle (a record without it is not decoded): the reserved set of
+-- every tube of the tag (registry KEYS[3]; the keys are the tubes' own, in
+-- this tag's slot), each job's owner read from its record. This is how the
+-- ledger is read: nothing but the reserved set and the record's owner is
+-- written when a job is reserved.
+local function held_by(needle, match, each)
+  local base = string.sub(KEYS[1], 1, -2) -- KEYS[1] is <base>m
+  for _, tube in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    local x = redis.call('ZRANGE', base .. 't:' .. tube .. ':x', 0, -1, 'WITHSCORES')
+    for c = 1, #x, 2 * HELD_CHUNK do
+      local ids = {}
+      for i = c, math.min(c + 2 * HELD_CHUNK - 1, #x), 2 do
+        ids[#ids + 1] = x[i]
+      end
+      local vs = redis.call('HMGET', KEYS[2], unpack(ids))
+      for k, v in ipairs(ids) do
+        if vs[k] and string.find(vs[k], needle, 1, true) then
+          local rec = unpack_job(vs[k])
+          if rec[F_STATE] == RESERVED and match(rec[F_OWNER]) then
+            each(tube, v, tonumber(x[c + 2 * (k - 1) + 1]))
+          end
+        end
+      end
+    end
+  end
 end
 
 -- done flushes T and returns v: every script that opened T ends through it.

@@ -5,8 +5,13 @@
 -- Returns: a flat array, 2 per job: id, 1 if a live job held the unique key (its id is returned) else 0.
 local T = tubekeys(1)
 local tube, tag = ARGV[2], tonumber(ARGV[3])
-local us, now = open({ T })
-tick(T, tube, now) -- a pause that ended may have ended the tube
+local us, now = open_put(T)
+if not us then
+  -- A new tube, or something falls due: the whole open and tick (a pause
+  -- that ended may have ended the tube).
+  us, now = open({ T })
+  tick(T, tube, now)
+end
 local n = (#ARGV - 3) / 5
 
 -- First pass: which jobs are duplicates of a live job (or of an earlier job of this call).
@@ -26,20 +31,20 @@ for i = 0, n - 1 do
 end
 
 local out = {}
-if stored > 0 then
+if stored > 0 and not T.ix then
+  -- A tube with a number is registered (gc drops both together).
   register(T, tube, us)
   number(T, tube)
 end
 local seq = 0
 if stored > 0 then
-  redis.call('HINCRBY', KEYS[1], 'seq', stored)
-  seq = alloc_ids(KEYS[10], stored, now)
+  seq = alloc_ids(KEYS[#KEYS], stored, now)
 end
 local ids = {}
--- Waiters are woken when a job is ready, or when a delayed job falls due
--- before what they may be sleeping towards: the tube's next due time
--- before this call (due0, read at the first delayed job).
-local woken, due0 = false, nil
+-- Waiters are woken when a job is ready, or told when a delayed job falls
+-- due before what they may be sleeping towards: the tube's next due time
+-- before this call (due0, read at the first delayed job that needs it).
+local ready, soonest, due0 = false, nil, nil
 for i = 0, n - 1 do
   local a = 4 + i * 5
   local d = dup[i]
@@ -57,14 +62,23 @@ for i = 0, n - 1 do
     local state = READY
     if delay > 0 then
       state = DELAYED
-      if not woken then
-        due0 = due0 or next_due(T, now) or math.huge
-        woken = now + delay < due0
+      if not ready and (soonest == nil or delay < soonest) then
+        -- nd is no later than the next due time, so a job due before it
+        -- is due before whatever waiters sleep towards (nd nil: nothing is
+        -- scheduled); else the exact next due time decides.
+        local before = T.nd == nil or now + delay < T.nd
+        if not before then
+          due0 = due0 or next_due(T, now) or math.huge
+          before = now + delay < due0
+        end
+        if before then
+          soonest = delay
+        end
       end
       redis.call('ZADD', T.d, now + delay, idh)
       schedule(T, now + delay)
     else
-      woken = true
+      ready = true
       redis.call('ZADD', T.r, pri, idh)
       fam_ready(T)
     end
@@ -79,8 +93,10 @@ end
 if stored > 0 then
   set(T, 'total', T.total + stored)
   set(T, 'live', T.live + stored)
-  if woken then
+  if ready then
     wake(T)
+  elseif soonest then
+    wake_in(T, soonest)
   end
 end
 return done(T, out)

@@ -1,6 +1,6 @@
 #!lua
 -- release: returns a job reserved by owner to ready (delay 0) or delayed.
--- KEYS: m j tubes, then the 6 keys of the tube, then the owner's reservation index
+-- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, id (hex), pri (-1: keep the job's), delay ms, reason ("" for none: the last error stays)
 -- Returns: 1 released, 0 no such job, -1 not reserved by owner, -2 in another tube
 local T = tubekeys(1)
@@ -9,7 +9,7 @@ local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = held(T, idh, owner)
 if not rec then return done(T, body) end
-unhold(T, idh, owner, index_key(9))
+unhold(T, idh)
 if pri >= 0 then rec[F_PRI] = pri end
 rec[F_RELEASES] = rec[F_RELEASES] + 1
 rec[F_DELAY] = delay
@@ -24,5 +24,9 @@ else
   to_ready(T, idh, rec)
 end
 save(idh, rec, body)
-wake(T)
+if delay > 0 and not T.lim and not T.fam then
+  wake_in(T, delay) -- nothing can be taken before then
+else
+  wake(T) -- ready, or a cap's place freed (a group's: its tube's cap or template)
+end
 return done(T, 1)

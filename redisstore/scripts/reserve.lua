@@ -3,14 +3,15 @@
 -- callers that waited together), deletes some jobs, then reserves up to max
 -- ready jobs from the tubes of one tag, lowest (priority, id) first,
 -- skipping paused tubes and tubes their limits hold back (docs/tube-limits.md).
--- KEYS: m j tubes, then 6 keys per tube, then the owners' reservation index (see lib.lua)
+-- KEYS: m j tubes, then 6 keys per tube (see lib.lua)
 -- ARGV: now, tube count N, N tube names, request count R, then per request:
 --       owner, max, pair count D, D pairs (tube index 1..N, job id hex) to delete
 -- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 8 per job as jobreply),
 --            next (µs until a job may be ready, or a rate frees a tube with ready jobs, -1 if nothing is scheduled;
 --            only when fewer than max jobs were reserved, or when drained),
 --            index of the tube next refers to,
---            then when max > 0: drained (1 when jobs were reserved and limits now hold back every ready job left),
+--            then when max > 0: drained (1 when jobs were reserved and no ready job it could take is left:
+--            none, or limits hold back every one; next then says when one may be),
 --            and when max is 0 (a look before choosing among tags): the priority and id of the job it would take, or -1 and '' }
 local n = tonumber(ARGV[2])
 local Ts, names = {}, {}
@@ -18,7 +19,6 @@ for i = 1, n do
   Ts[i] = tubekeys(i)
   names[i] = ARGV[2 + i]
 end
-local ix = index_key(3 + 6 * n)
 local us, now = open(Ts)
 local had = {}
 for i = 1, n do
@@ -91,13 +91,11 @@ local function parent_of(T)
 end
 
 local live = {}
-local limited, famlimited = false, false
+local limited = false
 for i = 1, n do
   if not paused_until(Ts[i], now) then
     if isfam[i] then
-      if limit_open(Ts[i], names[i]) then
-        famlimited = true
-      end
+      limit_open(Ts[i], names[i])
     else
       live[#live + 1] = i
       if limit_open(Ts[i], names[i]) then
@@ -315,9 +313,13 @@ local function held()
   return next, nexttube
 end
 
--- drained_after reports, after a reserve took jobs, whether limits now hold
--- back every ready job left in the live tubes (1, else 0), with the least
--- time (µs) until a rate frees one and that tube's index, or -1.
+-- drained_after reports, after a reserve took jobs, whether no ready job
+-- it could take is left in the live tubes (1, else 0): none is ready, or
+-- limits hold back every one. When drained it also returns the least time
+-- (µs) until one may be (a rate frees a tube with ready jobs, or a delayed
+-- job, a TTR's end or a pause's end falls due) and that tube's index, or
+-- -1: the caller's other waiters sleep until then rather than each asking
+-- once more for nothing.
 local function drained_after()
   local next, nexttube = -1, 0
   for _, i in ipairs(fams) do
@@ -331,17 +333,36 @@ local function drained_after()
   end
   for _, i in ipairs(live) do
     local T = Ts[i]
-    -- A tube its limits do not hold back counts as having more (it costs
-    -- no command to say so), whether or not it has.
-    if not (T.lim or T.plim) then
-      return 0, -1, 0
+    local w = 0
+    if T.lim or T.plim then
+      w = tube_wait(i)
     end
-    local w = tube_wait(i)
     if w == 0 then
-      return 0, -1, 0
-    end
-    if w > 0 and (next < 0 or w < next) and redis.call('ZCARD', T.r) > 0 then
+      if redis.call('ZCARD', T.r) > 0 then
+        return 0, -1, 0
+      end
+    elseif w > 0 and (next < 0 or w < next) and redis.call('ZCARD', T.r) > 0 then
       next, nexttube = w, i
+    end
+  end
+  for i = 1, n do
+    local due = next_due(Ts[i], now)
+    if due then
+      local wait = due * 1000 - us
+      if wait < 0 then wait = 0 end
+      if next < 0 or wait < next then
+        next, nexttube = wait, i
+      end
+    end
+    if isfam[i] then
+      -- the groups' next due time
+      local g = redis.call('ZRANGE', fam_key('gd', names[i]), 0, 0, 'WITHSCORES')
+      if #g > 0 then
+        local wait = math.max(tonumber(g[2]) * 1000 - us, 0)
+        if next < 0 or wait < next then
+          next, nexttube = wait, i
+        end
+      end
     end
   end
   return 1, next, nexttube
@@ -383,10 +404,10 @@ local function serve(a)
   local deleted = {}
   for p = a + 3, a + 1 + 2 * d, 2 do
     local i = tonumber(ARGV[p])
-    deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[p + 1], owner, ix)
+    deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[p + 1], owner)
   end
   local jobs = {}
-  local got, last = 0, 0
+  local got = 0
   local cand = open_tubes()
   while got < max do
     local best, idh, M
@@ -406,8 +427,7 @@ local function serve(a)
     end
     local T = M or Ts[best]
     local rec, body = load(idh)
-    local deadline = reserve_rec(T, idh, rec, body, owner, now, ix)
-    if deadline > last then last = deadline end
+    local deadline = reserve_rec(T, idh, rec, body, owner, now)
     local r = jobreply(idh, rec, body, T.name or names[best], deadline - now)
     for k = 1, #r do
       jobs[#jobs + 1] = r[k]
@@ -430,9 +450,6 @@ local function serve(a)
         cand = c
       end
     end
-  end
-  if got > 0 and ix then
-    index_keep(ix, last, now)
   end
 
   local next, nexttube = -1, 0
@@ -467,7 +484,7 @@ local function serve(a)
     return { deleted, jobs, next, nexttube, pri or -1, idh or '' }, a + 3 + 2 * d
   end
   local drained = 0
-  if (limited or famlimited) and got > 0 then
+  if got > 0 then
     drained, next, nexttube = drained_after()
   end
   return { deleted, jobs, next, nexttube, drained }, a + 3 + 2 * d

@@ -1,7 +1,7 @@
 #!lua
 -- reservejob: reserves one job by id if it is ready, delayed or buried,
 -- whether or not its tube is paused.
--- KEYS: m j tubes, then the 6 keys of the tube, then the owner's reservation index
+-- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, id (hex)
 -- Returns: { 1, job (as jobreply) }, or { 0 } no such job, { -1 } reserved, { -2 } in another tube
 local T = tubekeys(1)
@@ -12,7 +12,5 @@ local rec, body = find(T, idh)
 if not rec then return done(T, { body }) end
 if rec[F_STATE] == RESERVED then return done(T, { -1 }) end
 unindex(T, idh, rec)
-local ix = index_key(9)
-local deadline = reserve_rec(T, idh, rec, body, owner, now, ix)
-if ix then index_keep(ix, deadline, now) end
+local deadline = reserve_rec(T, idh, rec, body, owner, now)
 return done(T, { 1, jobreply(idh, rec, body, tube, deadline - now) })

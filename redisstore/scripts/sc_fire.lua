@@ -50,7 +50,6 @@ if tickus >= 0 then
   else
     register(T, tube, us)
     number(T, tube)
-    redis.call('HINCRBY', KEYS[1], 'seq', 1)
     local idh = idhex((alloc_ids(KEYS[12], 1, now) + 1) * 256 + tag)
     redis.call('ZADD', T.r, st[6], idh)
     fam_ready(T)

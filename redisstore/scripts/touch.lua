@@ -1,6 +1,6 @@
 #!lua
 -- touch: gives a job reserved by owner a fresh TTR from now.
--- KEYS: m j tubes, then the 6 keys of the tube, then the owner's reservation index
+-- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, id (hex)
 -- Returns: { 1, ms left on the reservation } touched, { 0 } no such job,
 -- { -1 } not reserved by owner, { -2 } in another tube
@@ -12,9 +12,4 @@ local rec, body = held(T, idh, owner)
 if not rec then return done(T, { body }) end
 local deadline = now + rec[F_TTR]
 redis.call('ZADD', T.x, deadline, idh)
-local ix = index_key(9)
-if ix then
-  redis.call('ZADD', ix, deadline, entry(owner, idh))
-  index_keep(ix, deadline, now)
-end
 return done(T, { 1, deadline - now })

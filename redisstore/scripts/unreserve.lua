@@ -2,15 +2,13 @@
 -- unreserve: returns to ready the jobs of one tube that owner has reserved,
 -- counting neither a release nor a timeout (the owner went away). An owner
 -- ending in '/' names a whole session: every owner whose name starts so.
--- KEYS: m j tubes, then the 6 keys of the tube, then the owner's reservation index
---       (none for a whole session: a reap drops the session's index itself)
+-- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, ids (hex)...
 -- Returns: how many jobs it returned.
 local T = tubekeys(1)
 local owner, tube = ARGV[2], ARGV[3]
 local us, now = open({ T })
 tick(T, tube, now)
-local ix = index_key(9)
 local prefix = string.sub(owner, -1) == '/'
 local function owned(o)
   if prefix then
@@ -23,7 +21,7 @@ for a = 4, #ARGV do
   local idh = ARGV[a]
   local rec, body = load(idh)
   if rec and rec[F_TUBE] == T.ix and rec[F_STATE] == RESERVED and owned(rec[F_OWNER]) then
-    unhold(T, idh, rec[F_OWNER], ix)
+    unhold(T, idh)
     to_ready(T, idh, rec)
     save(idh, rec, body)
     n = n + 1
