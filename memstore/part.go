@@ -56,11 +56,16 @@ type registration struct {
 //	66–127   free: locks and rate limits keep no records, so a restart
 //	         holds no lock and begins every rate limit key idle
 //	128–159  schedules (schedule.go; 128–129 in use)
-//	160–255  free
+//	160–254  free
+//	255      the worked example of CONTRIBUTING.md, in tests only
+//	         (tally_test.go)
 //
 // A kind's layout never changes once released: a new layout is a new kind.
-func (s *Store) register() {
-	for _, r := range []registration{
+// more are parts that the package's tests add after the table (the
+// worked example; see Options.moreParts); a real primitive has its line
+// in the table instead.
+func (s *Store) register(more []registration) {
+	for _, r := range append([]registration{
 		{p: &s.jobQueue, lo: 1, hi: 31, onBegin: true},
 		{p: &s.fields, lo: 32, hi: 33},
 		{p: &s.events, lo: 34, hi: 63},
@@ -68,7 +73,7 @@ func (s *Store) register() {
 		{p: &s.limits},
 		{p: &s.schedules, lo: 128, hi: 159},
 		{p: &s.counters, lo: 64, hi: 65},
-	} {
+	}, more...) {
 		s.parts = append(s.parts, r.p)
 		if r.onBegin {
 			s.onBegin = append(s.onBegin, r.p)

@@ -89,7 +89,11 @@ func newStore(opts *Options) *Store {
 	s.schedules.init(s)
 	s.counters.init(s)
 	s.hashes.s = s
-	s.register()
+	var more []registration
+	if opts != nil && opts.moreParts != nil {
+		more = opts.moreParts(s)
+	}
+	s.register(more)
 	s.timer = opts.afterFunc()(time.Hour, s.fire)
 	s.timer.Stop()
 	return s
