@@ -177,16 +177,16 @@ func (s *Store) now() int64 { return s.clock().UnixNano() }
 
 // begin starts an operation: it takes the lock and applies the due work of
 // the parts registered with onBegin. On success the caller must call end.
-// A closed Store fails with queue.ErrClosed; each part's view turns that
-// into its own package's error.
-func (s *Store) begin(ctx context.Context) (int64, error) {
+// A closed Store fails with closed, the error of the calling part's
+// package for a closed store (queue.ErrClosed, lock.ErrClosed, …).
+func (s *Store) begin(ctx context.Context, closed error) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return 0, queue.ErrClosed
+		return 0, closed
 	}
 	if s.log != nil {
 		if err := s.log.Err(); err != nil {

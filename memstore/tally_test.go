@@ -3,14 +3,12 @@ package memstore
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/internal/tally"
 	"github.com/hourglass-io/hourglass/internal/wal"
-	"github.com/hourglass-io/hourglass/queue"
 )
 
 // The worked example of CONTRIBUTING.md ("Adding a primitive"), step 3:
@@ -84,11 +82,7 @@ var _ tally.Store = tallyStore{}
 
 // begin starts an operation; a closed Store fails with the tally's error.
 func (v tallyStore) begin(ctx context.Context) (int64, error) {
-	now, err := v.t.s.begin(ctx)
-	if errors.Is(err, queue.ErrClosed) {
-		return 0, tally.ErrClosed
-	}
-	return now, err
+	return v.t.s.begin(ctx, tally.ErrClosed)
 }
 
 func (v tallyStore) Add(ctx context.Context, name string, n int64) (int64, error) {
