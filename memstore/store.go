@@ -35,8 +35,9 @@ var (
 //
 // The Store is a core and its parts (part.go): the core owns the mutex,
 // the clock, the one timer, the log, snapshots and wake-ups; each part
-// (the job queue, hash fields, their events, locks, rate limits,
-// schedules) owns its state, its records and its deadlines.
+// (the job queue, hash fields, their events, locks, schedules) owns its
+// state, its records and its deadlines. The rate limits (Limits) are
+// outside the parts: they keep their own mutex and use only the clock.
 type Store struct {
 	clock        func() time.Time
 	compactBytes int64
@@ -45,7 +46,8 @@ type Store struct {
 	bg           sync.WaitGroup // the snapshot being written
 	timer        Timer          // fires at the earliest deadline of all parts
 
-	// mu guards everything below (Limits excepted: it has its own mutex).
+	// mu guards everything below (limits excepted: it is no part, and has
+	// its own mutex).
 	// Records are appended to the log while it is held, so the log's order
 	// is the order of the changes.
 	mu      sync.Mutex
