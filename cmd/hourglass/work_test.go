@@ -213,8 +213,10 @@ func TestWorkSIGTERM(t *testing.T) {
 	ok(t, env, "put", "--tube", "slow", "--priority", "9", "a")
 	ok(t, env, "put", "--tube", "slow", "--priority", "9", "b")
 	// One command ends on SIGTERM, the other ignores it.
-	script := `read body; echo "started $body $$"
-if [ "$body" = b ]; then trap "" TERM; fi
+	// The line "started" comes after the trap, so SIGTERM never finds b
+	// before it ignores it.
+	script := `read body; if [ "$body" = b ]; then trap "" TERM; fi
+echo "started $body $$"
 sleep 60 & wait $!; while :; do sleep 1; done`
 	w := startWork(t, env, "--tube", "slow", "--concurrency", "2", "--grace", "300ms", "--", "sh", "-c", script)
 	var pids []int
