@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wait"
@@ -19,26 +17,14 @@ import (
 type Client struct {
 	s    Store
 	opts Options
-
-	// mu guards names.
-	mu    sync.Mutex
-	names map[string]*local // the waiters of this Client, by name
-}
-
-// local is the waiters of one name in one Client, sharing one wake-up
-// subscription. A wake-up (a release frees one slot) goes to one waiting
-// non-fair waiter, the longest waiting, and to every fair waiter (only the
-// store knows which of them is first in line), rather than to all: a
-// release does not set every waiter of the process racing for one slot.
-type local struct {
-	ready   chan struct{} // closed once the subscription is set up (or failed)
-	stop    func()        // ends the subscription; nil when it failed
-	waiters []*waiting    // in arrival order
-}
-
-type waiting struct {
-	w    *wait.Waiter
-	fair bool
+	// line holds the waiters of this Client, topics the lock names: the
+	// waiters of one name share one wake-up subscription (ended with its
+	// last waiter), and a wake-up (a release frees one slot) goes to one
+	// waiting non-fair waiter, the longest waiting, and to every fair
+	// waiter (only the store knows which of them is first in line), rather
+	// than to all: a release does not set every waiter of the process
+	// racing for one slot. nil when s is no Notifier.
+	line *wait.Line
 }
 
 // New returns a Client of s. It returns an error wrapping ErrInvalidTTL or
@@ -47,9 +33,12 @@ func New(s Store, opts *Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{s: s, names: map[string]*local{}}
+	c := &Client{s: s}
 	if opts != nil {
 		c.opts = *opts
+	}
+	if n, ok := s.(Notifier); ok {
+		c.line = wait.NewLine(n.Listen, nil)
 	}
 	return c, nil
 }
@@ -102,14 +91,17 @@ func (c *Client) obtain(ctx context.Context, name string, limit int, opts *Obtai
 		Replicas: o.Replicas, ReplicaTimeout: o.ReplicaTimeout,
 	}
 	var (
-		w      *waiting
+		w      *wait.Waiter
+		place  *wait.Place // w's place in c.line, nil when polled
 		got    bool
 		polled bool // no wake-ups: poll every PollInterval
 		queued bool
 	)
 	defer func() {
-		if w != nil {
-			c.unwait(name, w, got)
+		if place != nil {
+			// A waiter that leaves without the lock passes on a
+			// wake-up it may have taken.
+			c.line.Leave(place, !got)
 		}
 	}()
 	giveUp := func(err error) (*Lock, error) {
@@ -145,8 +137,12 @@ func (c *Client) obtain(ctx context.Context, name string, limit int, opts *Obtai
 		}
 		queued = queued || req.Queue
 		if w == nil {
-			w = &waiting{w: wait.New(), fair: req.Queue}
-			polled = !c.await(ctx, name, w)
+			place, polled = c.await(ctx, name, req.Queue)
+			if polled {
+				w = wait.New()
+			} else {
+				w = place.Waiter
+			}
 			continue // a release before the subscription took effect is seen now
 		}
 		// Woken by a release, or look again when the earliest lease may
@@ -159,96 +155,24 @@ func (c *Client) obtain(ctx context.Context, name string, limit int, opts *Obtai
 		if polled {
 			poll = c.opts.pollInterval()
 		}
-		if _, err := w.w.Wait(ctx, time.Now().Add(recheck), poll); err != nil {
+		if _, err := w.Wait(ctx, time.Now().Add(recheck), poll); err != nil {
 			return giveUp(fmt.Errorf("%w: %w", ErrNotObtained, err))
 		}
 	}
 }
 
-// await adds w to the waiters of name, subscribing to the name's wake-ups
-// when it is the first, and reports whether wake-ups will come.
-func (c *Client) await(ctx context.Context, name string, w *waiting) bool {
-	n, ok := c.s.(Notifier)
-	if !ok {
-		return false
+// await enters a waiter of name in c.line, fair when it takes every
+// wake-up of name, and returns its place, or nil and true when no
+// wake-ups will come (the store is no Notifier, or its Listen failed).
+func (c *Client) await(ctx context.Context, name string, fair bool) (place *wait.Place, polled bool) {
+	if c.line == nil {
+		return nil, true
 	}
-	c.mu.Lock()
-	l := c.names[name]
-	first := l == nil
-	if first {
-		l = &local{ready: make(chan struct{})}
-		c.names[name] = l
+	p, err := c.line.Enter(ctx, []string{name}, fair)
+	if err != nil {
+		return nil, true
 	}
-	l.waiters = append(l.waiters, w)
-	c.mu.Unlock()
-	if first {
-		stop, err := n.Listen(ctx, name, func(string) { c.wake(name) })
-		c.mu.Lock()
-		if err == nil {
-			l.stop = stop
-		}
-		close(l.ready)
-		c.mu.Unlock()
-	}
-	select {
-	case <-l.ready:
-	case <-ctx.Done():
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return l.stop != nil
-}
-
-// wake hands a wake-up of name to the longest waiting non-fair waiter
-// without one pending, and to every fair waiter.
-func (c *Client) wake(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.names[name]
-	if l == nil {
-		return
-	}
-	one := false
-	for _, w := range l.waiters {
-		if (w.fair || !one) && w.w.Wake() {
-			one = one || !w.fair
-		}
-	}
-}
-
-// unwait removes w from the waiters of name and ends the subscription when
-// no waiter is left. A waiter that leaves without the lock passes on a
-// wake-up it may have taken.
-func (c *Client) unwait(name string, w *waiting, obtained bool) {
-	c.mu.Lock()
-	l := c.names[name]
-	if l == nil {
-		c.mu.Unlock()
-		return
-	}
-	if i := slices.Index(l.waiters, w); i >= 0 {
-		l.waiters = slices.Delete(l.waiters, i, i+1)
-	}
-	var stop func()
-	if len(l.waiters) == 0 {
-		select {
-		case <-l.ready:
-			delete(c.names, name)
-			stop = l.stop
-		default: // the first waiter is still subscribing; it owns the entry
-		}
-	}
-	c.mu.Unlock()
-	if w.w.Take() {
-		obtained = false
-	}
-	if !obtained {
-		c.wake(name)
-	}
-	if stop != nil {
-		stop()
-	}
+	return p, false
 }
 
 // Semaphore is a named counting semaphore: at most Limit holders at once,

@@ -144,7 +144,7 @@ func (s *Store) RecordCounters(ctx context.Context, minute int64, keep time.Dura
 	if err := queue.CheckCounters(minute, keep, samples); err != nil {
 		return err
 	}
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (s *Store) CounterHistory(ctx context.Context, from, to int64) ([]queue.Cou
 	if err := queue.CheckCounterRange(from, to); err != nil {
 		return nil, err
 	}
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return nil, err
 	}

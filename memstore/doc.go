@@ -23,7 +23,9 @@
 // one timer, the log, snapshots and the wake-ups of listeners; each
 // primitive is a part that owns its state, its record kinds and its
 // deadlines: the job queue, expiring hash fields, their expiry events,
-// locks, rate limits and schedules. The core asks every part the same
+// locks and schedules. (The rate limits, Limits, are outside the parts:
+// no deadline, no record, a mutex of their own, the core's clock alone.)
+// The core asks every part the same
 // things (part.go): its next deadline, to apply what is due, to write its
 // snapshot records, to replay one of its records, and to close. One table
 // (register in part.go) lists the parts and allots each its range of

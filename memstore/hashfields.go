@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wal"
-	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
@@ -112,13 +111,7 @@ func (s *Store) Hashes() *Hashes { return &s.hashes }
 func nowMS(now int64) int64 { return now / int64(time.Millisecond) }
 
 // begin starts an operation on the hashes (see Store.begin).
-func (h *Hashes) begin(ctx context.Context) (int64, error) {
-	now, err := h.s.begin(ctx)
-	if err == queue.ErrClosed {
-		err = ttlhash.ErrClosed
-	}
-	return now, err
-}
+func (h *Hashes) begin(ctx context.Context) (int64, error) { return h.s.begin(ctx, ttlhash.ErrClosed) }
 
 // end finishes an operation (see Store.end): event listeners are woken
 // once the events are durable.

@@ -79,7 +79,7 @@ func (tl *tubeLimit) charge(now int64) {
 
 // SetLimits implements queue.LimitStore.
 func (s *Store) SetLimits(ctx context.Context, tube string, l queue.Limits) error {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (s *Store) setLimitsLocked(tube string, l queue.Limits, now int64) {
 
 // TubeLimits implements queue.LimitStore.
 func (s *Store) TubeLimits(ctx context.Context, tube string) (queue.Limits, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return queue.Limits{}, err
 	}
@@ -126,7 +126,7 @@ func (s *Store) TubeLimits(ctx context.Context, tube string) (queue.Limits, erro
 
 // LimitedTubes implements queue.LimitStore.
 func (s *Store) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return nil, err
 	}

@@ -3,13 +3,11 @@ package memstore
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"slices"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wal"
 	"github.com/hourglass-io/hourglass/lock"
-	"github.com/hourglass-io/hourglass/queue"
 )
 
 var (
@@ -83,13 +81,7 @@ func (l *Locks) close() {
 }
 
 // begin starts an operation (see Store.begin).
-func (l *Locks) begin(ctx context.Context) (int64, error) {
-	now, err := l.s.begin(ctx)
-	if errors.Is(err, queue.ErrClosed) {
-		return 0, lock.ErrClosed
-	}
-	return now, err
-}
+func (l *Locks) begin(ctx context.Context) (int64, error) { return l.s.begin(ctx, lock.ErrClosed) }
 
 // prune drops the ended leases and lapsed places of st, and reports
 // whether it dropped any.

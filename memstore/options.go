@@ -101,6 +101,11 @@ type Options struct {
 	// Logger receives what recovery and compaction have to say (a torn tail
 	// cut, a snapshot written, a failed write). Default: nothing is logged.
 	Logger *slog.Logger
+
+	// moreParts, set by the package's tests only, returns parts to add
+	// after the table of register: the worked example of CONTRIBUTING.md
+	// (tally_test.go) is a part that no production Store has.
+	moreParts func(s *Store) []registration
 }
 
 func (o *Options) clock() func() time.Time {

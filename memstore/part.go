@@ -9,7 +9,9 @@ import (
 )
 
 // part is one primitive of the engine: the job queue, expiring hash
-// fields, their expiry events, locks, rate limits, schedules. The core
+// fields, their expiry events, locks, schedules. (The rate limits,
+// Limits, are outside the table: they keep their own mutex and share only
+// the clock; ratelimit.go.) The core
 // (store.go) owns the mutex, the clock, the one timer, the log and the
 // listeners; a part owns its state, its records and its deadlines, and
 // the core asks every part the same things. Every method is called with
@@ -53,22 +55,27 @@ type registration struct {
 //	32–33    expiring hash fields (hashfields.go; both in use)
 //	34–63    expiry events of hash fields (hashevents.go; 34–39 in use)
 //	64–65    the tubes' counters by minute (counters.go; 64 in use)
-//	66–127   free: locks and rate limits keep no records, so a restart
-//	         holds no lock and begins every rate limit key idle
+//	66–127   free: locks keep no records, so a restart holds no lock
+//	         (nor do the rate limits, outside the table: every key
+//	         begins idle)
 //	128–159  schedules (schedule.go; 128–129 in use)
-//	160–255  free
+//	160–254  free
+//	255      the worked example of CONTRIBUTING.md, in tests only
+//	         (tally_test.go)
 //
 // A kind's layout never changes once released: a new layout is a new kind.
-func (s *Store) register() {
-	for _, r := range []registration{
+// more are parts that the package's tests add after the table (the
+// worked example; see Options.moreParts); a real primitive has its line
+// in the table instead.
+func (s *Store) register(more []registration) {
+	for _, r := range append([]registration{
 		{p: &s.jobQueue, lo: 1, hi: 31, onBegin: true},
 		{p: &s.fields, lo: 32, hi: 33},
 		{p: &s.events, lo: 34, hi: 63},
 		{p: &s.locks},
-		{p: &s.limits},
 		{p: &s.schedules, lo: 128, hi: 159},
 		{p: &s.counters, lo: 64, hi: 65},
-	} {
+	}, more...) {
 		s.parts = append(s.parts, r.p)
 		if r.onBegin {
 			s.onBegin = append(s.onBegin, r.p)

@@ -34,7 +34,7 @@ func (j *job) addHistory(out *queue.JobStats) {
 
 // Put implements queue.Store.
 func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (s *Store) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.Tic
 // running out), or -1; when jobs are returned, Next is -1 unless limits
 // now hold back the rest (ReserveResult.Drained).
 func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.ReserveResult, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return queue.ReserveResult{}, err
 	}
@@ -222,7 +222,7 @@ func (s *Store) reserveLocked(j *job, owner string, now int64) {
 // buried state is logged as ready, so that after a restart it is ready like
 // every other job that was reserved.
 func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queue.Job, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return queue.Job{}, err
 	}
@@ -252,7 +252,7 @@ func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queu
 
 // Delete implements queue.Store.
 func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]error, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +304,7 @@ func (s *Store) heldBy(owner string, id queue.ID) (*job, error) {
 // onHeld runs f, as one operation, on a job that owner holds; f returns
 // the ticket of what it logged (0 for nothing).
 func (s *Store) onHeld(ctx context.Context, owner string, id queue.ID, f func(now int64, j *job) wal.Ticket) error {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return err
 	}
@@ -378,7 +378,7 @@ func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Dura
 // reserved jobs by owner (the TTRs that ran out were applied when the call
 // began), so it costs O(the owner's reservations).
 func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +393,7 @@ func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reserva
 // Unreserve implements queue.Store. Nothing is logged: a reserved job is
 // ready in the log already.
 func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (int, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return 0, err
 	}
@@ -427,7 +427,7 @@ func (s *Store) kickLocked(j *job, now int64) wal.Ticket {
 
 // Kick implements queue.Store.
 func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return 0, err
 	}
@@ -453,7 +453,7 @@ func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
 
 // KickJob implements queue.Store.
 func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return err
 	}
@@ -484,7 +484,7 @@ func (s *Store) PeekStateN(ctx context.Context, tube string, st queue.State, n i
 	if n < 1 {
 		return nil, fmt.Errorf("%w: PeekStateN of %d jobs", queue.ErrInvalid, n)
 	}
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return nil, err
 	}
@@ -501,7 +501,7 @@ func (s *Store) PeekStateN(ctx context.Context, tube string, st queue.State, n i
 
 // StatsJob implements queue.Store.
 func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return queue.JobStats{}, err
 	}
@@ -541,7 +541,7 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 
 // StatsTube implements queue.Store.
 func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return queue.TubeStats{}, err
 	}
@@ -590,7 +590,7 @@ func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, er
 // Stats implements queue.Store. TotalJobs and Timeouts count since the
 // Store was made (New) or opened (Open).
 func (s *Store) Stats(ctx context.Context) (queue.Stats, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return queue.Stats{}, err
 	}
@@ -610,7 +610,7 @@ func (s *Store) Stats(ctx context.Context) (queue.Stats, error) {
 
 // PauseTube implements queue.Store.
 func (s *Store) PauseTube(ctx context.Context, tube string, d time.Duration) error {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return err
 	}
@@ -630,7 +630,7 @@ type holdKey struct{ session, tube string }
 
 // Hold implements queue.Store. References are not logged.
 func (s *Store) Hold(ctx context.Context, owner, tube string, n int) error {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return err
 	}
@@ -677,7 +677,7 @@ func (s *Store) releaseAllLocked(now int64) {
 
 // Tubes implements queue.Store.
 func (s *Store) Tubes(ctx context.Context) ([]string, error) {
-	now, err := s.begin(ctx)
+	now, err := s.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return nil, err
 	}

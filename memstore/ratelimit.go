@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/wal"
 	"github.com/hourglass-io/hourglass/ratelimit"
 )
 
@@ -23,11 +22,12 @@ const sweepPerCall = 8
 // idle (its full burst available). The state of a key is dropped once it
 // is idle again (each decision examines a few entries and deletes the
 // expired ones), so memory follows the keys in use, not every key ever
-// seen. Limits is a part of the Store (see part.go) with no deadline and
-// no record, and with its own mutex: decisions do not wait for the job
-// queue. It is safe for concurrent use.
+// seen. Limits is outside the Store's table of parts (part.go): it has no
+// deadline, no record and no listener, and it keeps its own mutex, so
+// decisions do not wait for the Store's (the job queue's and the other
+// parts'); it shares the Store's clock alone, and outlives Close. It is
+// safe for concurrent use.
 type Limits struct {
-	inMemory
 	clock func() time.Time
 
 	// mu guards entries.
@@ -52,13 +52,6 @@ func (l *Limits) init(s *Store) {
 	l.clock = s.clock
 	l.entries = map[string]*rlEntry{}
 }
-
-// The rate limits have no deadline (idle keys go by sweep), and they
-// outlive Close: decisions keep their own mutex and need nothing else of
-// the Store.
-func (l *Limits) next() int64              { return never }
-func (l *Limits) advance(int64) wal.Ticket { return 0 }
-func (l *Limits) close()                   {}
 
 // Len returns how many (key, limit) states are held, for tests of the
 // incremental cleanup.

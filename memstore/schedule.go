@@ -5,7 +5,6 @@ import (
 	"container/heap"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -99,11 +98,7 @@ func (c *Schedules) index(e *scEntry) {
 
 // begin is begin with the schedule package's sentinel for a closed store.
 func (c *Schedules) begin(ctx context.Context) (int64, error) {
-	now, err := c.s.begin(ctx)
-	if errors.Is(err, queue.ErrClosed) {
-		return 0, schedule.ErrClosed
-	}
-	return now, err
+	return c.s.begin(ctx, schedule.ErrClosed)
 }
 
 // Set implements schedule.Store.

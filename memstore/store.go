@@ -35,8 +35,9 @@ var (
 //
 // The Store is a core and its parts (part.go): the core owns the mutex,
 // the clock, the one timer, the log, snapshots and wake-ups; each part
-// (the job queue, hash fields, their events, locks, rate limits,
-// schedules) owns its state, its records and its deadlines.
+// (the job queue, hash fields, their events, locks, schedules) owns its
+// state, its records and its deadlines. The rate limits (Limits) are
+// outside the parts: they keep their own mutex and use only the clock.
 type Store struct {
 	clock        func() time.Time
 	compactBytes int64
@@ -45,7 +46,8 @@ type Store struct {
 	bg           sync.WaitGroup // the snapshot being written
 	timer        Timer          // fires at the earliest deadline of all parts
 
-	// mu guards everything below (Limits excepted: it has its own mutex).
+	// mu guards everything below (limits excepted: it is no part, and has
+	// its own mutex).
 	// Records are appended to the log while it is held, so the log's order
 	// is the order of the changes.
 	mu      sync.Mutex
@@ -89,7 +91,11 @@ func newStore(opts *Options) *Store {
 	s.schedules.init(s)
 	s.counters.init(s)
 	s.hashes.s = s
-	s.register()
+	var more []registration
+	if opts != nil && opts.moreParts != nil {
+		more = opts.moreParts(s)
+	}
+	s.register(more)
 	s.timer = opts.afterFunc()(time.Hour, s.fire)
 	s.timer.Stop()
 	return s
@@ -173,16 +179,16 @@ func (s *Store) now() int64 { return s.clock().UnixNano() }
 
 // begin starts an operation: it takes the lock and applies the due work of
 // the parts registered with onBegin. On success the caller must call end.
-// A closed Store fails with queue.ErrClosed; each part's view turns that
-// into its own package's error.
-func (s *Store) begin(ctx context.Context) (int64, error) {
+// A closed Store fails with closed, the error of the calling part's
+// package for a closed store (queue.ErrClosed, lock.ErrClosed, …).
+func (s *Store) begin(ctx context.Context, closed error) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return 0, queue.ErrClosed
+		return 0, closed
 	}
 	if s.log != nil {
 		if err := s.log.Err(); err != nil {

@@ -219,11 +219,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 	if opts.Timeout > 0 {
 		deadline = time.Now().Add(opts.Timeout)
 	}
-	if err := q.hub.listen(ctx, tubes); err != nil {
-		return nil, deleted, err
-	}
-	defer q.hub.unlisten(tubes)
-	w, err := q.hub.enter(tubes)
+	w, err := q.hub.enter(ctx, tubes)
 	if err != nil {
 		return nil, deleted, err
 	}
@@ -251,7 +247,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 		if res.Next >= 0 {
 			q.hub.schedule(res.NextTube, res.Next)
 		}
-		r, err := w.w.Wait(ctx, deadline, 0) // the hub's one timer polls, if at all
+		r, err := w.Wait(ctx, deadline, 0) // the hub's one timer polls, if at all
 		if err != nil {
 			return nil, deleted, err
 		}
@@ -263,7 +259,6 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 		if r == wait.Deadline {
 			return nil, deleted, ErrTimeout
 		}
-		q.hub.took(w)
 	}
 }
 

@@ -54,4 +54,14 @@
 //
 // A Waiter is safe for concurrent use by any number of wakers and one
 // goroutine in Wait.
+//
+// # Many waiters of one process
+//
+// When many goroutines of a process wait on the topics of one notifier
+// (a Queue's blocking reserves on tubes, a lock client's waiters on lock
+// names), they wait in one Line: it shares one subscription per topic
+// among them and gives a wake-up of a topic to its oldest waiter with none
+// pending (or to every waiter that entered with all set), so one change
+// does not set every waiter racing. Enter returns a Place, whose Waiter is
+// waited on in the loop above; Leave passes on a wake-up left unused.
 package wait
