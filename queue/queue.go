@@ -232,7 +232,8 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 		}
 		if len(res.Jobs) > 0 {
 			if res.Drained && (res.Next < 0 || res.Next >= drainedWakeAfter) {
-				// Limits hold back what is left: wake a waiter when they free it.
+				// Nothing it could take is left (none, or limits hold back
+				// the rest): wake a waiter when one may be.
 				if res.Next >= 0 {
 					q.hub.schedule(res.NextTube, res.Next)
 				}
