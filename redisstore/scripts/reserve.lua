@@ -313,6 +313,33 @@ local function held()
   return next, nexttube
 end
 
+-- soonest_due returns next and nexttube, or the least time (µs) until a
+-- job of a tube or of its groups falls due (a delayed job, a TTR's end, a
+-- pause's end) and that tube's index when it comes sooner. The time is
+-- exact, not the lower bound nd: a waiter sleeps until then.
+local function soonest_due(next, nexttube)
+  for i = 1, n do
+    local due = next_due(Ts[i], now)
+    if due then
+      local wait = math.max(due * 1000 - us, 0)
+      if next < 0 or wait < next then
+        next, nexttube = wait, i
+      end
+    end
+    if isfam[i] then
+      -- the groups' next due time
+      local g = redis.call('ZRANGE', fam_key('gd', names[i]), 0, 0, 'WITHSCORES')
+      if #g > 0 then
+        local wait = math.max(tonumber(g[2]) * 1000 - us, 0)
+        if next < 0 or wait < next then
+          next, nexttube = wait, i
+        end
+      end
+    end
+  end
+  return next, nexttube
+end
+
 -- drained_after reports, after a reserve took jobs, whether no ready job
 -- it could take is left in the live tubes (1, else 0): none is ready, or
 -- limits hold back every one. When drained it also returns the least time
@@ -345,26 +372,7 @@ local function drained_after()
       next, nexttube = w, i
     end
   end
-  for i = 1, n do
-    local due = next_due(Ts[i], now)
-    if due then
-      local wait = due * 1000 - us
-      if wait < 0 then wait = 0 end
-      if next < 0 or wait < next then
-        next, nexttube = wait, i
-      end
-    end
-    if isfam[i] then
-      -- the groups' next due time
-      local g = redis.call('ZRANGE', fam_key('gd', names[i]), 0, 0, 'WITHSCORES')
-      if #g > 0 then
-        local wait = math.max(tonumber(g[2]) * 1000 - us, 0)
-        if next < 0 or wait < next then
-          next, nexttube = wait, i
-        end
-      end
-    end
-  end
+  next, nexttube = soonest_due(next, nexttube)
   return 1, next, nexttube
 end
 
@@ -457,26 +465,7 @@ local function serve(a)
     next, nexttube = held()
   end
   if got < max or max == 0 then
-    for i = 1, n do
-      local due = next_due(Ts[i], now) -- exact, not the lower bound nd: a waiter sleeps until then
-      if due then
-        local wait = due * 1000 - us
-        if wait < 0 then wait = 0 end
-        if next < 0 or wait < next then
-          next, nexttube = wait, i
-        end
-      end
-      if isfam[i] then
-        -- the groups' next due time
-        local g = redis.call('ZRANGE', fam_key('gd', names[i]), 0, 0, 'WITHSCORES')
-        if #g > 0 then
-          local wait = math.max(tonumber(g[2]) * 1000 - us, 0)
-          if next < 0 or wait < next then
-            next, nexttube = wait, i
-          end
-        end
-      end
-    end
+    next, nexttube = soonest_due(next, nexttube)
   end
 
   if max == 0 then
