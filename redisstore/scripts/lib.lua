@@ -643,6 +643,17 @@ local function limit_open(T, tube)
   return true
 end
 
+-- gcra_wait is how long (µs) until a rate of one reserve per iv µs with
+-- burst lets one more pass at us, given its theoretical arrival time tat:
+-- GCRA passes one when max(tat, us) + iv - burst*iv <= us. 0 when it does now.
+local function gcra_wait(tat, iv, burst, us)
+  local w = tat - (burst - 1) * iv - us
+  if w > 0 then
+    return w
+  end
+  return 0
+end
+
 -- limit_wait is how long (µs) until T's limits allow one more reserve at
 -- us: 0 when they do now, -1 when the cap holds T back (a reservation must
 -- end first: a TTR's end, which next_due knows, or a delete, bury or
@@ -657,11 +668,7 @@ local function limit_wait(T, us)
     end
   end
   if T.iv then
-    -- GCRA: one more passes when max(tat, us) + iv - burst*iv <= us.
-    local w = T.tat - (T.burst - 1) * T.iv - us
-    if w > 0 then
-      return w
-    end
+    return gcra_wait(T.tat, T.iv, T.burst, us)
   end
   return 0
 end

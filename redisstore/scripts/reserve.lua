@@ -126,10 +126,7 @@ local function parent_wait(T, name)
     end
   end
   if T.iv then
-    local w = T.tat - (T.burst - 1) * T.iv - us
-    if w > 0 then
-      return w
-    end
+    return gcra_wait(T.tat, T.iv, T.burst, us)
   end
   return 0
 end
@@ -148,10 +145,7 @@ local function group_wait(T, M)
   end
   if T.giv then
     M.gtat = M.gtat or tonumber(redis.call('HGET', KEYS[1], 'lt:' .. M.name) or '0')
-    local w = M.gtat - (T.gburst - 1) * T.giv - us
-    if w > 0 then
-      return w
-    end
+    return gcra_wait(M.gtat, T.giv, T.gburst, us)
   end
   return 0
 end
