@@ -3,13 +3,11 @@ package redisstore
 import (
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hourglass-io/hourglass/internal/errscan"
 )
 
 // Every file of scripts/ is a registered family's helper file or a
@@ -104,34 +102,10 @@ func TestErrTablesMapEverySentinel(t *testing.T) {
 // file, by name.
 func sentinels(t *testing.T, path string) map[string]string {
 	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	out, err := errscan.Sentinels(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
-	ast.Inspect(file, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok {
-			return true
-		}
-		for i, v := range vs.Values {
-			call, ok := v.(*ast.CallExpr)
-			if !ok || len(call.Args) != 1 {
-				continue
-			}
-			if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "New" {
-				continue
-			}
-			lit, ok := call.Args[0].(*ast.BasicLit)
-			if !ok {
-				continue
-			}
-			if s, err := strconv.Unquote(lit.Value); err == nil && i < len(vs.Names) {
-				out[vs.Names[i].Name] = s
-			}
-		}
-		return true
-	})
 	if len(out) == 0 {
 		t.Fatalf("%s declares no sentinel errors", path)
 	}

@@ -1,14 +1,12 @@
 package httpapi
 
 import (
-	"go/ast"
-	"go/parser"
 	"go/token"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hourglass-io/hourglass/internal/errscan"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
@@ -54,35 +52,15 @@ func TestEverySentinelInErrorTable(t *testing.T) {
 // variables of a Go file, by name.
 func exportedSentinels(t *testing.T, path string) map[string]string {
 	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	all, err := errscan.Sentinels(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	ast.Inspect(file, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok {
-			return true
+	for name, msg := range all {
+		if token.IsExported(name) {
+			out[name] = msg
 		}
-		for i, v := range vs.Values {
-			call, ok := v.(*ast.CallExpr)
-			if !ok || len(call.Args) != 1 || i >= len(vs.Names) || !vs.Names[i].IsExported() {
-				continue
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "New" {
-				continue
-			}
-			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "errors" {
-				continue
-			}
-			if lit, ok := call.Args[0].(*ast.BasicLit); ok {
-				if s, err := strconv.Unquote(lit.Value); err == nil {
-					out[vs.Names[i].Name] = s
-				}
-			}
-		}
-		return true
-	})
+	}
 	return out
 }
