@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +25,12 @@ import (
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
 var ErrServerClosed = errors.New("envoyrl: server closed")
+
+// streamWorkers is the number of goroutines kept to serve calls (see
+// init). 32 calls in flight on Redis found 8 too few: the stack growth of
+// the goroutines started for the others cost a sixth of the process's CPU
+// a call (docs/envoy.md, Figures).
+const streamWorkers = 64
 
 // DefaultReloadInterval is the default of Server.ReloadInterval.
 const DefaultReloadInterval = 2 * time.Second
@@ -102,8 +107,10 @@ func (s *Server) init() (*grpc.Server, error) {
 	// Streams are served by long-lived workers, whose stacks have grown
 	// once, rather than a new goroutine each (whose stack grows on every
 	// call: a tenth of the CPU of a decision); a stream finding every
-	// worker busy still gets a goroutine of its own.
-	opts := []grpc.ServerOption{grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0)))}
+	// worker busy still gets a goroutine of its own. A worker is busy for
+	// the whole call, the store's round trip included, so there are as
+	// many as the calls a busy server has in flight, not as cores.
+	opts := []grpc.ServerOption{grpc.NumStreamWorkers(streamWorkers)}
 	if s.TLSConfig != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.TLSConfig)))
 	}
