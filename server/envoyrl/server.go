@@ -32,6 +32,10 @@ var ErrServerClosed = errors.New("envoyrl: server closed")
 // a call (docs/envoy.md, Figures).
 const streamWorkers = 64
 
+// window is the gRPC flow-control window of each stream and connection
+// (see init): a fixed 1 MB instead of one estimated from pings.
+const window = 1 << 20
+
 // DefaultReloadInterval is the default of Server.ReloadInterval.
 const DefaultReloadInterval = 2 * time.Second
 
@@ -110,7 +114,18 @@ func (s *Server) init() (*grpc.Server, error) {
 	// worker busy still gets a goroutine of its own. A worker is busy for
 	// the whole call, the store's round trip included, so there are as
 	// many as the calls a busy server has in flight, not as cores.
-	opts := []grpc.ServerOption{grpc.NumStreamWorkers(streamWorkers)}
+	//
+	// Flow-control windows are fixed: with the default dynamic window the
+	// transport pings every connection once a round trip to estimate its
+	// bandwidth, which for a connection with a call or two in flight (the
+	// rate limit filter's) is a ping, its acknowledgement and a window
+	// update a call, each its own write; the window starts at 64 KB and
+	// only grows, and these messages are a few dozen bytes.
+	opts := []grpc.ServerOption{
+		grpc.NumStreamWorkers(streamWorkers),
+		grpc.InitialWindowSize(window),
+		grpc.InitialConnWindowSize(window),
+	}
 	if s.TLSConfig != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.TLSConfig)))
 	}
