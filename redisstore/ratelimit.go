@@ -58,16 +58,16 @@ func b36(v int64) string { return strconv.FormatInt(v, 36) }
 func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 	base := l.rlBase(key)
 	ks := make([]string, len(req.Limits))
-	op := "a"
+	op := opArgs[0]
 	switch req.Op {
 	case ratelimit.OpReserve:
-		op = "r"
+		op = opArgs[1]
 	case ratelimit.OpCancel:
-		op = "c"
+		op = opArgs[2]
 	case ratelimit.OpRollback:
-		op = "u"
+		op = opArgs[3]
 	}
-	maxWait := int64(-1)
+	maxWait := anyWait
 	if req.MaxWait >= 0 {
 		maxWait = us(req.MaxWait)
 	}
@@ -77,9 +77,13 @@ func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 	}
 	args := make([]any, 2, 6+3*len(req.Limits))
 	args[0], args[1] = l.s.now(), len(req.Limits)
+	var buf [96]byte
 	for i, lim := range req.Limits {
 		t, b := us(lim.Interval()), int64(lim.BurstOrDefault())
-		ks[i] = base + "g" + b36(t) + "." + b36(b)
+		// base + "g" + b36(t) + "." + b36(b), in one allocation.
+		k := append(append(buf[:0], base...), 'g')
+		k = append(strconv.AppendInt(k, t, 36), '.')
+		ks[i] = string(strconv.AppendInt(k, b, 36))
 		args = append(args, t, b, lim.QuotaOrDefault())
 	}
 	args = append(args, op, req.N, maxWait, at)
@@ -89,6 +93,14 @@ func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 	}
 	return c
 }
+
+// The ARGV of rl_gcra that are the same in most calls, boxed once: the
+// operations ("a" allow, "r" reserve, "c" cancel, "u" roll back) and the
+// maximum wait -1 (any).
+var (
+	opArgs      = [4]any{"a", "r", "c", "u"}
+	anyWait any = int64(-1)
+)
 
 func init() {
 	// At most 64 decisions a call, so that none runs long.

@@ -27,6 +27,7 @@ type rule struct {
 	wildcard       bool                               // value ends in *: value holds the prefix
 	limited        bool                               // a rate_limit that is not unlimited
 	limit          *ratelimit.Limit                   // nil for unlimited, or for requests_per_unit 0
+	limits         []ratelimit.Limit                  // limit, alone: the Limiter's argument, built once
 	pb             *rlsv3.RateLimitResponse_RateLimit // the limit as answers state it
 	period         time.Duration                      // the limit's period
 	unlimited      bool
@@ -485,8 +486,14 @@ func (p *parser) rateLimit(n *yaml.Node, r *rule) error {
 	if err != nil {
 		return p.errf(n, "rate_limit: %v", err)
 	}
-	r.limit = &lim
+	r.setLimit(lim)
 	return nil
+}
+
+// setLimit makes lim the rule's limit.
+func (r *rule) setLimit(lim ratelimit.Limit) {
+	r.limits = []ratelimit.Limit{lim}
+	r.limit = &r.limits[0]
 }
 
 // compile makes the Limit of rpu events per period: GCRA unless another

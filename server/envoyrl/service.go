@@ -180,7 +180,7 @@ func override(domain string, d *rlv3.RateLimitDescriptor) (match, error) {
 		if err != nil {
 			return match{}, fmt.Errorf("limit override: %w", err)
 		}
-		r.limit = &lim
+		r.setLimit(lim)
 	}
 	var key, stat strings.Builder
 	writeKeyPrefix(&key, domain)
@@ -287,10 +287,13 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		limited = append(limited, i)
 		if items[i].hits > 0 && m.r.limit != nil && !m.r.shadow && !m.r.quota && m.r.limit.Algorithm == ratelimit.GCRA {
 			group = append(group, i)
-			reqs = append(reqs, ratelimit.Request{Key: m.key, N: items[i].hits, Limits: []ratelimit.Limit{*m.r.limit}})
 		}
 	}
 	if len(group) > 1 { // one alone is decided by AllowN below
+		reqs = make([]ratelimit.Request, len(group))
+		for j, i := range group {
+			reqs[j] = ratelimit.Request{Key: items[i].m.key, N: items[i].hits, Limits: items[i].m.r.limits}
+		}
 		_, got, err := s.Limiter.AllowAll(ctx, reqs)
 		if err == nil || errors.Is(err, ratelimit.ErrStore) {
 			for j, i := range group {
@@ -325,11 +328,11 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			over = n > 0
 			res.ResetAfter, res.RetryAfter = m.r.period, m.r.period
 		case n == 0:
-			res, err = s.Limiter.Peek(ctx, m.key, *m.r.limit)
+			res, err = s.Limiter.Peek(ctx, m.key, m.r.limits...)
 		case items[i].decided:
 			res, err = items[i].res, items[i].err
 		default:
-			res, err = s.Limiter.AllowN(ctx, m.key, n, *m.r.limit)
+			res, err = s.Limiter.AllowN(ctx, m.key, n, m.r.limits...)
 		}
 		switch {
 		case m.r.limit == nil:
