@@ -49,8 +49,8 @@ func newStore(opts *Options) *Store {
 	e := &s.engine
 	e.init(opts)
 	s.queue.init(e, opts.maxJobs())
-	s.fields.init(e, &s.events)
-	s.events.init(e, opts.maxEvents(), &s.fields)
+	s.fields.init(e, s.events.expired) // the one seam between the two
+	s.events.init(e, opts.maxEvents(), s.fields.drop)
 	s.locks.init(e)
 	s.schedules.init(e, &s.queue)
 	s.counters.init(e)
