@@ -39,8 +39,8 @@ type Store struct {
 	locks     Locks
 	schedules Schedules
 	counters  counterLog // the tubes' counters by minute (counters.go)
-	hashes    Hashes     // the view of fields and events
 
+	hashes Hashes // no part: the view of fields and events (ttlhash.Store)
 	limits Limits // no part: a mutex of its own (ratelimit.go)
 }
 
