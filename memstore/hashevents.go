@@ -4,7 +4,7 @@ package memstore
 // keeps the events expired fields leave, and the consumer groups that
 // read them (ttlhash.Store's Read, Claim and Ack, through Hashes).
 //
-// State, guarded by the Store's mu: the events in a slice by sequence
+// State, guarded by the engine's mutex: the events in a slice by sequence
 // number; the consumer groups, each with the next sequence it has not
 // handed out, its pending events (consumer, time handed out) and, after a
 // restart, the events it had acknowledged past that point.

@@ -5,7 +5,7 @@ package memstore
 // events the fields leave are another part (hashevents.go); Hashes, the
 // ttlhash.Store, is the view of both.
 //
-// State, guarded by the Store's mu: hashes by name, each a map of fields;
+// State, guarded by the engine's mutex: hashes by name, each a map of fields;
 // the fields with a deadline in one min-heap (earliest first), whose top
 // is the part's next deadline, so the Store's one timer expires them and
 // no timer exists per field.

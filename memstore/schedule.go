@@ -36,7 +36,7 @@ type Schedules struct {
 	e *engine
 	q *jobQueue // where a fire puts its job (jobQueue.putOnce)
 
-	// Guarded by the Store's mu.
+	// Guarded by the engine's mutex.
 	byName    map[string]*scEntry
 	due       scHeap    // unpaused schedules with a next tick, earliest first
 	listeners listeners // Listen, all under ""
