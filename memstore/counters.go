@@ -25,7 +25,7 @@ const (
 // next record or read, and at Open; it has no deadline of the Store's.
 type counterLog struct {
 	e *engine
-	// Guarded by the Store's mu.
+	// Guarded by the engine's mutex.
 	minutes map[int64]*counterMinute
 }
 

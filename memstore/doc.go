@@ -34,7 +34,7 @@
 // line in that table.
 //
 // The queue's store is the Store itself, as on Redis: Store's
-// queue.Store, queue.Notifier, queue.GroupStore and queue.CounterLog
+// queue.Store, queue.Notifier, queue.LimitStore and queue.CounterLog
 // methods are one-line forwards to the job queue's part (queuestore.go),
 // and Hashes, Locks, Limits and Schedules return the other primitives'.
 //

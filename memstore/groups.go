@@ -22,9 +22,6 @@ type family struct {
 	head, tail *tube
 }
 
-// ServesGroups is the part's side of Store.ServesGroups (queuestore.go).
-func (q *jobQueue) ServesGroups() bool { return true }
-
 // familyOf returns the family a tube named name belongs to, creating it
 // for a group's tube; nil for a tube with no groups.
 func (q *jobQueue) familyOf(name string) *family {

@@ -4,7 +4,7 @@ package memstore
 // keeps the events expired fields leave, and the consumer groups that
 // read them (ttlhash.Store's Read, Claim and Ack, through Hashes).
 //
-// State, guarded by the Store's mu: the events in a slice by sequence
+// State, guarded by the engine's mutex: the events in a slice by sequence
 // number; the consumer groups, each with the next sequence it has not
 // handed out, its pending events (consumer, time handed out) and, after a
 // restart, the events it had acknowledged past that point.
@@ -73,10 +73,12 @@ func (g *hxGroup) floor() uint64 {
 
 // hashEvents is the part of the expiry events and their groups.
 type hashEvents struct {
-	e         *engine
-	fields    *hashFields // whose fields an expiry's record removes at replay
-	events    []*hxEvent  // by seq, oldest first
-	nextSeq   uint64      // the sequence of the next event (from 1)
+	e *engine
+	// dropField is the seam to the fields: an expiry replayed at Open
+	// removes the field it came from.
+	dropField func(hash, field string)
+	events    []*hxEvent // by seq, oldest first
+	nextSeq   uint64     // the sequence of the next event (from 1)
 	dropped   int64
 	groups    map[string]*hxGroup
 	cap       int
@@ -84,8 +86,8 @@ type hashEvents struct {
 	listeners listeners // Listen(TopicEvents), all under ""
 }
 
-func (x *hashEvents) init(e *engine, maxEvents int, fields *hashFields) {
-	x.e, x.fields = e, fields
+func (x *hashEvents) init(e *engine, maxEvents int, dropField func(hash, field string)) {
+	x.e, x.dropField = e, dropField
 	x.groups = map[string]*hxGroup{}
 	x.nextSeq = 1
 	x.cap = maxEvents
@@ -107,6 +109,16 @@ func (x *hashEvents) firstSeq() uint64 {
 		return x.nextSeq
 	}
 	return x.events[0].seq
+}
+
+// expired is the seam from the fields: the field hash/field, of value
+// value and deadline dl (ms), expired at ms. Its event is kept and logged
+// (kindHXExpire, whose replay removes the field through dropField); the
+// ticket is the record's.
+func (x *hashEvents) expired(hash, field string, value []byte, dl, ms int64) wal.Ticket {
+	ev := &hxEvent{seq: x.nextSeq, hash: hash, field: field, value: value, dl: dl, expiredAt: ms}
+	x.appendEvent(ev)
+	return x.e.append(kindHXExpire, x.encodeEvent(ev), ev.value)
 }
 
 // appendEvent adds an event and holds the cap (no log).
@@ -421,10 +433,7 @@ func (x *hashEvents) replay(kind byte, d *decoder) error {
 		}
 		e.value = slices.Clone(d.b)
 		if kind == kindHXExpire {
-			fs := x.fields
-			if hh := fs.hashes[e.hash]; hh != nil && hh.fields[e.field] != nil {
-				fs.removeField(hh.fields[e.field])
-			}
+			x.dropField(e.hash, e.field)
 		}
 		if len(x.events) > 0 && e.seq <= x.events[len(x.events)-1].seq {
 			return fmt.Errorf("event %d out of order", e.seq)

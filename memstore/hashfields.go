@@ -5,7 +5,7 @@ package memstore
 // events the fields leave are another part (hashevents.go); Hashes, the
 // ttlhash.Store, is the view of both.
 //
-// State, guarded by the Store's mu: hashes by name, each a map of fields;
+// State, guarded by the engine's mutex: hashes by name, each a map of fields;
 // the fields with a deadline in one min-heap (earliest first), whose top
 // is the part's next deadline, so the Store's one timer expires them and
 // no timer exists per field.
@@ -14,6 +14,13 @@ package memstore
 // deadline and value; a delete is a record; an expiry is the event's
 // record (hashevents.go), which removes the field too. A snapshot writes
 // the fields.
+//
+// The two parts meet at one seam, two functions given at init and nothing
+// else: a field that expires goes to the events through expired
+// (hashEvents.expired, which keeps and logs its event), and an expiry
+// read back from the log at Open removes its field through the events'
+// dropField (hashFields.drop). Neither part reads the other's state; the
+// view, Hashes, uses both.
 
 import (
 	"container/heap"
@@ -63,15 +70,18 @@ func (h *hxDue) Pop() any {
 
 // hashFields is the part of the hashes and their fields.
 type hashFields struct {
-	e      *engine
-	events *hashEvents // where an expired field leaves its event
-	hashes map[string]*hxHash
-	due    hxDue
-	bytes  int64 // about what a snapshot of the fields takes
+	e *engine
+	// expired is the seam to the events: the field hash/field, of value
+	// value and deadline dl (ms), expired at ms; it returns the ticket of
+	// the event's record.
+	expired func(hash, field string, value []byte, dl, ms int64) wal.Ticket
+	hashes  map[string]*hxHash
+	due     hxDue
+	bytes   int64 // about what a snapshot of the fields takes
 }
 
-func (x *hashFields) init(e *engine, events *hashEvents) {
-	x.e, x.events = e, events
+func (x *hashFields) init(e *engine, expired func(hash, field string, value []byte, dl, ms int64) wal.Ticket) {
+	x.e, x.expired = e, expired
 	x.hashes = map[string]*hxHash{}
 }
 
@@ -162,6 +172,14 @@ func (x *hashFields) removeField(f *hxField) {
 	}
 }
 
+// drop removes the field hash/field, if there is one (no log): a delete
+// replayed, and the seam from the events, an expiry replayed.
+func (x *hashFields) drop(hash, field string) {
+	if hh := x.hashes[hash]; hh != nil && hh.fields[field] != nil {
+		x.removeField(hh.fields[field])
+	}
+}
+
 // putField sets a field (no log).
 func (x *hashFields) putField(hash, field string, value []byte, dl int64) {
 	hh := x.hashes[hash]
@@ -184,10 +202,8 @@ func (x *hashFields) putField(hash, field string, value []byte, dl int64) {
 // expireField expires f at ms with the deadline dl, logging it: the field
 // goes, its event comes.
 func (x *hashFields) expireField(f *hxField, dl, ms int64) wal.Ticket {
-	ev := &hxEvent{seq: x.events.nextSeq, hash: f.hash.name, field: f.name, value: f.value, dl: dl, expiredAt: ms}
 	x.removeField(f)
-	x.events.appendEvent(ev)
-	return x.e.append(kindHXExpire, x.events.encodeEvent(ev), ev.value)
+	return x.expired(f.hash.name, f.name, f.value, dl, ms)
 }
 
 // expire expires the fields due at now (ns), at most max (0: all).
@@ -532,9 +548,7 @@ func (x *hashFields) replay(kind byte, d *decoder) error {
 		if err := d.end(); err != nil {
 			return err
 		}
-		if hh := x.hashes[hash]; hh != nil && hh.fields[field] != nil {
-			x.removeField(hh.fields[field])
-		}
+		x.drop(hash, field)
 		return nil
 	}
 	return fmt.Errorf("unknown record kind %d", kind)

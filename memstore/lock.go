@@ -30,7 +30,7 @@ type Locks struct {
 	inMemory
 	e *engine
 
-	// Guarded by the Store's mu.
+	// Guarded by the engine's mutex.
 	names     map[string]*lockState
 	lastFence uint64       // the last fence issued, for every name
 	due       deadlineHeap // (deadline, name); stale entries are skipped

@@ -8,8 +8,8 @@ import (
 )
 
 // jobQueue is the job queue's part of a Store: its tubes and jobs, and
-// the queue.Store methods (queue.go), queue.LimitStore's (limits.go) and
-// queue.GroupStore's (groups.go), which the Store forwards to
+// the queue.Store methods (queue.go) and queue.LimitStore's (limits.go;
+// the groups they serve in turn, groups.go), which the Store forwards to
 // (queuestore.go). Its records are in queuelog.go. Its state is guarded
 // by the engine's mutex.
 type jobQueue struct {

@@ -17,7 +17,7 @@ import (
 var (
 	_ queue.Store      = (*Store)(nil)
 	_ queue.Notifier   = (*Store)(nil)
-	_ queue.GroupStore = (*Store)(nil)
+	_ queue.LimitStore = (*Store)(nil)
 	_ queue.CounterLog = (*Store)(nil)
 )
 
@@ -139,9 +139,6 @@ func (s *Store) TubeLimits(ctx context.Context, tube string) (queue.Limits, erro
 func (s *Store) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
 	return s.queue.LimitedTubes(ctx)
 }
-
-// ServesGroups implements queue.GroupStore.
-func (s *Store) ServesGroups() bool { return s.queue.ServesGroups() }
 
 // RecordCounters implements queue.CounterLog (counters.go).
 func (s *Store) RecordCounters(ctx context.Context, minute int64, keep time.Duration, samples []queue.CounterSample) error {

@@ -36,7 +36,7 @@ type Schedules struct {
 	e *engine
 	q *jobQueue // where a fire puts its job (jobQueue.putOnce)
 
-	// Guarded by the Store's mu.
+	// Guarded by the engine's mutex.
 	byName    map[string]*scEntry
 	due       scHeap    // unpaused schedules with a next tick, earliest first
 	listeners listeners // Listen, all under ""
@@ -311,7 +311,7 @@ func (c *Schedules) Now(ctx context.Context) (time.Time, error) {
 // set or resumed.
 func (c *Schedules) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
 	if topic != schedule.TopicDue {
-		return nil, fmt.Errorf("memstore: %w: topic %q, want %q", schedule.ErrInvalidOption, topic, schedule.TopicDue)
+		return nil, fmt.Errorf("memstore: %w: %q (want %q)", schedule.ErrNoTopic, topic, schedule.TopicDue)
 	}
 	return c.e.listen(ctx, &c.listeners, "", func(string) { wake(topic) }, schedule.ErrClosed)
 }

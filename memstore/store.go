@@ -39,8 +39,8 @@ type Store struct {
 	locks     Locks
 	schedules Schedules
 	counters  counterLog // the tubes' counters by minute (counters.go)
-	hashes    Hashes     // the view of fields and events
 
+	hashes Hashes // no part: the view of fields and events (ttlhash.Store)
 	limits Limits // no part: a mutex of its own (ratelimit.go)
 }
 
@@ -49,8 +49,8 @@ func newStore(opts *Options) *Store {
 	e := &s.engine
 	e.init(opts)
 	s.queue.init(e, opts.maxJobs())
-	s.fields.init(e, &s.events)
-	s.events.init(e, opts.maxEvents(), &s.fields)
+	s.fields.init(e, s.events.expired) // the one seam between the two
+	s.events.init(e, opts.maxEvents(), s.fields.drop)
 	s.locks.init(e)
 	s.schedules.init(e, &s.queue)
 	s.counters.init(e)

@@ -14,9 +14,10 @@ import (
 // The worked example of CONTRIBUTING.md ("Adding a primitive"), step 3:
 // the part of the embedded engine for internal/tally. A real primitive
 // writes the same in memstore/<name>.go, keeps its state in a field of
-// Store, adds its line to the table in register (part.go) and returns its
-// view from an accessor, Store.<Name>(); a test file can do none of that,
-// so the example's part joins the table through Options.moreParts.
+// Store, initialised in newStore with the engine, adds its line to the
+// table in register (part.go) and returns its view from an accessor,
+// Store.<Name>(); a test file can do none of that, so the example's part
+// joins the table through Options.moreParts.
 
 // Record kinds of the tallies: 255 (part.go's table).
 const (

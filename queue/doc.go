@@ -40,7 +40,7 @@
 // jobs does not starve one with few; within a group, jobs go by
 // (priority, ID). The tube's group template (Limits.Group) gives each group
 // its own rate and cap, on top of the tube's rate and cap, which count the
-// tube and its groups together (GroupStore; both back ends).
+// tube and its groups together (a LimitStore serves groups; both back ends are).
 //
 // # History
 //

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -13,27 +12,6 @@ import (
 // beanstalkd allows in a tube name, so a beanstalkd client puts into a
 // group by its name alone (use emails;customer-42).
 const GroupSep = ';'
-
-// ErrNoGroups is returned by SetLimits for a group template on a store
-// that does not serve groups (GroupStore).
-var ErrNoGroups = errors.New("queue: the store does not serve groups in turn")
-
-// GroupStore is implemented by stores that serve a tube's groups in turn
-// and hold each to the tube's group template (Limits.Group): a reserve of
-// the tube takes from its own jobs and its groups' in rotation, one job
-// per turn, the one served longest ago first, skipping groups their
-// limits hold back; the tube's cap and rate count the tube and its groups
-// together; a wake-up of a group's tube wakes the tube's waiters.
-type GroupStore interface {
-	LimitStore
-	// ServesGroups reports that the store serves groups (true).
-	ServesGroups() bool
-}
-
-func servesGroups(s Store) bool {
-	g, ok := s.(GroupStore)
-	return ok && g.ServesGroups()
-}
 
 // GroupTube returns the name of the tube of group in tube ("tube;group"),
 // or tube when group is "".

@@ -120,6 +120,13 @@ func (l Limits) tubeString() string {
 // not held back (as by a pause) and does not charge the rate, but the job
 // counts toward the cap while reserved. TubeStats.Limits and LimitHolds
 // report them.
+//
+// A LimitStore serves a tube's groups in turn and holds each to the
+// tube's group template (Limits.Group): a reserve of the tube takes from
+// its own jobs and its groups' in rotation, one job per turn, the one
+// served longest ago first, skipping groups their limits hold back; the
+// tube's cap and rate count the tube and its groups together; a wake-up
+// of a group's tube wakes the tube's waiters.
 type LimitStore interface {
 	// SetLimits sets tube's limits (l is valid and its Rate's Burst
 	// written out), or clears them when l is zero, and wakes the tube's
@@ -159,9 +166,6 @@ func (q *Queue) SetLimits(ctx context.Context, tube string, l Limits) error {
 	ls, err := q.limitStore()
 	if err != nil {
 		return err
-	}
-	if !l.Group.IsZero() && !servesGroups(q.store) {
-		return ErrNoGroups
 	}
 	return ls.SetLimits(ctx, tube, l.normal())
 }

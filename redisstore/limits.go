@@ -64,10 +64,6 @@ func parseLimitSpec(spec string) (queue.Limits, error) {
 	return l, nil
 }
 
-// ServesGroups implements queue.GroupStore: a reserve script of a tube
-// serves its groups in turn (docs/tube-limits.md, "Groups").
-func (s *Store) ServesGroups() bool { return true }
-
 // SetLimits implements queue.LimitStore. The limits of a tube of several
 // partitions could not be counted in one atomic step, so they are refused.
 func (s *Store) SetLimits(ctx context.Context, tube string, l queue.Limits) error {

@@ -73,13 +73,24 @@ func (c *Schedules) announce(ctx context.Context) {
 // subscription (the store's notifier, as the queue's and the locks' do).
 func (c *Schedules) Listen(ctx context.Context, topic string, wake func(topic string)) (func(), error) {
 	if topic != schedule.TopicDue {
-		return nil, fmt.Errorf("redisstore: %w: topic %q, want %q", schedule.ErrInvalidOption, topic, schedule.TopicDue)
+		return nil, fmt.Errorf("redisstore: %w: %q (want %q)", schedule.ErrNoTopic, topic, schedule.TopicDue)
 	}
 	undo, err := c.s.notify.add(ctx, subSchedules, c.s.k.scChannel(), topic, &wake)
 	if err != nil {
 		return nil, scheduleErrs.mapErr(err)
 	}
 	return undo, nil
+}
+
+// open fails with schedule.ErrClosed once the store is closed. The
+// commands sent outside the runner (the directory of names, the set of
+// tags, TIME) check it first, as the runner does for every script, so a
+// closed store neither answers from the directory nor writes to it.
+func (c *Schedules) open() error {
+	if c.s.closed.Load() {
+		return schedule.ErrClosed
+	}
+	return nil
 }
 
 // call runs one schedule script: every script call of this file goes
@@ -94,6 +105,9 @@ func (c *Schedules) tag(tube string) int { return tubeTag(tube, 0, c.s.partition
 // tubeOf returns the tube of schedule name from the directory, or
 // ErrNotFound.
 func (c *Schedules) tubeOf(ctx context.Context, name string) (string, error) {
+	if err := c.open(); err != nil {
+		return "", err
+	}
 	tube, err := c.s.c.HGet(ctx, c.s.k.scDir(), name).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", schedule.ErrNotFound
@@ -252,6 +266,9 @@ func (c *Schedules) Get(ctx context.Context, name string) (schedule.State, error
 
 // tags returns the tags that hold schedules.
 func (c *Schedules) tags(ctx context.Context) ([]int, error) {
+	if err := c.open(); err != nil {
+		return nil, err
+	}
 	ms, err := c.s.c.SMembers(ctx, c.s.k.scTags()).Result()
 	if err != nil {
 		return nil, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
@@ -452,6 +469,9 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 // a Cluster's masters keep their own clocks, which NTP keeps close), or the
 // injected Options.Clock.
 func (c *Schedules) Now(ctx context.Context) (time.Time, error) {
+	if err := c.open(); err != nil {
+		return time.Time{}, err
+	}
 	if c.s.clock != nil {
 		return c.s.clock(), nil
 	}

@@ -30,7 +30,9 @@
 //
 // Errors: ErrNotFound, ErrConflict and ErrNotDue for outcomes; bad input
 // wraps ErrInvalidName, ErrInvalidSpec, ErrInvalidZone or ErrInvalidOption
-// and names the field; nothing is changed when one is returned.
+// and names the field; nothing is changed when one is returned. A closed
+// store fails with ErrClosed; a Notifier asked for a topic other than
+// TopicDue fails with ErrNoTopic.
 //
 // A Client is safe for concurrent use.
 package schedule

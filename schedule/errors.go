@@ -12,6 +12,9 @@ var (
 	// ErrNotDue: the tick to fire is still in the future by the store's
 	// clock; nothing was changed.
 	ErrNotDue = errors.New("schedule: tick not due")
+	// ErrNoTopic: a Notifier does not announce the topic given to
+	// Listen (it announces TopicDue alone).
+	ErrNoTopic = errors.New("schedule: the store does not announce this topic")
 	// ErrClosed: the store or the Scheduler was closed.
 	ErrClosed = errors.New("schedule: closed")
 )

@@ -136,7 +136,8 @@ type Notifier interface {
 	// Listen arranges for wake(topic) to be called, from any goroutine and
 	// without blocking, soon after any schedule changes (in any process,
 	// for a shared store); topic must be TopicDue (else an error wrapping
-	// ErrInvalidOption). It returns once the subscription is in effect;
-	// stop ends it. Wake-ups are hints.
+	// ErrNoTopic, as ttlhash's Notifier refuses a topic it does not
+	// announce). A closed store fails with ErrClosed. It returns once the
+	// subscription is in effect; stop ends it. Wake-ups are hints.
 	Listen(ctx context.Context, topic string, wake func(topic string)) (stop func(), err error)
 }

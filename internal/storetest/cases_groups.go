@@ -28,8 +28,8 @@ func groupCases() []queueCase {
 // limits on tube when l is not zero.
 func (e *env) grouped(tube string, l queue.Limits) {
 	e.t.Helper()
-	if !servesGroups(e.raw) {
-		e.t.Skip("the store does not implement queue.GroupStore")
+	if _, ok := e.raw.(queue.LimitStore); !ok {
+		e.t.Skip("the store does not implement queue.LimitStore")
 	}
 	if !l.IsZero() {
 		e.ok("SetLimits", e.q.SetLimits(e.ctx, tube, l))
@@ -313,14 +313,3 @@ func testGroupBadInput(t *testing.T, s *suite) {
 		t.Errorf("Tubes = %q after refused puts, want none", tubes)
 	}
 }
-
-// The wrappers of the suite pass ServesGroups through.
-
-func servesGroups(s queue.Store) bool {
-	g, ok := s.(queue.GroupStore)
-	return ok && g.ServesGroups()
-}
-
-func (r *recorder) ServesGroups() bool { return servesGroups(r.Store) }
-
-func (x notifying) ServesGroups() bool { return servesGroups(x.Store) }

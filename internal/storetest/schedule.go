@@ -44,6 +44,7 @@ func Schedule(t *testing.T, newStore NewScheduleStore) {
 		{"NotDue", testScNotDue},
 		{"StaleTube", testScStaleTube},
 		{"BadInput", testScBadInput},
+		{"NotifierTopicsAndClose", testScNotifier},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := NewClock(time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC))
@@ -66,6 +67,8 @@ type scEnv struct {
 	ss    schedule.Store
 	qs    queue.Store
 	c     *schedule.Client
+	// closed: the case closed the store (no invariants to check after).
+	closed bool
 }
 
 func (e *scEnv) set(s schedule.Schedule) schedule.State {
@@ -585,4 +588,32 @@ func testScBadInput(e *scEnv) {
 		e.t.Fatal(err)
 	}
 	e.set(schedule.Schedule{Name: "moved", Spec: "@daily", Job: schedule.Job{Tube: "two"}})
+}
+
+// testScNotifier: a store's Notifier announces TopicDue alone, and refuses
+// another topic with ErrNoTopic (as ttlhash's Notifier does); once the
+// store is closed, Listen fails with ErrClosed as the store's methods do.
+func testScNotifier(e *scEnv) {
+	n, ok := e.ss.(schedule.Notifier)
+	if !ok {
+		e.t.Fatalf("%T is no schedule.Notifier", e.ss)
+	}
+	if _, err := n.Listen(e.ctx, "no such topic", func(string) {}); !errors.Is(err, schedule.ErrNoTopic) {
+		e.t.Fatalf("Listen of an unknown topic: %v, want ErrNoTopic", err)
+	}
+	stop, err := n.Listen(e.ctx, schedule.TopicDue, func(string) {})
+	if err != nil {
+		e.t.Fatalf("Listen(TopicDue): %v", err)
+	}
+	stop()
+	if err := e.qs.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.closed = true
+	if _, err := n.Listen(e.ctx, schedule.TopicDue, func(string) {}); !errors.Is(err, schedule.ErrClosed) {
+		e.t.Errorf("Listen after Close: %v, want ErrClosed", err)
+	}
+	if _, err := e.ss.Get(e.ctx, "x"); !errors.Is(err, schedule.ErrClosed) {
+		e.t.Errorf("Get after Close: %v, want ErrClosed", err)
+	}
 }

@@ -17,6 +17,9 @@ import (
 func (e *scEnv) checkInvariants() {
 	t := e.t
 	t.Helper()
+	if e.closed {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	after := ""

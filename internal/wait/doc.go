@@ -18,7 +18,10 @@
 // wake-ups in a reconnect. stop ends the subscription. Each primitive names its topics and its interface: a
 // queue.Notifier's topic is a tube, a lock.Notifier's a lock name, a
 // ttlhash.Notifier's TopicEvents, TopicDue or an event shard's topic, a
-// schedule.Notifier's TopicDue.
+// schedule.Notifier's TopicDue. Listen fails in one shape too: a topic the
+// store does not announce with the primitive's ErrNoTopic (ttlhash's,
+// schedule's: the primitives whose topics are a fixed set), a closed store
+// with the primitive's ErrClosed.
 //
 // # The loop
 //

@@ -115,7 +115,6 @@ var errorTable = []struct {
 	{queue.ErrNotReplicated, http.StatusServiceUnavailable, CodeUnavailable},
 	{queue.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
 	{queue.ErrNoLimits, http.StatusBadRequest, CodeNotSupported},
-	{queue.ErrNoGroups, http.StatusBadRequest, CodeNotSupported},
 
 	// ttlhash
 	{ttlhash.ErrInvalid, http.StatusBadRequest, CodeBadRequest},

@@ -7,13 +7,15 @@ import (
 	"testing"
 
 	"github.com/hourglass-io/hourglass/internal/errscan"
+	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
 // notInTable are the sentinels of the primitives that no handler can
 // return, each with why.
 var notInTable = map[string]string{
-	ttlhash.ErrNoTopic.Error(): "a Listen on a topic the store does not announce: the server's own bug, never a request's",
+	ttlhash.ErrNoTopic.Error():  "a Listen on a topic the store does not announce: the server's own bug, never a request's",
+	schedule.ErrNoTopic.Error(): "a Listen on a topic the store does not announce: the server's own bug, never a request's",
 }
 
 // Every sentinel error a primitive's package declares (every exported
