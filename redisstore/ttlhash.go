@@ -372,15 +372,15 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 	if err != nil {
 		return ttlhash.SweepResult{}, err
 	}
-	return sweepResult(v)
+	return h.sweepResult(v)
 }
 
 // sweepResult reads hx_sweep's reply {expired, more, next ms (-1 none),
-// looked}.
+// looked, now µs}.
 func sweepResult(v any) (ttlhash.SweepResult, error) {
 	r := replyOf(hxScripts.sweep)
-	a := r.arr(v, 4)
-	c := [4]int64{r.int(a[0]), r.int(a[1]), r.int(a[2]), r.int(a[3])}
+	a := r.arr(v, 5)
+	c := [5]int64{r.int(a[0]), r.int(a[1]), r.int(a[2]), r.int(a[3]), r.int(a[4])}
 	if err := r.done(); err != nil {
 		return ttlhash.SweepResult{}, err
 	}
@@ -388,7 +388,18 @@ func sweepResult(v any) (ttlhash.SweepResult, error) {
 	if c[2] >= 0 {
 		res.Next = time.Duration(c[2]) * time.Millisecond
 	}
+	res.At = time.UnixMicro(c[4])
 	return res, nil
+}
+
+// sweepResult reads a reply of hx_sweep; At is left zero unless the clock
+// is Redis's own (an injected clock does not run with a Sweeper's).
+func (h *Hashes) sweepResult(v any) (ttlhash.SweepResult, error) {
+	r, err := sweepResult(v)
+	if h.s.clock != nil {
+		r.At = time.Time{}
+	}
+	return r, err
 }
 
 // SweepAll implements ttlhash.ShardSweeper: one Sweep per shard, in one
@@ -421,7 +432,7 @@ func (h *Hashes) SweepShards(ctx context.Context, shards []int, max int) ([]ttlh
 	}
 	rs := make([]ttlhash.SweepResult, len(out))
 	for i, v := range out {
-		if rs[i], err = sweepResult(v); err != nil {
+		if rs[i], err = h.sweepResult(v); err != nil {
 			return nil, err
 		}
 	}

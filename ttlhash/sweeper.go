@@ -219,10 +219,12 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 		shards  []int
 		planned []bool
 		start   time.Time
+		end     time.Time // when the call returned
 		rs      []SweepResult
 		err     error
 		tr      evtrace.Pass
 	}
+	var ahead clockAhead
 	ended := make(chan *pass, maxPasses)
 	flying := 0
 	defer func() {
@@ -265,6 +267,10 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 				next[s] = time.Time{}
 			case r.Next >= 0 && backup[s]:
 				next[s] = p.start.Add(max(r.Next, backupEvery))
+			case r.Next >= 0 && !r.At.IsZero():
+				// The deadline itself, on this clock: the store's clock
+				// less what it is at least ahead of this one.
+				next[s] = r.At.Truncate(time.Millisecond).Add(r.Next).Add(-ahead.of(r.At, p.end))
 			case r.Next >= 0:
 				// From the call's start: the store's clock read the due
 				// time then, to the millisecond.
@@ -320,9 +326,8 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 			flying++
 			go func() {
 				p.rs, p.err = sh.SweepShards(ctx, p.shards, w.batch)
-				if evtrace.OnPass != nil {
-					p.tr.End = time.Now()
-				}
+				p.end = time.Now()
+				p.tr.End = p.end
 				ended <- p
 				waiter.Wake()
 			}()
@@ -350,6 +355,32 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 			}
 		}
 	}
+}
+
+// clockAhead estimates how far a store's clock is ahead of this process's
+// (negative: behind), from sweeps that reported it: at most by what it
+// is, so that a deadline on the store's clock converted with it is never
+// earlier here. Each sweep gives a bound, its reading less the time its
+// reply arrived (the reading came before); the estimate is the largest
+// bound of the last second or two, so that it follows a clock that steps.
+type clockAhead struct {
+	cur, prev time.Duration
+	since     time.Time // when cur began
+}
+
+// of takes the bound of a store reading at that arrived here at end, and
+// returns the estimate.
+func (c *clockAhead) of(at, end time.Time) time.Duration {
+	b := at.Sub(end)
+	switch {
+	case c.since.IsZero():
+		c.cur, c.prev, c.since = b, b, end
+	case end.Sub(c.since) >= time.Second:
+		c.prev, c.cur, c.since = c.cur, b, end
+	default:
+		c.cur = max(c.cur, b)
+	}
+	return max(c.cur, c.prev)
 }
 
 // maxPasses is how many sweep calls a Sweeper keeps in flight at once.

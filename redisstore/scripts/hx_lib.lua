@@ -53,6 +53,7 @@ local pend, pendDue, pendOrder = {}, {}, {} -- see insert
 local zpend, zmin = {}, nil -- score, member pairs to add to z; their least score
 local ids = {} -- hash name -> id, of this call
 local quiet = false -- the call is a sweep: it reports the next due time itself
+local clockus = 0 -- the time nowms read, in µs
 
 -- hx_enter starts a call: the shard's keys, the event cap, nothing pending.
 local function hx_enter()
@@ -70,9 +71,11 @@ end
 
 local function nowms()
   if ARGV[1] ~= '' then
-    return math.floor(tonumber(ARGV[1]) / 1000)
+    clockus = tonumber(ARGV[1])
+    return math.floor(clockus / 1000)
   end
   local t = redis.call('TIME')
+  clockus = tonumber(t[1]) * 1000000 + tonumber(t[2])
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 

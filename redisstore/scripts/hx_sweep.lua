@@ -12,8 +12,8 @@
 -- KEYS: w q n i m e (see hx_lib.lua)
 -- ARGV: now, cap, max
 -- Returns: {expired, 1 if due work remains else 0, ms to the next due time
--- or -1, entries looked at}; refining paced (see below) returns 0 and at
--- most 4 ms.
+-- (from the whole millisecond of now) or -1, entries looked at, now in µs};
+-- refining paced (see below) returns 0 and at most 4 ms.
 local now = nowms()
 local nowstr = tostring(now) -- formatted once, not per event
 quiet = true -- the return value tells the caller the next due time
@@ -248,7 +248,7 @@ elseif added then
   znext = math.min(znext or added, added)
 end
 if behind or (znext and znext <= now) then
-  return { emitted, 1, 0, work }
+  return { emitted, 1, 0, work, clockus }
 end
 if paced then
   -- The rest of the refining goes with the next call the shard needs
@@ -263,16 +263,16 @@ if paced then
   if znext then
     wait = math.min(wait, znext - now)
   end
-  return { emitted, 0, math.max(1, wait), work }
+  return { emitted, 0, math.max(1, wait), work, clockus }
 end
 local due = qnext
 if znext then
   due = math.min(due or znext, znext)
 end
 if not due then
-  return { emitted, 0, -1, work }
+  return { emitted, 0, -1, work, clockus }
 end
 if due <= now then
-  return { emitted, 1, 0, work }
+  return { emitted, 1, 0, work, clockus }
 end
-return { emitted, 0, due - now, work }
+return { emitted, 0, due - now, work, clockus }
