@@ -368,7 +368,7 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 	if shard < 0 || shard >= h.shards {
 		return ttlhash.SweepResult{}, fmt.Errorf("%w: shard %d: want 0 to %d", ttlhash.ErrInvalid, shard, h.shards-1)
 	}
-	v, err := h.run(ctx, hxScripts.sweep, shard, "", max)
+	v, err := h.run(ctx, hxScripts.sweep, shard, "", max, shard)
 	if err != nil {
 		return ttlhash.SweepResult{}, err
 	}
@@ -421,7 +421,7 @@ func (h *Hashes) SweepShards(ctx context.Context, shards []int, max int) ([]ttlh
 		if i < 0 || i >= h.shards {
 			return nil, fmt.Errorf("%w: shard %d: want 0 to %d", ttlhash.ErrInvalid, i, h.shards-1)
 		}
-		calls[k] = call{op: hxScripts.sweep, keys: h.keys(i, ""), args: []any{now, h.cap, max}}
+		calls[k] = call{op: hxScripts.sweep, keys: h.keys(i, ""), args: []any{now, h.cap, max, i}}
 	}
 	if len(calls) == 0 {
 		return nil, nil

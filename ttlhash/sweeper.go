@@ -228,8 +228,13 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 	ended := make(chan *pass, maxPasses)
 	flying := 0
 	defer func() {
+		// The calls still out are waited for, and what they expired counted.
 		for ; flying > 0; flying-- {
-			<-ended
+			if p := <-ended; p.err == nil {
+				for _, r := range p.rs {
+					w.count(r)
+				}
+			}
 		}
 	}()
 	take := func(p *pass) bool {
