@@ -249,7 +249,8 @@ func testGroupDelayedReleased(t *testing.T, s *suite) {
 }
 
 // testGroupWakes: a reserve waiting on a tube is woken by a put into one of
-// its groups, and by a place of a group freed by a delete.
+// its groups, by a place of a group freed by a delete, and by a place of
+// the tube's cap freed by a delete of the tube's own job.
 func testGroupWakes(t *testing.T, s *suite) {
 	t.Run("Put", func(t *testing.T) {
 		e := s.env(t)
@@ -268,6 +269,23 @@ func testGroupWakes(t *testing.T, s *suite) {
 		next := e.putGroup("wk", "g", 5, "next")
 		w := e.startWaiter("wk")
 		e.ok("Delete", e.q2.Delete(e.ctx, held))
+		if r := w.result(); r.err != nil || r.job.ID != next {
+			t.Fatalf("waiting Reserve = job %d, %v; want job %d", r.job.ID, r.err, next)
+		}
+	})
+	// The tube's cap counts its groups' reservations: with one of the
+	// tube's own jobs and one of a group's reserved, the cap of 2 holds a
+	// waiter back, and a delete of the tube's own job frees its place.
+	t.Run("DeleteOwnAtFamilyCap", func(t *testing.T) {
+		e := s.env(t)
+		e.grouped("wf", queue.Limits{Cap: 2})
+		own := e.putPri("wf", 0, "own")
+		e.reserveWant(e.q2, own, "wf")
+		grp := e.putGroup("wf", "g", 0, "grp")
+		e.reserveWant(e.q2, grp, "wf")
+		next := e.putGroup("wf", "g", 5, "next")
+		w := e.startWaiter("wf")
+		e.ok("Delete", e.q2.Delete(e.ctx, own))
 		if r := w.result(); r.err != nil || r.job.ID != next {
 			t.Fatalf("waiting Reserve = job %d, %v; want job %d", r.job.ID, r.err, next)
 		}

@@ -109,6 +109,11 @@ end
 
 -- flush writes the fields of T's hash that changed (false deletes one).
 local function flush(T)
+  if T.reserved and T.rs then
+    -- the reserves counted, in the same HSET as the rest when open read them
+    set(T, 'rs', T.rs + T.reserved)
+    T.reserved = nil
+  end
   local hset, hdel = {}, {}
   for f, v in pairs(T.dirty) do
     if v == false then
@@ -138,9 +143,10 @@ end
 local function open(Ts)
   local us = redis_us()
   for _, T in ipairs(Ts) do
-    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf', 'lim', 'tat', 'fm')
+    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf', 'lim', 'tat', 'fm', 'rs', 'cw')
     T.nd, T.pu, T.live, T.total, T.deletes, T.hw = num(h[1]), num(h[2]), num(h[3]) or 0, num(h[4]) or 0, num(h[5]) or 0, num(h[6]) or 0
     T.ix, T.rf, T.lim, T.tat, T.hasfam = num(h[7]), num(h[8]) or 0, h[9] or nil, num(h[10]), h[11]
+    T.rs, T.cw = num(h[12]) or 0, h[13]
     if T.hw > us then
       us = T.hw
     end
@@ -396,9 +402,10 @@ local function wake_in(T, ms)
 end
 
 -- slot_freed is called before a reservation of T ends other than by its
--- job becoming ready (a delete, a bury): when T is at its cap, that frees a
--- place a waiter may be waiting for, so T's waiters are woken. Below the
--- cap no reserve is waiting for a place, and nothing is sent.
+-- job becoming ready (a delete, a bury): when a reserve has found T at its
+-- cap since the last freed place (limit_wait marks the tube's hash, cw),
+-- a waiter may be waiting for this place, so T's waiters are woken.
+-- Otherwise no reserve is waiting for a place, and nothing is sent.
 local function slot_freed(T)
   if T.fam then
     -- a group's place: its tube's cap or group template may hold a waiter
@@ -411,15 +418,14 @@ local function slot_freed(T)
     end
     return
   end
-  if T.lim then
-    local cap = limit_parse(T.lim).cap
-    if cap > 0 then
-      local nx = T.nx or redis.call('ZCARD', T.x)
-      if nx >= cap then
-        wake(T)
-      end
-      T.nx = nx - 1
-    end
+  if T.nx then
+    T.nx = T.nx - 1
+  end
+  if T.cw then
+    -- a reserve found T at its cap (limit_wait): one waiting may take this place
+    wake(T)
+    set(T, 'cw', false)
+    T.cw = nil
   end
 end
 
@@ -654,6 +660,15 @@ local function gcra_wait(tat, iv, burst, us)
   return 0
 end
 
+-- cap_reached marks tube T as found at its cap, so that the next place
+-- freed wakes its waiters (slot_freed).
+local function cap_reached(T)
+  if not T.cw and T.ix then
+    set(T, 'cw', 1)
+    T.cw = '1'
+  end
+end
+
 -- limit_wait is how long (µs) until T's limits allow one more reserve at
 -- us: 0 when they do now, -1 when the cap holds T back (a reservation must
 -- end first: a TTR's end, which next_due knows, or a delete, bury or
@@ -664,6 +679,7 @@ local function limit_wait(T, us)
       T.nx = redis.call('ZCARD', T.x) -- then kept by reserve_rec and delete_one
     end
     if T.nx >= T.cap then
+      cap_reached(T)
       return -1
     end
   end

@@ -122,6 +122,7 @@ local function parent_wait(T, name)
     T.nx = T.nx or (T.ix and redis.call('ZCARD', T.x)) or 0
     T.gres = T.gres or tonumber(redis.call('HGET', KEYS[1], 'gr:' .. name) or '0')
     if T.nx + T.gres >= T.cap then
+      cap_reached(T)
       return -1
     end
   end
