@@ -134,7 +134,7 @@ func (o *Options) afterFunc() func(d time.Duration, f func()) Timer {
 	case o != nil && o.Clock != nil:
 		return func(time.Duration, func()) Timer { return noTimer{} }
 	}
-	return func(d time.Duration, f func()) Timer { return ptimer.Exact(d, f) }
+	return func(d time.Duration, f func()) Timer { return ptimer.AfterFunc(d, f) }
 }
 
 func (o *Options) fsync() FsyncPolicy {

@@ -3,9 +3,7 @@ package ptimer
 import (
 	"errors"
 	"os"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,23 +16,11 @@ type Timer struct {
 	file *os.File // the timerfd, non-blocking, in the runtime's poller
 	fd   int
 
-	// An exact Timer (Exact) sets its timerfd lead before its time, and
-	// the goroutine spins from the wake-up to the time itself.
-	exact bool
-	gen   atomic.Uint64 // counts Reset and Stop calls: a spin ends when it moves
-
 	mu      sync.Mutex
 	armed   bool // set, not yet fired or stopped
 	running bool // the goroutine that reads the timerfd is alive
 	closed  bool
-	at      time.Time     // the time set, of an exact Timer
-	lead    time.Duration // how early an exact Timer's timerfd is set
-	late    time.Duration // the average lateness of its wake-ups
 }
-
-// maxLead bounds how early an exact Timer wakes, and so what one call
-// spends spinning.
-const maxLead = 200 * time.Microsecond
 
 // AfterFunc returns a Timer that calls f after d (at once when d is not
 // positive). When the system refuses a timerfd it falls back to
@@ -49,22 +35,6 @@ func AfterFunc(d time.Duration, f func()) Stopper {
 	return t
 }
 
-// Exact is AfterFunc for a timer whose function must run as soon after
-// its time as can be, never before: it sets the timerfd before the time,
-// by about twice what its recent wake-ups were late (at most 200 µs), and
-// spins from the wake-up to the time, so that the wake-up's latency (a
-// sleeping CPU, the scheduler) falls before the time rather than after
-// it. It costs that spin's CPU at each firing.
-func Exact(d time.Duration, f func()) Stopper {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
-	if err != nil {
-		return fallback(d, f)
-	}
-	t := &Timer{fn: f, fd: fd, file: os.NewFile(uintptr(fd), "ptimer"), exact: true}
-	t.Reset(d)
-	return t
-}
-
 // Reset sets the timer to call its function after d and reports whether
 // it was set before.
 func (t *Timer) Reset(d time.Duration) bool {
@@ -75,11 +45,6 @@ func (t *Timer) Reset(d time.Duration) bool {
 	}
 	was := t.armed
 	t.armed = true
-	t.gen.Add(1)
-	if t.exact {
-		t.at = time.Now().Add(d)
-		d -= t.lead
-	}
 	t.settime(max(d, 1))
 	_ = t.file.SetReadDeadline(time.Time{})
 	if !t.running {
@@ -98,7 +63,6 @@ func (t *Timer) Stop() bool {
 	}
 	was := t.armed
 	t.armed = false
-	t.gen.Add(1)
 	t.settime(0)
 	if t.running {
 		_ = t.file.SetReadDeadline(time.Unix(1, 0)) // lets the goroutine end
@@ -140,16 +104,6 @@ func (t *Timer) loop() {
 		switch {
 		case err == nil && t.armed && t.pending():
 			// An expiry read before Reset set the timer again: read on.
-		case err == nil && t.armed && t.exact:
-			t.armed = false
-			at, gen := t.at, t.gen.Load()
-			now := time.Now()
-			t.learn(now.Sub(at.Add(-t.lead)))
-			t.mu.Unlock()
-			if t.spin(at, gen) {
-				t.fn()
-			}
-			continue
 		case err == nil && t.armed:
 			t.armed = false
 			t.mu.Unlock()
@@ -166,24 +120,4 @@ func (t *Timer) loop() {
 		}
 		t.mu.Unlock() // stopped and set again: read on
 	}
-}
-
-// learn notes how late a wake-up of an exact Timer was and sets its lead
-// for the next: twice the average lateness, at most maxLead.
-func (t *Timer) learn(late time.Duration) {
-	late = min(max(late, 0), 4*maxLead)
-	t.late += (late - t.late) / 8
-	t.lead = min(2*t.late, maxLead)
-}
-
-// spin waits until at and reports whether the timer was neither set again
-// nor stopped meanwhile (then it fires on its own, or not at all).
-func (t *Timer) spin(at time.Time, gen uint64) bool {
-	for time.Now().Before(at) {
-		if t.gen.Load() != gen {
-			return false
-		}
-		runtime.Gosched()
-	}
-	return t.gen.Load() == gen
 }

@@ -6,6 +6,3 @@ import "time"
 
 // AfterFunc returns time.AfterFunc's timer: this system has no timerfd.
 func AfterFunc(d time.Duration, f func()) Stopper { return fallback(d, f) }
-
-// Exact returns time.AfterFunc's timer: this system has no timerfd.
-func Exact(d time.Duration, f func()) Stopper { return fallback(d, f) }

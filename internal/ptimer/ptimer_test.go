@@ -95,44 +95,13 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// TestExactNeverEarly: an exact timer calls its function at or after the
-// time it was set for, each time, as its lead is learnt; set again or
-// stopped while it spins, it does not call it for the old time.
-func TestExactNeverEarly(t *testing.T) {
-	at := make(chan time.Time, 10)
-	tm := Exact(time.Hour, func() { at <- time.Now() })
-	defer tm.Close()
-	for i := range 100 {
-		d := time.Duration(1+i%3)*time.Millisecond + time.Duration(i*37%1000)*time.Microsecond
-		due := time.Now().Add(d)
-		tm.Reset(d)
-		select {
-		case got := <-at:
-			if got.Before(due) {
-				t.Fatalf("call %d came %v before its time", i, due.Sub(got))
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("call %d did not come", i)
-		}
-	}
-	// Moved later, then stopped, just before its time: no call.
-	tm.Reset(2 * time.Millisecond)
-	tm.Reset(3 * time.Millisecond)
-	tm.Stop()
-	other := AfterFunc(30*time.Millisecond, func() { at <- time.Time{} })
-	defer other.Close()
-	if got := <-at; !got.IsZero() {
-		t.Fatal("a stopped exact timer called its function")
-	}
-}
-
 // BenchmarkLateness reports how late a Timer and time.AfterFunc call
 // their function after the time they were set for, at p50 and p99.
 func BenchmarkLateness(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		make func(time.Duration, func()) Stopper
-	}{{"ptimer", AfterFunc}, {"ptimer.Exact", Exact}, {"time.AfterFunc", fallback}} {
+	}{{"ptimer", AfterFunc}, {"time.AfterFunc", fallback}} {
 		b.Run(c.name, func(b *testing.B) {
 			const n = 300
 			late := make([]time.Duration, 0, n)
