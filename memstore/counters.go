@@ -12,8 +12,6 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-var _ queue.CounterLog = (*Store)(nil)
-
 // Record kinds of the counter log: the range 64–65.
 const (
 	// kindCounters: a RecordCounters call (log and snapshot): varint
@@ -26,7 +24,7 @@ const (
 // (queue.CounterLog). A minute past its keep is dropped lazily, at the
 // next record or read, and at Open; it has no deadline of the Store's.
 type counterLog struct {
-	s *Store
+	e *engine
 	// Guarded by the Store's mu.
 	minutes map[int64]*counterMinute
 }
@@ -36,8 +34,8 @@ type counterMinute struct {
 	tubes map[string][5]int64
 }
 
-func (c *counterLog) init(s *Store) {
-	c.s = s
+func (c *counterLog) init(e *engine) {
+	c.e = e
 	c.minutes = map[int64]*counterMinute{}
 }
 
@@ -140,15 +138,14 @@ func (c *counterLog) samples(m int64) []queue.CounterSample {
 }
 
 // RecordCounters implements queue.CounterLog.
-func (s *Store) RecordCounters(ctx context.Context, minute int64, keep time.Duration, samples []queue.CounterSample) error {
+func (c *counterLog) RecordCounters(ctx context.Context, minute int64, keep time.Duration, samples []queue.CounterSample) error {
 	if err := queue.CheckCounters(minute, keep, samples); err != nil {
 		return err
 	}
-	now, err := s.begin(ctx, queue.ErrClosed)
+	now, err := c.e.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return err
 	}
-	c := &s.counters
 	c.prune(now)
 	end := now + int64(keep)
 	if cm := c.minutes[minute]; cm != nil {
@@ -157,26 +154,25 @@ func (s *Store) RecordCounters(ctx context.Context, minute int64, keep time.Dura
 	var tk wal.Ticket
 	if len(samples) > 0 {
 		c.apply(minute, end, samples)
-		tk = s.append(kindCounters, encodeCounters(s.scratch[:0], minute, end, samples), nil)
+		tk = c.e.append(kindCounters, encodeCounters(c.e.scratch[:0], minute, end, samples), nil)
 	}
-	return s.end(now, tk)
+	return c.e.end(now, tk)
 }
 
 // CounterHistory implements queue.CounterLog.
-func (s *Store) CounterHistory(ctx context.Context, from, to int64) ([]queue.CounterSample, error) {
+func (c *counterLog) CounterHistory(ctx context.Context, from, to int64) ([]queue.CounterSample, error) {
 	if err := queue.CheckCounterRange(from, to); err != nil {
 		return nil, err
 	}
-	now, err := s.begin(ctx, queue.ErrClosed)
+	now, err := c.e.begin(ctx, queue.ErrClosed)
 	if err != nil {
 		return nil, err
 	}
-	c := &s.counters
 	var out []queue.CounterSample
 	for m := from; m <= to; m++ {
 		if cm := c.minutes[m]; cm != nil && cm.end > now {
 			out = append(out, c.samples(m)...)
 		}
 	}
-	return out, s.end(now, 0)
+	return out, c.e.end(now, 0)
 }

@@ -239,12 +239,12 @@ func (m *crashModel) check(dir string) error {
 	// most one per writer.
 	s.mu.Lock()
 	var unknown []queue.ID
-	for id := range s.jobs {
+	for id := range s.queue.jobs {
 		if m.jobs[id] == nil {
 			unknown = append(unknown, id)
 		}
 	}
-	m.maxID = max(m.maxID, s.lastID)
+	m.maxID = max(m.maxID, s.queue.lastID)
 	s.mu.Unlock()
 	if len(unknown) > crashWriters {
 		return fmt.Errorf("%d jobs nobody put: %v", len(unknown), unknown)

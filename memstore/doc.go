@@ -19,18 +19,24 @@
 //
 // # Core and parts
 //
-// A Store is a core and its parts. The core owns the mutex, the clock, the
-// one timer, the log, snapshots and the wake-ups of listeners; each
-// primitive is a part that owns its state, its record kinds and its
-// deadlines: the job queue, expiring hash fields, their expiry events,
-// locks and schedules. (The rate limits, Limits, are outside the parts:
-// no deadline, no record, a mutex of their own, the core's clock alone.)
-// The core asks every part the same
-// things (part.go): its next deadline, to apply what is due, to write its
-// snapshot records, to replay one of its records, and to close. One table
-// (register in part.go) lists the parts and allots each its range of
-// record kinds; replay hands each record to the part that owns its kind.
-// A new primitive is a new file with a part, and one line in that table.
+// A Store is a core and its parts. The core, the engine, owns the mutex,
+// the clock, the one timer, the log, snapshots and the wake-ups of
+// listeners, and knows no primitive; each primitive is a part that owns
+// its state, its record kinds and its deadlines: the job queue, expiring
+// hash fields, their expiry events, locks, schedules and the tubes'
+// counters. (The rate limits, Limits, are outside the parts: no deadline,
+// no record, a mutex of their own, the core's clock alone.) The core asks
+// every part the same things (part.go): its next deadline, to apply what
+// is due, to write its snapshot records, to replay one of its records, and
+// to close. One table (register in part.go) lists the parts and allots
+// each its range of record kinds; replay hands each record to the part
+// that owns its kind. A new primitive is a new file with a part, and one
+// line in that table.
+//
+// The queue's store is the Store itself, as on Redis: Store's
+// queue.Store, queue.Notifier, queue.GroupStore and queue.CounterLog
+// methods are one-line forwards to the job queue's part (queuestore.go),
+// and Hashes, Locks, Limits and Schedules return the other primitives'.
 //
 // # Time
 //

@@ -22,29 +22,29 @@ type family struct {
 	head, tail *tube
 }
 
-// ServesGroups implements queue.GroupStore.
-func (s *Store) ServesGroups() bool { return true }
+// ServesGroups is the part's side of Store.ServesGroups (queuestore.go).
+func (q *jobQueue) ServesGroups() bool { return true }
 
 // familyOf returns the family a tube named name belongs to, creating it
 // for a group's tube; nil for a tube with no groups.
-func (s *Store) familyOf(name string) *family {
+func (q *jobQueue) familyOf(name string) *family {
 	p, g := queue.SplitGroup(name)
-	f := s.families[p]
+	f := q.families[p]
 	if f == nil && g != "" {
 		f = &family{name: p, groups: map[*tube]struct{}{}}
-		if s.families == nil {
-			s.families = map[string]*family{}
+		if q.families == nil {
+			q.families = map[string]*family{}
 		}
-		s.families[p] = f
-		if pt := s.tubes[p]; pt != nil && pt.fam == nil {
-			s.attach(pt, f)
+		q.families[p] = f
+		if pt := q.tubes[p]; pt != nil && pt.fam == nil {
+			q.attach(pt, f)
 		}
 	}
 	return f
 }
 
 // attach makes t a member of f.
-func (s *Store) attach(t *tube, f *family) {
+func (q *jobQueue) attach(t *tube, f *family) {
 	t.fam = f
 	if t.name == f.name {
 		f.parent = t
@@ -59,7 +59,7 @@ func (s *Store) attach(t *tube, f *family) {
 
 // detach takes t, about to be forgotten, out of its family, and forgets
 // the family when t was its last member.
-func (s *Store) detach(t *tube) {
+func (q *jobQueue) detach(t *tube) {
 	f := t.fam
 	if f == nil {
 		return
@@ -71,8 +71,8 @@ func (s *Store) detach(t *tube) {
 	}
 	delete(f.groups, t)
 	t.fam = nil
-	if f.parent == nil && len(f.groups) == 0 && s.families[f.name] == f {
-		delete(s.families, f.name)
+	if f.parent == nil && len(f.groups) == 0 && q.families[f.name] == f {
+		delete(q.families, f.name)
 	}
 }
 
@@ -145,14 +145,14 @@ func (t *tube) isGroup() bool { return t.fam != nil && t.name != t.fam.name }
 // (-1 when only caps hold them, or there is no ready job), and ready
 // reports whether f has ready jobs at all. The parent's pause holds back
 // the whole family.
-func (s *Store) familyScan(f *family, now int64) (pick *tube, wait int64, ready bool) {
+func (q *jobQueue) familyScan(f *family, now int64) (pick *tube, wait int64, ready bool) {
 	if f.head == nil {
 		return nil, -1, false
 	}
 	if f.parent != nil && f.parent.paused {
 		return nil, -1, false
 	}
-	ptl := s.tubeLimits[f.name]
+	ptl := q.tubeLimits[f.name]
 	if ptl != nil {
 		if w := ptl.waitFamily(f, now); w != 0 {
 			return nil, w, true
@@ -181,14 +181,14 @@ func (s *Store) familyScan(f *family, now int64) (pick *tube, wait int64, ready 
 // reserve of t at now: 0 when they do, -1 when a cap holds it back. For a
 // member of a family it asks the family's tube's limits (which count the
 // whole family) and, for a group, the group template.
-func (s *Store) limitWait(t *tube, now int64) int64 {
+func (q *jobQueue) limitWait(t *tube, now int64) int64 {
 	if t.fam == nil {
-		if tl := s.tubeLimits[t.name]; tl != nil {
+		if tl := q.tubeLimits[t.name]; tl != nil {
 			return tl.wait(t, now)
 		}
 		return 0
 	}
-	tl := s.tubeLimits[t.fam.name]
+	tl := q.tubeLimits[t.fam.name]
 	if tl == nil {
 		return 0
 	}
@@ -200,14 +200,14 @@ func (s *Store) limitWait(t *tube, now int64) int64 {
 }
 
 // chargeLocked counts one reserve of t at now against the rates over it.
-func (s *Store) chargeLocked(t *tube, now int64) {
+func (q *jobQueue) chargeLocked(t *tube, now int64) {
 	if t.fam == nil {
-		if tl := s.tubeLimits[t.name]; tl != nil {
+		if tl := q.tubeLimits[t.name]; tl != nil {
 			tl.charge(now)
 		}
 		return
 	}
-	if tl := s.tubeLimits[t.fam.name]; tl != nil {
+	if tl := q.tubeLimits[t.fam.name]; tl != nil {
 		tl.charge(now)
 		if t.isGroup() && tl.ginterval > 0 {
 			if tl.gtat == nil {
@@ -259,7 +259,7 @@ func (tl *tubeLimit) pruneGroups(now int64) {
 
 // familyStats adds the jobs and counts of f's groups to out, the stats of
 // f's tube.
-func (s *Store) familyStats(f *family, out *queue.TubeStats) {
+func (q *jobQueue) familyStats(f *family, out *queue.TubeStats) {
 	out.LimitHolds += f.holds
 	for t := range f.groups {
 		out.Groups++
@@ -284,10 +284,10 @@ func (f *family) next() int64 {
 // checkFamilies verifies the families (CheckInvariants): every tube of a
 // family is attached to it, the rotation holds exactly the members with
 // ready jobs, once each, and the family's count of reserved jobs adds up.
-func (s *Store) checkFamilies() error {
-	for name, t := range s.tubes {
+func (q *jobQueue) checkFamilies() error {
+	for name, t := range q.tubes {
 		p, g := queue.SplitGroup(name)
-		f := s.families[p]
+		f := q.families[p]
 		if (g != "" || f != nil) && t.fam != f {
 			return fmt.Errorf("tube %q is not in the family of tube %q", name, p)
 		}
@@ -295,11 +295,11 @@ func (s *Store) checkFamilies() error {
 			return fmt.Errorf("tube %q is in a family that is gone", name)
 		}
 	}
-	for name, f := range s.families {
+	for name, f := range q.families {
 		if f.name != name || (f.parent == nil && len(f.groups) == 0) {
 			return fmt.Errorf("family %q is stale", name)
 		}
-		if f.parent != nil && s.tubes[name] != f.parent {
+		if f.parent != nil && q.tubes[name] != f.parent {
 			return fmt.Errorf("family %q has a parent that is gone", name)
 		}
 		reserved, ready := 0, 0
@@ -308,7 +308,7 @@ func (s *Store) checkFamilies() error {
 			members = append(members, f.parent)
 		}
 		for t := range f.groups {
-			if s.tubes[t.name] != t {
+			if q.tubes[t.name] != t {
 				return fmt.Errorf("family %q has group %q, which is gone", name, t.name)
 			}
 			members = append(members, t)

@@ -73,9 +73,10 @@ func (g *hxGroup) floor() uint64 {
 
 // hashEvents is the part of the expiry events and their groups.
 type hashEvents struct {
-	s         *Store
-	events    []*hxEvent // by seq, oldest first
-	nextSeq   uint64     // the sequence of the next event (from 1)
+	e         *engine
+	fields    *hashFields // whose fields an expiry's record removes at replay
+	events    []*hxEvent  // by seq, oldest first
+	nextSeq   uint64      // the sequence of the next event (from 1)
 	dropped   int64
 	groups    map[string]*hxGroup
 	cap       int
@@ -83,8 +84,8 @@ type hashEvents struct {
 	listeners listeners // Listen(TopicEvents), all under ""
 }
 
-func (x *hashEvents) init(s *Store, maxEvents int) {
-	x.s = s
+func (x *hashEvents) init(e *engine, maxEvents int, fields *hashFields) {
+	x.e, x.fields = e, fields
 	x.groups = map[string]*hxGroup{}
 	x.nextSeq = 1
 	x.cap = maxEvents
@@ -113,7 +114,7 @@ func (x *hashEvents) appendEvent(ev *hxEvent) {
 	x.events = append(x.events, ev)
 	x.bytes += eventSize(ev)
 	x.nextSeq = max(x.nextSeq, ev.seq+1)
-	x.s.wake(&x.listeners, "")
+	x.e.wake(&x.listeners, "")
 	if len(x.events) > x.cap {
 		x.trim()
 		if n := len(x.events) - x.cap; n > 0 {
@@ -179,9 +180,9 @@ func (h *Hashes) CreateGroup(ctx context.Context, group string) error {
 		return err
 	}
 	var t wal.Ticket
-	if h.s.events.groups[group] == nil {
-		h.s.events.createGroup(group)
-		t = h.s.append(kindHXGroup, h.s.encodeHXGroup(group, true), nil)
+	if h.events.groups[group] == nil {
+		h.events.createGroup(group)
+		t = h.e.append(kindHXGroup, h.events.encodeGroup(group, true), nil)
 	}
 	return h.end(now, t)
 }
@@ -196,9 +197,9 @@ func (h *Hashes) DeleteGroup(ctx context.Context, group string) error {
 	if err != nil {
 		return err
 	}
-	delete(h.s.events.groups, group)
-	h.s.events.trim()
-	return h.end(now, h.s.append(kindHXGroup, h.s.encodeHXGroup(group, false), nil))
+	delete(h.events.groups, group)
+	h.events.trim()
+	return h.end(now, h.e.append(kindHXGroup, h.events.encodeGroup(group, false), nil))
 }
 
 func eventOf(e *hxEvent, again bool) ttlhash.Event {
@@ -223,7 +224,7 @@ func (h *Hashes) beginGroup(ctx context.Context, group string) (int64, *hxGroup,
 	if err != nil {
 		return 0, nil, err
 	}
-	g := h.s.events.groups[group]
+	g := h.events.groups[group]
 	if g == nil {
 		h.end(now, 0)
 		return 0, nil, fmt.Errorf("%w: %q", ttlhash.ErrNoGroup, group)
@@ -237,7 +238,7 @@ func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]t
 	if err != nil {
 		return nil, err
 	}
-	x := &h.s.events
+	x := h.events
 	var out []ttlhash.Event
 	if first := x.firstSeq(); g.next < first {
 		g.next = first
@@ -265,7 +266,7 @@ func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time
 	if err != nil {
 		return nil, err
 	}
-	x := &h.s.events
+	x := h.events
 	ms := nowMS(now)
 	var seqs []uint64
 	for seq, p := range g.pending {
@@ -304,7 +305,7 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	x := &h.s.events
+	x := h.events
 	g := x.groups[group]
 	n := 0
 	var t wal.Ticket
@@ -312,7 +313,7 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 		for _, seq := range seqs {
 			if g.pending[seq] != nil {
 				delete(g.pending, seq)
-				t = h.s.append(kindHXAck, h.s.encodeHXAck(group, seq), nil)
+				t = h.e.append(kindHXAck, h.events.encodeAck(group, seq), nil)
 				n++
 			}
 		}
@@ -325,7 +326,7 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
 	var st ttlhash.EventStats
 	err := h.read(ctx, func(int64) {
-		x := &h.s.events
+		x := h.events
 		st.Retained, st.Dropped = int64(len(x.events)), x.dropped
 		for _, g := range x.groups {
 			st.Groups = append(st.Groups, ttlhash.GroupStats{Name: g.name, Pending: int64(len(g.pending))})
@@ -343,48 +344,47 @@ func (h *Hashes) Listen(ctx context.Context, topic string, wake func(topic strin
 	if topic != ttlhash.TopicEvents {
 		return nil, fmt.Errorf("memstore: %w: %q", ttlhash.ErrNoTopic, topic)
 	}
-	return h.s.listen(ctx, &h.s.events.listeners, "", func(string) { wake(topic) }, ttlhash.ErrClosed)
+	return h.e.listen(ctx, &h.events.listeners, "", func(string) { wake(topic) }, ttlhash.ErrClosed)
 }
 
 // Records.
 
-func (s *Store) encodeHXEvent(e *hxEvent) []byte {
-	b := binary.AppendUvarint(s.scratch[:0], e.seq)
+func (x *hashEvents) encodeEvent(e *hxEvent) []byte {
+	b := binary.AppendUvarint(x.e.scratch[:0], e.seq)
 	b = appendString(b, e.hash)
 	b = appendString(b, e.field)
 	b = binary.AppendVarint(b, e.dl)
 	b = binary.AppendVarint(b, e.expiredAt)
-	s.scratch = b
+	x.e.scratch = b
 	return b
 }
 
-func (s *Store) encodeHXGroup(group string, created bool) []byte {
-	b := appendString(s.scratch[:0], group)
+func (x *hashEvents) encodeGroup(group string, created bool) []byte {
+	b := appendString(x.e.scratch[:0], group)
 	if created {
 		b = append(b, 1)
 	} else {
 		b = append(b, 0)
 	}
-	s.scratch = b
+	x.e.scratch = b
 	return b
 }
 
-func (s *Store) encodeHXAck(group string, seq uint64) []byte {
-	b := appendString(s.scratch[:0], group)
+func (x *hashEvents) encodeAck(group string, seq uint64) []byte {
+	b := appendString(x.e.scratch[:0], group)
 	b = binary.AppendUvarint(b, seq)
-	s.scratch = b
+	x.e.scratch = b
 	return b
 }
 
 // snapshot adds the events and the groups' acknowledgements to a
 // snapshot.
 func (x *hashEvents) snapshot(w *wal.SnapshotWriter) {
-	s := x.s
-	b := binary.AppendUvarint(s.scratch[:0], x.nextSeq)
+	b := binary.AppendUvarint(x.e.scratch[:0], x.nextSeq)
 	b = binary.AppendVarint(b, x.dropped)
 	w.Add(kindHXMeta, b, nil)
 	for _, e := range x.events {
-		w.Add(kindHXEvent, s.encodeHXEvent(e), e.value)
+		w.Add(kindHXEvent, x.encodeEvent(e), e.value)
 	}
 	for _, g := range x.groups {
 		// Pending events count as not acknowledged: they are handed out
@@ -399,16 +399,16 @@ func (x *hashEvents) snapshot(w *wal.SnapshotWriter) {
 		for seq := range g.acked {
 			acked = append(acked, seq)
 		}
-		b = appendString(s.scratch[:0], g.name)
+		b = appendString(x.e.scratch[:0], g.name)
 		b = binary.AppendUvarint(b, next)
 		b = binary.AppendUvarint(b, uint64(len(acked)))
 		for _, seq := range acked {
 			b = binary.AppendUvarint(b, seq)
 		}
-		s.scratch = b
+		x.e.scratch = b
 		w.Add(kindHXAcked, b, nil)
 	}
-	s.scratch = b[:0]
+	x.e.scratch = b[:0]
 }
 
 // replay applies one record of the events' kinds at Open.
@@ -421,7 +421,7 @@ func (x *hashEvents) replay(kind byte, d *decoder) error {
 		}
 		e.value = slices.Clone(d.b)
 		if kind == kindHXExpire {
-			fs := &x.s.fields
+			fs := x.fields
 			if hh := fs.hashes[e.hash]; hh != nil && hh.fields[e.field] != nil {
 				fs.removeField(hh.fields[e.field])
 			}

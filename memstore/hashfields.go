@@ -63,14 +63,15 @@ func (h *hxDue) Pop() any {
 
 // hashFields is the part of the hashes and their fields.
 type hashFields struct {
-	s      *Store
+	e      *engine
+	events *hashEvents // where an expired field leaves its event
 	hashes map[string]*hxHash
 	due    hxDue
 	bytes  int64 // about what a snapshot of the fields takes
 }
 
-func (x *hashFields) init(s *Store) {
-	x.s = s
+func (x *hashFields) init(e *engine, events *hashEvents) {
+	x.e, x.events = e, events
 	x.hashes = map[string]*hxHash{}
 }
 
@@ -98,7 +99,15 @@ func (x *hashFields) close() {}
 // under the Store's lock, in the Store's log. It is safe for concurrent
 // use. Expiry is the Store's: its timer expires due fields whether or not
 // a Sweeper runs.
-type Hashes struct{ s *Store }
+type Hashes struct {
+	e      *engine
+	fields *hashFields
+	events *hashEvents
+}
+
+func (h *Hashes) init(e *engine, fields *hashFields, events *hashEvents) {
+	h.e, h.fields, h.events = e, fields, events
+}
 
 var (
 	_ ttlhash.Store    = (*Hashes)(nil)
@@ -110,12 +119,12 @@ func (s *Store) Hashes() *Hashes { return &s.hashes }
 
 func nowMS(now int64) int64 { return now / int64(time.Millisecond) }
 
-// begin starts an operation on the hashes (see Store.begin).
-func (h *Hashes) begin(ctx context.Context) (int64, error) { return h.s.begin(ctx, ttlhash.ErrClosed) }
+// begin starts an operation on the hashes (see engine.begin).
+func (h *Hashes) begin(ctx context.Context) (int64, error) { return h.e.begin(ctx, ttlhash.ErrClosed) }
 
-// end finishes an operation (see Store.end): event listeners are woken
+// end finishes an operation (see engine.end): event listeners are woken
 // once the events are durable.
-func (h *Hashes) end(now int64, t wal.Ticket) error { return h.s.end(now, t) }
+func (h *Hashes) end(now int64, t wal.Ticket) error { return h.e.end(now, t) }
 
 // live returns the field if it exists and has not expired at ms.
 func (x *hashFields) live(hash, field string, ms int64) *hxField {
@@ -175,11 +184,10 @@ func (x *hashFields) putField(hash, field string, value []byte, dl int64) {
 // expireField expires f at ms with the deadline dl, logging it: the field
 // goes, its event comes.
 func (x *hashFields) expireField(f *hxField, dl, ms int64) wal.Ticket {
-	s := x.s
-	ev := &hxEvent{seq: s.events.nextSeq, hash: f.hash.name, field: f.name, value: f.value, dl: dl, expiredAt: ms}
+	ev := &hxEvent{seq: x.events.nextSeq, hash: f.hash.name, field: f.name, value: f.value, dl: dl, expiredAt: ms}
 	x.removeField(f)
-	s.events.appendEvent(ev)
-	return s.append(kindHXExpire, s.encodeHXEvent(ev), ev.value)
+	x.events.appendEvent(ev)
+	return x.e.append(kindHXExpire, x.events.encodeEvent(ev), ev.value)
 }
 
 // expire expires the fields due at now (ns), at most max (0: all).
@@ -213,13 +221,12 @@ func (h *Hashes) Set(ctx context.Context, hash string, req ttlhash.SetRequest) (
 	if err != nil {
 		return 0, err
 	}
-	s := h.s
 	ms := nowMS(now)
 	var t wal.Ticket
 	added := 0
 	for _, fd := range req.Fields {
-		s.fields.reap(hash, fd.Name, ms, &t)
-		f := s.fields.live(hash, fd.Name, ms)
+		h.fields.reap(hash, fd.Name, ms, &t)
+		f := h.fields.live(hash, fd.Name, ms)
 		dl := int64(0)
 		if req.TTL > 0 {
 			dl = ms + req.TTL.Milliseconds()
@@ -233,8 +240,8 @@ func (h *Hashes) Set(ctx context.Context, hash string, req ttlhash.SetRequest) (
 		if v == nil {
 			v = []byte{}
 		}
-		s.fields.putField(hash, fd.Name, v, dl)
-		t = s.append(kindHXSet, s.encodeHXSet(hash, fd.Name, dl), v)
+		h.fields.putField(hash, fd.Name, v, dl)
+		t = h.e.append(kindHXSet, h.fields.encodeSet(hash, fd.Name, dl), v)
 	}
 	return added, h.end(now, t)
 }
@@ -262,7 +269,7 @@ func (h *Hashes) Get(ctx context.Context, hash string, fields []string) ([]*ttlh
 	out := make([]*ttlhash.Entry, len(fields))
 	err := h.read(ctx, func(ms int64) {
 		for i, name := range fields {
-			if f := h.s.fields.live(hash, name, ms); f != nil {
+			if f := h.fields.live(hash, name, ms); f != nil {
 				e := entryOf(f)
 				out[i] = &e
 			}
@@ -272,7 +279,7 @@ func (h *Hashes) Get(ctx context.Context, hash string, fields []string) ([]*ttlh
 }
 
 func (h *Hashes) liveEntries(hash string, ms int64) []ttlhash.Entry {
-	hh := h.s.fields.hashes[hash]
+	hh := h.fields.hashes[hash]
 	if hh == nil {
 		return nil
 	}
@@ -298,7 +305,7 @@ func (h *Hashes) Scan(ctx context.Context, hash, cursor string, count int) ([]tt
 	var out []ttlhash.Entry
 	next := ""
 	err := h.read(ctx, func(ms int64) {
-		hh := h.s.fields.hashes[hash]
+		hh := h.fields.hashes[hash]
 		if hh == nil {
 			return
 		}
@@ -332,15 +339,14 @@ func (h *Hashes) Del(ctx context.Context, hash string, fields []string) (int, er
 	if err != nil {
 		return 0, err
 	}
-	s := h.s
 	ms := nowMS(now)
 	var t wal.Ticket
 	n := 0
 	for _, name := range fields {
-		s.fields.reap(hash, name, ms, &t)
-		if f := s.fields.live(hash, name, ms); f != nil {
-			s.fields.removeField(f)
-			t = s.append(kindHXDel, s.encodeHXDel(hash, name), nil)
+		h.fields.reap(hash, name, ms, &t)
+		if f := h.fields.live(hash, name, ms); f != nil {
+			h.fields.removeField(f)
+			t = h.e.append(kindHXDel, h.fields.encodeDel(hash, name), nil)
 			n++
 		}
 	}
@@ -351,7 +357,7 @@ func (h *Hashes) Del(ctx context.Context, hash string, fields []string) (int, er
 func (h *Hashes) Len(ctx context.Context, hash string) (int, error) {
 	n := 0
 	err := h.read(ctx, func(ms int64) {
-		if hh := h.s.fields.hashes[hash]; hh != nil {
+		if hh := h.fields.hashes[hash]; hh != nil {
 			for _, f := range hh.fields {
 				if f.dl == 0 || f.dl > ms {
 					n++
@@ -367,7 +373,7 @@ func (h *Hashes) TTL(ctx context.Context, hash string, fields []string) ([]time.
 	out := make([]time.Duration, len(fields))
 	err := h.read(ctx, func(ms int64) {
 		for i, name := range fields {
-			f := h.s.fields.live(hash, name, ms)
+			f := h.fields.live(hash, name, ms)
 			switch {
 			case f == nil:
 				out[i] = ttlhash.NoField
@@ -387,7 +393,6 @@ func (h *Hashes) Expire(ctx context.Context, hash string, req ttlhash.ExpireRequ
 	if err != nil {
 		return nil, err
 	}
-	s := h.s
 	ms := nowMS(now)
 	target := ms + req.TTL.Milliseconds()
 	if !req.At.IsZero() {
@@ -396,8 +401,8 @@ func (h *Hashes) Expire(ctx context.Context, hash string, req ttlhash.ExpireRequ
 	var t wal.Ticket
 	out := make([]int, len(req.Fields))
 	for i, name := range req.Fields {
-		s.fields.reap(hash, name, ms, &t)
-		f := s.fields.live(hash, name, ms)
+		h.fields.reap(hash, name, ms, &t)
+		f := h.fields.live(hash, name, ms)
 		if f == nil {
 			out[i] = ttlhash.NoField
 			continue
@@ -419,11 +424,11 @@ func (h *Hashes) Expire(ctx context.Context, hash string, req ttlhash.ExpireRequ
 		case !ok:
 			out[i] = ttlhash.NotMet
 		case target <= ms:
-			t = s.fields.expireField(f, target, ms)
+			t = h.fields.expireField(f, target, ms)
 			out[i] = ttlhash.Deleted
 		default:
-			s.fields.setDeadline(f, target)
-			t = s.append(kindHXSet, s.encodeHXSet(hash, name, target), f.value)
+			h.fields.setDeadline(f, target)
+			t = h.e.append(kindHXSet, h.fields.encodeSet(hash, name, target), f.value)
 			out[i] = ttlhash.Done
 		}
 	}
@@ -436,21 +441,20 @@ func (h *Hashes) Persist(ctx context.Context, hash string, fields []string) ([]i
 	if err != nil {
 		return nil, err
 	}
-	s := h.s
 	ms := nowMS(now)
 	var t wal.Ticket
 	out := make([]int, len(fields))
 	for i, name := range fields {
-		s.fields.reap(hash, name, ms, &t)
-		f := s.fields.live(hash, name, ms)
+		h.fields.reap(hash, name, ms, &t)
+		f := h.fields.live(hash, name, ms)
 		switch {
 		case f == nil:
 			out[i] = ttlhash.NoField
 		case f.dl == 0:
 			out[i] = ttlhash.NoTTL
 		default:
-			s.fields.setDeadline(f, 0)
-			t = s.append(kindHXSet, s.encodeHXSet(hash, name, 0), f.value)
+			h.fields.setDeadline(f, 0)
+			t = h.e.append(kindHXSet, h.fields.encodeSet(hash, name, 0), f.value)
 			out[i] = ttlhash.Done
 		}
 	}
@@ -470,10 +474,10 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 	if err != nil {
 		return ttlhash.SweepResult{}, err
 	}
-	n, t := h.s.fields.expire(now, max)
+	n, t := h.fields.expire(now, max)
 	r := ttlhash.SweepResult{Expired: n, Next: -1}
-	if len(h.s.fields.due) > 0 {
-		if d := h.s.fields.due[0].dl - nowMS(now); d <= 0 {
+	if len(h.fields.due) > 0 {
+		if d := h.fields.due[0].dl - nowMS(now); d <= 0 {
 			r.More, r.Next = true, 0
 		} else {
 			r.Next = time.Duration(d) * time.Millisecond
@@ -484,24 +488,23 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 
 // Records.
 
-func (s *Store) encodeHXSet(hash, field string, dl int64) []byte {
-	b := appendString(s.scratch[:0], hash)
+func (x *hashFields) encodeSet(hash, field string, dl int64) []byte {
+	b := appendString(x.e.scratch[:0], hash)
 	b = appendString(b, field)
 	b = binary.AppendVarint(b, dl)
-	s.scratch = b
+	x.e.scratch = b
 	return b
 }
 
-func (s *Store) encodeHXDel(hash, field string) []byte {
-	b := appendString(s.scratch[:0], hash)
+func (x *hashFields) encodeDel(hash, field string) []byte {
+	b := appendString(x.e.scratch[:0], hash)
 	b = appendString(b, field)
-	s.scratch = b
+	x.e.scratch = b
 	return b
 }
 
 // snapshot adds the fields to a snapshot.
 func (x *hashFields) snapshot(w *wal.SnapshotWriter) {
-	s := x.s
 	names := make([]string, 0, len(x.hashes))
 	for n := range x.hashes {
 		names = append(names, n)
@@ -509,7 +512,7 @@ func (x *hashFields) snapshot(w *wal.SnapshotWriter) {
 	slices.Sort(names)
 	for _, n := range names {
 		for _, f := range x.hashes[n].fields {
-			w.Add(kindHXSet, s.encodeHXSet(n, f.name, f.dl), f.value)
+			w.Add(kindHXSet, x.encodeSet(n, f.name, f.dl), f.value)
 		}
 	}
 }

@@ -108,7 +108,7 @@ func TestOldRecords(t *testing.T) {
 		clock := storetest.NewClock(epoch)
 		s := must(New(&Options{Clock: clock.Now}))
 		defer s.Close()
-		s.replayTubes = map[uint64]*tube{}
+		s.queue.replayTubes = map[uint64]*tube{}
 		tb := binary.AppendUvarint(nil, 1)
 		tb = appendString(tb, "o")
 		for range 3 {
@@ -132,7 +132,7 @@ func TestOldRecords(t *testing.T) {
 		jb = appendString(jb, "")
 		jb = append(jb, "body"...)
 		ok(t, s.replay(kindJob, jb))
-		s.replayTubes = nil
+		s.queue.replayTubes = nil
 		js := must(s.StatsJob(ctx, 5))
 		if js.Reserves != 2 || js.Timeouts != 1 || js.Releases != 1 || js.Tube != "o" {
 			t.Errorf("job from an old snapshot: %+v", js)

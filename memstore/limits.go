@@ -77,27 +77,27 @@ func (tl *tubeLimit) charge(now int64) {
 	}
 }
 
-// SetLimits implements queue.LimitStore.
-func (s *Store) SetLimits(ctx context.Context, tube string, l queue.Limits) error {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// SetLimits is the part's side of Store.SetLimits (queuestore.go).
+func (q *jobQueue) SetLimits(ctx context.Context, tube string, l queue.Limits) error {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return err
 	}
-	s.setLimitsLocked(tube, l, now)
-	tk := s.append(kindLimit, s.encodeLimit(tube, l), nil)
-	s.wakeLocked(tube)
-	return s.end(now, tk)
+	q.setLimitsLocked(tube, l, now)
+	tk := q.e.append(kindLimit, q.encodeLimit(tube, l), nil)
+	q.wakeLocked(tube)
+	return q.e.end(now, tk)
 }
 
 // setLimitsLocked sets or clears tube's limits; a rate that stays keeps its
 // state.
-func (s *Store) setLimitsLocked(tube string, l queue.Limits, now int64) {
+func (q *jobQueue) setLimitsLocked(tube string, l queue.Limits, now int64) {
 	if l.IsZero() {
-		delete(s.tubeLimits, tube)
+		delete(q.tubeLimits, tube)
 		return
 	}
 	tl := newTubeLimit(l)
-	if old := s.tubeLimits[tube]; old != nil {
+	if old := q.tubeLimits[tube]; old != nil {
 		if tl.interval > 0 {
 			tl.tat = old.tat
 		}
@@ -105,40 +105,40 @@ func (s *Store) setLimitsLocked(tube string, l queue.Limits, now int64) {
 			tl.gtat, tl.gkept, tl.gfloor = old.gtat, old.gkept, old.gfloor
 		}
 	}
-	if s.tubeLimits == nil {
-		s.tubeLimits = map[string]*tubeLimit{}
+	if q.tubeLimits == nil {
+		q.tubeLimits = map[string]*tubeLimit{}
 	}
-	s.tubeLimits[tube] = tl
+	q.tubeLimits[tube] = tl
 }
 
-// TubeLimits implements queue.LimitStore.
-func (s *Store) TubeLimits(ctx context.Context, tube string) (queue.Limits, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// TubeLimits is the part's side of Store.TubeLimits (queuestore.go).
+func (q *jobQueue) TubeLimits(ctx context.Context, tube string) (queue.Limits, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return queue.Limits{}, err
 	}
 	var l queue.Limits
-	if tl := s.tubeLimits[tube]; tl != nil {
+	if tl := q.tubeLimits[tube]; tl != nil {
 		l = tl.l
 	}
-	return l, s.end(now, 0)
+	return l, q.e.end(now, 0)
 }
 
-// LimitedTubes implements queue.LimitStore.
-func (s *Store) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// LimitedTubes is the part's side of Store.LimitedTubes (queuestore.go).
+func (q *jobQueue) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]queue.Limits, len(s.tubeLimits))
-	for name, tl := range s.tubeLimits {
+	out := make(map[string]queue.Limits, len(q.tubeLimits))
+	for name, tl := range q.tubeLimits {
 		out[name] = tl.l
 	}
-	return out, s.end(now, 0)
+	return out, q.e.end(now, 0)
 }
 
-func (s *Store) encodeLimit(tube string, l queue.Limits) []byte {
-	b := appendString(s.scratch[:0], tube)
+func (q *jobQueue) encodeLimit(tube string, l queue.Limits) []byte {
+	b := appendString(q.e.scratch[:0], tube)
 	b = binary.AppendUvarint(b, uint64(l.Rate.Events))
 	b = binary.AppendVarint(b, int64(l.Rate.Per))
 	b = binary.AppendUvarint(b, uint64(l.Rate.Burst))
@@ -149,12 +149,12 @@ func (s *Store) encodeLimit(tube string, l queue.Limits) []byte {
 		b = binary.AppendUvarint(b, uint64(l.Group.Rate.Burst))
 		b = binary.AppendUvarint(b, uint64(l.Group.Cap))
 	}
-	s.scratch = b
+	q.e.scratch = b
 	return b
 }
 
 // replayLimit reads a kindLimit record.
-func (s *Store) replayLimit(d *decoder) error {
+func (q *jobQueue) replayLimit(d *decoder) error {
 	name := d.string()
 	var l queue.Limits
 	if ev := d.uvarint(); ev > 0 {
@@ -179,22 +179,22 @@ func (s *Store) replayLimit(d *decoder) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("limits of tube %q in the log: %v", name, err)
 	}
-	s.setLimitsLocked(name, l, 0)
+	q.setLimitsLocked(name, l, 0)
 	return nil
 }
 
 // snapshotLimits writes one record per limited tube, in name order.
-func (s *Store) snapshotLimits(add func(kind byte, head []byte)) {
-	for _, name := range sortedKeys(s.tubeLimits) {
-		add(kindLimit, s.encodeLimit(name, s.tubeLimits[name].l))
+func (q *jobQueue) snapshotLimits(add func(kind byte, head []byte)) {
+	for _, name := range sortedKeys(q.tubeLimits) {
+		add(kindLimit, q.encodeLimit(name, q.tubeLimits[name].l))
 	}
 }
 
 // recoveredLimits starts every rate after a replay as if a whole burst had
 // been taken at now: the log does not keep the rates' state, and a restart
 // must not give a tube more than its rate.
-func (s *Store) recoveredLimits(now int64) {
-	for _, tl := range s.tubeLimits {
+func (q *jobQueue) recoveredLimits(now int64) {
+	for _, tl := range q.tubeLimits {
 		if tl.interval > 0 {
 			tl.tat = now + tl.burst*tl.interval
 		}
@@ -217,19 +217,19 @@ func sortedKeys[V any](m map[string]V) []string {
 // reserved state other than to ready (a delete, a bury), frees a place of
 // a tube at its cap (below the cap, no reserve waits for a place), or of a
 // group at its cap or of its tube.
-func (s *Store) freeSlotLocked(j *job) {
-	if j.state != queue.Reserved || len(s.tubeLimits) == 0 {
+func (q *jobQueue) freeSlotLocked(j *job) {
+	if j.state != queue.Reserved || len(q.tubeLimits) == 0 {
 		return
 	}
 	t := j.tube
 	if f := t.fam; f != nil {
-		if tl := s.tubeLimits[f.name]; tl != nil && (tl.l.Cap > 0 && f.reserved >= tl.l.Cap || t.isGroup() && tl.l.Group.Cap > 0 && t.reserved.len() >= tl.l.Group.Cap) {
-			s.wakeLocked(t.name)
+		if tl := q.tubeLimits[f.name]; tl != nil && (tl.l.Cap > 0 && f.reserved >= tl.l.Cap || t.isGroup() && tl.l.Group.Cap > 0 && t.reserved.len() >= tl.l.Group.Cap) {
+			q.wakeLocked(t.name)
 		}
 		return
 	}
-	if tl := s.tubeLimits[t.name]; tl != nil && tl.l.Cap > 0 && t.reserved.len() >= tl.l.Cap {
-		s.wakeLocked(t.name)
+	if tl := q.tubeLimits[t.name]; tl != nil && tl.l.Cap > 0 && t.reserved.len() >= tl.l.Cap {
+		q.wakeLocked(t.name)
 	}
 }
 
@@ -237,26 +237,26 @@ func (s *Store) freeSlotLocked(j *job) {
 // a reserve of one of its ready jobs at now: 0 when they do or it has no
 // ready job, -1 when caps hold them, and whether it has ready jobs, not
 // paused.
-func (s *Store) waitOf(name string, now int64) (w int64, ready bool) {
-	if f := s.families[name]; f != nil {
-		_, w, ready = s.familyScan(f, now)
+func (q *jobQueue) waitOf(name string, now int64) (w int64, ready bool) {
+	if f := q.families[name]; f != nil {
+		_, w, ready = q.familyScan(f, now)
 		return w, ready
 	}
-	t := s.tubes[name]
+	t := q.tubes[name]
 	if t == nil || t.paused || t.ready.len() == 0 {
 		return 0, false
 	}
-	return s.limitWait(t, now), true
+	return q.limitWait(t, now), true
 }
 
 // heldLocked counts a hold on each of tubes that has ready jobs, is not
 // paused, and is held back by its limits at now, and returns them with
 // the time (ns) until the rate frees each (-1: the cap, which a
 // reservation's end frees, and that end is among the tube's deadlines).
-func (s *Store) heldLocked(tubes []string, now int64) map[string]int64 {
+func (q *jobQueue) heldLocked(tubes []string, now int64) map[string]int64 {
 	var held map[string]int64
 	for _, name := range tubes {
-		w, ready := s.waitOf(name, now)
+		w, ready := q.waitOf(name, now)
 		if !ready || w == 0 {
 			continue
 		}
@@ -264,9 +264,9 @@ func (s *Store) heldLocked(tubes []string, now int64) map[string]int64 {
 			held = map[string]int64{}
 		}
 		held[name] = w
-		if t := s.tubes[name]; t != nil {
+		if t := q.tubes[name]; t != nil {
 			t.limitHolds++
-		} else if f := s.families[name]; f != nil {
+		} else if f := q.families[name]; f != nil {
 			f.holds++
 		}
 	}
@@ -276,15 +276,15 @@ func (s *Store) heldLocked(tubes []string, now int64) map[string]int64 {
 // drainedLocked sets res.Drained, after a reserve took jobs, when limits
 // hold back every ready job left in tubes, with Next and NextTube the
 // least time until a rate frees one (Next < 0 when only caps hold them).
-func (s *Store) drainedLocked(tubes []string, now int64, res *queue.ReserveResult) {
+func (q *jobQueue) drainedLocked(tubes []string, now int64, res *queue.ReserveResult) {
 	next, nextTube := int64(-1), ""
 	limited := false
 	for _, name := range tubes {
 		if !limited {
 			p, _ := queue.SplitGroup(name)
-			limited = s.tubeLimits[p] != nil
+			limited = q.tubeLimits[p] != nil
 		}
-		w, ready := s.waitOf(name, now)
+		w, ready := q.waitOf(name, now)
 		if !ready {
 			continue
 		}

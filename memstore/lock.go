@@ -28,7 +28,7 @@ var (
 // safe for concurrent use.
 type Locks struct {
 	inMemory
-	s *Store
+	e *engine
 
 	// Guarded by the Store's mu.
 	names     map[string]*lockState
@@ -69,8 +69,8 @@ func (h *deadlineHeap) Pop() any {
 // Close of the Store stops it.
 func (s *Store) Locks() *Locks { return &s.locks }
 
-func (l *Locks) init(s *Store) {
-	l.s = s
+func (l *Locks) init(e *engine) {
+	l.e = e
 	l.names = map[string]*lockState{}
 }
 
@@ -80,8 +80,8 @@ func (l *Locks) close() {
 	l.due = nil
 }
 
-// begin starts an operation (see Store.begin).
-func (l *Locks) begin(ctx context.Context) (int64, error) { return l.s.begin(ctx, lock.ErrClosed) }
+// begin starts an operation (see engine.begin).
+func (l *Locks) begin(ctx context.Context) (int64, error) { return l.e.begin(ctx, lock.ErrClosed) }
 
 // prune drops the ended leases and lapsed places of st, and reports
 // whether it dropped any.
@@ -141,7 +141,7 @@ func (l *Locks) advance(now int64) wal.Ticket {
 			continue
 		}
 		if prune(st, now) {
-			l.s.wake(&l.listeners, d.name)
+			l.e.wake(&l.listeners, d.name)
 		}
 		l.tidy(d.name, st)
 	}
@@ -171,9 +171,9 @@ func (l *Locks) rebuild() {
 // end finishes an operation and wakes the waiters of names.
 func (l *Locks) end(now int64, names ...string) {
 	for _, name := range names {
-		l.s.wake(&l.listeners, name)
+		l.e.wake(&l.listeners, name)
 	}
-	l.s.end(now, 0)
+	l.e.end(now, 0)
 }
 
 // Acquire implements lock.Store.
@@ -321,13 +321,13 @@ func (l *Locks) Leave(ctx context.Context, name, token string) error {
 // of name, each waiter leaving its queue, and each lease or place of name
 // that the timer finds ended.
 func (l *Locks) Listen(ctx context.Context, name string, wake func(name string)) (stop func(), err error) {
-	return l.s.listen(ctx, &l.listeners, name, wake, lock.ErrClosed)
+	return l.e.listen(ctx, &l.listeners, name, wake, lock.ErrClosed)
 }
 
 // heldLocks reports how many names the Locks keeps (tests: memory is
 // bounded).
 func (l *Locks) heldLocks() int {
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
+	l.e.mu.Lock()
+	defer l.e.mu.Unlock()
 	return len(l.names)
 }

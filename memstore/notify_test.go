@@ -86,9 +86,9 @@ func TestTimer(t *testing.T) {
 		t.Fatal("nothing reserved")
 	}
 	s.mu.Lock()
-	s.jobs[id].at = time.Now().Add(30 * time.Millisecond).UnixNano() // a TTR shorter than the minimum
-	s.jobs[id].tube.reserved.up(int(s.jobs[id].hidx))
-	s.resched(s.jobs[id].tube)
+	s.queue.jobs[id].at = time.Now().Add(30 * time.Millisecond).UnixNano() // a TTR shorter than the minimum
+	s.queue.jobs[id].tube.reserved.up(int(s.queue.jobs[id].hidx))
+	s.queue.resched(s.queue.jobs[id].tube)
 	s.armLocked(s.now())
 	s.mu.Unlock()
 	w.drain()

@@ -11,11 +11,12 @@ import (
 // part is one primitive of the engine: the job queue, expiring hash
 // fields, their expiry events, locks, schedules. (The rate limits,
 // Limits, are outside the table: they keep their own mutex and share only
-// the clock; ratelimit.go.) The core
-// (store.go) owns the mutex, the clock, the one timer, the log and the
-// listeners; a part owns its state, its records and its deadlines, and
-// the core asks every part the same things. Every method is called with
-// the Store's mutex held.
+// the clock; ratelimit.go.) The core, the engine (engine.go), owns the
+// mutex, the clock, the one timer, the log and the listeners, and knows
+// no primitive; a part owns its state, its records and its deadlines,
+// holds a pointer to the engine for begin, end, append, listen and wake,
+// and the engine asks every part the same things. Every method is called
+// with the engine's mutex held.
 type part interface {
 	// next is the part's earliest deadline (Unix ns), or never. The core
 	// sets its one timer to the earliest of all parts.
@@ -46,9 +47,10 @@ type registration struct {
 	onBegin bool
 }
 
-// register makes the table of parts: a new primitive adds its line here
-// (and its state, a field of Store). The kind ranges are the only place
-// record kinds are allotted; each part lists its own kinds in its file.
+// register makes the table of parts and gives it to the engine: a new
+// primitive adds its line here (and its state, a field of Store). The
+// kind ranges are the only place record kinds are allotted; each part
+// lists its own kinds in its file.
 //
 //	0        the log's own
 //	1–31     the job queue (queue.go, queuelog.go; 1–11 in use)
@@ -64,29 +66,19 @@ type registration struct {
 //	         (tally_test.go)
 //
 // A kind's layout never changes once released: a new layout is a new kind.
+// The table's order is the order of the parts in a snapshot.
 // more are parts that the package's tests add after the table (the
 // worked example; see Options.moreParts); a real primitive has its line
 // in the table instead.
 func (s *Store) register(more []registration) {
-	for _, r := range append([]registration{
-		{p: &s.jobQueue, lo: 1, hi: 31, onBegin: true},
+	s.engine.add(append([]registration{
+		{p: &s.queue, lo: 1, hi: 31, onBegin: true},
 		{p: &s.fields, lo: 32, hi: 33},
 		{p: &s.events, lo: 34, hi: 63},
 		{p: &s.locks},
 		{p: &s.schedules, lo: 128, hi: 159},
 		{p: &s.counters, lo: 64, hi: 65},
-	}, more...) {
-		s.parts = append(s.parts, r.p)
-		if r.onBegin {
-			s.onBegin = append(s.onBegin, r.p)
-		}
-		for k := int(r.lo); r.hi > 0 && k <= int(r.hi); k++ {
-			if s.byKind[k] != nil {
-				panic("memstore: record kind allotted twice")
-			}
-			s.byKind[k] = r.p
-		}
-	}
+	}, more...))
 }
 
 // inMemory is embedded by the parts that keep nothing in the log and need
@@ -119,14 +111,14 @@ type wakeup struct {
 
 // listen adds wake to ls under key; stop removes it. closed is the error
 // of the part's package for a closed Store.
-func (s *Store) listen(ctx context.Context, ls *listeners, key string, wake func(string), closed error) (func(), error) {
+func (e *engine) listen(ctx context.Context, ls *listeners, key string, wake func(string), closed error) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	l := &listener{key: key, wake: wake}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
 		return nil, closed
 	}
 	if ls.byKey == nil {
@@ -136,8 +128,8 @@ func (s *Store) listen(ctx context.Context, ls *listeners, key string, wake func
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
+			e.mu.Lock()
+			defer e.mu.Unlock()
 			all := ls.byKey[key]
 			if i := slices.Index(all, l); i >= 0 {
 				all = slices.Delete(all, i, i+1)
@@ -154,26 +146,26 @@ func (s *Store) listen(ctx context.Context, ls *listeners, key string, wake func
 
 // wake notes that the listeners of key in ls are to be woken when the
 // current operation ends.
-func (s *Store) wake(ls *listeners, key string) {
-	if len(ls.byKey[key]) == 0 || slices.Contains(s.wakes, wakeup{ls, key}) {
+func (e *engine) wake(ls *listeners, key string) {
+	if len(ls.byKey[key]) == 0 || slices.Contains(e.wakes, wakeup{ls, key}) {
 		return
 	}
-	s.wakes = append(s.wakes, wakeup{ls, key})
+	e.wakes = append(e.wakes, wakeup{ls, key})
 }
 
 // wakeCalls are the listeners to call once an operation has released the
 // mutex: now at once, durable once its records are on disk.
 type wakeCalls struct{ now, durable []*listener }
 
-func (s *Store) takeWakesLocked() wakeCalls {
+func (e *engine) takeWakesLocked() wakeCalls {
 	var c wakeCalls
-	for _, w := range s.wakes {
+	for _, w := range e.wakes {
 		if w.ls.durable {
 			c.durable = append(c.durable, w.ls.byKey[w.key]...)
 		} else {
 			c.now = append(c.now, w.ls.byKey[w.key]...)
 		}
 	}
-	s.wakes = s.wakes[:0]
+	e.wakes = e.wakes[:0]
 	return c
 }

@@ -96,8 +96,8 @@ type snapshotView struct {
 func durable(s *Store) snapshotView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := snapshotView{LastID: s.lastID, Jobs: map[queue.ID]view{}}
-	for id, j := range s.jobs {
+	st := snapshotView{LastID: s.queue.lastID, Jobs: map[queue.ID]view{}}
+	for id, j := range s.queue.jobs {
 		state, at := durableState(j)
 		var h queue.JobStats
 		j.addHistory(&h)
@@ -107,7 +107,7 @@ func durable(s *Store) snapshotView {
 			ReleasedAt: h.ReleasedAt, BuriedAt: h.BuriedAt, KickedAt: h.KickedAt, LastErrorAt: h.LastErrorAt, LastError: h.LastError,
 		}
 	}
-	for _, t := range s.tubesInOrder() {
+	for _, t := range s.queue.tubesInOrder() {
 		b := slices.Clone(t.buried.s)
 		slices.SortFunc(b, func(x, y *job) int { return int(x.at - y.at) })
 		tv := tubeView{Name: t.name, TotalJobs: t.totalJobs, Deletes: t.deletes, Pauses: t.pauses, Paused: t.paused, PauseLen: t.pauseLen, PauseUntil: t.pauseUntil}

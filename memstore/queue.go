@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wal"
@@ -32,13 +31,13 @@ func (j *job) addHistory(out *queue.JobStats) {
 	}
 }
 
-// Put implements queue.Store.
-func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// Put is the part's side of Store.Put (queuestore.go).
+func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t := s.tubes[tube]
+	t := q.tubes[tube]
 	// How many jobs are new, for the cap and the ID space.
 	n := 0
 	var batch map[string]bool // unique keys earlier in this batch
@@ -54,20 +53,20 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 		}
 		n++
 	}
-	if s.maxJobs > 0 && len(s.jobs)+n > s.maxJobs {
-		err := fmt.Errorf("%w: %d jobs stored, %d more would pass the cap of %d", queue.ErrFull, len(s.jobs), n, s.maxJobs)
-		s.end(now, 0)
+	if q.maxJobs > 0 && len(q.jobs)+n > q.maxJobs {
+		err := fmt.Errorf("%w: %d jobs stored, %d more would pass the cap of %d", queue.ErrFull, len(q.jobs), n, q.maxJobs)
+		q.e.end(now, 0)
 		return nil, err
 	}
-	if uint64(s.lastID)+uint64(n) > uint64(queue.MaxID) {
-		s.end(now, 0)
-		return nil, fmt.Errorf("memstore: job IDs exhausted (the last issued is %d)", s.lastID)
+	if uint64(q.lastID)+uint64(n) > uint64(queue.MaxID) {
+		q.e.end(now, 0)
+		return nil, fmt.Errorf("memstore: job IDs exhausted (the last issued is %d)", q.lastID)
 	}
 	res := make([]queue.PutResult, len(jobs))
 	var tk wal.Ticket
 	for i, nj := range jobs {
 		if t == nil {
-			t = s.tubeFor(tube)
+			t = q.tubeFor(tube)
 		}
 		if k := nj.UniqueKey; k != "" {
 			if old := t.keys[k]; old != nil {
@@ -76,13 +75,13 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 			}
 		}
 		var j *job
-		j, tk = s.putJobLocked(t, nj, now)
+		j, tk = q.putJobLocked(t, nj, now)
 		res[i] = queue.PutResult{ID: j.id}
 	}
 	if n > 0 {
-		s.wakeLocked(tube)
+		q.wakeLocked(tube)
 	}
-	if err := s.end(now, tk); err != nil {
+	if err := q.e.end(now, tk); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -90,10 +89,10 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 
 // putJobLocked stores a new job in t, counts it, and logs it; the caller
 // has checked the cap, the ID space and the unique key.
-func (s *Store) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.Ticket) {
-	s.lastID++
+func (q *jobQueue) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.Ticket) {
+	q.lastID++
 	j := &job{
-		id:      s.lastID,
+		id:      q.lastID,
 		tube:    t,
 		pri:     nj.Priority,
 		hidx:    -1,
@@ -110,19 +109,40 @@ func (s *Store) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.Tic
 	if j.delay > 0 {
 		st, j.at = queue.Delayed, now+j.delay
 	}
-	s.addJob(j, st)
+	q.addJob(j, st)
 	t.totalJobs++
-	s.totalJobs++
-	tk := s.append(kindPut, s.encodeJob(j, false), j.body)
+	q.totalJobs++
+	tk := q.e.append(kindPut, q.encodeJob(j, false), j.body)
 	return j, tk
 }
 
-// Reserve implements queue.Store. When no job is ready, Next is the time
-// until the earliest deadline of the asked tubes (a delay, a TTR or a pause
-// running out), or -1; when jobs are returned, Next is -1 unless limits
-// now hold back the rest (ReserveResult.Drained).
-func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.ReserveResult, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// putOnce puts nj in tube within an operation of another part (a
+// schedule's fire), unless a live job of the tube holds its unique key: it
+// returns the ID of the job put, or of the one found, and the ticket of
+// the put's record (0 when none). It fails as Put does at the cap
+// (queue.ErrFull) and when job IDs are exhausted.
+func (q *jobQueue) putOnce(tube string, nj queue.NewJob, now int64) (queue.ID, wal.Ticket, error) {
+	t := q.tubes[tube]
+	if k := nj.UniqueKey; k != "" && t != nil && t.keys[k] != nil {
+		return t.keys[k].id, 0, nil
+	}
+	if q.maxJobs > 0 && len(q.jobs)+1 > q.maxJobs {
+		return 0, 0, fmt.Errorf("%w: tube %q: %d jobs stored, the cap is %d", queue.ErrFull, tube, len(q.jobs), q.maxJobs)
+	}
+	if q.lastID >= queue.MaxID {
+		return 0, 0, fmt.Errorf("memstore: job IDs exhausted (the last issued is %d)", q.lastID)
+	}
+	if t == nil {
+		t = q.tubeFor(tube)
+	}
+	j, tk := q.putJobLocked(t, nj, now)
+	q.wakeLocked(tube)
+	return j.id, tk, nil
+}
+
+// Reserve is the part's side of Store.Reserve (queuestore.go).
+func (q *jobQueue) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.ReserveResult, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return queue.ReserveResult{}, err
 	}
@@ -132,24 +152,24 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		res.Deleted = make([]error, len(req.Delete))
 		for i, id := range req.Delete {
 			var t wal.Ticket
-			t, res.Deleted[i] = s.deleteLocked(req.Owner, id)
+			t, res.Deleted[i] = q.deleteLocked(req.Owner, id)
 			tk = max(tk, t)
 		}
 	}
-	limited := len(s.tubeLimits) > 0
+	limited := len(q.tubeLimits) > 0
 	for len(res.Jobs) < req.Max {
 		var best *job
 		for _, name := range req.Tubes {
-			if f := s.families[name]; f != nil {
+			if f := q.families[name]; f != nil {
 				// a tube with groups: the member whose turn it is
-				if t, _, _ := s.familyScan(f, now); t != nil {
+				if t, _, _ := q.familyScan(f, now); t != nil {
 					if j := t.ready.top(); best == nil || readyLess(j, best) {
 						best = j
 					}
 				}
 				continue
 			}
-			t := s.tubes[name]
+			t := q.tubes[name]
 			if t == nil || t.paused {
 				continue
 			}
@@ -157,7 +177,7 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			if j == nil || (best != nil && !readyLess(j, best)) {
 				continue
 			}
-			if limited && s.limitWait(t, now) != 0 {
+			if limited && q.limitWait(t, now) != 0 {
 				continue
 			}
 			best = j
@@ -166,9 +186,9 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			break
 		}
 		t := best.tube
-		s.reserveLocked(best, req.Owner, now)
+		q.reserveLocked(best, req.Owner, now)
 		if limited {
-			s.chargeLocked(t, now)
+			q.chargeLocked(t, now)
 		}
 		if t.fam != nil {
 			t.fam.served(t)
@@ -177,17 +197,17 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 	}
 	var held map[string]int64
 	if len(res.Jobs) < req.Max && limited {
-		held = s.heldLocked(req.Tubes, now)
+		held = q.heldLocked(req.Tubes, now)
 	}
 	if len(res.Jobs) > 0 && limited {
-		s.drainedLocked(req.Tubes, now, &res)
+		q.drainedLocked(req.Tubes, now, &res)
 	}
 	if len(res.Jobs) == 0 {
 		for _, name := range req.Tubes {
 			next := int64(never)
-			if f := s.families[name]; f != nil {
+			if f := q.families[name]; f != nil {
 				next = f.next()
-			} else if t := s.tubes[name]; t != nil {
+			} else if t := q.tubes[name]; t != nil {
 				next = t.next
 			}
 			if w := held[name]; w > 0 {
@@ -201,32 +221,30 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 			}
 		}
 	}
-	if err := s.end(now, tk); err != nil {
+	if err := q.e.end(now, tk); err != nil {
 		return queue.ReserveResult{}, err
 	}
 	return res, nil
 }
 
 // reserveLocked reserves j for owner.
-func (s *Store) reserveLocked(j *job, owner string, now int64) {
-	s.unlink(j)
+func (q *jobQueue) reserveLocked(j *job, owner string, now int64) {
+	q.unlink(j)
 	j.owner = owner
 	j.reserves++
 	j.tube.reserves++
 	j.reserved = now
 	j.at = now + j.ttr
-	s.link(j, queue.Reserved)
+	q.link(j, queue.Reserved)
 }
 
-// ReserveJob implements queue.Store. A job reserved from the delayed or
-// buried state is logged as ready, so that after a restart it is ready like
-// every other job that was reserved.
-func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queue.Job, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// ReserveJob is the part's side of Store.ReserveJob (queuestore.go).
+func (q *jobQueue) ReserveJob(ctx context.Context, owner string, id queue.ID) (queue.Job, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return queue.Job{}, err
 	}
-	j := s.jobs[id]
+	j := q.jobs[id]
 	var tk wal.Ticket
 	switch {
 	case j == nil:
@@ -235,24 +253,24 @@ func (s *Store) ReserveJob(ctx context.Context, owner string, id queue.ID) (queu
 		err = queue.ErrReserved
 	default:
 		was := j.state
-		s.reserveLocked(j, owner, now)
+		q.reserveLocked(j, owner, now)
 		if was != queue.Ready {
-			tk = s.append(kindUpdateH, s.encodeUpdate(j), nil)
+			tk = q.e.append(kindUpdateH, q.encodeUpdate(j), nil)
 		}
 	}
 	var out queue.Job
 	if err == nil {
 		out = j.exportHeld(now)
 	}
-	if err := s.end(now, tk); err != nil {
+	if err := q.e.end(now, tk); err != nil {
 		return queue.Job{}, err
 	}
 	return out, err
 }
 
-// Delete implements queue.Store.
-func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]error, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// Delete is the part's side of Store.Delete (queuestore.go).
+func (q *jobQueue) Delete(ctx context.Context, owner string, ids []queue.ID) ([]error, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -260,18 +278,18 @@ func (s *Store) Delete(ctx context.Context, owner string, ids []queue.ID) ([]err
 	var tk wal.Ticket
 	for i, id := range ids {
 		var t wal.Ticket
-		t, errs[i] = s.deleteLocked(owner, id)
+		t, errs[i] = q.deleteLocked(owner, id)
 		tk = max(tk, t)
 	}
-	if err := s.end(now, tk); err != nil {
+	if err := q.e.end(now, tk); err != nil {
 		return nil, err
 	}
 	return errs, nil
 }
 
 // deleteLocked deletes job id for owner; the ticket is that of its record.
-func (s *Store) deleteLocked(owner string, id queue.ID) (wal.Ticket, error) {
-	j := s.jobs[id]
+func (q *jobQueue) deleteLocked(owner string, id queue.ID) (wal.Ticket, error) {
+	j := q.jobs[id]
 	switch {
 	case j == nil:
 		return 0, queue.ErrNotFound
@@ -279,19 +297,19 @@ func (s *Store) deleteLocked(owner string, id queue.ID) (wal.Ticket, error) {
 		return 0, queue.ErrReserved
 	}
 	t := j.tube
-	s.freeSlotLocked(j)
-	s.removeJob(j)
-	tk := s.append(kindDelete, s.encodeDelete(id), nil)
+	q.freeSlotLocked(j)
+	q.removeJob(j)
+	tk := q.e.append(kindDelete, q.encodeDelete(id), nil)
 	if t.jobs() == 0 {
-		tk = max(tk, s.freeLocked(t))
+		tk = max(tk, q.freeLocked(t))
 	}
 	return tk, nil
 }
 
 // heldBy returns the job id if owner has it reserved, or the error for
 // Release, Bury and Touch.
-func (s *Store) heldBy(owner string, id queue.ID) (*job, error) {
-	j := s.jobs[id]
+func (q *jobQueue) heldBy(owner string, id queue.ID) (*job, error) {
+	j := q.jobs[id]
 	switch {
 	case j == nil:
 		return nil, queue.ErrNotFound
@@ -303,26 +321,26 @@ func (s *Store) heldBy(owner string, id queue.ID) (*job, error) {
 
 // onHeld runs f, as one operation, on a job that owner holds; f returns
 // the ticket of what it logged (0 for nothing).
-func (s *Store) onHeld(ctx context.Context, owner string, id queue.ID, f func(now int64, j *job) wal.Ticket) error {
-	now, err := s.begin(ctx, queue.ErrClosed)
+func (q *jobQueue) onHeld(ctx context.Context, owner string, id queue.ID, f func(now int64, j *job) wal.Ticket) error {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return err
 	}
-	j, err := s.heldBy(owner, id)
+	j, err := q.heldBy(owner, id)
 	var tk wal.Ticket
 	if err == nil {
 		tk = f(now, j)
 	}
-	if err := s.end(now, tk); err != nil {
+	if err := q.e.end(now, tk); err != nil {
 		return err
 	}
 	return err
 }
 
-// Release implements queue.Store.
-func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri int64, delay time.Duration, reason string) error {
-	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
-		s.unlink(j)
+// Release is the part's side of Store.Release (queuestore.go).
+func (q *jobQueue) Release(ctx context.Context, owner string, id queue.ID, pri int64, delay time.Duration, reason string) error {
+	return q.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
+		q.unlink(j)
 		if pri != queue.KeepPriority {
 			j.pri = uint32(pri)
 		}
@@ -335,17 +353,17 @@ func (s *Store) Release(ctx context.Context, owner string, id queue.ID, pri int6
 		if delay > 0 {
 			st, j.at = queue.Delayed, now+int64(delay)
 		}
-		s.link(j, st)
-		s.wakeLocked(j.tube.name)
-		return s.append(kindUpdateH, s.encodeUpdate(j), nil)
+		q.link(j, st)
+		q.wakeLocked(j.tube.name)
+		return q.e.append(kindUpdateH, q.encodeUpdate(j), nil)
 	})
 }
 
-// Bury implements queue.Store.
-func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri int64, reason string) error {
-	return s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
-		s.freeSlotLocked(j)
-		s.unlink(j)
+// Bury is the part's side of Store.Bury (queuestore.go).
+func (q *jobQueue) Bury(ctx context.Context, owner string, id queue.ID, pri int64, reason string) error {
+	return q.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
+		q.freeSlotLocked(j)
+		q.unlink(j)
 		if pri != queue.KeepPriority {
 			j.pri = uint32(pri)
 		}
@@ -353,111 +371,108 @@ func (s *Store) Bury(ctx context.Context, owner string, id queue.ID, pri int64, 
 		j.tube.buries++
 		j.history().buried = now
 		j.noteError(reason, now)
-		s.burySeq++
-		j.at = s.burySeq
-		s.link(j, queue.Buried)
-		return s.append(kindUpdateH, s.encodeUpdate(j), nil)
+		q.burySeq++
+		j.at = q.burySeq
+		q.link(j, queue.Buried)
+		return q.e.append(kindUpdateH, q.encodeUpdate(j), nil)
 	})
 }
 
-// Touch implements queue.Store. Touches are not logged.
-func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Duration, error) {
+// Touch is the part's side of Store.Touch (queuestore.go).
+func (q *jobQueue) Touch(ctx context.Context, owner string, id queue.ID) (time.Duration, error) {
 	var left time.Duration
-	err := s.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
-		s.unlink(j) // clears the owner
+	err := q.onHeld(ctx, owner, id, func(now int64, j *job) wal.Ticket {
+		q.unlink(j) // clears the owner
 		j.owner = owner
 		j.at = now + j.ttr
-		s.link(j, queue.Reserved)
+		q.link(j, queue.Reserved)
 		left = durationOf(j.at - now)
 		return 0
 	})
 	return left, err
 }
 
-// Reservations implements queue.Store: the owner's entries in the index of
-// reserved jobs by owner (the TTRs that ran out were applied when the call
-// began), so it costs O(the owner's reservations).
-func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// Reservations is the part's side of Store.Reservations (queuestore.go).
+func (q *jobQueue) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]queue.Reservation, 0, len(s.byOwner[owner]))
-	for j := range s.byOwner[owner] {
+	out := make([]queue.Reservation, 0, len(q.byOwner[owner]))
+	for j := range q.byOwner[owner] {
 		out = append(out, queue.Reservation{ID: j.id, Left: durationOf(j.at - now)})
 	}
-	s.end(now, 0)
+	q.e.end(now, 0)
 	return out, nil
 }
 
-// Unreserve implements queue.Store. Nothing is logged: a reserved job is
-// ready in the log already.
-func (s *Store) Unreserve(ctx context.Context, owner string, ids []queue.ID) (int, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// Unreserve is the part's side of Store.Unreserve (queuestore.go).
+func (q *jobQueue) Unreserve(ctx context.Context, owner string, ids []queue.ID) (int, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, id := range ids {
-		j := s.jobs[id]
+		j := q.jobs[id]
 		if j == nil || j.state != queue.Reserved || j.owner != owner {
 			continue
 		}
-		s.unlink(j)
+		q.unlink(j)
 		j.at = 0
-		s.link(j, queue.Ready)
-		s.wakeLocked(j.tube.name)
+		q.link(j, queue.Ready)
+		q.wakeLocked(j.tube.name)
 		n++
 	}
-	if err := s.end(now, 0); err != nil {
+	if err := q.e.end(now, 0); err != nil {
 		return 0, err
 	}
 	return n, nil
 }
 
 // kickLocked moves a buried or delayed job to ready at now.
-func (s *Store) kickLocked(j *job, now int64) wal.Ticket {
-	s.unlink(j)
+func (q *jobQueue) kickLocked(j *job, now int64) wal.Ticket {
+	q.unlink(j)
 	j.kicks++
 	j.history().kicked = now
 	j.at = 0
-	s.link(j, queue.Ready)
-	return s.append(kindUpdateH, s.encodeUpdate(j), nil)
+	q.link(j, queue.Ready)
+	return q.e.append(kindUpdateH, q.encodeUpdate(j), nil)
 }
 
-// Kick implements queue.Store.
-func (s *Store) Kick(ctx context.Context, tube string, n int) (int, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// Kick is the part's side of Store.Kick (queuestore.go).
+func (q *jobQueue) Kick(ctx context.Context, tube string, n int) (int, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return 0, err
 	}
 	k := 0
 	var tk wal.Ticket
-	if t := s.tubes[tube]; t != nil {
+	if t := q.tubes[tube]; t != nil {
 		h := &t.buried
 		if h.len() == 0 {
 			h = &t.delayed
 		}
 		for ; k < n && h.len() > 0; k++ {
-			tk = s.kickLocked(h.top(), now)
+			tk = q.kickLocked(h.top(), now)
 		}
 		if k > 0 {
-			s.wakeLocked(tube)
+			q.wakeLocked(tube)
 		}
 	}
-	if err := s.end(now, tk); err != nil {
+	if err := q.e.end(now, tk); err != nil {
 		return 0, err
 	}
 	return k, nil
 }
 
-// KickJob implements queue.Store.
-func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// KickJob is the part's side of Store.KickJob (queuestore.go).
+func (q *jobQueue) KickJob(ctx context.Context, id queue.ID) error {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return err
 	}
-	j := s.jobs[id]
+	j := q.jobs[id]
 	var tk wal.Ticket
 	switch {
 	case j == nil:
@@ -465,48 +480,46 @@ func (s *Store) KickJob(ctx context.Context, id queue.ID) error {
 	case j.state != queue.Buried && j.state != queue.Delayed:
 		err = queue.ErrNotKickable
 	default:
-		tk = s.kickLocked(j, now)
-		s.wakeLocked(j.tube.name)
+		tk = q.kickLocked(j, now)
+		q.wakeLocked(j.tube.name)
 	}
-	if err := s.end(now, tk); err != nil {
+	if err := q.e.end(now, tk); err != nil {
 		return err
 	}
 	return err
 }
 
-// PeekStateN implements queue.Store. It walks the state's heap from the
-// top, taking the least of the frontier each time, so it costs O(n log n)
-// whatever the tube holds.
-func (s *Store) PeekStateN(ctx context.Context, tube string, st queue.State, n int) ([]queue.Job, error) {
+// PeekStateN is the part's side of Store.PeekStateN (queuestore.go).
+func (q *jobQueue) PeekStateN(ctx context.Context, tube string, st queue.State, n int) ([]queue.Job, error) {
 	if st < queue.Ready || st > queue.Buried {
 		return nil, fmt.Errorf("%w: PeekStateN of state %v", queue.ErrInvalid, st)
 	}
 	if n < 1 {
 		return nil, fmt.Errorf("%w: PeekStateN of %d jobs", queue.ErrInvalid, n)
 	}
-	now, err := s.begin(ctx, queue.ErrClosed)
+	now, err := q.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []queue.Job
-	if t := s.tubes[tube]; t != nil {
+	if t := q.tubes[tube]; t != nil {
 		t.heap(st).first(n, func(j *job) { out = append(out, j.export()) })
 	}
-	s.end(now, 0)
+	q.e.end(now, 0)
 	if out == nil {
 		out = []queue.Job{}
 	}
 	return out, nil
 }
 
-// StatsJob implements queue.Store.
-func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// StatsJob is the part's side of Store.StatsJob (queuestore.go).
+func (q *jobQueue) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return queue.JobStats{}, err
 	}
 	var out queue.JobStats
-	if j := s.jobs[id]; j != nil {
+	if j := q.jobs[id]; j != nil {
 		out = queue.JobStats{
 			ID:       j.id,
 			Tube:     j.tube.name,
@@ -535,24 +548,24 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 	} else {
 		err = queue.ErrNotFound
 	}
-	s.end(now, 0)
+	q.e.end(now, 0)
 	return out, err
 }
 
-// StatsTube implements queue.Store.
-func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// StatsTube is the part's side of Store.StatsTube (queuestore.go).
+func (q *jobQueue) StatsTube(ctx context.Context, tube string) (queue.TubeStats, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return queue.TubeStats{}, err
 	}
 	var out queue.TubeStats
-	f := s.families[tube]
-	if t := s.tubes[tube]; t == nil && f != nil {
+	f := q.families[tube]
+	if t := q.tubes[tube]; t == nil && f != nil {
 		out.Name = tube
-		if tl := s.tubeLimits[tube]; tl != nil {
+		if tl := q.tubeLimits[tube]; tl != nil {
 			out.Limits = tl.l
 		}
-		s.familyStats(f, &out)
+		q.familyStats(f, &out)
 	} else if t != nil {
 		out = queue.TubeStats{
 			Name:      t.name,
@@ -570,7 +583,7 @@ func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, er
 
 			LimitHolds: t.limitHolds,
 		}
-		if tl := s.tubeLimits[tube]; tl != nil {
+		if tl := q.tubeLimits[tube]; tl != nil {
 			out.Limits = tl.l
 		}
 		if t.paused {
@@ -578,254 +591,113 @@ func (s *Store) StatsTube(ctx context.Context, tube string) (queue.TubeStats, er
 			out.PauseTimeLeft = durationOf(max(t.pauseUntil-now, 0))
 		}
 		if f != nil {
-			s.familyStats(f, &out)
+			q.familyStats(f, &out)
 		}
 	} else {
 		err = queue.ErrNotFound
 	}
-	s.end(now, 0)
+	q.e.end(now, 0)
 	return out, err
 }
 
-// Stats implements queue.Store. TotalJobs and Timeouts count since the
-// Store was made (New) or opened (Open).
-func (s *Store) Stats(ctx context.Context) (queue.Stats, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// Stats is the part's side of Store.Stats (queuestore.go).
+func (q *jobQueue) Stats(ctx context.Context) (queue.Stats, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return queue.Stats{}, err
 	}
 	out := queue.Stats{
-		Urgent:    s.urgent,
-		Ready:     s.ready,
-		Reserved:  s.reserved,
-		Delayed:   s.delayed,
-		Buried:    s.buried,
-		TotalJobs: s.totalJobs,
-		Timeouts:  s.timeouts,
-		Tubes:     int64(len(s.tubes)),
+		Urgent:    q.urgent,
+		Ready:     q.ready,
+		Reserved:  q.reserved,
+		Delayed:   q.delayed,
+		Buried:    q.buried,
+		TotalJobs: q.totalJobs,
+		Timeouts:  q.timeouts,
+		Tubes:     int64(len(q.tubes)),
 	}
-	s.end(now, 0)
+	q.e.end(now, 0)
 	return out, nil
 }
 
-// PauseTube implements queue.Store.
-func (s *Store) PauseTube(ctx context.Context, tube string, d time.Duration) error {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// PauseTube is the part's side of Store.PauseTube (queuestore.go).
+func (q *jobQueue) PauseTube(ctx context.Context, tube string, d time.Duration) error {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return err
 	}
-	t := s.tubeFor(tube)
+	t := q.tubeFor(tube)
 	var until int64
 	if d > 0 {
 		until = now + int64(d)
 	}
-	s.setPause(t, int64(d), until)
-	tk := s.append(kindPause, s.encodePause(t), nil)
-	s.wakeLocked(tube)
-	return s.end(now, tk)
+	q.setPause(t, int64(d), until)
+	tk := q.e.append(kindPause, q.encodePause(t), nil)
+	q.wakeLocked(tube)
+	return q.e.end(now, tk)
 }
 
 // holdKey names the references of one session to one tube.
 type holdKey struct{ session, tube string }
 
-// Hold implements queue.Store. References are not logged.
-func (s *Store) Hold(ctx context.Context, owner, tube string, n int) error {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// Hold is the part's side of Store.Hold (queuestore.go).
+func (q *jobQueue) Hold(ctx context.Context, owner, tube string, n int) error {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return err
 	}
 	k := holdKey{queue.SessionOf(owner), tube}
-	had := s.holds[k]
+	had := q.holds[k]
 	d := max(int64(n), -had)
 	var tk wal.Ticket
 	switch {
 	case d > 0:
-		s.holds[k] = had + d
-		t := s.tubeFor(tube)
+		q.holds[k] = had + d
+		t := q.tubeFor(tube)
 		t.refs += d
 		if t.refs == d {
-			tk = s.append(kindHold, s.encodeHold(t, now), nil)
+			tk = q.e.append(kindHold, q.encodeHold(t, now), nil)
 		}
 	case d < 0:
 		if had+d == 0 {
-			delete(s.holds, k)
+			delete(q.holds, k)
 		} else {
-			s.holds[k] = had + d
+			q.holds[k] = had + d
 		}
-		t := s.tubes[tube]
+		t := q.tubes[tube]
 		t.refs += d
 		if t.refs == 0 {
-			tk = s.append(kindHold, s.encodeHold(t, now), nil)
-			tk = max(tk, s.freeLocked(t))
+			tk = q.e.append(kindHold, q.encodeHold(t, now), nil)
+			tk = max(tk, q.freeLocked(t))
 		}
 	}
-	return s.end(now, tk)
+	return q.e.end(now, tk)
 }
 
 // releaseAllLocked ends every reference, as when the process that held
 // them is gone (at Open, after the replay), logging it.
-func (s *Store) releaseAllLocked(now int64) {
-	clear(s.holds)
-	for _, t := range s.tubesInOrder() {
+func (q *jobQueue) releaseAllLocked(now int64) {
+	clear(q.holds)
+	for _, t := range q.tubesInOrder() {
 		if t.refs > 0 {
 			t.refs = 0
-			s.append(kindHold, s.encodeHold(t, now), nil)
-			s.freeLocked(t)
+			q.e.append(kindHold, q.encodeHold(t, now), nil)
+			q.freeLocked(t)
 		}
 	}
 }
 
-// Tubes implements queue.Store.
-func (s *Store) Tubes(ctx context.Context) ([]string, error) {
-	now, err := s.begin(ctx, queue.ErrClosed)
+// Tubes is the part's side of Store.Tubes (queuestore.go).
+func (q *jobQueue) Tubes(ctx context.Context) ([]string, error) {
+	now, err := q.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ts := s.tubesInOrder()
+	ts := q.tubesInOrder()
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.name
 	}
-	s.end(now, 0)
+	q.e.end(now, 0)
 	return names, nil
-}
-
-// CheckInvariants verifies the Store's structures: every job is in exactly
-// the heap of its state, at the index it records; every heap is ordered;
-// the counts match the heaps; unique keys point at their jobs; the schedule
-// of tubes matches their deadlines; no tube is empty, unreferenced and
-// unpaused; references add up; and no ID is beyond the last one issued.
-// It is meant for tests.
-func (s *Store) CheckInvariants(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.checkLocked()
-}
-
-func (s *Store) checkLocked() error {
-	var counts [queue.Buried + 1]int64
-	var urgent, live int64
-	seen := 0
-	for name, t := range s.tubes {
-		if t.name != name {
-			return fmt.Errorf("tube %q is filed under %q", t.name, name)
-		}
-		if t.jobs() == 0 && !t.paused && t.refs == 0 {
-			return fmt.Errorf("tube %q has no job, no reference and no pause but exists", name)
-		}
-		if t.seq == 0 || t.seq > s.tubeSeq {
-			return fmt.Errorf("tube %q has sequence number %d, last issued %d", name, t.seq, s.tubeSeq)
-		}
-		var tu int64
-		for st := queue.Ready; st <= queue.Buried; st++ {
-			h := t.heap(st)
-			if j, ok := h.check(); !ok {
-				return fmt.Errorf("tube %q: %v heap out of order or misindexed at job %d", name, st, j.id)
-			}
-			for _, j := range h.s {
-				seen++
-				switch {
-				case j.state != st:
-					return fmt.Errorf("job %d is %v but in the %v heap of %q", j.id, j.state, st, name)
-				case j.tube != t:
-					return fmt.Errorf("job %d of tube %q is in tube %q", j.id, j.tube.name, name)
-				case s.jobs[j.id] != j:
-					return fmt.Errorf("job %d is in tube %q but not in the job table", j.id, name)
-				case j.id == 0 || j.id > s.lastID:
-					return fmt.Errorf("job %d has an ID beyond the last issued (%d)", j.id, s.lastID)
-				case (st == queue.Reserved) != (j.owner != ""):
-					return fmt.Errorf("job %d is %v with owner %q", j.id, st, j.owner)
-				case j.key() != "" && t.keys[j.key()] != j:
-					return fmt.Errorf("job %d's unique key %q is not filed to it", j.id, j.key())
-				}
-				if st == queue.Ready && j.pri < queue.UrgentPriority {
-					tu++
-				}
-				if st == queue.Buried && j.at > s.burySeq {
-					return fmt.Errorf("buried job %d has bury sequence %d beyond the last issued %d", j.id, j.at, s.burySeq)
-				}
-				live += jobSize(j)
-			}
-			counts[st] += int64(h.len())
-		}
-		if tu != t.urgent {
-			return fmt.Errorf("tube %q counts %d urgent jobs, has %d", name, t.urgent, tu)
-		}
-		urgent += tu
-		for k, j := range t.keys {
-			if s.jobs[j.id] != j || j.key() != k || j.tube != t {
-				return fmt.Errorf("tube %q files unique key %q to job %d, which does not hold it", name, k, j.id)
-			}
-		}
-		if want := t.deadline(); t.next != want {
-			return fmt.Errorf("tube %q is scheduled at %d, its deadline is %d", name, t.next, want)
-		}
-		if (t.next == never) != (t.sidx < 0) || t.sidx >= 0 && (t.sidx >= len(s.sched) || s.sched[t.sidx] != t) {
-			return fmt.Errorf("tube %q is misplaced in the schedule (index %d)", name, t.sidx)
-		}
-	}
-	if seen != len(s.jobs) {
-		return fmt.Errorf("%d jobs in the job table, %d in the tubes' heaps", len(s.jobs), seen)
-	}
-	indexed := 0
-	for owner, m := range s.byOwner {
-		if len(m) == 0 {
-			return fmt.Errorf("owner %q has an empty entry in the reservation index", owner)
-		}
-		for j := range m {
-			if j.state != queue.Reserved || j.owner != owner || s.jobs[j.id] != j {
-				return fmt.Errorf("the reservation index files job %d to %q, which is %v by %q", j.id, owner, j.state, j.owner)
-			}
-		}
-		indexed += len(m)
-	}
-	if int64(indexed) != counts[queue.Reserved] {
-		return fmt.Errorf("%d jobs in the reservation index, %d reserved", indexed, counts[queue.Reserved])
-	}
-	for i, t := range s.sched {
-		if t.sidx != i || s.tubes[t.name] != t {
-			return fmt.Errorf("schedule entry %d (tube %q) is stale", i, t.name)
-		}
-		if i > 0 && t.next < s.sched[(i-1)/2].next {
-			return fmt.Errorf("schedule out of order at tube %q", t.name)
-		}
-	}
-	got := [...]int64{queue.Ready: s.ready, queue.Delayed: s.delayed, queue.Reserved: s.reserved, queue.Buried: s.buried}
-	for st := queue.Ready; st <= queue.Buried; st++ {
-		if got[st] != counts[st] {
-			return fmt.Errorf("%d jobs counted %v, %d are", got[st], st, counts[st])
-		}
-	}
-	if urgent != s.urgent {
-		return fmt.Errorf("%d jobs counted urgent, %d are", s.urgent, urgent)
-	}
-	if live != s.live {
-		return fmt.Errorf("live size counted %d, is %d", s.live, live)
-	}
-	refs := map[string]int64{}
-	for k, n := range s.holds {
-		if n <= 0 {
-			return fmt.Errorf("session %q holds %d references to tube %q", k.session, n, k.tube)
-		}
-		refs[k.tube] += n
-	}
-	for name, n := range refs {
-		if t := s.tubes[name]; t == nil {
-			return fmt.Errorf("sessions hold %d references to tube %q, which does not exist", n, name)
-		}
-	}
-	for name, t := range s.tubes {
-		if t.refs != refs[name] {
-			return fmt.Errorf("tube %q counts %d references, sessions hold %d", name, t.refs, refs[name])
-		}
-	}
-	for tube, ls := range s.tubeListeners.byKey {
-		if len(ls) == 0 || slices.ContainsFunc(ls, func(l *listener) bool { return l.key != tube }) {
-			return fmt.Errorf("listeners of tube %q misfiled", tube)
-		}
-	}
-	return s.checkFamilies()
 }

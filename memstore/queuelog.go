@@ -68,8 +68,8 @@ func durableState(j *job) (queue.State, int64) {
 
 // encodeJob encodes the fields of a put (inSnapshot false) or job record;
 // the body follows them.
-func (s *Store) encodeJob(j *job, inSnapshot bool) []byte {
-	b := s.scratch[:0]
+func (q *jobQueue) encodeJob(j *job, inSnapshot bool) []byte {
+	b := q.e.scratch[:0]
 	b = binary.AppendUvarint(b, uint64(j.id))
 	if inSnapshot {
 		b = binary.AppendUvarint(b, j.tube.seq)
@@ -88,12 +88,12 @@ func (s *Store) encodeJob(j *job, inSnapshot bool) []byte {
 	if inSnapshot {
 		b = appendHistory(b, j)
 	}
-	s.scratch = b
+	q.e.scratch = b
 	return b
 }
 
-func (s *Store) encodeUpdate(j *job) []byte {
-	b := s.scratch[:0]
+func (q *jobQueue) encodeUpdate(j *job) []byte {
+	b := q.e.scratch[:0]
 	b = binary.AppendUvarint(b, uint64(j.id))
 	st, at := durableState(j)
 	b = append(b, byte(st))
@@ -102,32 +102,32 @@ func (s *Store) encodeUpdate(j *job) []byte {
 	b = binary.AppendVarint(b, j.delay)
 	b = appendCounters(b, j)
 	b = appendHistory(b, j)
-	s.scratch = b
+	q.e.scratch = b
 	return b
 }
 
-func (s *Store) encodeDelete(id queue.ID) []byte {
-	s.scratch = binary.AppendUvarint(s.scratch[:0], uint64(id))
-	return s.scratch
+func (q *jobQueue) encodeDelete(id queue.ID) []byte {
+	q.e.scratch = binary.AppendUvarint(q.e.scratch[:0], uint64(id))
+	return q.e.scratch
 }
 
-func (s *Store) encodeHold(t *tube, now int64) []byte {
-	b := appendString(s.scratch[:0], t.name)
+func (q *jobQueue) encodeHold(t *tube, now int64) []byte {
+	b := appendString(q.e.scratch[:0], t.name)
 	held := byte(0)
 	if t.refs > 0 {
 		held = 1
 	}
 	b = append(b, held)
 	b = binary.AppendVarint(b, now)
-	s.scratch = b
+	q.e.scratch = b
 	return b
 }
 
-func (s *Store) encodePause(t *tube) []byte {
-	b := appendString(s.scratch[:0], t.name)
+func (q *jobQueue) encodePause(t *tube) []byte {
+	b := appendString(q.e.scratch[:0], t.name)
 	b = binary.AppendVarint(b, t.pauseLen)
 	b = binary.AppendVarint(b, t.pauseUntil)
-	s.scratch = b
+	q.e.scratch = b
 	return b
 }
 
@@ -151,13 +151,12 @@ func appendHistory(b []byte, j *job) []byte {
 
 // snapshot adds the whole queue state to w.
 func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
-	s := q.store
-	w.Grow(1 + len(s.tubes) + len(s.jobs) + len(s.tubeLimits))
-	b := binary.AppendUvarint(s.scratch[:0], uint64(s.lastID))
-	b = binary.AppendUvarint(b, s.tubeSeq)
-	b = binary.AppendVarint(b, s.burySeq)
+	w.Grow(1 + len(q.tubes) + len(q.jobs) + len(q.tubeLimits))
+	b := binary.AppendUvarint(q.e.scratch[:0], uint64(q.lastID))
+	b = binary.AppendUvarint(b, q.tubeSeq)
+	b = binary.AppendVarint(b, q.burySeq)
 	w.Add(kindQueueMeta, b, nil)
-	for _, t := range s.tubesInOrder() {
+	for _, t := range q.tubesInOrder() {
 		b = binary.AppendUvarint(b[:0], t.seq)
 		b = appendString(b, t.name)
 		b = binary.AppendVarint(b, t.totalJobs)
@@ -172,22 +171,22 @@ func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 		b = binary.AppendVarint(b, t.pauseUntil)
 		w.Add(kindTube, b, nil)
 		if t.refs > 0 {
-			w.Add(kindHold, s.encodeHold(t, 0), nil)
-			b = s.scratch[:0]
+			w.Add(kindHold, q.encodeHold(t, 0), nil)
+			b = q.e.scratch[:0]
 		}
 		for _, h := range []*jobHeap{&t.ready, &t.delayed, &t.reserved, &t.buried} {
 			for _, j := range h.s {
-				w.Add(kindJobH, s.encodeJob(j, true), j.body)
+				w.Add(kindJobH, q.encodeJob(j, true), j.body)
 			}
 		}
 	}
-	s.scratch = b[:0]
-	s.snapshotLimits(func(kind byte, head []byte) { w.Add(kind, head, nil) })
+	q.e.scratch = b[:0]
+	q.snapshotLimits(func(kind byte, head []byte) { w.Add(kind, head, nil) })
 }
 
-func (s *Store) tubesInOrder() []*tube {
-	ts := make([]*tube, 0, len(s.tubes))
-	for _, t := range s.tubes {
+func (q *jobQueue) tubesInOrder() []*tube {
+	ts := make([]*tube, 0, len(q.tubes))
+	for _, t := range q.tubes {
 		ts = append(ts, t)
 	}
 	slices.SortFunc(ts, func(a, b *tube) int { return cmp.Compare(a.seq, b.seq) })
@@ -219,12 +218,11 @@ func state(b byte) (queue.State, error) {
 
 // replay applies one record of the queue's kinds at Open.
 func (q *jobQueue) replay(kind byte, d *decoder) error {
-	s := q.store
 	switch kind {
 	case kindQueueMeta:
-		s.lastID = queue.ID(d.uvarint())
-		s.tubeSeq = d.uvarint()
-		s.burySeq = d.varint()
+		q.lastID = queue.ID(d.uvarint())
+		q.tubeSeq = d.uvarint()
+		q.burySeq = d.varint()
 		return d.end()
 
 	case kindTube:
@@ -236,16 +234,16 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		if err := d.end(); err != nil {
 			return err
 		}
-		if s.tubes[t.name] != nil || s.replayTubes[t.seq] != nil {
+		if q.tubes[t.name] != nil || q.replayTubes[t.seq] != nil {
 			return fmt.Errorf("tube %q twice in the snapshot", t.name)
 		}
-		s.tubes[t.name] = t
-		if f := s.familyOf(t.name); f != nil {
-			s.attach(t, f)
+		q.tubes[t.name] = t
+		if f := q.familyOf(t.name); f != nil {
+			q.attach(t, f)
 		}
-		s.replayTubes[t.seq] = t
-		s.tubeSeq = max(s.tubeSeq, t.seq)
-		s.resched(t)
+		q.replayTubes[t.seq] = t
+		q.tubeSeq = max(q.tubeSeq, t.seq)
+		q.resched(t)
 		return nil
 
 	case kindJob, kindJobH, kindPut:
@@ -273,15 +271,15 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		}
 		var t *tube
 		if kind != kindPut {
-			t = s.replayTubes[seq]
+			t = q.replayTubes[seq]
 		} else {
-			s.replayPauseEnd(name, j.created)
-			t = s.tubeFor(name)
+			q.replayPauseEnd(name, j.created)
+			t = q.tubeFor(name)
 		}
 		if t == nil {
 			return errors.New("job of an unknown tube")
 		}
-		if j.id == 0 || j.id > queue.MaxID || s.jobs[j.id] != nil {
+		if j.id == 0 || j.id > queue.MaxID || q.jobs[j.id] != nil {
 			return fmt.Errorf("job %d put twice", j.id)
 		}
 		if k := j.key(); k != "" && t.keys[k] != nil {
@@ -292,14 +290,14 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		if j.body == nil {
 			j.body = []byte{}
 		}
-		s.lastID = max(s.lastID, j.id)
+		q.lastID = max(q.lastID, j.id)
 		if st == queue.Buried {
-			s.burySeq = max(s.burySeq, j.at)
+			q.burySeq = max(q.burySeq, j.at)
 		}
 		if kind == kindPut {
 			t.totalJobs++
 		}
-		s.addJob(j, st)
+		q.addJob(j, st)
 		return nil
 
 	case kindDelete:
@@ -307,11 +305,11 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		if err := d.end(); err != nil {
 			return err
 		}
-		j := s.jobs[id]
+		j := q.jobs[id]
 		if j == nil {
 			return fmt.Errorf("delete of unknown job %d", id)
 		}
-		s.removeJob(j)
+		q.removeJob(j)
 		return nil
 
 	case kindUpdate, kindUpdateH:
@@ -330,11 +328,11 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		if err != nil {
 			return err
 		}
-		j := s.jobs[id]
+		j := q.jobs[id]
 		if j == nil {
 			return fmt.Errorf("update of unknown job %d", id)
 		}
-		s.unlink(j)
+		q.unlink(j)
 		j.pri, j.at, j.delay = pri, at, delay
 		j.reserves, j.timeouts, j.releases, j.buries, j.kicks = c.reserves, c.timeouts, c.releases, c.buries, c.kicks
 		if kind == kindUpdateH {
@@ -346,9 +344,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 			j.setHistory(h)
 		}
 		if st == queue.Buried {
-			s.burySeq = max(s.burySeq, at)
+			q.burySeq = max(q.burySeq, at)
 		}
-		s.link(j, st)
+		q.link(j, st)
 		return nil
 
 	case kindPause:
@@ -358,13 +356,13 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 			return err
 		}
 		if plen > 0 {
-			s.replayPauseEnd(name, until-plen)
+			q.replayPauseEnd(name, until-plen)
 		}
-		s.setPause(s.tubeFor(name), plen, until)
+		q.setPause(q.tubeFor(name), plen, until)
 		return nil
 
 	case kindLimit:
-		return s.replayLimit(d)
+		return q.replayLimit(d)
 
 	case kindHold:
 		name := d.string()
@@ -373,10 +371,10 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		if err := d.end(); err != nil {
 			return err
 		}
-		s.replayPauseEnd(name, now)
-		t := s.tubeFor(name)
+		q.replayPauseEnd(name, now)
+		t := q.tubeFor(name)
 		t.refs = int64(held) // a replay knows whether a tube had references, not whose
-		s.gcTube(t)
+		q.gcTube(t)
 		return nil
 	}
 	return fmt.Errorf("unknown record kind %d", kind)
@@ -387,22 +385,22 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 // did before it. Only puts and pauses carry their time, and only they can
 // find an empty tube whose pause ended (and so a new tube, with fresh
 // counters and a later place in Tubes).
-func (s *Store) replayPauseEnd(name string, now int64) {
-	if t := s.tubes[name]; t != nil && t.paused && t.pauseUntil <= now {
+func (q *jobQueue) replayPauseEnd(name string, now int64) {
+	if t := q.tubes[name]; t != nil && t.paused && t.pauseUntil <= now {
 		t.paused, t.pauseLen, t.pauseUntil = false, 0, 0
-		s.resched(t)
-		s.gcTube(t)
+		q.resched(t)
+		q.gcTube(t)
 	}
 }
 
 // setPause pauses t for plen nanoseconds until until, or unpauses it when
 // plen is 0, counting a pause.
-func (s *Store) setPause(t *tube, plen, until int64) {
+func (q *jobQueue) setPause(t *tube, plen, until int64) {
 	t.pauses++
 	t.paused, t.pauseLen, t.pauseUntil = plen > 0, plen, until
 	if plen == 0 {
 		t.pauseUntil = 0
 	}
-	s.resched(t)
-	s.gcTube(t)
+	q.resched(t)
+	q.gcTube(t)
 }

@@ -1,15 +1,19 @@
 package memstore
 
 import (
+	"context"
+
 	"github.com/hourglass-io/hourglass/internal/wal"
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-// jobQueue is the job queue's part of a Store: its tubes and jobs. The
-// Store embeds it, so the queue.Store methods (queue.go) reach its fields
-// directly. Its records are in queuelog.go.
+// jobQueue is the job queue's part of a Store: its tubes and jobs, and
+// the queue.Store methods (queue.go), queue.LimitStore's (limits.go) and
+// queue.GroupStore's (groups.go), which the Store forwards to
+// (queuestore.go). Its records are in queuelog.go. Its state is guarded
+// by the engine's mutex.
 type jobQueue struct {
-	store   *Store
+	e       *engine
 	maxJobs int
 
 	jobs    map[queue.ID]*job
@@ -41,8 +45,8 @@ type jobQueue struct {
 	families   map[string]*family    // tubes with groups, by name (groups.go); nil when none ever had
 }
 
-func (q *jobQueue) init(s *Store, maxJobs int) {
-	q.store = s
+func (q *jobQueue) init(e *engine, maxJobs int) {
+	q.e = e
 	q.maxJobs = maxJobs
 	q.jobs = map[queue.ID]*job{}
 	q.tubes = map[string]*tube{}
@@ -50,6 +54,9 @@ func (q *jobQueue) init(s *Store, maxJobs int) {
 	q.byOwner = map[string]map[*job]struct{}{}
 	q.replayTubes = map[uint64]*tube{}
 }
+
+// begin starts an operation (see engine.begin).
+func (q *jobQueue) begin(ctx context.Context) (int64, error) { return q.e.begin(ctx, queue.ErrClosed) }
 
 func (q *jobQueue) next() int64 {
 	if t := q.sched.top(); t != nil {
@@ -62,78 +69,77 @@ func (q *jobQueue) next() int64 {
 // reservations whose TTR ran out end (counting a timeout), pauses end.
 // None is logged.
 func (q *jobQueue) advance(now int64) wal.Ticket {
-	s := q.store
 	for {
-		t := s.sched.top()
+		t := q.sched.top()
 		if t == nil || t.next > now {
 			return 0
 		}
-		s.advanceTube(t, now)
+		q.advanceTube(t, now)
 	}
 }
 
 // recovered ends every reference after a replay (see releaseAllLocked).
 func (q *jobQueue) recovered(now int64) {
 	q.replayTubes = nil
-	q.store.recoveredLimits(now)
-	q.store.releaseAllLocked(now)
+	q.recoveredLimits(now)
+	q.releaseAllLocked(now)
 }
 
 func (q *jobQueue) size() int64 { return q.live }
 
 func (q *jobQueue) close() { clear(q.tubeListeners.byKey) }
 
-func (s *Store) advanceTube(t *tube, now int64) {
+func (q *jobQueue) advanceTube(t *tube, now int64) {
 	n := 0
 	for j := t.delayed.top(); j != nil && j.at <= now; j = t.delayed.top() {
-		s.unlink(j)
+		q.unlink(j)
 		j.at = 0
-		s.link(j, queue.Ready)
+		q.link(j, queue.Ready)
 		n++
 	}
 	for j := t.reserved.top(); j != nil && j.at <= now; j = t.reserved.top() {
-		s.unlink(j)
+		q.unlink(j)
 		j.timeouts++
 		j.history().timedOut = j.at // when the TTR ran out, not when it was seen
-		s.timeouts++
+		q.timeouts++
 		t.timeouts++
 		j.at = 0
-		s.link(j, queue.Ready)
+		q.link(j, queue.Ready)
 		n++
 	}
 	if t.paused && t.pauseUntil <= now {
 		t.paused, t.pauseLen, t.pauseUntil = false, 0, 0
 		n++
 	}
-	s.resched(t)
+	q.resched(t)
 	if n > 0 {
-		s.wakeLocked(t.name)
+		q.wakeLocked(t.name)
 	}
-	s.gcTube(t)
+	q.gcTube(t)
 }
 
 // tubeFor returns the tube named name, creating it.
-func (s *Store) tubeFor(name string) *tube {
-	t := s.tubes[name]
+func (q *jobQueue) tubeFor(name string) *tube {
+	t := q.tubes[name]
 	if t == nil {
-		s.tubeSeq++
-		t = newTube(name, s.tubeSeq)
-		s.tubes[name] = t
-		if f := s.familyOf(name); f != nil {
-			s.attach(t, f)
+		q.tubeSeq++
+		t = newTube(name, q.tubeSeq)
+		q.tubes[name] = t
+		if f := q.familyOf(name); f != nil {
+			q.attach(t, f)
 		}
 	}
 	return t
 }
 
 // gcTube forgets t when it holds no job, no reference and no pause.
-func (s *Store) gcTube(t *tube) {
-	if t.paused || t.jobs() > 0 || t.refs > 0 || s.tubes[t.name] != t {
+func (q *jobQueue) gcTube(t *tube) {
+	if t.paused || t.jobs() > 0 || t.refs > 0 || q.tubes[t.name] != t {
 		return
 	}
-	s.sched.set(t, never)
-	delete(s.tubes, t.name)
-	s.detach(t)
+	q.sched.set(t, never)
+	delete(q.tubes, t.name)
+	q.detach(t)
 }
 
 // freeLocked is called when the last job or the last reference of t has
@@ -141,21 +147,21 @@ func (s *Store) gcTube(t *tube) {
 // beanstalkd frees a tube. Ending the pause is logged, so that a replay,
 // which knows no references, frees the tube at the same point; the ticket
 // is that record's (0 when there is none).
-func (s *Store) freeLocked(t *tube) wal.Ticket {
-	if t.jobs() > 0 || t.refs > 0 || !t.paused || s.tubes[t.name] != t {
-		s.gcTube(t)
+func (q *jobQueue) freeLocked(t *tube) wal.Ticket {
+	if t.jobs() > 0 || t.refs > 0 || !t.paused || q.tubes[t.name] != t {
+		q.gcTube(t)
 		return 0
 	}
-	s.setPause(t, 0, 0)
-	return s.append(kindPause, s.encodePause(t), nil)
+	q.setPause(t, 0, 0)
+	return q.e.append(kindPause, q.encodePause(t), nil)
 }
 
 // resched updates t's place in the schedule after its deadline may have
 // changed.
-func (s *Store) resched(t *tube) { s.sched.set(t, t.deadline()) }
+func (q *jobQueue) resched(t *tube) { q.sched.set(t, t.deadline()) }
 
 // unlink takes j out of its state heap and the counts.
-func (s *Store) unlink(j *job) {
+func (q *jobQueue) unlink(j *job) {
 	t := j.tube
 	t.heap(j.state).remove(j)
 	if t.fam != nil {
@@ -163,32 +169,32 @@ func (s *Store) unlink(j *job) {
 	}
 	switch j.state {
 	case queue.Ready:
-		s.ready--
+		q.ready--
 		if j.pri < queue.UrgentPriority {
 			t.urgent--
-			s.urgent--
+			q.urgent--
 		}
 	case queue.Delayed:
-		s.delayed--
-		s.resched(t)
+		q.delayed--
+		q.resched(t)
 	case queue.Reserved:
-		s.reserved--
-		m := s.byOwner[j.owner]
+		q.reserved--
+		m := q.byOwner[j.owner]
 		delete(m, j)
 		if len(m) == 0 {
-			delete(s.byOwner, j.owner)
-			s.spare = m
+			delete(q.byOwner, j.owner)
+			q.spare = m
 		}
 		j.owner = ""
-		s.resched(t)
+		q.resched(t)
 	case queue.Buried:
-		s.buried--
+		q.buried--
 	}
 	j.state = 0
 }
 
 // link puts j, with its fields set for st, into the heap of st.
-func (s *Store) link(j *job, st queue.State) {
+func (q *jobQueue) link(j *job, st queue.State) {
 	t := j.tube
 	j.state = st
 	t.heap(st).push(j)
@@ -197,28 +203,28 @@ func (s *Store) link(j *job, st queue.State) {
 	}
 	switch st {
 	case queue.Ready:
-		s.ready++
+		q.ready++
 		if j.pri < queue.UrgentPriority {
 			t.urgent++
-			s.urgent++
+			q.urgent++
 		}
 	case queue.Delayed:
-		s.delayed++
-		s.resched(t)
+		q.delayed++
+		q.resched(t)
 	case queue.Reserved:
-		s.reserved++
-		m := s.byOwner[j.owner]
+		q.reserved++
+		m := q.byOwner[j.owner]
 		if m == nil {
-			m, s.spare = s.spare, nil
+			m, q.spare = q.spare, nil
 			if m == nil {
 				m = map[*job]struct{}{}
 			}
-			s.byOwner[j.owner] = m
+			q.byOwner[j.owner] = m
 		}
 		m[j] = struct{}{}
-		s.resched(t)
+		q.resched(t)
 	case queue.Buried:
-		s.buried++
+		q.buried++
 	}
 }
 
@@ -226,27 +232,43 @@ func (s *Store) link(j *job, st queue.State) {
 func jobSize(j *job) int64 { return int64(64 + len(j.key()) + len(j.body)) }
 
 // addJob stores a new job in state st.
-func (s *Store) addJob(j *job, st queue.State) {
-	s.jobs[j.id] = j
+func (q *jobQueue) addJob(j *job, st queue.State) {
+	q.jobs[j.id] = j
 	if k := j.key(); k != "" {
 		if j.tube.keys == nil {
 			j.tube.keys = map[string]*job{}
 		}
 		j.tube.keys[k] = j
 	}
-	s.live += jobSize(j)
-	s.link(j, st)
+	q.live += jobSize(j)
+	q.link(j, st)
 }
 
 // removeJob deletes j, counting a delete in its tube.
-func (s *Store) removeJob(j *job) {
+func (q *jobQueue) removeJob(j *job) {
 	t := j.tube
-	s.unlink(j)
-	delete(s.jobs, j.id)
+	q.unlink(j)
+	delete(q.jobs, j.id)
 	if k := j.key(); k != "" {
 		delete(t.keys, k)
 	}
-	s.live -= jobSize(j)
+	q.live -= jobSize(j)
 	t.deletes++
-	s.gcTube(t)
+	q.gcTube(t)
+}
+
+// Listen is the part's side of Store.Listen (queuestore.go).
+func (q *jobQueue) Listen(ctx context.Context, tube string, wake func(tube string)) (func(), error) {
+	return q.e.listen(ctx, &q.tubeListeners, tube, wake, queue.ErrClosed)
+}
+
+// wakeLocked notes that the listeners of tube are to be woken when the
+// current operation ends.
+// A wake-up of a group's tube wakes its tube's waiters too, whose
+// reserves serve the group (groups.go).
+func (q *jobQueue) wakeLocked(tube string) {
+	q.e.wake(&q.tubeListeners, tube)
+	if p, g := queue.SplitGroup(tube); g != "" {
+		q.e.wake(&q.tubeListeners, p)
+	}
 }

@@ -48,8 +48,8 @@ type rlEntry struct {
 // Limits returns the Store's rate limit store (the same one on every call).
 func (s *Store) Limits() *Limits { return &s.limits }
 
-func (l *Limits) init(s *Store) {
-	l.clock = s.clock
+func (l *Limits) init(clock func() time.Time) {
+	l.clock = clock
 	l.entries = map[string]*rlEntry{}
 }
 

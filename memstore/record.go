@@ -3,9 +3,6 @@ package memstore
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
-
-	"github.com/hourglass-io/hourglass/internal/wal"
 )
 
 // The log is a sequence of records, each a kind byte and a payload. Every
@@ -13,23 +10,8 @@ import (
 // in part.go): replay hands each record to the part that owns its kind, and
 // a snapshot is every part's snapshot records, one part after the other.
 // The kinds and layouts of each part are in its own file (the job queue's
-// in queuelog.go).
-
-// snapshotLocked adds the whole state, every part's, to w.
-func (s *Store) snapshotLocked(w *wal.SnapshotWriter) {
-	for _, p := range s.parts {
-		p.snapshot(w)
-	}
-}
-
-// replay applies one record at Open: the part that owns its kind does.
-func (s *Store) replay(kind byte, b []byte) error {
-	p := s.byKind[kind]
-	if p == nil {
-		return fmt.Errorf("unknown record kind %d", kind)
-	}
-	return p.replay(kind, &decoder{b: b})
-}
+// in queuelog.go); the engine's snapshotLocked and replay are in
+// engine.go.
 
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))

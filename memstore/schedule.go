@@ -33,7 +33,8 @@ const (
 // Schedules have no deadline of the Store's: a schedule.Client asks Due
 // and fires them. Get it with Store.Schedules.
 type Schedules struct {
-	s *Store
+	e *engine
+	q *jobQueue // where a fire puts its job (jobQueue.putOnce)
 
 	// Guarded by the Store's mu.
 	byName    map[string]*scEntry
@@ -45,8 +46,8 @@ type Schedules struct {
 // call).
 func (s *Store) Schedules() *Schedules { return &s.schedules }
 
-func (c *Schedules) init(s *Store) {
-	c.s = s
+func (c *Schedules) init(e *engine, q *jobQueue) {
+	c.e, c.q = e, q
 	c.byName = map[string]*scEntry{}
 }
 
@@ -98,12 +99,11 @@ func (c *Schedules) index(e *scEntry) {
 
 // begin is begin with the schedule package's sentinel for a closed store.
 func (c *Schedules) begin(ctx context.Context) (int64, error) {
-	return c.s.begin(ctx, schedule.ErrClosed)
+	return c.e.begin(ctx, schedule.ErrClosed)
 }
 
 // Set implements schedule.Store.
 func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State, error) {
-	s := c.s
 	now, err := c.begin(ctx)
 	if err != nil {
 		return schedule.State{}, err
@@ -111,10 +111,10 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 	e := c.byName[st.Name]
 	if e != nil && schedule.EqualDefinition(e.st.Schedule, st.Schedule) {
 		out := cloneState(e.st)
-		return out, s.end(now, 0)
+		return out, c.e.end(now, 0)
 	}
 	if e != nil && e.st.Job.Tube != st.Job.Tube {
-		s.end(now, 0)
+		c.e.end(now, 0)
 		return schedule.State{}, fmt.Errorf("%w: Job.Tube: schedule %q puts into tube %q; delete it to move it to %q", schedule.ErrInvalidOption, st.Name, e.st.Job.Tube, st.Job.Tube)
 	}
 	if e == nil {
@@ -127,31 +127,29 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 	e.st.Next = st.Next
 	e.st.Version++
 	c.index(e)
-	tk := s.append(kindSchedState, s.encodeSched(&e.st), nil)
-	s.wake(&c.listeners, "")
+	tk := c.e.append(kindSchedState, c.encodeSched(&e.st), nil)
+	c.e.wake(&c.listeners, "")
 	out := cloneState(e.st)
-	return out, s.end(now, tk)
+	return out, c.e.end(now, tk)
 }
 
 // Get implements schedule.Store.
 func (c *Schedules) Get(ctx context.Context, name string) (schedule.State, error) {
-	s := c.s
 	now, err := c.begin(ctx)
 	if err != nil {
 		return schedule.State{}, err
 	}
 	e := c.byName[name]
 	if e == nil {
-		s.end(now, 0)
+		c.e.end(now, 0)
 		return schedule.State{}, schedule.ErrNotFound
 	}
 	out := cloneState(e.st)
-	return out, s.end(now, 0)
+	return out, c.e.end(now, 0)
 }
 
 // List implements schedule.Store.
 func (c *Schedules) List(ctx context.Context, after string, limit int) ([]schedule.State, error) {
-	s := c.s
 	now, err := c.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -167,67 +165,64 @@ func (c *Schedules) List(ctx context.Context, after string, limit int) ([]schedu
 	for _, n := range names[:min(limit, len(names))] {
 		out = append(out, cloneState(c.byName[n].st))
 	}
-	return out, s.end(now, 0)
+	return out, c.e.end(now, 0)
 }
 
 // Delete implements schedule.Store.
 func (c *Schedules) Delete(ctx context.Context, name string) error {
-	s := c.s
 	now, err := c.begin(ctx)
 	if err != nil {
 		return err
 	}
 	e := c.byName[name]
 	if e == nil {
-		s.end(now, 0)
+		c.e.end(now, 0)
 		return schedule.ErrNotFound
 	}
 	if e.hidx >= 0 {
 		heap.Remove(&c.due, e.hidx)
 	}
 	delete(c.byName, name)
-	tk := s.append(kindSchedDelete, appendString(s.scratch[:0], name), nil)
-	return s.end(now, tk)
+	tk := c.e.append(kindSchedDelete, appendString(c.e.scratch[:0], name), nil)
+	return c.e.end(now, tk)
 }
 
 // SetPaused implements schedule.Store.
 func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, next time.Time) (schedule.State, error) {
-	s := c.s
 	now, err := c.begin(ctx)
 	if err != nil {
 		return schedule.State{}, err
 	}
 	e := c.byName[name]
 	if e == nil {
-		s.end(now, 0)
+		c.e.end(now, 0)
 		return schedule.State{}, schedule.ErrNotFound
 	}
 	if e.st.Paused == paused {
 		out := cloneState(e.st)
-		return out, s.end(now, 0)
+		return out, c.e.end(now, 0)
 	}
 	e.st.Paused = paused
 	if !paused {
 		e.st.Next = next
-		s.wake(&c.listeners, "")
+		c.e.wake(&c.listeners, "")
 	}
 	e.st.Version++
 	c.index(e)
-	tk := s.append(kindSchedState, s.encodeSched(&e.st), nil)
+	tk := c.e.append(kindSchedState, c.encodeSched(&e.st), nil)
 	out := cloneState(e.st)
-	return out, s.end(now, tk)
+	return out, c.e.end(now, tk)
 }
 
 // Fire implements schedule.Store: the job is put and the schedule advanced
 // under one hold of the Store's lock.
 func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedule.FireResult, error) {
-	s := c.s
 	now, err := c.begin(ctx)
 	if err != nil {
 		return schedule.FireResult{}, err
 	}
 	fail := func(err error) (schedule.FireResult, error) {
-		s.end(now, 0)
+		c.e.end(now, 0)
 		return schedule.FireResult{}, err
 	}
 	e := c.byName[req.Name]
@@ -248,26 +243,14 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 	res := schedule.FireResult{}
 	var tk wal.Ticket
 	if !tick.IsZero() {
-		key := schedule.JobKey(req.Name, tick)
-		t := s.tubes[e.st.Job.Tube]
-		if t != nil && t.keys[key] != nil {
-			res.JobID = uint64(t.keys[key].id)
-		} else {
-			if s.maxJobs > 0 && len(s.jobs)+1 > s.maxJobs {
-				return fail(fmt.Errorf("%w: schedule %q: tube %q: %d jobs stored, the cap is %d", queue.ErrFull, req.Name, e.st.Job.Tube, len(s.jobs), s.maxJobs))
-			}
-			if s.lastID >= queue.MaxID {
-				return fail(fmt.Errorf("memstore: job IDs exhausted (the last issued is %d)", s.lastID))
-			}
-			if t == nil {
-				t = s.tubeFor(e.st.Job.Tube)
-			}
-			j, _ := s.putJobLocked(t, queue.NewJob{
-				Body: e.st.Job.Body, Priority: e.st.Job.Priority, TTR: cmp.Or(e.st.Job.TTR, queue.DefaultTTR), UniqueKey: key,
-			}, now)
-			s.wakeLocked(t.name)
-			res.JobID = uint64(j.id)
+		id, _, err := c.q.putOnce(e.st.Job.Tube, queue.NewJob{
+			Body: e.st.Job.Body, Priority: e.st.Job.Priority, TTR: cmp.Or(e.st.Job.TTR, queue.DefaultTTR),
+			UniqueKey: schedule.JobKey(req.Name, tick),
+		}, now)
+		if err != nil {
+			return fail(fmt.Errorf("schedule %q: %w", req.Name, err))
 		}
+		res.JobID = uint64(id)
 		res.Fired = true
 		e.st.Fires++
 		f := schedule.Fire{Tick: tick, JobID: res.JobID, Lateness: time.Duration(now - tick.UnixNano()), Manual: req.Manual}
@@ -279,14 +262,13 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 	}
 	e.st.Version++
 	c.index(e)
-	tk = s.append(kindSchedState, s.encodeSched(&e.st), nil)
+	tk = c.e.append(kindSchedState, c.encodeSched(&e.st), nil)
 	res.State = cloneState(e.st)
-	return res, s.end(now, tk)
+	return res, c.e.end(now, tk)
 }
 
 // Due implements schedule.Store.
 func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, error) {
-	s := c.s
 	now, err := c.begin(ctx)
 	if err != nil {
 		return schedule.DueResult{}, err
@@ -313,7 +295,7 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 	if len(res.Due) > 0 {
 		res.Earliest = time.Time{}
 	}
-	return res, s.end(now, 0)
+	return res, c.e.end(now, 0)
 }
 
 // Now implements schedule.Store: the store's clock (Options.Clock).
@@ -322,7 +304,7 @@ func (c *Schedules) Now(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	return time.Unix(0, now), c.s.end(now, 0)
+	return time.Unix(0, now), c.e.end(now, 0)
 }
 
 // Listen implements schedule.Notifier: wake is called after a schedule is
@@ -331,7 +313,7 @@ func (c *Schedules) Listen(ctx context.Context, topic string, wake func(topic st
 	if topic != schedule.TopicDue {
 		return nil, fmt.Errorf("memstore: %w: topic %q, want %q", schedule.ErrInvalidOption, topic, schedule.TopicDue)
 	}
-	return c.s.listen(ctx, &c.listeners, "", func(string) { wake(topic) }, schedule.ErrClosed)
+	return c.e.listen(ctx, &c.listeners, "", func(string) { wake(topic) }, schedule.ErrClosed)
 }
 
 func cloneState(st schedule.State) schedule.State {
@@ -348,8 +330,8 @@ func cloneState(st schedule.State) schedule.State {
 //	s name, s spec, s zone, t start, t end, s tube, u pri, v ttr, byte policy,
 //	u catch-up n, v grace, u version, t next, byte paused, u fires, u misfires,
 //	u count, count × (t tick, u job id, v lateness, byte manual), s body
-func (s *Store) encodeSched(st *schedule.State) []byte {
-	b := s.scratch[:0]
+func (c *Schedules) encodeSched(st *schedule.State) []byte {
+	b := c.e.scratch[:0]
 	b = appendString(b, st.Name)
 	b = appendString(b, st.Spec)
 	b = appendString(b, st.Zone)
@@ -374,7 +356,7 @@ func (s *Store) encodeSched(st *schedule.State) []byte {
 		b = append(b, boolByte(f.Manual))
 	}
 	b = appendString(b, string(st.Job.Body))
-	s.scratch = b
+	c.e.scratch = b
 	return b
 }
 
@@ -400,7 +382,7 @@ func (d *decoder) time() time.Time {
 	return time.Unix(0, v)
 }
 
-func (s *Store) decodeSched(d *decoder) (schedule.State, error) {
+func (c *Schedules) decodeSched(d *decoder) (schedule.State, error) {
 	var st schedule.State
 	st.Name, st.Spec, st.Zone = d.string(), d.string(), d.string()
 	st.Start, st.End = d.time(), d.time()
@@ -427,10 +409,9 @@ func (s *Store) decodeSched(d *decoder) (schedule.State, error) {
 
 // replay applies one schedule record at Open.
 func (c *Schedules) replay(kind byte, d *decoder) error {
-	s := c.s
 	switch kind {
 	case kindSchedState:
-		st, err := s.decodeSched(d)
+		st, err := c.decodeSched(d)
 		if err != nil {
 			return err
 		}
@@ -462,7 +443,6 @@ func (c *Schedules) replay(kind byte, d *decoder) error {
 
 // snapshot adds every schedule to a snapshot, in name order.
 func (c *Schedules) snapshot(w *wal.SnapshotWriter) {
-	s := c.s
 	es := make([]*scEntry, 0, len(c.byName))
 	for _, e := range c.byName {
 		es = append(es, e)
@@ -470,6 +450,6 @@ func (c *Schedules) snapshot(w *wal.SnapshotWriter) {
 	slices.SortFunc(es, func(a, b *scEntry) int { return cmp.Compare(a.st.Name, b.st.Name) })
 	w.Grow(len(es))
 	for _, e := range es {
-		w.Add(kindSchedState, s.encodeSched(&e.st), nil)
+		w.Add(kindSchedState, c.encodeSched(&e.st), nil)
 	}
 }

@@ -25,14 +25,15 @@ const (
 	kindTally = 255
 )
 
-// tallies is the part: its state, guarded by the Store's mutex.
+// tallies is the part: its state, guarded by the engine's mutex, and the
+// engine it runs on (begin, end, append).
 type tallies struct {
-	s      *Store
+	e      *engine
 	values map[string]int64
 }
 
-func (t *tallies) init(s *Store) {
-	t.s = s
+func (t *tallies) init(e *engine) {
+	t.e = e
 	t.values = map[string]int64{}
 }
 
@@ -82,7 +83,7 @@ var _ tally.Store = tallyStore{}
 
 // begin starts an operation; a closed Store fails with the tally's error.
 func (v tallyStore) begin(ctx context.Context) (int64, error) {
-	return v.t.s.begin(ctx, tally.ErrClosed)
+	return v.t.e.begin(ctx, tally.ErrClosed)
 }
 
 func (v tallyStore) Add(ctx context.Context, name string, n int64) (int64, error) {
@@ -93,11 +94,11 @@ func (v tallyStore) Add(ctx context.Context, name string, n int64) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	s := v.t.s
+	e := v.t.e
 	total := v.t.values[name] + n
 	v.t.values[name] = total
-	tk := s.append(kindTally, encodeTally(s.scratch[:0], name, total), nil)
-	return total, s.end(now, tk)
+	tk := e.append(kindTally, encodeTally(e.scratch[:0], name, total), nil)
+	return total, e.end(now, tk)
 }
 
 func (v tallyStore) Get(ctx context.Context, name string) (int64, error) {
@@ -109,7 +110,7 @@ func (v tallyStore) Get(ctx context.Context, name string) (int64, error) {
 		return 0, err
 	}
 	total := v.t.values[name]
-	return total, v.t.s.end(now, 0)
+	return total, v.t.e.end(now, 0)
 }
 
 // withTally returns options that add the tally part to a Store, and the
@@ -117,7 +118,7 @@ func (v tallyStore) Get(ctx context.Context, name string) (int64, error) {
 func withTally(o Options) (*Options, tallyStore) {
 	t := &tallies{}
 	o.moreParts = func(s *Store) []registration {
-		t.init(s)
+		t.init(&s.engine)
 		return []registration{{p: t, lo: kindTally, hi: kindTally}}
 	}
 	return &o, tallyStore{t}

@@ -426,7 +426,9 @@ func (h *Hashes) SweepShards(ctx context.Context, shards []int, max int) ([]ttlh
 	if len(calls) == 0 {
 		return nil, nil
 	}
-	out, err := h.runMany(ctx, calls)
+	// A sweep that went out is waited for, even when ctx ends meanwhile:
+	// the fields it expired must be counted (go-redis's timeouts bound it).
+	out, err := h.runMany(context.WithoutCancel(ctx), calls)
 	if err != nil {
 		return nil, err
 	}

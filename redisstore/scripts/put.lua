@@ -45,6 +45,10 @@ local ids = {}
 -- due before what they may be sleeping towards: the tube's next due time
 -- before this call (due0, read at the first delayed job that needs it).
 local ready, soonest, due0 = false, nil, nil
+-- The writes of every job go out together: one HSET of the records, one
+-- ZADD of the ready jobs, one of the delayed (at most maxBatch = 1000 jobs
+-- a call, well inside Lua's limit on unpack).
+local recs, readys, delayed, ukeys = {}, {}, {}, {}
 for i = 0, n - 1 do
   local a = 4 + i * 5
   local d = dup[i]
@@ -55,9 +59,10 @@ for i = 0, n - 1 do
     out[#out + 1] = idnum(d)
     out[#out + 1] = 1
   else
-    local pri, delay, ttr, ukey, body = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4]
+    local delay, ukey = tonumber(ARGV[a + 1]), ARGV[a + 3]
     seq = seq + 1
-    local idh = idhex(seq * 256 + tag)
+    local id = seq * 256 + tag
+    local idh = idhex(id)
     ids[i] = idh
     local state = READY
     if delay > 0 then
@@ -75,20 +80,40 @@ for i = 0, n - 1 do
           soonest = delay
         end
       end
-      redis.call('ZADD', T.d, now + delay, idh)
+      delayed[#delayed + 1] = now + delay
+      delayed[#delayed + 1] = idh
       schedule(T, now + delay)
     else
       ready = true
-      redis.call('ZADD', T.r, pri, idh)
-      fam_ready(T)
+      readys[#readys + 1] = ARGV[a] -- the priority as Go sent it: no conversion
+      readys[#readys + 1] = idh
     end
-    save(idh, { T.ix, pri, state, delay, ttr, now, 0, 0, 0, 0, 0, '', ukey }, body)
+    -- A new job's record, as save would write it: the fields up to
+    -- F_CREATED, and the rest only for a unique key (F_UKEY, the last).
+    local rec = { T.ix, tonumber(ARGV[a]), state, delay, tonumber(ARGV[a + 2]), now }
     if ukey ~= '' then
-      redis.call('HSET', T.u, ukey, idh)
+      rec[7], rec[8], rec[9], rec[10], rec[11], rec[12], rec[13] = 0, 0, 0, 0, 0, '', ukey
+      ukeys[#ukeys + 1] = ukey
+      ukeys[#ukeys + 1] = idh
     end
-    out[#out + 1] = idnum(idh)
+    recs[#recs + 1] = idh
+    recs[#recs + 1] = cmsgpack.pack(rec, ARGV[a + 4])
+    out[#out + 1] = id
     out[#out + 1] = 0
   end
+end
+if #recs > 0 then
+  redis.call('HSET', KEYS[2], unpack(recs))
+end
+if #readys > 0 then
+  redis.call('ZADD', T.r, unpack(readys))
+  fam_ready(T)
+end
+if #delayed > 0 then
+  redis.call('ZADD', T.d, unpack(delayed))
+end
+if #ukeys > 0 then
+  redis.call('HSET', T.u, unpack(ukeys))
 end
 if stored > 0 then
   set(T, 'total', T.total + stored)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +25,16 @@ import (
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
 var ErrServerClosed = errors.New("envoyrl: server closed")
+
+// streamWorkers is the number of goroutines kept to serve calls (see
+// init). 32 calls in flight on Redis found 8 too few: the stack growth of
+// the goroutines started for the others cost a sixth of the process's CPU
+// a call (docs/envoy.md, Figures).
+const streamWorkers = 64
+
+// window is the gRPC flow-control window of each stream and connection
+// (see init): a fixed 1 MB instead of one estimated from pings.
+const window = 1 << 20
 
 // DefaultReloadInterval is the default of Server.ReloadInterval.
 const DefaultReloadInterval = 2 * time.Second
@@ -102,8 +111,21 @@ func (s *Server) init() (*grpc.Server, error) {
 	// Streams are served by long-lived workers, whose stacks have grown
 	// once, rather than a new goroutine each (whose stack grows on every
 	// call: a tenth of the CPU of a decision); a stream finding every
-	// worker busy still gets a goroutine of its own.
-	opts := []grpc.ServerOption{grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0)))}
+	// worker busy still gets a goroutine of its own. A worker is busy for
+	// the whole call, the store's round trip included, so there are as
+	// many as the calls a busy server has in flight, not as cores.
+	//
+	// Flow-control windows are fixed: with the default dynamic window the
+	// transport pings every connection once a round trip to estimate its
+	// bandwidth, which for a connection with a call or two in flight (the
+	// rate limit filter's) is a ping, its acknowledgement and a window
+	// update a call, each its own write; the window starts at 64 KB and
+	// only grows, and these messages are a few dozen bytes.
+	opts := []grpc.ServerOption{
+		grpc.NumStreamWorkers(streamWorkers),
+		grpc.InitialWindowSize(window),
+		grpc.InitialConnWindowSize(window),
+	}
 	if s.TLSConfig != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.TLSConfig)))
 	}

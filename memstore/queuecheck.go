@@ -1,0 +1,144 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// CheckInvariants is the part's side of Store.CheckInvariants (queuestore.go).
+func (q *jobQueue) CheckInvariants(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q.e.mu.Lock()
+	defer q.e.mu.Unlock()
+	return q.checkLocked()
+}
+
+func (q *jobQueue) checkLocked() error {
+	var counts [queue.Buried + 1]int64
+	var urgent, live int64
+	seen := 0
+	for name, t := range q.tubes {
+		if t.name != name {
+			return fmt.Errorf("tube %q is filed under %q", t.name, name)
+		}
+		if t.jobs() == 0 && !t.paused && t.refs == 0 {
+			return fmt.Errorf("tube %q has no job, no reference and no pause but exists", name)
+		}
+		if t.seq == 0 || t.seq > q.tubeSeq {
+			return fmt.Errorf("tube %q has sequence number %d, last issued %d", name, t.seq, q.tubeSeq)
+		}
+		var tu int64
+		for st := queue.Ready; st <= queue.Buried; st++ {
+			h := t.heap(st)
+			if j, ok := h.check(); !ok {
+				return fmt.Errorf("tube %q: %v heap out of order or misindexed at job %d", name, st, j.id)
+			}
+			for _, j := range h.s {
+				seen++
+				switch {
+				case j.state != st:
+					return fmt.Errorf("job %d is %v but in the %v heap of %q", j.id, j.state, st, name)
+				case j.tube != t:
+					return fmt.Errorf("job %d of tube %q is in tube %q", j.id, j.tube.name, name)
+				case q.jobs[j.id] != j:
+					return fmt.Errorf("job %d is in tube %q but not in the job table", j.id, name)
+				case j.id == 0 || j.id > q.lastID:
+					return fmt.Errorf("job %d has an ID beyond the last issued (%d)", j.id, q.lastID)
+				case (st == queue.Reserved) != (j.owner != ""):
+					return fmt.Errorf("job %d is %v with owner %q", j.id, st, j.owner)
+				case j.key() != "" && t.keys[j.key()] != j:
+					return fmt.Errorf("job %d's unique key %q is not filed to it", j.id, j.key())
+				}
+				if st == queue.Ready && j.pri < queue.UrgentPriority {
+					tu++
+				}
+				if st == queue.Buried && j.at > q.burySeq {
+					return fmt.Errorf("buried job %d has bury sequence %d beyond the last issued %d", j.id, j.at, q.burySeq)
+				}
+				live += jobSize(j)
+			}
+			counts[st] += int64(h.len())
+		}
+		if tu != t.urgent {
+			return fmt.Errorf("tube %q counts %d urgent jobs, has %d", name, t.urgent, tu)
+		}
+		urgent += tu
+		for k, j := range t.keys {
+			if q.jobs[j.id] != j || j.key() != k || j.tube != t {
+				return fmt.Errorf("tube %q files unique key %q to job %d, which does not hold it", name, k, j.id)
+			}
+		}
+		if want := t.deadline(); t.next != want {
+			return fmt.Errorf("tube %q is scheduled at %d, its deadline is %d", name, t.next, want)
+		}
+		if (t.next == never) != (t.sidx < 0) || t.sidx >= 0 && (t.sidx >= len(q.sched) || q.sched[t.sidx] != t) {
+			return fmt.Errorf("tube %q is misplaced in the schedule (index %d)", name, t.sidx)
+		}
+	}
+	if seen != len(q.jobs) {
+		return fmt.Errorf("%d jobs in the job table, %d in the tubes' heaps", len(q.jobs), seen)
+	}
+	indexed := 0
+	for owner, m := range q.byOwner {
+		if len(m) == 0 {
+			return fmt.Errorf("owner %q has an empty entry in the reservation index", owner)
+		}
+		for j := range m {
+			if j.state != queue.Reserved || j.owner != owner || q.jobs[j.id] != j {
+				return fmt.Errorf("the reservation index files job %d to %q, which is %v by %q", j.id, owner, j.state, j.owner)
+			}
+		}
+		indexed += len(m)
+	}
+	if int64(indexed) != counts[queue.Reserved] {
+		return fmt.Errorf("%d jobs in the reservation index, %d reserved", indexed, counts[queue.Reserved])
+	}
+	for i, t := range q.sched {
+		if t.sidx != i || q.tubes[t.name] != t {
+			return fmt.Errorf("schedule entry %d (tube %q) is stale", i, t.name)
+		}
+		if i > 0 && t.next < q.sched[(i-1)/2].next {
+			return fmt.Errorf("schedule out of order at tube %q", t.name)
+		}
+	}
+	got := [...]int64{queue.Ready: q.ready, queue.Delayed: q.delayed, queue.Reserved: q.reserved, queue.Buried: q.buried}
+	for st := queue.Ready; st <= queue.Buried; st++ {
+		if got[st] != counts[st] {
+			return fmt.Errorf("%d jobs counted %v, %d are", got[st], st, counts[st])
+		}
+	}
+	if urgent != q.urgent {
+		return fmt.Errorf("%d jobs counted urgent, %d are", q.urgent, urgent)
+	}
+	if live != q.live {
+		return fmt.Errorf("live size counted %d, is %d", q.live, live)
+	}
+	refs := map[string]int64{}
+	for k, n := range q.holds {
+		if n <= 0 {
+			return fmt.Errorf("session %q holds %d references to tube %q", k.session, n, k.tube)
+		}
+		refs[k.tube] += n
+	}
+	for name, n := range refs {
+		if t := q.tubes[name]; t == nil {
+			return fmt.Errorf("sessions hold %d references to tube %q, which does not exist", n, name)
+		}
+	}
+	for name, t := range q.tubes {
+		if t.refs != refs[name] {
+			return fmt.Errorf("tube %q counts %d references, sessions hold %d", name, t.refs, refs[name])
+		}
+	}
+	for tube, ls := range q.tubeListeners.byKey {
+		if len(ls) == 0 || slices.ContainsFunc(ls, func(l *listener) bool { return l.key != tube }) {
+			return fmt.Errorf("listeners of tube %q misfiled", tube)
+		}
+	}
+	return q.checkFamilies()
+}
