@@ -664,14 +664,11 @@ func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time
 	})
 }
 
-// ackLow is the stream length past which an Ack trims what every group
-// has acknowledged.
-const ackLow = 64
-
-// Ack implements ttlhash.Store: XACK and XLEN per shard in one pipeline
-// (plain commands: a function call per shard cost Redis more than the
-// acknowledgement), then hx_trim for the shards that acknowledged
-// something and are longer than ackLow.
+// Ack implements ttlhash.Store: XACK per shard, in one pipeline. The
+// events every group has acknowledged are trimmed by the scripts that
+// append events, each time a stream passes a multiple of 64 entries
+// (hx_lib.lua's finish), so an acknowledgement is one plain command a
+// shard and one round trip.
 func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, error) {
 	by := map[int][]string{}
 	for _, id := range ids {
@@ -694,28 +691,17 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 	slices.Sort(shards)
 	pipe := h.s.c.Pipeline()
 	acks := make([]*redis.IntCmd, len(shards))
-	lens := make([]*redis.IntCmd, len(shards))
 	for k, s := range shards {
 		acks[k] = pipe.XAck(ctx, h.stream(s), group, by[s]...)
-		lens[k] = pipe.XLen(ctx, h.stream(s))
 	}
 	_, _ = pipe.Exec(ctx)
 	n := 0
-	var trims []call
-	for k, s := range shards {
+	for k := range shards {
 		a, err := acks[k].Result()
 		if err != nil {
 			return n, h.hxErr(h.s.r.failure(ctx, err))
 		}
 		n += int(a)
-		if l, err := lens[k].Result(); err == nil && a > 0 && l > ackLow {
-			trims = append(trims, call{op: hxScripts.trim, keys: h.keys(s, ""), args: []any{h.s.now(), h.cap}})
-		}
-	}
-	if len(trims) > 0 {
-		if _, err := h.runMany(ctx, trims); err != nil {
-			return n, err
-		}
 	}
 	return n, nil
 }
