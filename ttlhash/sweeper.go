@@ -199,7 +199,7 @@ func (w *Sweeper) run(ctx context.Context) {
 // shard. The Interval sweeps every shard. Up to maxPasses calls are in
 // flight at once, each of shards not in another: a shard falling due while
 // a call of others is out (one whose work is large, or a slow round trip)
-// is swept at once, not after it.
+// waits at most holdFor for it, not for the whole call.
 func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter *wait.Waiter, announced *shardSet, interval time.Duration) {
 	next := make([]time.Time, n) // zero: sweep at once
 	backup := make([]bool, n)    // another Sweeper sweeps the shard
@@ -224,7 +224,13 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 		err     error
 		tr      evtrace.Pass
 	}
+	// A deadline on the store's clock, of a shard whose sweep reported
+	// one (zero otherwise), and the estimate that turns it into next: all
+	// of them are converted again with each new estimate, so that shards
+	// due at one millisecond of the store's stay due at one moment here
+	// and go in one call.
 	var ahead clockAhead
+	storeDue := make([]time.Time, n)
 	ended := make(chan *pass, maxPasses)
 	flying := 0
 	defer func() {
@@ -248,10 +254,11 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 			}
 			w.log.Warn("ttlhash: sweep failed", "err", p.err)
 			for _, s := range p.shards {
-				next[s] = p.start.Add(interval)
+				next[s], storeDue[s] = p.start.Add(interval), time.Time{}
 			}
 			return true
 		}
+		converted := false
 		for k, r := range p.rs {
 			w.count(r)
 			p.tr.Expired += r.Expired
@@ -267,6 +274,7 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 			case p.planned[k] && r.Looked == 0 && !r.More:
 				backup[s] = true
 			}
+			storeDue[s] = time.Time{}
 			switch {
 			case r.More || again[s]:
 				next[s] = time.Time{}
@@ -275,7 +283,9 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 			case r.Next >= 0 && !r.At.IsZero():
 				// The deadline itself, on this clock: the store's clock
 				// less what it is at least ahead of this one.
-				next[s] = r.At.Truncate(time.Millisecond).Add(r.Next).Add(-ahead.of(r.At, p.end))
+				storeDue[s] = r.At.Truncate(time.Millisecond).Add(r.Next)
+				ahead.of(r.At, p.end)
+				converted = true
 			case r.Next >= 0:
 				// From the call's start: the store's clock read the due
 				// time then, to the millisecond.
@@ -284,6 +294,14 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 				next[s] = never
 			}
 			again[s] = false
+		}
+		if converted {
+			est := ahead.est()
+			for s, d := range storeDue {
+				if !d.IsZero() {
+					next[s] = d.Add(-est)
+				}
+			}
 		}
 		if evtrace.OnPass != nil {
 			evtrace.OnPass(p.tr)
@@ -304,14 +322,28 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 		now := time.Now()
 		due = due[:0]
 		earliest := never
+		first := never // the earliest deadline of those due
 		for i, t := range next {
 			switch {
 			case out[i]:
 			case !t.After(now):
 				due = append(due, i)
+				if t.Before(first) {
+					first = t
+				}
 			case t.Before(earliest):
 				earliest = t
 			}
+		}
+		if len(due) > 0 && flying > 0 && now.Sub(first) < holdFor {
+			// A call is out: the shards due since go with the next call
+			// when it returns, or once they have waited holdFor, so that
+			// one call more a millisecond does not cost Redis a round trip
+			// more each.
+			if first.Add(holdFor).Before(earliest) {
+				earliest = first.Add(holdFor)
+			}
+			due = due[:0]
 		}
 		if len(due) > 0 && flying < maxPasses {
 			p := &pass{shards: slices.Clone(due), planned: make([]bool, len(due)), start: now}
@@ -354,7 +386,7 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 					if out[s] {
 						again[s] = true
 					} else {
-						next[s] = time.Time{}
+						next[s], storeDue[s] = time.Time{}, time.Time{}
 					}
 				}
 			}
@@ -385,11 +417,19 @@ func (c *clockAhead) of(at, end time.Time) time.Duration {
 	default:
 		c.cur = max(c.cur, b)
 	}
-	return max(c.cur, c.prev)
+	return c.est()
 }
 
-// maxPasses is how many sweep calls a Sweeper keeps in flight at once.
-const maxPasses = 4
+// est is the estimate.
+func (c *clockAhead) est() time.Duration { return max(c.cur, c.prev) }
+
+// maxPasses is how many sweep calls a Sweeper keeps in flight at once,
+// and holdFor how long shards due while one is out wait for it to return
+// before they go in a call of their own.
+const (
+	maxPasses = 4
+	holdFor   = time.Millisecond
+)
 
 // backupEvery is how often a Sweeper sweeps a shard that another Sweeper
 // sweeps on time: the longest its fields wait when that one stops.
