@@ -199,7 +199,7 @@ func (w *Sweeper) run(ctx context.Context) {
 // shard. The Interval sweeps every shard. Up to maxPasses calls are in
 // flight at once, each of shards not in another: a shard falling due while
 // a call of others is out (one whose work is large, or a slow round trip)
-// waits at most holdFor for it, not for the whole call.
+// is swept at once, not after it.
 func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter *wait.Waiter, announced *shardSet, interval time.Duration) {
 	next := make([]time.Time, n) // zero: sweep at once
 	backup := make([]bool, n)    // another Sweeper sweeps the shard
@@ -322,28 +322,14 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 		now := time.Now()
 		due = due[:0]
 		earliest := never
-		first := never // the earliest deadline of those due
 		for i, t := range next {
 			switch {
 			case out[i]:
 			case !t.After(now):
 				due = append(due, i)
-				if t.Before(first) {
-					first = t
-				}
 			case t.Before(earliest):
 				earliest = t
 			}
-		}
-		if len(due) > 0 && flying > 0 && now.Sub(first) < holdFor {
-			// A call is out: the shards due since go with the next call
-			// when it returns, or once they have waited holdFor, so that
-			// one call more a millisecond does not cost Redis a round trip
-			// more each.
-			if first.Add(holdFor).Before(earliest) {
-				earliest = first.Add(holdFor)
-			}
-			due = due[:0]
 		}
 		if len(due) > 0 && flying < maxPasses {
 			p := &pass{shards: slices.Clone(due), planned: make([]bool, len(due)), start: now}
@@ -423,13 +409,8 @@ func (c *clockAhead) of(at, end time.Time) time.Duration {
 // est is the estimate.
 func (c *clockAhead) est() time.Duration { return max(c.cur, c.prev) }
 
-// maxPasses is how many sweep calls a Sweeper keeps in flight at once,
-// and holdFor how long shards due while one is out wait for it to return
-// before they go in a call of their own.
-const (
-	maxPasses = 4
-	holdFor   = time.Millisecond
-)
+// maxPasses is how many sweep calls a Sweeper keeps in flight at once.
+const maxPasses = 4
 
 // backupEvery is how often a Sweeper sweeps a shard that another Sweeper
 // sweeps on time: the longest its fields wait when that one stops.
