@@ -368,19 +368,19 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 	if shard < 0 || shard >= h.shards {
 		return ttlhash.SweepResult{}, fmt.Errorf("%w: shard %d: want 0 to %d", ttlhash.ErrInvalid, shard, h.shards-1)
 	}
-	v, err := h.run(ctx, hxScripts.sweep, shard, "", max)
+	v, err := h.run(ctx, hxScripts.sweep, shard, "", max, shard)
 	if err != nil {
 		return ttlhash.SweepResult{}, err
 	}
-	return sweepResult(v)
+	return h.sweepResult(v)
 }
 
 // sweepResult reads hx_sweep's reply {expired, more, next ms (-1 none),
-// looked}.
+// looked, now µs}.
 func sweepResult(v any) (ttlhash.SweepResult, error) {
 	r := replyOf(hxScripts.sweep)
-	a := r.arr(v, 4)
-	c := [4]int64{r.int(a[0]), r.int(a[1]), r.int(a[2]), r.int(a[3])}
+	a := r.arr(v, 5)
+	c := [5]int64{r.int(a[0]), r.int(a[1]), r.int(a[2]), r.int(a[3]), r.int(a[4])}
 	if err := r.done(); err != nil {
 		return ttlhash.SweepResult{}, err
 	}
@@ -388,7 +388,18 @@ func sweepResult(v any) (ttlhash.SweepResult, error) {
 	if c[2] >= 0 {
 		res.Next = time.Duration(c[2]) * time.Millisecond
 	}
+	res.At = time.UnixMicro(c[4])
 	return res, nil
+}
+
+// sweepResult reads a reply of hx_sweep; At is left zero unless the clock
+// is Redis's own (an injected clock does not run with a Sweeper's).
+func (h *Hashes) sweepResult(v any) (ttlhash.SweepResult, error) {
+	r, err := sweepResult(v)
+	if h.s.clock != nil {
+		r.At = time.Time{}
+	}
+	return r, err
 }
 
 // SweepAll implements ttlhash.ShardSweeper: one Sweep per shard, in one
@@ -410,7 +421,7 @@ func (h *Hashes) SweepShards(ctx context.Context, shards []int, max int) ([]ttlh
 		if i < 0 || i >= h.shards {
 			return nil, fmt.Errorf("%w: shard %d: want 0 to %d", ttlhash.ErrInvalid, i, h.shards-1)
 		}
-		calls[k] = call{op: hxScripts.sweep, keys: h.keys(i, ""), args: []any{now, h.cap, max}}
+		calls[k] = call{op: hxScripts.sweep, keys: h.keys(i, ""), args: []any{now, h.cap, max, i}}
 	}
 	if len(calls) == 0 {
 		return nil, nil
@@ -423,7 +434,7 @@ func (h *Hashes) SweepShards(ctx context.Context, shards []int, max int) ([]ttlh
 	}
 	rs := make([]ttlhash.SweepResult, len(out))
 	for i, v := range out {
-		if rs[i], err = sweepResult(v); err != nil {
+		if rs[i], err = h.sweepResult(v); err != nil {
 			return nil, err
 		}
 	}
@@ -653,14 +664,11 @@ func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time
 	})
 }
 
-// ackLow is the stream length past which an Ack trims what every group
-// has acknowledged.
-const ackLow = 64
-
-// Ack implements ttlhash.Store: XACK and XLEN per shard in one pipeline
-// (plain commands: a function call per shard cost Redis more than the
-// acknowledgement), then hx_trim for the shards that acknowledged
-// something and are longer than ackLow.
+// Ack implements ttlhash.Store: XACK per shard, in one pipeline. The
+// events every group has acknowledged are trimmed by the scripts that
+// append events, each time a stream passes a multiple of 64 entries
+// (hx_lib.lua's finish), so an acknowledgement is one plain command a
+// shard and one round trip.
 func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, error) {
 	by := map[int][]string{}
 	for _, id := range ids {
@@ -683,28 +691,17 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 	slices.Sort(shards)
 	pipe := h.s.c.Pipeline()
 	acks := make([]*redis.IntCmd, len(shards))
-	lens := make([]*redis.IntCmd, len(shards))
 	for k, s := range shards {
 		acks[k] = pipe.XAck(ctx, h.stream(s), group, by[s]...)
-		lens[k] = pipe.XLen(ctx, h.stream(s))
 	}
 	_, _ = pipe.Exec(ctx)
 	n := 0
-	var trims []call
-	for k, s := range shards {
+	for k := range shards {
 		a, err := acks[k].Result()
 		if err != nil {
 			return n, h.hxErr(h.s.r.failure(ctx, err))
 		}
 		n += int(a)
-		if l, err := lens[k].Result(); err == nil && a > 0 && l > ackLow {
-			trims = append(trims, call{op: hxScripts.trim, keys: h.keys(s, ""), args: []any{h.s.now(), h.cap}})
-		}
-	}
-	if len(trims) > 0 {
-		if _, err := h.runMany(ctx, trims); err != nil {
-			return n, err
-		}
 	}
 	return n, nil
 }

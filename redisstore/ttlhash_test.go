@@ -437,3 +437,83 @@ func TestTTLHashConsumersShareWakeUps(t *testing.T) {
 		})
 	}
 }
+
+// TestTTLHashTrimsAcknowledged: the events every group has acknowledged
+// are trimmed by the sweep that takes a stream past a multiple of 64
+// entries, and those not yet handed out or acknowledged stay; an
+// acknowledgement alone trims nothing.
+func TestTTLHashTrimsAcknowledged(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock(time.Now())
+	st, err := newStore(t, standaloneClient(t), &redisstore.Options{Clock: clock.Now}).HashesWith(&redisstore.HashesOptions{Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := ttlhash.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hs.CreateGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	expire := func(from, n int) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			if _, err := hs.Hash("h").SetTTL(ctx, fmt.Sprintf("f%d", i), []byte("v"), time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock.Advance(300 * time.Millisecond)
+		got := 0
+		for {
+			r, err := st.Sweep(ctx, 0, 256)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got += r.Expired; !r.More {
+				break
+			}
+		}
+		if got != n {
+			t.Fatalf("swept %d fields, want %d", got, n)
+		}
+	}
+	retained := func(want int64) {
+		t.Helper()
+		es, err := hs.EventStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if es.Retained != want {
+			t.Fatalf("%d events kept, want %d", es.Retained, want)
+		}
+	}
+	ackAll := func(n int) {
+		t.Helper()
+		evs, err := hs.Read(ctx, "g", "c", 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != n {
+			t.Fatalf("read %d events, want %d", len(evs), n)
+		}
+		ids := make([]string, len(evs))
+		for i, e := range evs {
+			ids[i] = e.ID
+		}
+		if k, err := hs.Ack(ctx, "g", ids...); err != nil || k != n {
+			t.Fatalf("Ack: %d, %v; want %d", k, err, n)
+		}
+	}
+	expire(0, 50) // under 64: nothing to trim
+	ackAll(50)
+	retained(50) // acknowledged, kept until a sweep passes 64
+	expire(50, 30)
+	retained(30) // the sweep passed 64: the 50 acknowledged went
+	ackAll(30)
+	expire(80, 10)
+	retained(40) // 40 is no multiple of 64 passed: kept
+	ackAll(10)
+	expire(90, 30) // to 70: passes 64
+	retained(30)
+}

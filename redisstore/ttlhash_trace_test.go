@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +26,8 @@ import (
 type lagTrace struct {
 	rc      *redis.Client
 	cpu0    float64
+	proc0   time.Duration // this process's CPU time at the start
+	gc0     runtime.MemStats
 	mu      sync.Mutex
 	wakes   map[int][]time.Time // per shard, when its wake-ups arrived
 	batches map[string]*evtrace.Batch
@@ -66,6 +70,8 @@ func startLagTrace(b *testing.B, rc *redis.Client, hs *ttlhash.Hashes) *lagTrace
 	b.Cleanup(func() { evtrace.OnBatch, evtrace.OnPass = nil, nil })
 	rc.ConfigResetStat(context.Background())
 	t.cpu0 = redisCPU(b, rc)
+	t.proc0 = processCPU()
+	runtime.ReadMemStats(&t.gc0)
 	return t
 }
 
@@ -74,6 +80,15 @@ func (t *lagTrace) seen(e ttlhash.Event, at time.Time) {
 	t.mu.Lock()
 	t.events = append(t.events, tracedEvent{id: e.ID, deadline: e.Deadline, expiredAt: e.ExpiredAt, handled: at})
 	t.mu.Unlock()
+}
+
+// processCPU is this process's user and system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // redisCPU is Redis's used_cpu_user + used_cpu_sys, in seconds.
@@ -97,8 +112,13 @@ func redisCPU(b *testing.B, rc *redis.Client) float64 {
 // report logs the stages' percentiles and reports the Redis CPU per
 // expired field.
 func (t *lagTrace) report(b *testing.B, fields int) {
+	var gc runtime.MemStats
 	cpu := redisCPU(b, t.rc) - t.cpu0
+	proc := processCPU() - t.proc0
+	runtime.ReadMemStats(&gc)
 	t.stop()
+	b.Logf("test process CPU %.1f µs per expired field; %d GCs, %.1f ms of pauses",
+		float64(proc.Microseconds())/float64(fields), gc.NumGC-t.gc0.NumGC, float64(gc.PauseTotalNs-t.gc0.PauseTotalNs)/1e6)
 	b.ReportMetric(cpu/float64(fields)*1e6, "redis-cpu-µs/field")
 	if stats, err := t.rc.Info(context.Background(), "commandstats").Result(); err == nil {
 		type cs struct {
@@ -139,7 +159,8 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 	}
 	stages := map[string][]time.Duration{}
 	order := []string{"expiry (ExpiredAt-Deadline)", "notify (wake-up arrived-ExpiredAt)", "in stream (read began-ExpiredAt)",
-		"woken->read began", "read", "handler (handled-read ended)", "ack", "delivery (handled-Deadline)"}
+		"woken->read began", "read", "handler (handled-read ended)", "ack", "delivery (handled-Deadline)",
+		"wake-up arrived->read began", "read ended->handled, woken read", "read ended->handled, read again"}
 	add := func(k string, d time.Duration) { stages[k] = append(stages[k], d) }
 	acks := map[*evtrace.Batch]bool{}
 	for _, e := range t.events {
@@ -148,14 +169,20 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 		shard, _, _ := strings.Cut(e.id, ":")
 		n, _ := strconv.Atoi(shard)
 		ws := t.wakes[n]
+		var woke time.Time
 		if i, _ := slices.BinarySearchFunc(ws, e.expiredAt, func(a, b time.Time) int { return a.Compare(b) }); i < len(ws) {
 			add(order[1], ws[i].Sub(e.expiredAt))
+			woke = ws[i]
 		}
 		bt := t.batches[e.id]
 		if bt == nil {
 			continue
 		}
 		add(order[2], bt.ReadStart.Sub(e.expiredAt))
+		if !woke.IsZero() && !woke.After(bt.ReadStart) {
+			add(order[8], bt.ReadStart.Sub(woke))
+		}
+
 		add(order[5], e.handled.Sub(bt.ReadEnd))
 		if !acks[bt] {
 			acks[bt] = true
@@ -181,16 +208,85 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 			b.Logf("stage %-36s %s", k, pct(stages[k]))
 		}
 	}
-	var late, dur []time.Duration
+	var late, dur, looked []time.Duration
 	calls := 0
 	for _, p := range t.passes {
+		looked = append(looked, time.Duration(p.Looked)*time.Millisecond)
 		if !p.Planned.IsZero() && !p.Woken.IsZero() {
 			late = append(late, p.Woken.Sub(p.Planned))
 		}
 		dur = append(dur, p.End.Sub(p.Start))
 		calls += p.Calls
 	}
+	// When the late deliveries came: the 100 ms windows (by deadline) with
+	// the most deliveries over 25 ms, their phase in the 4,096 ms and 256
+	// ms buckets of the wheel, and the GC pauses in them.
+	if len(t.events) > 0 {
+		t0 := t.events[0].deadline
+		for _, e := range t.events {
+			if e.deadline.Before(t0) {
+				t0 = e.deadline
+			}
+		}
+		type win struct{ late, n int }
+		wins := map[int64]*win{}
+		for _, e := range t.events {
+			k := e.deadline.Sub(t0).Milliseconds() / 100
+			w := wins[k]
+			if w == nil {
+				w = &win{}
+				wins[k] = w
+			}
+			w.n++
+			if e.handled.Sub(e.deadline) > 25*time.Millisecond {
+				w.late++
+			}
+		}
+		keys := make([]int64, 0, len(wins))
+		lateAll := 0
+		for k, w := range wins {
+			keys = append(keys, k)
+			lateAll += w.late
+		}
+		slices.SortFunc(keys, func(a, c int64) int { return wins[c].late - wins[a].late })
+		var sb strings.Builder
+		for _, k := range keys[:min(12, len(keys))] {
+			if wins[k].late == 0 {
+				break
+			}
+			abs := t0.Add(time.Duration(k) * 100 * time.Millisecond)
+			ms := abs.UnixMilli()
+			gcs := 0
+			for i := range gc.PauseEnd {
+				if pe := int64(gc.PauseEnd[i]); pe > 0 && pe >= abs.Add(-50*time.Millisecond).UnixNano() && pe < abs.Add(150*time.Millisecond).UnixNano() {
+					gcs++
+				}
+			}
+			fmt.Fprintf(&sb, " [%d ms: %d/%d late, phase %d/4096 %d/256, %d GCs]", k*100, wins[k].late, wins[k].n, ms%4096, ms%256, gcs)
+		}
+		b.Logf("deliveries over 25 ms: %d in %d of %d windows of 100 ms; the worst:%s", lateAll, func() int {
+			c := 0
+			for _, w := range wins {
+				if w.late > 0 {
+					c++
+				}
+			}
+			return c
+		}(), len(wins), sb.String())
+	}
+	var big strings.Builder
+	nbig := 0
+	for _, p := range t.passes {
+		if p.Looked >= 500 {
+			if nbig++; nbig <= 12 {
+				fmt.Fprintf(&big, " [%d entries, %d expired, %.1f ms, phase %d/4096]", p.Looked, p.Expired, float64(p.End.Sub(p.Start))/1e6, p.Start.UnixMilli()%4096)
+			}
+		}
+	}
+	if nbig > 0 {
+		b.Logf("%d passes looked at 500 entries or more:%s", nbig, big.String())
+	}
 	if len(dur) > 0 {
-		b.Logf("sweeper passes: %d (%d store calls); woke after the planned time: %s; pass: %s", len(dur), calls, pct(late), pct(dur))
+		b.Logf("sweeper passes: %d (%d store calls); woke after the planned time: %s; pass: %s; entries looked at per pass (as ms): %s", len(dur), calls, pct(late), pct(dur), pct(looked))
 	}
 }

@@ -85,7 +85,7 @@ type Handler func(ctx context.Context, e Event) error
 // Consume hands the events of group to handle as consumer, one at a time,
 // acknowledging those handled without error after each batch read (so a
 // batch should be handled within the visibility timeout; the
-// acknowledgement goes out while the next batch is read), until ctx ends
+// acknowledgement goes out while the next batches are read), until ctx ends
 // (it then returns ctx's error) or the store fails. It waits for events
 // without polling when the store is a Notifier of TopicEvents (else it
 // looks every PollInterval), and looks for events whose visibility timeout
@@ -129,21 +129,13 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	// half timeout (and when there is nothing new): a claim scans pending
 	// entries.
 	var lastClaim, wokeAt time.Time
-	// Acknowledgements go out while the next batch is read: at most one at
-	// a time, its result taken before the next one starts and before
-	// Consume returns.
-	var acking chan error
-	ackDone := func() error {
-		if acking == nil {
-			return nil
-		}
-		err := <-acking
-		acking = nil
-		return err
-	}
-	defer func() { _ = ackDone() }()
+	// Acknowledgements go out while the next batches are read: up to
+	// maxAcks in flight, so that a slow one does not hold the next read;
+	// each result is taken before Consume sleeps or returns.
+	var acks ackFlight
+	defer func() { _ = acks.drain() }()
 	fail := func(err error) error {
-		if aerr := ackDone(); aerr != nil && ctx.Err() == nil {
+		if aerr := acks.drain(); aerr != nil && ctx.Err() == nil {
 			return aerr
 		}
 		if ctx.Err() != nil {
@@ -184,25 +176,20 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			if len(done) == 0 {
 				return nil
 			}
-			if err := ackDone(); err != nil {
-				return err
-			}
 			ids, report := done, last && evtrace.OnBatch != nil
 			done, read = nil, time.Now()
 			if report {
 				tr.AckStart = read
 			}
-			ch := make(chan error, 1)
-			acking = ch
-			go func() {
+			trc := tr
+			return acks.start(func() error {
 				_, err := h.s.Ack(context.WithoutCancel(ctx), group, ids)
 				if report {
-					tr.AckEnd = time.Now()
-					evtrace.OnBatch(tr)
+					trc.AckEnd = time.Now()
+					evtrace.OnBatch(trc)
 				}
-				ch <- err
-			}()
-			return nil
+				return err
+			})
 		}
 		for _, e := range evs {
 			if ctx.Err() != nil {
@@ -235,13 +222,8 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			continue
 		}
 		// A failed acknowledgement ends Consume before it sleeps.
-		select {
-		case err := <-acking:
-			acking = nil
-			if err != nil {
-				return fail(err)
-			}
-		default:
+		if err := acks.done(); err != nil {
+			return fail(err)
 		}
 		// Fewer than a batch: wait for the next wake-up (one that came while
 		// these were handled is kept) rather than read again at once, or
@@ -266,6 +248,60 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			readAll = true // a timed look reads every shard
 		}
 	}
+}
+
+// maxAcks is how many acknowledgements one Consume keeps in flight.
+const maxAcks = 4
+
+// ackFlight is a Consume's acknowledgements in flight.
+type ackFlight struct {
+	n    int
+	errs chan error
+}
+
+// start runs ack in a goroutine, first waiting for one in flight when
+// maxAcks are; it returns that one's error.
+func (a *ackFlight) start(ack func() error) error {
+	if a.errs == nil {
+		a.errs = make(chan error, maxAcks)
+	}
+	var err error
+	if a.n == maxAcks {
+		err = <-a.errs
+		a.n--
+	}
+	a.n++
+	go func() { a.errs <- ack() }()
+	return err
+}
+
+// done takes the results of those that have ended, without waiting, and
+// returns the first error.
+func (a *ackFlight) done() error {
+	var first error
+	for a.n > 0 {
+		select {
+		case err := <-a.errs:
+			a.n--
+			if first == nil {
+				first = err
+			}
+		default:
+			return first
+		}
+	}
+	return first
+}
+
+// drain waits for every one in flight and returns the first error.
+func (a *ackFlight) drain() error {
+	var first error
+	for ; a.n > 0; a.n-- {
+		if err := <-a.errs; first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // shardSet is the shards woken since the last read, or all of them.

@@ -125,6 +125,11 @@ type SweepResult struct {
 	// another Sweeper swept the shard first. The Sweepers of a
 	// ShardSweeper use it to stand by for each other.
 	Looked int
+	// At is the store's clock when the sweep ran, to the microsecond, when
+	// the store can tell (zero otherwise). Next counts from At truncated to
+	// the millisecond, so that a Sweeper can wake at the deadline itself
+	// rather than up to a millisecond after it.
+	At time.Time
 }
 
 // GroupStats describes one consumer group.

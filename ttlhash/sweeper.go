@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/evtrace"
@@ -196,85 +196,74 @@ func (w *Sweeper) run(ctx context.Context) {
 // deadline and sweeps, in one call, only the shards that are due, were
 // announced (TopicDue's shard topics), or had more work, so that a pass
 // costs the store one script per shard with work rather than one per
-// shard. The Interval sweeps every shard.
+// shard. The Interval sweeps every shard. Up to maxPasses calls are in
+// flight at once, each of shards not in another: a shard falling due while
+// a call of others is out (one whose work is large, or a slow round trip)
+// is swept at once, not after it.
 func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter *wait.Waiter, announced *shardSet, interval time.Duration) {
 	next := make([]time.Time, n) // zero: sweep at once
 	backup := make([]bool, n)    // another Sweeper sweeps the shard
+	out := make([]bool, n)       // in a call in flight
+	again := make([]bool, n)     // announced while out: sweep again at once
 	never := time.Now().Add(MaxTTL)
 	var due []int
 	var wokeAt time.Time
 	// The next deadline wakes the Sweeper through a precise timer (the
-	// runtime's rounds its wait to whole milliseconds); fired says it did.
-	var fired atomic.Bool
-	tm := ptimer.AfterFunc(time.Hour, func() {
-		fired.Store(true)
-		waiter.Wake()
-	})
+	// runtime's rounds its wait to whole milliseconds).
+	tm := ptimer.AfterFunc(time.Hour, func() { waiter.Wake() })
 	defer tm.Close()
 	tm.Stop()
-	for {
-		now := time.Now()
-		due = due[:0]
-		earliest := never
-		for i, t := range next {
-			if !t.After(now) {
-				due = append(due, i)
-			} else if t.Before(earliest) {
-				earliest = t
-			}
-		}
-		if len(due) == 0 {
-			if earliest.Before(never) {
-				tm.Reset(earliest.Sub(now))
-			}
-			r, err := waiter.Wait(ctx, time.Time{}, interval)
-			if err != nil {
-				return
-			}
-			wokeAt = time.Now()
-			switch {
-			case r == wait.Polled:
-				clear(next)
-			case fired.Swap(false) && announced.empty():
-				// the deadline: the loop finds the shards due
-			default:
-				if shards, all := announced.take(); all {
-					clear(next)
-				} else {
-					for _, s := range shards {
-						if s < n {
-							next[s] = time.Time{}
-						}
-					}
-				}
-			}
-			continue
-		}
-		var tr evtrace.Pass
-		if evtrace.OnPass != nil {
-			tr = evtrace.Pass{Woken: wokeAt, Calls: 1, Start: now}
-			wokeAt = time.Time{} // the calls after the first follow at once
-			for _, s := range due {
-				if !next[s].IsZero() && (tr.Planned.IsZero() || next[s].Before(tr.Planned)) {
-					tr.Planned = next[s]
+	// A call's shards, the time it started, whether each was swept at its
+	// deadline, and its results; a call that ends wakes the loop.
+	type pass struct {
+		shards  []int
+		planned []bool
+		start   time.Time
+		end     time.Time // when the call returned
+		rs      []SweepResult
+		err     error
+		tr      evtrace.Pass
+	}
+	// A deadline on the store's clock, of a shard whose sweep reported
+	// one (zero otherwise), and the estimate that turns it into next: all
+	// of them are converted again with each new estimate, so that shards
+	// due at one millisecond of the store's stay due at one moment here
+	// and go in one call.
+	var ahead clockAhead
+	storeDue := make([]time.Time, n)
+	ended := make(chan *pass, maxPasses)
+	flying := 0
+	defer func() {
+		// The calls still out are waited for, and what they expired counted.
+		for ; flying > 0; flying-- {
+			if p := <-ended; p.err == nil {
+				for _, r := range p.rs {
+					w.count(r)
 				}
 			}
 		}
-		rs, err := sh.SweepShards(ctx, due, w.batch)
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
-				return
-			}
-			w.log.Warn("ttlhash: sweep failed", "err", err)
-			for _, s := range due {
-				next[s] = now.Add(interval)
-			}
-			continue
+	}()
+	take := func(p *pass) bool {
+		flying--
+		for _, s := range p.shards {
+			out[s] = false
 		}
-		for k, r := range rs {
+		if p.err != nil {
+			if ctx.Err() != nil || errors.Is(p.err, ErrClosed) {
+				return false
+			}
+			w.log.Warn("ttlhash: sweep failed", "err", p.err)
+			for _, s := range p.shards {
+				next[s], storeDue[s] = p.start.Add(interval), time.Time{}
+			}
+			return true
+		}
+		converted := false
+		for k, r := range p.rs {
 			w.count(r)
-			tr.Expired += r.Expired
-			s := due[k]
+			p.tr.Expired += r.Expired
+			p.tr.Looked += r.Looked
+			s := p.shards[k]
 			// A shard swept at its deadline with nothing due was swept by
 			// another Sweeper first: this one stands by, sweeping it at
 			// most every backupEvery, until a sweep of its expires fields
@@ -282,28 +271,146 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 			switch {
 			case r.Expired > 0:
 				backup[s] = false
-			case !next[s].IsZero() && r.Looked == 0 && !r.More:
+			case p.planned[k] && r.Looked == 0 && !r.More:
 				backup[s] = true
 			}
+			storeDue[s] = time.Time{}
 			switch {
-			case r.More:
+			case r.More || again[s]:
 				next[s] = time.Time{}
 			case r.Next >= 0 && backup[s]:
-				next[s] = now.Add(max(r.Next, backupEvery))
+				next[s] = p.start.Add(max(r.Next, backupEvery))
+			case r.Next >= 0 && !r.At.IsZero():
+				// The deadline itself, on this clock: the store's clock
+				// less what it is at least ahead of this one.
+				storeDue[s] = r.At.Truncate(time.Millisecond).Add(r.Next)
+				ahead.of(r.At, p.end)
+				converted = true
 			case r.Next >= 0:
 				// From the call's start: the store's clock read the due
 				// time then, to the millisecond.
-				next[s] = now.Add(r.Next)
+				next[s] = p.start.Add(r.Next)
 			default:
 				next[s] = never
 			}
+			again[s] = false
+		}
+		if converted {
+			est := ahead.est()
+			for s, d := range storeDue {
+				if !d.IsZero() {
+					next[s] = d.Add(-est)
+				}
+			}
 		}
 		if evtrace.OnPass != nil {
-			tr.End = time.Now()
-			evtrace.OnPass(tr)
+			evtrace.OnPass(p.tr)
+		}
+		return true
+	}
+	for {
+		for done := false; !done; {
+			select {
+			case p := <-ended:
+				if !take(p) {
+					return
+				}
+			default:
+				done = true
+			}
+		}
+		now := time.Now()
+		due = due[:0]
+		earliest := never
+		for i, t := range next {
+			switch {
+			case out[i]:
+			case !t.After(now):
+				due = append(due, i)
+			case t.Before(earliest):
+				earliest = t
+			}
+		}
+		if len(due) > 0 && flying < maxPasses {
+			p := &pass{shards: slices.Clone(due), planned: make([]bool, len(due)), start: now}
+			for k, s := range due {
+				out[s] = true
+				p.planned[k] = !next[s].IsZero()
+			}
+			if evtrace.OnPass != nil {
+				p.tr = evtrace.Pass{Woken: wokeAt, Calls: 1, Start: now}
+				for _, s := range due {
+					if !next[s].IsZero() && (p.tr.Planned.IsZero() || next[s].Before(p.tr.Planned)) {
+						p.tr.Planned = next[s]
+					}
+				}
+			}
+			wokeAt = time.Time{} // the calls after the first follow at once
+			flying++
+			go func() {
+				p.rs, p.err = sh.SweepShards(ctx, p.shards, w.batch)
+				p.end = time.Now()
+				p.tr.End = p.end
+				ended <- p
+				waiter.Wake()
+			}()
+			continue
+		}
+		if earliest.Before(never) {
+			tm.Reset(earliest.Sub(now))
+		}
+		r, err := waiter.Wait(ctx, time.Time{}, interval)
+		if err != nil {
+			return
+		}
+		wokeAt = time.Now()
+		if r == wait.Polled || !announced.empty() {
+			shards, all := announced.take()
+			all = all || r == wait.Polled
+			for s := range next {
+				if all || slices.Contains(shards, s) {
+					if out[s] {
+						again[s] = true
+					} else {
+						next[s], storeDue[s] = time.Time{}, time.Time{}
+					}
+				}
+			}
 		}
 	}
 }
+
+// clockAhead estimates how far a store's clock is ahead of this process's
+// (negative: behind), from sweeps that reported it: at most by what it
+// is, so that a deadline on the store's clock converted with it is never
+// earlier here. Each sweep gives a bound, its reading less the time its
+// reply arrived (the reading came before); the estimate is the largest
+// bound of the last second or two, so that it follows a clock that steps.
+type clockAhead struct {
+	cur, prev time.Duration
+	since     time.Time // when cur began
+}
+
+// of takes the bound of a store reading at that arrived here at end, and
+// returns the estimate.
+func (c *clockAhead) of(at, end time.Time) time.Duration {
+	b := at.Sub(end)
+	switch {
+	case c.since.IsZero():
+		c.cur, c.prev, c.since = b, b, end
+	case end.Sub(c.since) >= time.Second:
+		c.prev, c.cur, c.since = c.cur, b, end
+	default:
+		c.cur = max(c.cur, b)
+	}
+	return c.est()
+}
+
+// est is the estimate.
+func (c *clockAhead) est() time.Duration { return max(c.cur, c.prev) }
+
+// maxPasses is how many sweep calls a Sweeper keeps in flight at once.
+const maxPasses = 4
 
 // backupEvery is how often a Sweeper sweeps a shard that another Sweeper
 // sweeps on time: the longest its fields wait when that one stops.

@@ -29,10 +29,11 @@ type Pass struct {
 	// interval; Woken is when it woke.
 	Planned, Woken time.Time
 	// Calls is how many store calls (pipelines) the pass made, Start and
-	// End bound them, Expired counts the fields they expired.
-	Calls      int
-	Start, End time.Time
-	Expired    int
+	// End bound them, Expired counts the fields they expired and Looked
+	// the due-index entries they looked at (their work in the store).
+	Calls           int
+	Start, End      time.Time
+	Expired, Looked int
 }
 
 // Hooks called when set: OnBatch by every Consume after a batch was read,

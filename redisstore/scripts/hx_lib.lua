@@ -45,6 +45,7 @@
 
 local CHUNK = 480 -- bytes of an open chunk before it is sealed (a sealed one fits 512-byte allocations)
 local NEAR = 256 -- ms: deadlines closer than this are members of z, not wheel entries
+local TRIMAT = 64 -- entries: a stream passing a multiple of this is trimmed of what every group acknowledged
 
 -- The state of one call, set by hx_enter when it starts.
 local W, Q, R, N, I, M, E, Z, BASE, CAP
@@ -53,6 +54,7 @@ local pend, pendDue, pendOrder = {}, {}, {} -- see insert
 local zpend, zmin = {}, nil -- score, member pairs to add to z; their least score
 local ids = {} -- hash name -> id, of this call
 local quiet = false -- the call is a sweep: it reports the next due time itself
+local clockus = 0 -- the time nowms read, in µs
 
 -- hx_enter starts a call: the shard's keys, the event cap, nothing pending.
 local function hx_enter()
@@ -70,9 +72,11 @@ end
 
 local function nowms()
   if ARGV[1] ~= '' then
-    return math.floor(tonumber(ARGV[1]) / 1000)
+    clockus = tonumber(ARGV[1])
+    return math.floor(clockus / 1000)
   end
   local t = redis.call('TIME')
+  clockus = tonumber(t[1]) * 1000000 + tonumber(t[2])
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
@@ -362,18 +366,25 @@ local function retain()
 end
 
 -- at the end of a script: write the pending entries and, after events
--- were appended, hold the cap and wake the consumers
+-- were appended, hold the cap (or trim what every group acknowledged,
+-- each time the stream passes a multiple of TRIMAT) and wake the consumers
 local function finish()
   flush()
   if emitted == 0 then
     return
   end
-  if redis.call('XLEN', E) > CAP then
+  local len = redis.call('XLEN', E)
+  if len > CAP then
     retain()
     local dropped = redis.call('XTRIM', E, 'MAXLEN', CAP)
     if dropped > 0 then
       redis.call('HINCRBY', M, 'dropped', dropped)
     end
+  elseif len > TRIMAT and len % TRIMAT < emitted then
+    -- the stream passed a multiple of TRIMAT entries: trim what every
+    -- group has acknowledged (here rather than in each acknowledgement,
+    -- which is then a plain XACK)
+    retain()
   end
   redis.call('SPUBLISH', BASE .. 'c', emitted)
 end

@@ -10,14 +10,21 @@
 -- was: an entry whose field is due expires (event appended), one due later
 -- moves on, one whose field is gone or has another deadline is dropped.
 -- KEYS: w q n i m e (see hx_lib.lua)
--- ARGV: now, cap, max
+-- ARGV: now, cap, max, and optionally the shard's number: refining that is
+-- not urgent then goes on only in the shard's millisecond of every
+-- SLOTS, so that the shards, whose buckets fall due at the same moments,
+-- do not all refine at once (a Sweeper's one call of every due shard
+-- would hold Redis for all of their refining together).
 -- Returns: {expired, 1 if due work remains else 0, ms to the next due time
--- or -1, entries looked at}; refining paced (see below) returns 0 and at
--- most 4 ms.
+-- (from the whole millisecond of now) or -1, entries looked at, now in µs};
+-- refining paced (see below) returns 0 and at most 4 ms.
 local now = nowms()
 local nowstr = tostring(now) -- formatted once, not per event
 quiet = true -- the return value tells the caller the next due time
 local max = tonumber(ARGV[3])
+local SLOTS = 4
+local slot = ARGV[4] and tonumber(ARGV[4]) % SLOTS -- nil: refine in any call
+local slotWait = slot and (slot - now) % SLOTS -- ms to the shard's next slot
 local work = 0
 local emptied = {} -- name -> data key of the hashes fields expired from
 local paced = false -- refining stopped early, to go on with a later call
@@ -183,6 +190,14 @@ while wheel do
   local b, burgent
   if ub and urgent < max then
     b, burgent = ub, true
+  elseif nb and refined < max / 4 and slotWait and slotWait > 0 then
+    -- not the shard's slot: at its next
+    if ub then
+      behind = true
+    else
+      paced = true
+    end
+    break
   elseif nb and refined < max / 4 then
     b, burgent = nb, false
   else
@@ -248,11 +263,12 @@ elseif added then
   znext = math.min(znext or added, added)
 end
 if behind or (znext and znext <= now) then
-  return { emitted, 1, 0, work }
+  return { emitted, 1, 0, work, clockus }
 end
 if paced then
   -- The rest of the refining goes with the next call the shard needs
-  -- anyway (its next due time), or in 4 ms at the latest.
+  -- anyway (its next due time), or in 4 ms at the latest (at the shard's
+  -- next slot).
   local wait = 4
   for _, set in ipairs({ R, Q }) do
     local nxt = redis.call('ZRANGEBYSCORE', set, '(' .. now, '+inf', 'LIMIT', 0, 1)
@@ -263,16 +279,19 @@ if paced then
   if znext then
     wait = math.min(wait, znext - now)
   end
-  return { emitted, 0, math.max(1, wait), work }
+  if slotWait and slotWait > 0 then
+    wait = math.min(wait, slotWait)
+  end
+  return { emitted, 0, math.max(1, wait), work, clockus }
 end
 local due = qnext
 if znext then
   due = math.min(due or znext, znext)
 end
 if not due then
-  return { emitted, 0, -1, work }
+  return { emitted, 0, -1, work, clockus }
 end
 if due <= now then
-  return { emitted, 1, 0, work }
+  return { emitted, 1, 0, work, clockus }
 end
-return { emitted, 0, due - now, work }
+return { emitted, 0, due - now, work, clockus }
