@@ -182,6 +182,25 @@ func BenchmarkRecover(b *testing.B) {
 	}
 }
 
+// putLate puts n jobs into tube "late" with delays spread uniformly over
+// 0.5–10 s, in whole milliseconds as Put keeps them, in a shuffled order
+// (the same in every run); each job's body is its due time in Unix ns,
+// taken just before its put.
+func putLate(b *testing.B, ctx context.Context, q *queue.Queue, n int) {
+	b.Helper()
+	delays := make([]time.Duration, n)
+	for i := range delays {
+		delays[i] = time.Duration(500+i*9500/(n-1)) * time.Millisecond
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { delays[i], delays[j] = delays[j], delays[i] })
+	for _, delay := range delays {
+		due := time.Now().Add(delay)
+		if _, err := q.Put(ctx, "late", queue.NewJob{Body: fmt.Appendf(nil, "%d", due.UnixNano()), Delay: delay}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkLateness puts 20,000 jobs with delays spread uniformly over
 // 0.5–10 s (in a shuffled order) while 8 blocking reservers (a
 // queue.Worker) wait, and reports how late each was delivered after its
@@ -220,18 +239,7 @@ func BenchmarkLateness(b *testing.B) {
 	go w.Run(ctx)
 	defer w.Shutdown(ctx)
 	b.ResetTimer()
-	delays := make([]time.Duration, n)
-	for i := range delays {
-		// whole milliseconds, as Put keeps them
-		delays[i] = time.Duration(500+i*9500/(n-1)) * time.Millisecond
-	}
-	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { delays[i], delays[j] = delays[j], delays[i] })
-	for _, delay := range delays {
-		due := time.Now().Add(delay)
-		if _, err := q.Put(ctx, "late", queue.NewJob{Body: fmt.Appendf(nil, "%d", due.UnixNano()), Delay: delay}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	putLate(b, ctx, q, n)
 	<-all
 	b.StopTimer()
 	slices.Sort(late)

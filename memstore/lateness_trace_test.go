@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -84,17 +83,7 @@ func BenchmarkLatenessStages(b *testing.B) {
 	go w.Run(ctx)
 	defer w.Shutdown(ctx)
 	b.ResetTimer()
-	delays := make([]time.Duration, n)
-	for i := range delays {
-		delays[i] = time.Duration(500+i*9500/(n-1)) * time.Millisecond
-	}
-	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { delays[i], delays[j] = delays[j], delays[i] })
-	for _, delay := range delays {
-		due := time.Now().Add(delay)
-		if _, err := q.Put(ctx, "late", queue.NewJob{Body: fmt.Appendf(nil, "%d", due.UnixNano()), Delay: delay}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	putLate(b, ctx, q, n)
 	<-all
 	b.StopTimer()
 	mu.Lock()
