@@ -3,9 +3,9 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
