@@ -672,13 +672,14 @@ end
 -- limit_wait is how long (µs) until T's limits allow one more reserve at
 -- us: 0 when they do now, -1 when the cap holds T back (a reservation must
 -- end first: a TTR's end, which next_due knows, or a delete, bury or
--- release, which wakes the tube).
-local function limit_wait(T, us)
+-- release, which wakes the tube). others counts reservations the cap
+-- counts beside T's own (its groups', for a tube with groups; nil: none).
+local function limit_wait(T, us, others)
   if T.cap > 0 then
     if not T.nx then
       T.nx = redis.call('ZCARD', T.x) -- then kept by reserve_rec and delete_one
     end
-    if T.nx >= T.cap then
+    if T.nx + (others or 0) >= T.cap then
       cap_reached(T)
       return -1
     end

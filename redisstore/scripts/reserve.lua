@@ -119,17 +119,9 @@ local function parent_wait(T, name)
     return 0
   end
   if T.cap > 0 then
-    T.nx = T.nx or (T.ix and redis.call('ZCARD', T.x)) or 0
     T.gres = T.gres or tonumber(redis.call('HGET', KEYS[1], 'gr:' .. name) or '0')
-    if T.nx + T.gres >= T.cap then
-      cap_reached(T)
-      return -1
-    end
   end
-  if T.iv then
-    return gcra_wait(T.tat, T.iv, T.burst, us)
-  end
-  return 0
+  return limit_wait(T, us, T.gres)
 end
 
 -- group_wait is how long (µs) until the group template of tube T allows
