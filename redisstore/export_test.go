@@ -1,5 +1,11 @@
 package redisstore
 
+import (
+	"context"
+
+	"github.com/hourglass-io/hourglass/ratelimit"
+)
+
 // Library returns the functions library's name and source, and the name of
 // the function of every operation, by file, for tests.
 func Library() (name, source string, functions map[string]string) {
@@ -61,4 +67,31 @@ func HashShard(h *Hashes, name string) (shard int, base string) {
 func LedgerTags(s *Store, owner string) []int {
 	tags, _ := s.held.tags(owner)
 	return tags
+}
+
+// GCRAOneCall makes the decisions reqs on keys in one function call, merged
+// as the runner merges concurrent callers' decisions, in order.
+func GCRAOneCall(ctx context.Context, l *Limits, keys []string, reqs []ratelimit.GCRARequest) ([]ratelimit.Decision, error) {
+	m := rlScripts.gcra.merge
+	cs := make([]call, len(keys))
+	batch := make([]*request, len(keys))
+	for i, k := range keys {
+		cs[i] = l.gcraCall(k, reqs[i])
+		batch[i] = &request{call: cs[i]}
+	}
+	v, err := l.s.r.execOne(ctx, m.join(cs))
+	if err != nil {
+		return nil, err
+	}
+	m.split(v, batch)
+	out := make([]ratelimit.Decision, len(keys))
+	for i, q := range batch {
+		if q.err != nil {
+			return nil, q.err
+		}
+		if out[i], err = decision(q.val); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

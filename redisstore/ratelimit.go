@@ -51,32 +51,25 @@ func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
 func b36(v int64) string { return strconv.FormatInt(v, 36) }
 
 // gcraCall is the script call of one GCRA request: ARGV now, then the
-// decision: the number of limits, per limit its interval, burst and quota,
-// then op, n, max wait and at. Decisions that wait together go out as one
-// call, each after the other (rlScripts.gcra.merge): any of them on one
-// Redis, those of one slot on a cluster.
+// decision: op, n, the number of limits, per limit its interval, burst and
+// quota, then the max wait (reserve only) or at (cancel and roll back
+// only). Decisions that wait together go out as one call, each after the
+// other (rlScripts.gcra.merge): any of them on one Redis, those of one
+// slot on a cluster.
 func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 	base := l.rlBase(key)
 	ks := make([]string, len(req.Limits))
-	op := opArgs[0]
+	args := make([]any, 4, 6+3*len(req.Limits))
+	args[0], args[1], args[3] = l.s.now(), opArgs[0], len(req.Limits)
 	switch req.Op {
 	case ratelimit.OpReserve:
-		op = opArgs[1]
+		args[1] = opArgs[1]
 	case ratelimit.OpCancel:
-		op = opArgs[2]
+		args[1] = opArgs[2]
 	case ratelimit.OpRollback:
-		op = opArgs[3]
+		args[1] = opArgs[3]
 	}
-	maxWait := anyWait
-	if req.MaxWait >= 0 {
-		maxWait = us(req.MaxWait)
-	}
-	var at int64
-	if req.Op == ratelimit.OpCancel || req.Op == ratelimit.OpRollback {
-		at = req.At.UnixMicro()
-	}
-	args := make([]any, 2, 6+3*len(req.Limits))
-	args[0], args[1] = l.s.now(), len(req.Limits)
+	args[2] = req.N
 	var buf [96]byte
 	for i, lim := range req.Limits {
 		t, b := us(lim.Interval()), int64(lim.BurstOrDefault())
@@ -86,7 +79,16 @@ func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
 		ks[i] = string(strconv.AppendInt(k, b, 36))
 		args = append(args, t, b, lim.QuotaOrDefault())
 	}
-	args = append(args, op, req.N, maxWait, at)
+	switch req.Op {
+	case ratelimit.OpReserve:
+		maxWait := anyWait
+		if req.MaxWait >= 0 {
+			maxWait = us(req.MaxWait)
+		}
+		args = append(args, maxWait)
+	case ratelimit.OpCancel, ratelimit.OpRollback:
+		args = append(args, req.At.UnixMicro())
+	}
 	c := call{op: rlScripts.gcra, keys: ks, args: args}
 	if l.s.cluster {
 		c.scope = strconv.Itoa(keySlot(base))

@@ -5,10 +5,11 @@
 -- Redis or one slot of a cluster).
 -- KEYS: per decision, per limit, a string holding its theoretical arrival
 --       time (µs)
--- ARGV: now, then per decision: L (its number of limits), per limit:
---       interval (µs), burst, quota; then op ("a" allow, "r" reserve, "c"
---       cancel, "u" roll back), n, max wait (µs, -1: any), at (µs: the
---       reservation's slot for cancel, the admission's time for roll back)
+-- ARGV: now, then per decision: op ("a" allow, "r" reserve, "c" cancel,
+--       "u" roll back), n, L (its number of limits), per limit: interval
+--       (µs), burst, quota; then, for "r" only, the max wait (µs, -1: any),
+--       for "c" and "u" only, at (µs: the reservation's slot for cancel,
+--       the admission's time for roll back)
 -- Returns per decision: ok (1 or 0), remaining, retry-after, reset-after,
 -- delay, now
 --
@@ -18,90 +19,125 @@
 -- read once and written once however many decisions of the call use it.
 local now, injected = rl_now()
 local tats, dirty = {}, {}
-local out = {}
-local k, j = 0, 2
+local out, m = {}, 0
+local k, j, nargs = 0, 2, #ARGV
+local max, floor, tonumber = math.max, math.floor, tonumber
 
-while j <= #ARGV do
-  local L = tonumber(ARGV[j])
-  local K, T, B, Q, tat = RL_K, RL_T, RL_B, RL_Q, RL_TAT
-  for i = 1, L do
-    local a = j + 3 * i - 2
-    local key = KEYS[k + i]
-    K[i], T[i], B[i], Q[i] = key, tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-    local t = tats[key]
-    if not t then
-      t = tonumber(redis.call('GET', key) or '0')
-      tats[key] = t
+while j <= nargs do
+  local op, n, L = ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2])
+  j = j + 3
+  local ok, delay, retry, remaining, reset = 0, 0, 0, -1, 0
+  if L == 1 and (op == 'a' or op == 'r') then
+    -- One limit, allow or reserve (nearly every decision): the general
+    -- case below for L = 1, without its arrays.
+    k = k + 1
+    local key = KEYS[k]
+    local T, B, Q = tonumber(ARGV[j]), tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2])
+    j = j + 3
+    local tat = tats[key]
+    if not tat then
+      tat = tonumber(redis.call('GET', key) or '0')
+      tats[key] = tat
     end
-    tat[i] = t
-  end
-  k = k + L
-  j = j + 3 * L + 1
-  local op, n = ARGV[j], tonumber(ARGV[j + 1])
-  local ok, delay, retry = 0, 0, 0
-  if op == 'c' then
-    -- Give back only what no later reservation builds on: the latest
-    -- reservation acts at tat - burst*T, and the part of this one's cost
-    -- that lies before that is in use.
-    local at = tonumber(ARGV[j + 3])
-    if at > now then
-      for i = 1, L do
-        if tat[i] > now then
-          local cost = n * Q[i] * T[i]
-          local give = math.min(cost, cost - (tat[i] - B[i] * T[i] - at))
-          if give > 0 then
-            tat[i] = math.max(tat[i] - give, now)
-            ok = 1
-          end
-        end
-      end
-    end
-  elseif op == 'u' then
-    -- The cost less the time since the admission: later admissions that
-    -- found the state at or after ours built on at most that much of it.
-    local since = math.max(now - tonumber(ARGV[j + 3]), 0)
-    for i = 1, L do
-      local give = n * Q[i] * T[i] - since
-      if give > 0 and tat[i] > now then
-        tat[i] = math.max(tat[i] - give, now)
-        ok = 1
-      end
-    end
-  else
-    local act = now
-    for i = 1, L do
-      act = math.max(act, math.max(tat[i], now) + (n * Q[i] - B[i]) * T[i])
-    end
+    local base = max(tat, now)
+    local cost = n * Q * T
+    local act = max(now, base + cost - B * T)
     delay = act - now
     if delay == 0 then
       ok = 1
     elseif op == 'r' then
-      local maxwait = tonumber(ARGV[j + 2])
+      local maxwait = tonumber(ARGV[j])
       if maxwait < 0 or delay <= maxwait then ok = 1 end
     end
+    if op == 'r' then j = j + 1 end
     if ok == 1 then
-      for i = 1, L do
-        tat[i] = math.max(tat[i], act) + n * Q[i] * T[i]
-      end
+      tat = max(tat, act) + cost
+      tats[key] = tat
+      dirty[key] = true
+      base = tat
     else
       retry = delay
     end
-  end
-  j = j + 4
-
-  local remaining, reset = -1, 0
-  for i = 1, L do
-    if ok == 1 then
-      tats[K[i]] = tat[i]
-      dirty[K[i]] = true
+    remaining = floor(max(floor((now + B * T - base) / T), 0) / Q)
+    reset = base - now
+  else
+    local K, T, B, Q, tat = RL_K, RL_T, RL_B, RL_Q, RL_TAT
+    for i = 1, L do
+      local key = KEYS[k + i]
+      K[i], T[i], B[i], Q[i] = key, tonumber(ARGV[j]), tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2])
+      j = j + 3
+      local t = tats[key]
+      if not t then
+        t = tonumber(redis.call('GET', key) or '0')
+        tats[key] = t
+      end
+      tat[i] = t
     end
-    local base = math.max(tat[i], now)
-    local free = math.floor(math.max(math.floor((now + B[i] * T[i] - base) / T[i]), 0) / Q[i])
-    if remaining < 0 or free < remaining then remaining = free end
-    if base - now > reset then reset = base - now end
+    k = k + L
+    if op == 'c' then
+      -- Give back only what no later reservation builds on: the latest
+      -- reservation acts at tat - burst*T, and the part of this one's cost
+      -- that lies before that is in use.
+      local at = tonumber(ARGV[j])
+      j = j + 1
+      if at > now then
+        for i = 1, L do
+          if tat[i] > now then
+            local cost = n * Q[i] * T[i]
+            local give = math.min(cost, cost - (tat[i] - B[i] * T[i] - at))
+            if give > 0 then
+              tat[i] = max(tat[i] - give, now)
+              ok = 1
+            end
+          end
+        end
+      end
+    elseif op == 'u' then
+      -- The cost less the time since the admission: later admissions that
+      -- found the state at or after ours built on at most that much of it.
+      local since = max(now - tonumber(ARGV[j]), 0)
+      j = j + 1
+      for i = 1, L do
+        local give = n * Q[i] * T[i] - since
+        if give > 0 and tat[i] > now then
+          tat[i] = max(tat[i] - give, now)
+          ok = 1
+        end
+      end
+    else
+      local act = now
+      for i = 1, L do
+        act = max(act, max(tat[i], now) + (n * Q[i] - B[i]) * T[i])
+      end
+      delay = act - now
+      if delay == 0 then
+        ok = 1
+      elseif op == 'r' then
+        local maxwait = tonumber(ARGV[j])
+        if maxwait < 0 or delay <= maxwait then ok = 1 end
+      end
+      if op == 'r' then j = j + 1 end
+      if ok == 1 then
+        for i = 1, L do
+          tat[i] = max(tat[i], act) + n * Q[i] * T[i]
+        end
+      else
+        retry = delay
+      end
+    end
+    for i = 1, L do
+      if ok == 1 then
+        tats[K[i]] = tat[i]
+        dirty[K[i]] = true
+      end
+      local base = max(tat[i], now)
+      local free = floor(max(floor((now + B[i] * T[i] - base) / T[i]), 0) / Q[i])
+      if remaining < 0 or free < remaining then remaining = free end
+      if base - now > reset then reset = base - now end
+    end
   end
-  local m = #out
   out[m + 1], out[m + 2], out[m + 3], out[m + 4], out[m + 5], out[m + 6] = ok, remaining, retry, reset, delay, now
+  m = m + 6
 end
 
 for key in pairs(dirty) do
