@@ -24,12 +24,13 @@ func Subscriptions(s *Store) (channels, conns int) { return s.notify.channels() 
 // Channel is the wake-up channel of a tube of one partition.
 func Channel(s *Store, tube string) string { return s.k.channel(tubeTag(tube, 0, 1), tube) }
 
-// SetMaxInflight sets how many batches may be in flight at once, until the
-// function it returns restores it.
+// SetMaxInflight sets how many batches the main lane and the rate limits'
+// lane may have in flight at once, until the function it returns restores
+// them.
 func SetMaxInflight(n int) (restore func()) {
-	old := maxInflight
-	maxInflight = n
-	return func() { maxInflight = old }
+	old, oldLimits := maxInflight, limitsInflight
+	maxInflight, limitsInflight = n, n
+	return func() { maxInflight, limitsInflight = old, oldLimits }
 }
 
 // TubeTag is the tag of a tube of one partition.
@@ -41,8 +42,14 @@ func KeySlot(key string) int { return keySlot(key) }
 // HoldHashesLane takes every turn of the expiring hashes' lane, as that
 // many long sweeps in flight would, until the function it returns hands
 // them on.
-func HoldHashesLane(s *Store) (release func()) {
-	l := &s.r.hashes
+func HoldHashesLane(s *Store) (release func()) { return holdLane(&s.r.hashes) }
+
+// HoldMainLane takes every turn of the main lane (the queue's and the
+// other primitives'), as that many long calls in flight would, until the
+// function it returns hands them on.
+func HoldMainLane(s *Store) (release func()) { return holdLane(&s.r.main) }
+
+func holdLane(l *lane) (release func()) {
 	l.mu.Lock()
 	n := l.max() - l.inflight
 	l.inflight += n

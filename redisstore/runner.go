@@ -27,10 +27,12 @@ import (
 // partition in that pipeline are merged into one function call. An idle
 // caller goes out at once, in one round trip.
 //
-// The calls go out in two lanes, each with its own queue and its own
-// batches in flight: the expiring hashes' (whose sweeps can run long) and
-// everyone else's, so that a sweep never holds up a put, and the queue's
-// lane can keep one batch in flight, which merges the most.
+// The calls go out in three lanes, each with its own queue and its own
+// batches in flight: the expiring hashes' (whose sweeps can run long), the
+// rate limits' (short calls, many callers, where the round trip rather
+// than Redis bounds the rate) and everyone else's, so that a sweep never
+// holds up a put, a put never holds up a decision, and the queue's lane
+// can keep one batch in flight, which merges the most.
 type runner struct {
 	c      redis.UniversalClient
 	closed *atomic.Bool
@@ -43,7 +45,7 @@ type runner struct {
 
 	loadMu sync.Mutex
 
-	main, hashes lane
+	main, hashes, limits lane
 }
 
 // lane is a queue of calls and the batches it has in flight.
@@ -57,8 +59,11 @@ type lane struct {
 
 // laneOf returns the lane of o's calls.
 func (r *runner) laneOf(o *op) *lane {
-	if o.family.prefix == "hx_" {
+	switch o.family.prefix {
+	case "hx_":
 		return &r.hashes
+	case "rl_":
+		return &r.limits
 	}
 	return &r.main
 }
@@ -113,6 +118,7 @@ func newRunner(c redis.UniversalClient, closed *atomic.Bool) *runner {
 	r := &runner{c: c, closed: closed}
 	r.main = lane{r: r, max: func() int { return maxInflight }}
 	r.hashes = lane{r: r, max: func() int { return hashesInflight }}
+	r.limits = lane{r: r, max: func() int { return limitsInflight }}
 	return r
 }
 
@@ -229,6 +235,16 @@ const (
 // call at 15–25 / 20–31 / 26–38 µs of Redis CPU a put; GCRA decisions on
 // one key from 16 goroutines 8.3 / 5.2 / 3.1 a call.
 var maxInflight = 1
+
+// limitsInflight is how many batches the rate limits' lane may have in
+// flight at once: two, so that Redis runs one batch of decisions while the
+// client reads the replies of the other and its callers make their next
+// calls. With one, Redis and the client take turns and each waits for the
+// other. Measured side by side (queuebench gcra, 16 goroutines, quiet
+// machine): one / two in flight gave 36–46k / 64–65k decisions a second on
+// one key and 31–38k / 48–56k on 10k keys, at the same Redis CPU a
+// decision (7–11 µs on one key, 10–16 µs on 10k keys).
+var limitsInflight = 2
 
 // hashesInflight is how many batches the expiring hashes' lane may have in
 // flight at once: more than one, so that a long sweep does not hold up
