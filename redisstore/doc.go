@@ -67,8 +67,11 @@
 // Store.Limits returns the ratelimit.Store on the same client, prefix and
 // clock: one script per decision (scripts/rl_gcra.lua, rl_log.lua,
 // rl_window.lua), keys <prefix>rl:{<key>}:…, state that expires when the key
-// is idle again. A re-sent decision (retries on) would charge twice. See
-// docs/ratelimit.md for the keys and bytes per key.
+// is idle again. Decisions that wait together go out as one call (on a
+// cluster, those of one slot), in a lane of their own with two batches in
+// flight, so that queue calls never hold them up. A re-sent decision
+// (retries on) would charge twice. See docs/ratelimit.md for the keys and
+// bytes per key.
 //
 // # What a failover can lose
 //
