@@ -17,11 +17,14 @@ import (
 // concurrent callers' calls) answers each exactly as the embedded engine
 // answers the same decisions made one at a time, in order: every operation,
 // one limit and several, costs of 0 to 3, the same key several times in a
-// call. On standalone Redis the decisions of a call are on four keys; on
+// call, refusals that must leave a key as it was. On standalone Redis the decisions of a call are on four keys; on
 // the cluster, where a call reaches one slot, on one key.
 func TestGCRAMergedCallMatchesOneAtATime(t *testing.T) {
 	limitSets := [][]ratelimit.Limit{
 		{ratelimit.PerSecond(10)},
+		// burst 1: a cost of 2 or 3 never passes now, so an allow of it
+		// is refused on an idle key and leaves it idle.
+		{ratelimit.Every(50 * time.Millisecond)},
 		{ratelimit.Every(30 * time.Millisecond).WithBurst(3)},
 		{ratelimit.PerSecond(5), ratelimit.PerMinute(40)},
 		{ratelimit.Funnel(6, time.Second, 2)},

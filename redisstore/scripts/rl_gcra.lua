@@ -17,8 +17,12 @@
 -- burst*interval <= t; it then sets tat = max(tat, t) + c*interval. The
 -- state expires when tat is reached: the key is idle again. Each key is
 -- read once and written once however many decisions of the call use it.
+-- A one-limit allow or reserve that costs something reads its key with
+-- the write it would make if the key were idle (SET … GET): on a key used
+-- by nothing else, that is the decision's only command; where the guess
+-- was wrong, the key is written again at the end.
 local now, injected = rl_now()
-local tats, dirty = {}, {}
+local tats, dirty, written = {}, {}, {}
 local out, m = {}, 0
 local k, j, nargs = 0, 2, #ARGV
 local max, floor, tonumber = math.max, math.floor, tonumber
@@ -34,13 +38,20 @@ while j <= nargs do
     local key = KEYS[k]
     local T, B, Q = tonumber(ARGV[j]), tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2])
     j = j + 3
+    local cost = n * Q * T
     local tat = tats[key]
     if not tat then
-      tat = tonumber(redis.call('GET', key) or '0')
+      if cost > 0 then
+        local guess = now + cost
+        tat = tonumber(redis.call('SET', key, rl_int(guess), 'PX', rl_px(cost, injected), 'GET') or '0')
+        written[key] = guess
+        dirty[key] = true
+      else
+        tat = tonumber(redis.call('GET', key) or '0')
+      end
       tats[key] = tat
     end
     local base = max(tat, now)
-    local cost = n * Q * T
     local act = max(now, base + cost - B * T)
     delay = act - now
     if delay == 0 then
@@ -143,7 +154,9 @@ end
 for key in pairs(dirty) do
   local t = tats[key]
   if t > now then
-    redis.call('SET', key, rl_int(t), 'PX', rl_px(t - now, injected))
+    if written[key] ~= t then
+      redis.call('SET', key, rl_int(t), 'PX', rl_px(t - now, injected))
+    end
   else
     redis.call('DEL', key)
   end
