@@ -17,10 +17,12 @@
 -- burst*interval <= t; it then sets tat = max(tat, t) + c*interval. The
 -- state expires when tat is reached: the key is idle again. Each key is
 -- read once and written once however many decisions of the call use it.
--- A one-limit allow or reserve that costs something reads its key with
--- the write it would make if the key were idle (SET … GET): on a key used
--- by nothing else, that is the decision's only command; where the guess
--- was wrong, the key is written again at the end.
+-- A one-limit allow or reserve that costs something, on a key the next
+-- decision does not use, reads its key with the write it would make if the
+-- key were idle (SET … GET): on a key used by nothing else, that is the
+-- decision's only command; where the guess was wrong, the key is written
+-- again at the end. (Decisions on one hot key keep one GET and one SET a
+-- call.)
 local now, injected = rl_now()
 local tats, dirty, written = {}, {}, {}
 local out, m = {}, 0
@@ -41,7 +43,7 @@ while j <= nargs do
     local cost = n * Q * T
     local tat = tats[key]
     if not tat then
-      if cost > 0 then
+      if cost > 0 and KEYS[k + 1] ~= key then
         local guess = now + cost
         tat = tonumber(redis.call('SET', key, rl_int(guess), 'PX', rl_px(cost, injected), 'GET') or '0')
         written[key] = guess
