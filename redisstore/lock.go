@@ -54,10 +54,13 @@ func (k keys) lockBase(name string) (base, tag string) {
 	return k.prefix + "lk:{" + tag + "}:" + name + ":", tag
 }
 
-// lockKeys are KEYS[1..4] of every lock script: m, h, q, qe.
+// lockKeys are KEYS[1..4] of the lock scripts: m, h, q, qe. The four are
+// slices of one string: one allocation, not four.
 func (k keys) lockKeys(name string) []string {
 	b, _ := k.lockBase(name)
-	return []string{b + "m", b + "h", b + "q", b + "qe"}
+	all := b + "m" + b + "h" + b + "q" + b + "qe"
+	n := len(b) + 1
+	return []string{all[:n], all[n : 2*n], all[2*n : 3*n], all[3*n:]}
 }
 
 // lockHolders is the key h of the lock name, the one key a release needs.
@@ -101,17 +104,20 @@ func micros(d time.Duration) string { return strconv.FormatInt(d.Microseconds(),
 // the connection of the lock's master, so that WAIT counts the replicas
 // that have the grant.
 func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Grant, error) {
-	queue := "0"
-	if req.Queue {
-		queue = "1"
-	}
 	o := lockScripts.lock
 	var args []any
-	if req.Limit == 1 {
-		args = []any{l.s.now(), req.Token, micros(req.TTL), queue, micros(req.QueueTTL)}
-	} else {
+	switch {
+	case req.Limit > 1:
 		o = lockScripts.acquire
+		queue := "0"
+		if req.Queue {
+			queue = "1"
+		}
 		args = []any{l.s.now(), req.Token, req.Limit, micros(req.TTL), queue, micros(req.QueueTTL)}
+	case req.Queue:
+		args = []any{l.s.now(), req.Token, micros(req.TTL), "1", micros(req.QueueTTL)}
+	default:
+		args = []any{l.s.now(), req.Token, micros(req.TTL)}
 	}
 	var (
 		v        any

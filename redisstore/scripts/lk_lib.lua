@@ -4,12 +4,14 @@
 -- µs); ARGV[1] = now in µs, or "" for TIME.
 --
 -- h has one of two forms:
--- - the one-holder form, a string "<fence> <lease end> <w> <token>" (both
---   numbers µs, 16 digits with leading zeros; w "1" when waiters may wait
---   for a wake-up at release, else "0"): a lock (limit 1) with nobody in
---   line. m, q and qe do not exist beside it; the fence is the string's.
---   After a release with w "1", or whose fence is ahead of the clock, the
---   string stays as a free lock (lease end 0, no token) keeping both.
+-- - the one-holder form, a string "<fence> <lease end> <wake> <token>"
+--   (the numbers µs, 16 digits with leading zeros; wake: until when
+--   refused acquires may wait for a release's wake-up, the latest lease
+--   end that refused one, else 0): a lock (limit 1) with nobody in line.
+--   m, q and qe do not exist beside it; the fence is the string's. After
+--   a release while wake is ahead, or whose fence is not behind the
+--   clock, the string stays as a free lock (lease end 0, no token)
+--   keeping both.
 -- - the general form, a sorted set (holder token -> lease end, µs), with
 --   the fence in m: semaphores, locks with waiters in line, and every lock
 --   written by releases before the one-holder form.
@@ -26,11 +28,15 @@ end
 -- lk_pack and lk_unpack write and read the one-holder form. Lua's own
 -- number formatting keeps 14 digits, so the numbers go through %016d.
 local function lk_pack(f, e, w, token)
-  return string.format('%016d %016d %s %s', f, e, w, token)
+  return string.format('%016d %016d %016d %s', f, e, w, token)
 end
 
 local function lk_unpack(v)
-  return tonumber(string.sub(v, 1, 16)), tonumber(string.sub(v, 18, 33)), string.sub(v, 35, 35)
+  return tonumber(string.sub(v, 1, 16)), tonumber(string.sub(v, 18, 33)), tonumber(string.sub(v, 35, 50))
+end
+
+local function lk_token(v)
+  return string.sub(v, 52)
 end
 
 -- lk_ms is how long (ms) keys must live that hold a lease ending at e and
@@ -57,7 +63,7 @@ local function lk_widen(m, h, now)
   redis.call('HSET', m, 'f', f)
   redis.call('PEXPIRE', m, ms)
   if e > now then
-    redis.call('ZADD', h, e, string.sub(v, 37))
+    redis.call('ZADD', h, e, lk_token(v))
     redis.call('PEXPIRE', h, ms)
   end
 end
@@ -140,11 +146,12 @@ local function lk_acquire(m, h, q, qe, now, token, limit, ttl, queue, placettl)
     local f = math.max(tonumber(redis.call('HGET', m, 'f') or '0') + 1, now)
     if limit == 1 and queued == 0 then
       -- A lock with no holder left and nobody in line: back to the
-      -- one-holder form (m's arrival counter counts a line there is not),
-      -- marked for a wake-up at release: waiters refused in the general
-      -- form left no mark.
+      -- one-holder form (m's arrival counter counts a line there is not).
+      -- Acquires refused in the general form left no wake: they may wait
+      -- until the last lease m was kept for.
+      local w = now + math.max(redis.call('PTTL', m), 0) * 1000
       redis.call('DEL', m)
-      redis.call('SET', h, lk_pack(f, now + ttl, '1', token), 'PX', lk_ms(now, now + ttl, f))
+      redis.call('SET', h, lk_pack(f, now + ttl, w, token), 'PX', lk_ms(now, now + ttl, f))
       return f
     end
     redis.call('HSET', m, 'f', f)

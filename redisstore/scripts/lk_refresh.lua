@@ -8,7 +8,7 @@ local now = lk_now(ARGV[1])
 local token, ttl = ARGV[2], tonumber(ARGV[3])
 if redis.call('TYPE', h)['ok'] == 'string' then
   local v = redis.call('GET', h)
-  if string.sub(v, 37) ~= token then return 0 end
+  if lk_token(v) ~= token then return 0 end
   local f, e, w = lk_unpack(v)
   if e <= now then return 0 end
   redis.call('SET', h, lk_pack(f, now + ttl, w, token), 'PX', lk_ms(now, now + ttl, f))

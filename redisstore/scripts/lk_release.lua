@@ -5,11 +5,11 @@
 -- Returns 1, or 0 when token holds no live lease.
 --
 -- The wake-up goes to the shard channel beside h (lk_wake). In the
--- one-holder form it is sent only when a refused acquire asked for it
--- (then h stays, free, keeping that mark for the next grant), and
--- otherwise the key is deleted, unless its fence is not behind the clock
--- yet (then it stays, free, keeping the fence until its expiry): the
--- clock, the type, the read and the delete. In the general form the release touches only
+-- one-holder form it is sent only while refused acquires may wait (then h
+-- stays, free, keeping that for the next grant); otherwise the key is
+-- deleted, unless its fence is not behind the clock yet (then it stays,
+-- free, keeping the fence until its expiry): the clock, the type, the
+-- read and the delete. In the general form the release touches only
 -- the holder's entry: the keys keep the expiry the grant gave them, ended
 -- leases and lapsed places of others are dropped by the next acquire, and
 -- the fence stays whatever it is.
@@ -18,19 +18,19 @@ local now = lk_now(ARGV[1])
 local t = redis.call('TYPE', h)['ok']
 if t == 'string' then
   local v = redis.call('GET', h)
-  if string.sub(v, 37) ~= token then return 0 end
+  if lk_token(v) ~= token then return 0 end
   local f, e, w = lk_unpack(v)
   if e <= now then return 0 end
-  if w == '1' then
-    -- Waiters were refused: wake them, and keep the mark for the next
-    -- grant (one waiter of each process is woken by a wake-up, the others
+  if w > now then
+    -- Refused acquires may wait: wake them, and keep the wake for the
+    -- next grant (a wake-up wakes one waiter of each process, the others
     -- wait for the next release's).
-    redis.call('SET', h, lk_pack(f, 0, '1', ''), 'KEEPTTL')
+    redis.call('SET', h, lk_pack(f, 0, w, ''), 'KEEPTTL')
     redis.call('SPUBLISH', lk_wake(h), 'r')
   elseif f < now then
     redis.call('DEL', h)
   else
-    redis.call('SET', h, lk_pack(f, 0, '0', ''), 'KEEPTTL')
+    redis.call('SET', h, lk_pack(f, 0, 0, ''), 'KEEPTTL')
   end
   return 1
 end

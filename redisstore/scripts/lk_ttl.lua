@@ -9,7 +9,7 @@ local until_
 local t = redis.call('TYPE', h)['ok']
 if t == 'string' then
   local v = redis.call('GET', h)
-  if string.sub(v, 37) == ARGV[2] then
+  if lk_token(v) == ARGV[2] then
     local _, e = lk_unpack(v)
     until_ = e
   end
