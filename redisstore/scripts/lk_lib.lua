@@ -51,10 +51,20 @@ local function lk_wake(h)
   return string.sub(h, 1, -2) .. 'w'
 end
 
+-- lk_form is h's form: 'string' (one holder), 'zset' (general), or nil
+-- (no key). OBJECT ENCODING answers with a plain string, which costs a
+-- script less than TYPE's status reply.
+local function lk_form(h)
+  local enc = redis.call('OBJECT', 'ENCODING', h)
+  if not enc then return nil end
+  if enc == 'embstr' or enc == 'raw' then return 'string' end
+  return 'zset'
+end
+
 -- lk_widen turns a one-holder h into the general form: its holder (if
 -- its lease has not ended) into the sorted set, its fence into m.
 local function lk_widen(m, h, now)
-  if redis.call('TYPE', h)['ok'] ~= 'string' then return end
+  if lk_form(h) ~= 'string' then return end
   local v = redis.call('GET', h)
   local f, e = lk_unpack(v)
   local ms = lk_ms(now, e, f)

@@ -6,8 +6,9 @@
 -- until the lock may come free without a release.
 --
 -- A free lock with no keys is granted in three calls (the clock, one
--- EXISTS, one SET of h's one-holder form, with its expiry); a lock held in
--- that form is refused in three more (its type, its read, and, once a
+-- EXISTS, one SET of h's one-holder form, with its expiry, and GET so that
+-- its reply is a plain nil); a lock held in that form is refused in three
+-- more (its form, its read, and, once a
 -- lease, its wake: until when its release must wake waiters). Everything
 -- else is lk_acquire's, in the general form.
 local m, h, q = KEYS[1], KEYS[2], KEYS[3]
@@ -15,10 +16,10 @@ local now = lk_now(ARGV[1])
 local token, ttl = ARGV[2], tonumber(ARGV[3])
 local n = redis.call('EXISTS', h, m, q)
 if n == 0 then
-  redis.call('SET', h, lk_pack(now, now + ttl, 0, token), 'PX', math.floor(ttl / 1000) + 1000)
+  redis.call('SET', h, lk_pack(now, now + ttl, 0, token), 'PX', math.floor(ttl / 1000) + 1000, 'GET')
   return now
 end
-if n == 1 and redis.call('TYPE', h)['ok'] == 'string' then
+if n == 1 and lk_form(h) == 'string' then
   local v = redis.call('GET', h)
   local f, e, w = lk_unpack(v)
   if e <= now then

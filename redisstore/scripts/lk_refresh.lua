@@ -6,7 +6,7 @@
 local m, h, q, qe = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = lk_now(ARGV[1])
 local token, ttl = ARGV[2], tonumber(ARGV[3])
-if redis.call('TYPE', h)['ok'] == 'string' then
+if lk_form(h) == 'string' then
   local v = redis.call('GET', h)
   if lk_token(v) ~= token then return 0 end
   local f, e, w = lk_unpack(v)

@@ -8,14 +8,14 @@
 -- one-holder form it is sent only while refused acquires may wait (then h
 -- stays, free, keeping that for the next grant); otherwise the key is
 -- deleted, unless its fence is not behind the clock yet (then it stays,
--- free, keeping the fence until its expiry): the clock, the type, the
+-- free, keeping the fence until its expiry): the clock, the form, the
 -- read and the delete. In the general form the release touches only
 -- the holder's entry: the keys keep the expiry the grant gave them, ended
 -- leases and lapsed places of others are dropped by the next acquire, and
 -- the fence stays whatever it is.
 local h, token = KEYS[1], ARGV[2]
 local now = lk_now(ARGV[1])
-local t = redis.call('TYPE', h)['ok']
+local t = lk_form(h)
 if t == 'string' then
   local v = redis.call('GET', h)
   if lk_token(v) ~= token then return 0 end

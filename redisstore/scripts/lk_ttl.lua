@@ -6,7 +6,7 @@
 local h = KEYS[2]
 local now = lk_now(ARGV[1])
 local until_
-local t = redis.call('TYPE', h)['ok']
+local t = lk_form(h)
 if t == 'string' then
   local v = redis.call('GET', h)
   if lk_token(v) == ARGV[2] then
