@@ -8,9 +8,9 @@
 -- A free lock with no keys is granted in three calls (the clock, one
 -- EXISTS, one SET of h's one-holder form, with its expiry, and GET so that
 -- its reply is a plain nil); a lock held in that form is refused in three
--- more (its form, its read, and, once a
--- lease, its wake: until when its release must wake waiters). Everything
--- else is lk_acquire's, in the general form.
+-- more (its form, its read, and, once a lease, its wake: until when its
+-- release must wake waiters). Everything else is lk_acquire's, in the
+-- general form.
 local m, h, q = KEYS[1], KEYS[2], KEYS[3]
 local now = lk_now(ARGV[1])
 local token, ttl = ARGV[2], tonumber(ARGV[3])
