@@ -210,10 +210,10 @@ func (q *jobQueue) Reserve(ctx context.Context, req queue.ReserveRequest) (queue
 			} else if t := q.tubes[name]; t != nil {
 				next = t.next
 			}
-			// The engine's timer wakes the tube's listeners when what is
-			// due in it falls due; nothing wakes them when a rate frees a
-			// job.
-			selfWaking := true
+			// The engine's timer, if it has one, wakes the tube's
+			// listeners when what is due in it falls due; nothing wakes
+			// them when a rate frees a job.
+			selfWaking := q.e.timed
 			if w := held[name]; w > 0 && now+w < next {
 				next, selfWaking = now+w, false
 			}
