@@ -10,32 +10,37 @@ import (
 // random owner token, with the fencing token of its grant. Its methods are
 // safe for concurrent use.
 type Lock struct {
-	c      *Client
-	name   string
-	token  string
-	limit  int
-	fence  uint64
-	ttl    time.Duration
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	c     *Client
+	name  string
+	token string
+	limit int
+	fence uint64
+	ttl   time.Duration
+	// parent is the context Obtain was given: Context is derived from it
+	// (its values, not its cancellation) when first asked for.
+	parent context.Context
 	stop   chan struct{} // closed by Release: ends the renewal
 	done   chan struct{} // closed when the renewal goroutine ends
 
 	// mu guards the fields below.
 	mu       sync.Mutex
-	deadline time.Time   // local estimate of the lease's end (never later than the store's)
-	expiry   *time.Timer // cancels ctx at deadline
+	deadline time.Time // local estimate of the lease's end (never later than the store's)
+	cause    error     // why the lock is no longer held, once this process knows (nil: held)
+	// ctx and cancel are made by the first Context or Lost (at once for a
+	// lock that renews itself), and expiry, which cancels ctx at deadline,
+	// with them: a lock whose Context nobody asks for costs no context and
+	// no timer.
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	expiry   *time.Timer
 	released bool
 }
 
 func (c *Client) newLock(ctx context.Context, name, token string, limit int, fence uint64, o ObtainOptions, start time.Time) *Lock {
-	l := &Lock{c: c, name: name, token: token, limit: limit, fence: fence, ttl: o.TTL}
-	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	l.deadline = start.Add(o.TTL)
-	l.expiry = time.AfterFunc(time.Until(l.deadline), func() { l.cancel(ErrLeaseExpired) })
+	l := &Lock{c: c, name: name, token: token, limit: limit, fence: fence, ttl: o.TTL, parent: ctx, deadline: start.Add(o.TTL)}
 	if o.AutoRenew {
 		l.stop, l.done = make(chan struct{}), make(chan struct{})
-		go l.renew()
+		go l.renew(l.Context())
 	}
 	return l
 }
@@ -58,10 +63,57 @@ func (l *Lock) Fence() uint64 { return l.fence }
 // when the lease runs out with no successful renewal (cause
 // ErrLeaseExpired). context.Cause tells which. Work done under the lock
 // should stop when it is cancelled.
-func (l *Lock) Context() context.Context { return l.ctx }
+func (l *Lock) Context() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(l.parent))
+		if l.heldLocked() {
+			l.expiry = time.AfterFunc(time.Until(l.deadline), l.expire)
+		} else {
+			l.cancel(l.cause)
+		}
+	}
+	return l.ctx
+}
 
 // Lost returns a channel closed when Context is cancelled.
-func (l *Lock) Lost() <-chan struct{} { return l.ctx.Done() }
+func (l *Lock) Lost() <-chan struct{} { return l.Context().Done() }
+
+// heldLocked reports whether the lock is held as far as this process can
+// tell, recording ErrLeaseExpired as the cause once the deadline passed.
+func (l *Lock) heldLocked() bool {
+	if l.cause == nil && !time.Now().Before(l.deadline) {
+		l.cause = ErrLeaseExpired
+	}
+	return l.cause == nil
+}
+
+// expire is expiry's function: the lease ran out, unless a renewal
+// moved the deadline meanwhile.
+func (l *Lock) expire() {
+	l.mu.Lock()
+	if !l.heldLocked() {
+		l.cancel(l.cause)
+	}
+	l.mu.Unlock()
+}
+
+// lose records that the lock is no longer held, for cause unless a cause
+// is known already (a lease that ran out before the release said so).
+func (l *Lock) lose(cause error) {
+	l.mu.Lock()
+	if l.heldLocked() {
+		l.cause = cause
+	}
+	if l.ctx != nil {
+		if l.expiry != nil {
+			l.expiry.Stop()
+		}
+		l.cancel(l.cause)
+	}
+	l.mu.Unlock()
+}
 
 // Release gives up the lock and stops its renewal. ErrNotHeld when the
 // lease had already run out (someone else may have held the lock since).
@@ -76,10 +128,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	err := l.c.s.Release(ctx, l.name, l.token)
 	if err == nil || isNotHeld(err) {
-		l.mu.Lock()
-		l.expiry.Stop()
-		l.mu.Unlock()
-		l.cancel(ErrReleased)
+		l.lose(ErrReleased)
 	}
 	return err
 }
@@ -100,16 +149,20 @@ func (l *Lock) refresh(ctx context.Context, ttl time.Duration) error {
 	start := time.Now()
 	err := l.c.s.Refresh(ctx, l.name, l.token, ttl)
 	if isNotHeld(err) {
-		l.cancel(ErrNotHeld)
+		l.lose(ErrNotHeld)
 		return err
 	}
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
-	if l.ctx.Err() == nil {
+	if l.heldLocked() {
 		l.deadline = start.Add(ttl)
-		l.expiry.Reset(time.Until(l.deadline))
+		if l.expiry != nil {
+			l.expiry.Reset(time.Until(l.deadline))
+		}
+	} else if l.ctx != nil {
+		l.cancel(l.cause)
 	}
 	l.mu.Unlock()
 	return nil
@@ -120,14 +173,14 @@ func (l *Lock) refresh(ctx context.Context, ttl time.Duration) error {
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	d, err := l.c.s.TTL(ctx, l.name, l.token)
 	if isNotHeld(err) {
-		l.cancel(ErrNotHeld)
+		l.lose(ErrNotHeld)
 	}
 	return d, err
 }
 
 // renew refreshes the lease every third of its TTL until Release, retrying
 // failures to reach the store more often until the lease runs out.
-func (l *Lock) renew() {
+func (l *Lock) renew(lctx context.Context) {
 	defer close(l.done)
 	every := l.ttl / 3
 	t := time.NewTimer(every)
@@ -136,11 +189,11 @@ func (l *Lock) renew() {
 		select {
 		case <-l.stop:
 			return
-		case <-l.ctx.Done():
+		case <-lctx.Done():
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(l.ctx, every)
+		ctx, cancel := context.WithTimeout(lctx, every)
 		err := l.refresh(ctx, l.ttl)
 		cancel()
 		switch {

@@ -24,6 +24,7 @@ type engine struct {
 	log          *wal.Log       // nil for a Store made by New
 	bg           sync.WaitGroup // the snapshot being written
 	timer        Timer          // fires at the earliest deadline of all parts
+	timed        bool           // the timer fires (not a Clock without AfterFunc): the engine wakes listeners at deadlines
 
 	// mu guards everything below and the state of every part.
 	// Records are appended to the log while it is held, so the log's order
@@ -50,6 +51,8 @@ func (e *engine) init(opts *Options) {
 	e.timerAt = never
 	e.timer = opts.afterFunc()(time.Hour, e.fire)
 	e.timer.Stop()
+	_, none := e.timer.(noTimer)
+	e.timed = !none
 }
 
 // add puts parts in the engine's table: the kinds lo–hi of each are its

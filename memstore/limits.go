@@ -273,17 +273,15 @@ func (q *jobQueue) heldLocked(tubes []string, now int64) map[string]int64 {
 	return held
 }
 
-// drainedLocked sets res.Drained, after a reserve took jobs, when limits
-// hold back every ready job left in tubes, with Next and NextTube the
-// least time until a rate frees one (Next < 0 when only caps hold them).
+// drainedLocked sets res.Drained, after a reserve took jobs, when no
+// ready job it could take is left in tubes (there is none, or limits hold
+// back every one), with Next and NextTube the least time until a rate
+// frees one (Next < 0 when none does: only caps hold them, or nothing is
+// ready, and a put, a reservation's end or the engine's timer wakes the
+// tube).
 func (q *jobQueue) drainedLocked(tubes []string, now int64, res *queue.ReserveResult) {
 	next, nextTube := int64(-1), ""
-	limited := false
 	for _, name := range tubes {
-		if !limited {
-			p, _ := queue.SplitGroup(name)
-			limited = q.tubeLimits[p] != nil
-		}
 		w, ready := q.waitOf(name, now)
 		if !ready {
 			continue
@@ -294,9 +292,6 @@ func (q *jobQueue) drainedLocked(tubes []string, now int64, res *queue.ReserveRe
 		if w > 0 && (next < 0 || w < next) {
 			next, nextTube = w, name
 		}
-	}
-	if !limited {
-		return // no limit among the tubes: the caller wakes waiters as for any reserve
 	}
 	res.Drained = true
 	res.Next, res.NextTube = -1, ""

@@ -199,7 +199,7 @@ func (q *jobQueue) Reserve(ctx context.Context, req queue.ReserveRequest) (queue
 	if len(res.Jobs) < req.Max && limited {
 		held = q.heldLocked(req.Tubes, now)
 	}
-	if len(res.Jobs) > 0 && limited {
+	if len(res.Jobs) > 0 {
 		q.drainedLocked(req.Tubes, now, &res)
 	}
 	if len(res.Jobs) == 0 {
@@ -210,14 +210,18 @@ func (q *jobQueue) Reserve(ctx context.Context, req queue.ReserveRequest) (queue
 			} else if t := q.tubes[name]; t != nil {
 				next = t.next
 			}
-			if w := held[name]; w > 0 {
-				next = min(next, now+w)
+			// The engine's timer, if it has one, wakes the tube's
+			// listeners when what is due in it falls due; nothing wakes
+			// them when a rate frees a job.
+			selfWaking := q.e.timed
+			if w := held[name]; w > 0 && now+w < next {
+				next, selfWaking = now+w, false
 			}
 			if next == never {
 				continue
 			}
 			if d := durationOf(next - now); res.Next < 0 || d < res.Next {
-				res.Next, res.NextTube = d, name
+				res.Next, res.NextTube, res.SelfWaking = d, name, selfWaking
 			}
 		}
 	}

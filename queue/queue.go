@@ -234,7 +234,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 			if res.Drained && (res.Next < 0 || res.Next >= drainedWakeAfter) {
 				// Nothing it could take is left (none, or limits hold back
 				// the rest): wake a waiter when one may be.
-				if res.Next >= 0 {
+				if res.Next >= 0 && !res.SelfWaking {
 					q.hub.schedule(res.NextTube, res.Next)
 				}
 				return res.Jobs, deleted, nil
@@ -245,7 +245,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 			}
 			return res.Jobs, deleted, nil
 		}
-		if res.Next >= 0 {
+		if res.Next >= 0 && !res.SelfWaking {
 			q.hub.schedule(res.NextTube, res.Next)
 		}
 		r, err := w.Wait(ctx, deadline, 0) // the hub's one timer polls, if at all

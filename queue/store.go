@@ -181,6 +181,12 @@ type ReserveResult struct {
 	// (a put, or a reservation's end, wakes the tube). A store may always
 	// leave it false.
 	Drained bool
+	// SelfWaking says that the store itself wakes NextTube's listeners
+	// (Notifier) once Next has passed, as the embedded engine does when a
+	// job falls due, a reservation's TTR runs out or a pause ends: a Queue
+	// then sets no timer of its own for Next, which would only wake one
+	// more waiter to find the job already taken.
+	SelfWaking bool
 }
 
 // Reservation is a job an owner has reserved (Store.Reservations).

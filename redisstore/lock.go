@@ -19,8 +19,9 @@ var (
 )
 
 var lockScripts = struct {
-	acquire, release, refresh, ttl, leave *op
+	lock, acquire, release, refresh, ttl, leave *op
 }{
+	lock:    operation("lk_lock"),
 	acquire: operation("lk_acquire"),
 	release: operation("lk_release"),
 	refresh: operation("lk_refresh"),
@@ -53,26 +54,40 @@ func (k keys) lockBase(name string) (base, tag string) {
 	return k.prefix + "lk:{" + tag + "}:" + name + ":", tag
 }
 
-// lockKeys are KEYS[1..4] of every lock script: m, h, q, qe.
+// lockKeys are KEYS[1..4] of the lock scripts: m, h, q, qe. The four are
+// slices of one string: one allocation, not four.
 func (k keys) lockKeys(name string) []string {
 	b, _ := k.lockBase(name)
-	return []string{b + "m", b + "h", b + "q", b + "qe"}
+	all := b + "m" + b + "h" + b + "q" + b + "qe"
+	n := len(b) + 1
+	return []string{all[:n], all[n : 2*n], all[2*n : 3*n], all[3*n:]}
 }
 
-// lockChannel is the wake-up channel of the lock name.
+// lockHolders is the key h of the lock name, the one key a release needs.
+func (k keys) lockHolders(name string) string {
+	if !strings.ContainsAny(name, "{}") {
+		return k.prefix + "lk:{" + name + "}:h"
+	}
+	b, _ := k.lockBase(name)
+	return b + "h"
+}
+
+// lockChannel is the wake-up channel of the lock name (lk_wake in
+// scripts/lk_lib.lua derives it from the key h).
 func (k keys) lockChannel(name string) string {
 	b, _ := k.lockBase(name)
 	return b + "w"
 }
 
-func (l *Locks) run(ctx context.Context, o *op, name string, args ...any) (any, error) {
-	v, err := l.s.r.run(ctx, call{op: o, keys: l.s.k.lockKeys(name), args: append([]any{l.s.now()}, args...)})
+// run runs o with KEYS ks and ARGV args, whose first is the time.
+func (l *Locks) run(ctx context.Context, o *op, ks []string, args []any) (any, error) {
+	v, err := l.s.r.run(ctx, call{op: o, keys: ks, args: args})
 	return v, lockErrs.mapErr(err)
 }
 
 // status runs an operation whose reply is one integer.
-func (l *Locks) status(ctx context.Context, o *op, name string, args ...any) (int64, error) {
-	v, err := l.run(ctx, o, name, args...)
+func (l *Locks) status(ctx context.Context, o *op, ks []string, args []any) (int64, error) {
+	v, err := l.run(ctx, o, ks, args)
 	if err != nil {
 		return 0, err
 	}
@@ -83,42 +98,55 @@ func (l *Locks) status(ctx context.Context, o *op, name string, args ...any) (in
 
 func micros(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
 
-// Acquire implements lock.Store. With req.Replicas above 0, the script and
-// a WAIT run in one pipeline on the connection of the lock's master, so
-// that WAIT counts the replicas that have the grant.
+// Acquire implements lock.Store. A lock (Limit 1) goes to lk_lock, which
+// grants a free lock in its one-holder form; a semaphore to lk_acquire.
+// With req.Replicas above 0, the script and a WAIT run in one pipeline on
+// the connection of the lock's master, so that WAIT counts the replicas
+// that have the grant.
 func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Grant, error) {
-	queue := "0"
-	if req.Queue {
-		queue = "1"
+	o := lockScripts.lock
+	var args []any
+	switch {
+	case req.Limit > 1:
+		o = lockScripts.acquire
+		queue := "0"
+		if req.Queue {
+			queue = "1"
+		}
+		args = []any{l.s.now(), req.Token, req.Limit, micros(req.TTL), queue, micros(req.QueueTTL)}
+	case req.Queue:
+		args = []any{l.s.now(), req.Token, micros(req.TTL), "1", micros(req.QueueTTL)}
+	default:
+		args = []any{l.s.now(), req.Token, micros(req.TTL)}
 	}
-	args := []any{req.Token, req.Limit, micros(req.TTL), queue, micros(req.QueueTTL)}
 	var (
 		v        any
 		err      error
 		replicas int
 	)
 	if req.Replicas > 0 {
-		v, replicas, err = l.acquireWait(ctx, req, args)
+		v, replicas, err = l.acquireWait(ctx, o, req, args)
 	} else {
-		v, err = l.run(ctx, lockScripts.acquire, req.Name, args...)
+		v, err = l.run(ctx, o, l.s.k.lockKeys(req.Name), args)
 	}
 	if err != nil {
 		return lock.Grant{}, err
 	}
-	r := replyOf(lockScripts.acquire)
-	a := r.arr(v, 3)
-	g := lock.Grant{Acquired: r.int(a[0]) == 1, Fence: uint64(r.int(a[1])), Replicas: replicas}
-	if !g.Acquired {
-		g.Wait = time.Duration(r.int(a[2])) * time.Microsecond
-		g.Replicas = 0
+	r := replyOf(o)
+	n := r.int(v)
+	if err := r.done(); err != nil {
+		return lock.Grant{}, err
 	}
-	return g, r.done()
+	if n > 0 {
+		return lock.Grant{Acquired: true, Fence: uint64(n), Replicas: replicas}, nil
+	}
+	return lock.Grant{Wait: time.Duration(-n) * time.Microsecond}, nil
 }
 
 // acquireWait runs lk_acquire and a WAIT in one pipeline on the
 // connection of the lock's master, outside the runner's shared batches (a
 // WAIT holds its connection until the replicas answer).
-func (l *Locks) acquireWait(ctx context.Context, req lock.AcquireRequest, args []any) (any, int, error) {
+func (l *Locks) acquireWait(ctx context.Context, o *op, req lock.AcquireRequest, argv []any) (any, int, error) {
 	if l.s.closed.Load() {
 		return nil, 0, lock.ErrClosed
 	}
@@ -131,8 +159,7 @@ func (l *Locks) acquireWait(ctx context.Context, req lock.AcquireRequest, args [
 		}
 		node = m
 	}
-	fn := lockScripts.acquire.fn
-	argv := append([]any{l.s.now()}, args...)
+	fn := o.fn
 	for attempt := 0; ; attempt++ {
 		var ev *redis.Cmd
 		var wait *redis.Cmd
@@ -161,7 +188,7 @@ func (l *Locks) acquireWait(ctx context.Context, req lock.AcquireRequest, args [
 
 // Release implements lock.Store.
 func (l *Locks) Release(ctx context.Context, name, token string) error {
-	n, err := l.status(ctx, lockScripts.release, name, token, l.s.k.lockChannel(name))
+	n, err := l.status(ctx, lockScripts.release, []string{l.s.k.lockHolders(name)}, []any{l.s.now(), token})
 	if err != nil {
 		return err
 	}
@@ -173,7 +200,7 @@ func (l *Locks) Release(ctx context.Context, name, token string) error {
 
 // Refresh implements lock.Store.
 func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Duration) error {
-	n, err := l.status(ctx, lockScripts.refresh, name, token, micros(ttl))
+	n, err := l.status(ctx, lockScripts.refresh, l.s.k.lockKeys(name), []any{l.s.now(), token, micros(ttl)})
 	if err != nil {
 		return err
 	}
@@ -185,7 +212,7 @@ func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Durati
 
 // TTL implements lock.Store.
 func (l *Locks) TTL(ctx context.Context, name, token string) (time.Duration, error) {
-	n, err := l.status(ctx, lockScripts.ttl, name, token)
+	n, err := l.status(ctx, lockScripts.ttl, l.s.k.lockKeys(name), []any{l.s.now(), token})
 	if err != nil {
 		return 0, err
 	}
@@ -197,7 +224,7 @@ func (l *Locks) TTL(ctx context.Context, name, token string) (time.Duration, err
 
 // Leave implements lock.Store.
 func (l *Locks) Leave(ctx context.Context, name, token string) error {
-	_, err := l.run(ctx, lockScripts.leave, name, token, l.s.k.lockChannel(name))
+	_, err := l.run(ctx, lockScripts.leave, l.s.k.lockKeys(name), []any{l.s.now(), token})
 	return err
 }
 

@@ -538,6 +538,13 @@ func toEvent(shard int, m redis.XMessage, redelivered bool) ttlhash.Event {
 // was asked for (it may have more) and fewer than max came, the rest goes
 // to those shards.
 func (h *Hashes) fill(ctx context.Context, max int, only []int, read func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error)) ([]ttlhash.Event, error) {
+	return h.fillAfter(ctx, max, only, nil, read)
+}
+
+// fillAfter is fill with first's commands at the head of its first
+// pipeline; first's result, checked after that pipeline ran, ends the
+// fill when it is an error.
+func (h *Hashes) fillAfter(ctx context.Context, max int, only []int, first func(p redis.Pipeliner) func() error, read func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error)) ([]ttlhash.Event, error) {
 	if h.s.closed.Load() {
 		return nil, ttlhash.ErrClosed
 	}
@@ -547,6 +554,10 @@ func (h *Hashes) fill(ctx context.Context, max int, only []int, read func(p redi
 	// the shards that returned all they were asked for.
 	ask := func(counts map[int]int) error {
 		pipe := h.s.c.Pipeline()
+		var firstDone func() error
+		if first != nil {
+			firstDone, first = first(pipe), nil
+		}
 		results := map[int]func() ([]ttlhash.Event, error){}
 		for i, c := range counts {
 			if c > 0 {
@@ -554,6 +565,11 @@ func (h *Hashes) fill(ctx context.Context, max int, only []int, read func(p redi
 			}
 		}
 		_, _ = pipe.Exec(ctx)
+		if firstDone != nil {
+			if err := firstDone(); err != nil {
+				return err
+			}
+		}
 		for i := range h.shards { // in shard order, whatever the map's
 			r := results[i]
 			if r == nil {
@@ -616,12 +632,32 @@ func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]t
 // ReadShards implements ttlhash.ShardReader: Read from some shards only
 // (every shard when shards is nil).
 func (h *Hashes) ReadShards(ctx context.Context, group, consumer string, shards []int, max int) ([]ttlhash.Event, error) {
+	return h.AckRead(ctx, group, consumer, nil, shards, max)
+}
+
+// AckRead implements ttlhash.AckReader: the XACKs of Ack at the head of
+// the pipeline of the first reads.
+func (h *Hashes) AckRead(ctx context.Context, group, consumer string, ids []string, shards []int, max int) ([]ttlhash.Event, error) {
 	for _, i := range shards {
 		if i < 0 || i >= h.shards {
 			return nil, fmt.Errorf("%w: shard %d of %d", ttlhash.ErrInvalid, i, h.shards)
 		}
 	}
-	return h.fill(ctx, max, shards, func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error) {
+	var first func(p redis.Pipeliner) func() error
+	if len(ids) > 0 {
+		by, err := h.byShard(ids)
+		if err != nil {
+			return nil, err
+		}
+		first = func(p redis.Pipeliner) func() error {
+			acks := h.queueAcks(ctx, p, group, by)
+			return func() error {
+				_, err := h.ackResults(ctx, acks)
+				return err
+			}
+		}
+	}
+	return h.fillAfter(ctx, max, shards, first, func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error) {
 		c := p.XReadGroup(ctx, &redis.XReadGroupArgs{
 			Group: group, Consumer: consumer, Streams: []string{h.stream(shard), ">"}, Count: int64(count), Block: -1,
 		})
@@ -670,13 +706,9 @@ func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time
 // (hx_lib.lua's finish), so an acknowledgement is one plain command a
 // shard and one round trip.
 func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, error) {
-	by := map[int][]string{}
-	for _, id := range ids {
-		s, sid, err := h.parseEventID(id)
-		if err != nil {
-			return 0, err
-		}
-		by[s] = append(by[s], sid)
+	by, err := h.byShard(ids)
+	if err != nil {
+		return 0, err
 	}
 	if len(by) == 0 {
 		return 0, nil
@@ -684,20 +716,44 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 	if h.s.closed.Load() {
 		return 0, ttlhash.ErrClosed
 	}
+	pipe := h.s.c.Pipeline()
+	acks := h.queueAcks(ctx, pipe, group, by)
+	_, _ = pipe.Exec(ctx)
+	return h.ackResults(ctx, acks)
+}
+
+// byShard groups event IDs by shard.
+func (h *Hashes) byShard(ids []string) (map[int][]string, error) {
+	by := map[int][]string{}
+	for _, id := range ids {
+		s, sid, err := h.parseEventID(id)
+		if err != nil {
+			return nil, err
+		}
+		by[s] = append(by[s], sid)
+	}
+	return by, nil
+}
+
+// queueAcks adds one XACK per shard of by to p, in shard order.
+func (h *Hashes) queueAcks(ctx context.Context, p redis.Pipeliner, group string, by map[int][]string) []*redis.IntCmd {
 	shards := make([]int, 0, len(by))
 	for s := range by {
 		shards = append(shards, s)
 	}
 	slices.Sort(shards)
-	pipe := h.s.c.Pipeline()
 	acks := make([]*redis.IntCmd, len(shards))
 	for k, s := range shards {
-		acks[k] = pipe.XAck(ctx, h.stream(s), group, by[s]...)
+		acks[k] = p.XAck(ctx, h.stream(s), group, by[s]...)
 	}
-	_, _ = pipe.Exec(ctx)
+	return acks
+}
+
+// ackResults adds up what the XACKs of queueAcks acknowledged.
+func (h *Hashes) ackResults(ctx context.Context, acks []*redis.IntCmd) (int, error) {
 	n := 0
-	for k := range shards {
-		a, err := acks[k].Result()
+	for _, c := range acks {
+		a, err := c.Result()
 		if err != nil {
 			return n, h.hxErr(h.s.r.failure(ctx, err))
 		}

@@ -249,6 +249,58 @@ func TestTTLHashWakeNamesShard(t *testing.T) {
 	}
 }
 
+// TestTTLHashAckRead: AckRead acknowledges the events it is given and
+// reads the next ones in one call; an ID it cannot parse is refused with
+// ErrInvalidEventID before anything is acknowledged or read.
+func TestTTLHashAckRead(t *testing.T) {
+	clock := storetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	s := newStore(t, standaloneClient(t), &redisstore.Options{Clock: clock.Now}).Hashes()
+	ctx := context.Background()
+	if err := s.CreateGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	set := func(hash string) {
+		t.Helper()
+		if _, err := s.Set(ctx, hash, ttlhash.SetRequest{Fields: []ttlhash.Field{{Name: "f", Value: []byte(hash)}}, TTL: time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+		if _, err := s.SweepAll(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := func() int64 {
+		t.Helper()
+		st, err := s.EventStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Groups[0].Pending
+	}
+	set("a")
+	first, err := s.Read(ctx, "g", "c", 10)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("Read = %v, %v; want the event of a", first, err)
+	}
+	set("b")
+	if _, err := s.AckRead(ctx, "g", "c", []string{first[0].ID, "not an id"}, nil, 10); !errors.Is(err, ttlhash.ErrInvalidEventID) {
+		t.Fatalf("AckRead of a bad ID: %v, want ttlhash.ErrInvalidEventID", err)
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("after a refused AckRead %d events pending, want 1 (nothing acknowledged)", n)
+	}
+	next, err := s.AckRead(ctx, "g", "c", []string{first[0].ID}, nil, 10)
+	if err != nil || len(next) != 1 || string(next[0].Value) != "b" {
+		t.Fatalf("AckRead = %v, %v; want the event of b (read after the refused call)", next, err)
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("after AckRead %d events pending, want 1 (b's)", n)
+	}
+	if k, err := s.Ack(ctx, "g", []string{first[0].ID}); err != nil || k != 0 {
+		t.Fatalf("Ack of a's event again = %d, %v; want 0: AckRead acknowledged it", k, err)
+	}
+}
+
 // TestTTLHashSweeperStandsBy: of two Sweepers of one store, one sweeps on
 // time and the other stands by; when the first stops, the second expires
 // the rest. Every field yields one event, and the due announcements name

@@ -110,18 +110,65 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	}
 	defer h.leaveGroup(group, g)
 	var (
-		cw         = &consumerWait{w: wait.New()}
-		sharded, _ = h.s.(ShardReader)
-		readAll    = true
+		cw           = &consumerWait{w: wait.New()}
+		sharded, _   = h.s.(ShardReader)
+		ackReader, _ = h.s.(AckReader)
+		readAll      = true
+		// carried are the handled events of the batch before, when the
+		// loop read again at once and the store acknowledges them in the
+		// read's round trip (AckReader); carriedTrace is that batch's trace.
+		carried      []string
+		carriedTrace evtrace.Batch
 	)
+	// Acknowledgements go out while the next batches are read: up to
+	// maxAcks in flight, so that a slow one does not hold the next read;
+	// each result is taken before Consume sleeps or returns.
+	var acks ackFlight
+	defer func() { _ = acks.drain() }()
+	// startAck sends ids' acknowledgement on its own, reporting trace tr.
+	startAck := func(ids []string, tr evtrace.Batch, report bool) error {
+		if report {
+			tr.AckStart = time.Now()
+		}
+		return acks.start(func() error {
+			_, err := h.s.Ack(context.WithoutCancel(ctx), group, ids)
+			if report {
+				tr.AckEnd = time.Now()
+				evtrace.OnBatch(tr)
+			}
+			return err
+		})
+	}
+	// sendCarried sends the carried acknowledgement on its own.
+	sendCarried := func() error {
+		if len(carried) == 0 {
+			return nil
+		}
+		ids := carried
+		carried = nil
+		return startAck(ids, carriedTrace, evtrace.OnBatch != nil)
+	}
 	read := func() ([]Event, error) {
 		shards, all := g.take()
 		if readAll || all || sharded == nil {
 			readAll = false
-			return h.s.Read(ctx, group, consumer, h.opts.batch())
+			shards = nil
+		} else if len(shards) == 0 {
+			return nil, sendCarried() // another consumer took them
 		}
-		if len(shards) == 0 {
-			return nil, nil // another consumer took them
+		if len(carried) > 0 {
+			ids, tr := carried, carriedTrace
+			carried = nil
+			tr.AckStart = time.Now()
+			evs, err := ackReader.AckRead(context.WithoutCancel(ctx), group, consumer, ids, shards, h.opts.batch())
+			if evtrace.OnBatch != nil {
+				tr.AckEnd = time.Now()
+				evtrace.OnBatch(tr)
+			}
+			return evs, err
+		}
+		if shards == nil {
+			return h.s.Read(ctx, group, consumer, h.opts.batch())
 		}
 		return sharded.ReadShards(ctx, group, consumer, shards, h.opts.batch())
 	}
@@ -129,12 +176,10 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	// half timeout (and when there is nothing new): a claim scans pending
 	// entries.
 	var lastClaim, wokeAt time.Time
-	// Acknowledgements go out while the next batches are read: up to
-	// maxAcks in flight, so that a slow one does not hold the next read;
-	// each result is taken before Consume sleeps or returns.
-	var acks ackFlight
-	defer func() { _ = acks.drain() }()
 	fail := func(err error) error {
+		if cerr := sendCarried(); cerr != nil && err == nil {
+			err = cerr
+		}
 		if aerr := acks.drain(); aerr != nil && ctx.Err() == nil {
 			return aerr
 		}
@@ -152,7 +197,9 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		}
 		if time.Since(lastClaim) >= h.opts.visibility()/2 {
 			lastClaim = time.Now()
-			evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
+			if err = sendCarried(); err == nil {
+				evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
+			}
 		}
 		if err == nil && len(evs) == 0 {
 			evs, err = read()
@@ -176,20 +223,9 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			if len(done) == 0 {
 				return nil
 			}
-			ids, report := done, last && evtrace.OnBatch != nil
+			ids := done
 			done, read = nil, time.Now()
-			if report {
-				tr.AckStart = read
-			}
-			trc := tr
-			return acks.start(func() error {
-				_, err := h.s.Ack(context.WithoutCancel(ctx), group, ids)
-				if report {
-					trc.AckEnd = time.Now()
-					evtrace.OnBatch(trc)
-				}
-				return err
-			})
+			return startAck(ids, tr, last && evtrace.OnBatch != nil)
 		}
 		for _, e := range evs {
 			if ctx.Err() != nil {
@@ -207,7 +243,11 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 				}
 			}
 		}
-		if err := ack(true); err != nil {
+		if ackReader != nil && ctx.Err() == nil {
+			// Kept for the next read if it comes at once (below), sent on
+			// its own before a wait.
+			carried, carriedTrace, done = done, tr, nil
+		} else if err := ack(true); err != nil {
 			return fail(err)
 		}
 		wokeAt = time.Time{}
@@ -225,6 +265,7 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		if err := acks.done(); err != nil {
 			return fail(err)
 		}
+
 		// Fewer than a batch: wait for the next wake-up (one that came while
 		// these were handled is kept) rather than read again at once, or
 		// for the next look at events whose visibility timeout ran out (no
@@ -234,9 +275,22 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 			poll = h.opts.poll()
 		}
 		if !g.idleWait(cw) {
-			continue // shards were woken while these were handled
+			continue // shards were woken while these were handled: read them (with these acknowledged)
 		}
-		r, err := cw.w.Wait(ctx, lastClaim.Add(h.opts.visibility()/8), poll)
+		look := lastClaim.Add(h.opts.visibility() / 8)
+		var r wait.Reason
+		if len(carried) > 0 {
+			// The acknowledgement waits for the read of a wake-up that
+			// comes within ackHold, and goes on its own after that.
+			hold := time.Now().Add(ackHold)
+			if r, err = cw.w.Wait(ctx, hold, 0); err == nil && r == wait.Deadline && hold.Before(look) {
+				if err = sendCarried(); err == nil {
+					r, err = cw.w.Wait(ctx, look, poll)
+				}
+			}
+		} else {
+			r, err = cw.w.Wait(ctx, look, poll)
+		}
 		g.awake(cw)
 		if err != nil {
 			return fail(err)
@@ -252,6 +306,12 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 
 // maxAcks is how many acknowledgements one Consume keeps in flight.
 const maxAcks = 4
+
+// ackHold is how long a Consume that waits keeps the acknowledgement of
+// the batch it handled for the read the next wake-up brings (AckReader),
+// before it sends it on its own: at a steady rate of events the next
+// wake-up comes sooner, and the two share a round trip.
+const ackHold = 2 * time.Millisecond
 
 // ackFlight is a Consume's acknowledgements in flight.
 type ackFlight struct {

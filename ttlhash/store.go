@@ -311,3 +311,14 @@ type ShardReader interface {
 	// ReadShards is Read from the given shards only.
 	ReadShards(ctx context.Context, group, consumer string, shards []int, max int) ([]Event, error)
 }
+
+// AckReader is implemented by stores that can acknowledge events and read
+// the next ones in one round trip, so that a consumer that reads again at
+// once does not pay one for each.
+type AckReader interface {
+	// AckRead acknowledges ids as Ack does, then reads as ReadShards does
+	// (every shard when shards is nil). It returns the events read; when
+	// the acknowledgement fails, its error and no events (the events read,
+	// if any, come again after the visibility timeout).
+	AckRead(ctx context.Context, group, consumer string, ids []string, shards []int, max int) ([]Event, error)
+}

@@ -10,7 +10,13 @@
 // so the kernel's high-resolution timer wakes the reading goroutine at the
 // deadline. Elsewhere it is time.AfterFunc.
 //
-// A Timer runs its function on one goroutine, one call at a time; the
-// goroutine lives while the timer is set and ends when it is stopped or
-// has fired without being set again.
+// The runtime reads its poller when a thread has nothing to run, and
+// otherwise only now and then (every 10 ms at worst), while it looks at
+// its own timers at every scheduling point. So when every thread of the
+// process is busy a timerfd's expiry can wait where a runtime timer would
+// not: a Timer also sets a runtime timer for the same time, and whichever
+// fires first calls the function and disarms the other.
+//
+// A Timer calls its function one call at a time; the goroutine that reads
+// the timerfd lives from the first Reset until Stop or Close.
 package ptimer

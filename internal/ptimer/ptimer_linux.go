@@ -15,6 +15,15 @@ type Timer struct {
 	fn   func()
 	file *os.File // the timerfd, non-blocking, in the runtime's poller
 	fd   int
+	// backup is a runtime timer set for the same time. When the process
+	// is idle the timerfd fires first; when its threads are all busy the
+	// runtime looks at its own timers at every scheduling point but at
+	// the poller only now and then, and the backup fires first. The first
+	// to fire calls fn and disarms the other.
+	backup *time.Timer
+	// calling is held while fn runs, so that calls from the two never
+	// overlap (the backup of one setting and the timerfd of the next).
+	calling sync.Mutex
 
 	mu      sync.Mutex
 	armed   bool // set, not yet fired or stopped
@@ -31,6 +40,8 @@ func AfterFunc(d time.Duration, f func()) Stopper {
 		return fallback(d, f)
 	}
 	t := &Timer{fn: f, fd: fd, file: os.NewFile(uintptr(fd), "ptimer")}
+	t.backup = time.AfterFunc(time.Hour, t.backupFired)
+	t.backup.Stop()
 	t.Reset(d)
 	return t
 }
@@ -46,6 +57,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 	was := t.armed
 	t.armed = true
 	t.settime(max(d, 1))
+	t.backup.Reset(d)
 	_ = t.file.SetReadDeadline(time.Time{})
 	if !t.running {
 		t.running = true
@@ -64,6 +76,7 @@ func (t *Timer) Stop() bool {
 	was := t.armed
 	t.armed = false
 	t.settime(0)
+	t.backup.Stop()
 	if t.running {
 		_ = t.file.SetReadDeadline(time.Unix(1, 0)) // lets the goroutine end
 	}
@@ -78,6 +91,7 @@ func (t *Timer) Close() error {
 		return nil
 	}
 	t.closed, t.armed = true, false
+	t.backup.Stop()
 	t.mu.Unlock()
 	return t.file.Close() // the goroutine's read fails and it ends
 }
@@ -106,9 +120,13 @@ func (t *Timer) loop() {
 			// An expiry read before Reset set the timer again: read on.
 		case err == nil && t.armed:
 			t.armed = false
+			t.backup.Stop()
 			t.mu.Unlock()
-			t.fn()
+			t.call()
 			continue
+		case err == nil:
+			// An expiry the backup took first (or one of a timer
+			// stopped and set again): read on; Stop ends the read.
 		case err != nil && !errors.Is(err, os.ErrDeadlineExceeded):
 			t.running = false // closed
 			t.mu.Unlock()
@@ -120,4 +138,26 @@ func (t *Timer) loop() {
 		}
 		t.mu.Unlock() // stopped and set again: read on
 	}
+}
+
+// backupFired runs when the runtime timer fires first: it calls fn and
+// disarms the timerfd, whose goroutine reads on for the next Reset.
+func (t *Timer) backupFired() {
+	t.mu.Lock()
+	if !t.armed || t.pending() {
+		// Fired already, stopped, or set again since: a Reset or Stop
+		// that raced with this call has the last word.
+		t.mu.Unlock()
+		return
+	}
+	t.armed = false
+	t.settime(0)
+	t.mu.Unlock()
+	t.call()
+}
+
+func (t *Timer) call() {
+	t.calling.Lock()
+	defer t.calling.Unlock()
+	t.fn()
 }

@@ -1,7 +1,9 @@
 package ptimer
 
 import (
+	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,6 +75,65 @@ func TestStop(t *testing.T) {
 	<-fired
 	if got := n.Load(); got != 1 {
 		t.Fatalf("the timer fired %d times, want 1", got)
+	}
+}
+
+// TestFiresOncePerSetting: each setting of a timer calls its function
+// once, never twice (the timerfd and the runtime timer set beside it both
+// expire), and the calls never overlap; also while every thread of the
+// process is busy, when the runtime's timer is the one that comes first.
+func TestFiresOncePerSetting(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		stop := make(chan struct{})
+		var spinners sync.WaitGroup
+		if busy {
+			for range runtime.GOMAXPROCS(0) {
+				spinners.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+					}
+				})
+			}
+		}
+		var (
+			calls, inside atomic.Int32
+			fired         = make(chan struct{}, 1)
+		)
+		tm := AfterFunc(time.Hour, func() {
+			if inside.Add(1) != 1 {
+				t.Error("two calls of the function at once")
+			}
+			calls.Add(1)
+			inside.Add(-1)
+			fired <- struct{}{}
+		})
+		const settings = 100
+		for i := range settings {
+			tm.Reset(time.Duration(i%3) * 100 * time.Microsecond)
+			select {
+			case <-fired:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("busy %v: setting %d did not fire", busy, i)
+			}
+		}
+		// One more setting, and a second timer set after it: by the time the
+		// second fires, a duplicate call of the last setting would have come.
+		tm.Reset(time.Millisecond)
+		<-fired
+		done := make(chan struct{})
+		other := AfterFunc(20*time.Millisecond, func() { close(done) })
+		<-done
+		other.Close()
+		tm.Close()
+		close(stop)
+		spinners.Wait()
+		if got := calls.Load(); got != settings+1 {
+			t.Fatalf("busy %v: %d calls for %d settings", busy, got, settings+1)
+		}
 	}
 }
 
