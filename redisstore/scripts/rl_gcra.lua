@@ -29,6 +29,20 @@ local out, m = {}, 0
 local k, j, nargs = 0, 2, #ARGV
 local max, floor, tonumber = math.max, math.floor, tonumber
 
+-- grant decides an allow or a reserve that would wait delay µs: granted
+-- (1) at once, or for a reserve (op 'r') within its max wait, ARGV[j]
+-- (-1: any). It returns that and the index of the decision's next argument.
+local function grant(op, delay, j)
+  if op ~= 'r' then
+    return delay == 0 and 1 or 0, j
+  end
+  local maxwait = tonumber(ARGV[j])
+  if delay == 0 or maxwait < 0 or delay <= maxwait then
+    return 1, j + 1
+  end
+  return 0, j + 1
+end
+
 while j <= nargs do
   local op, n, L = ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2])
   j = j + 3
@@ -56,13 +70,7 @@ while j <= nargs do
     local base = max(tat, now)
     local act = max(now, base + cost - B * T)
     delay = act - now
-    if delay == 0 then
-      ok = 1
-    elseif op == 'r' then
-      local maxwait = tonumber(ARGV[j])
-      if maxwait < 0 or delay <= maxwait then ok = 1 end
-    end
-    if op == 'r' then j = j + 1 end
+    ok, j = grant(op, delay, j)
     if ok == 1 then
       tat = max(tat, act) + cost
       tats[key] = tat
@@ -123,13 +131,7 @@ while j <= nargs do
         act = max(act, max(tat[i], now) + (n * Q[i] - B[i]) * T[i])
       end
       delay = act - now
-      if delay == 0 then
-        ok = 1
-      elseif op == 'r' then
-        local maxwait = tonumber(ARGV[j])
-        if maxwait < 0 or delay <= maxwait then ok = 1 end
-      end
-      if op == 'r' then j = j + 1 end
+      ok, j = grant(op, delay, j)
       if ok == 1 then
         for i = 1, L do
           tat[i] = max(tat[i], act) + n * Q[i] * T[i]
