@@ -265,7 +265,6 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		if err := acks.done(); err != nil {
 			return fail(err)
 		}
-
 		// Fewer than a batch: wait for the next wake-up (one that came while
 		// these were handled is kept) rather than read again at once, or
 		// for the next look at events whose visibility timeout ran out (no
