@@ -196,7 +196,7 @@ func BenchmarkTTLHashLag(b *testing.B) {
 			b.Logf("loaded %d fields in %v", c.fields, time.Since(loadStart))
 			rc.ConfigSet(ctx, "slowlog-log-slower-than", "5000")
 			rc.SlowLogReset(ctx)
-			trace := startLagTrace(b, rc, hs)
+			trace := startLagTrace(b, rc, hs, c.fields)
 			for range 2 {
 				w, err := ttlhash.NewSweeper(s.Hashes(), nil)
 				if err != nil {

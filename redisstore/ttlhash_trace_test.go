@@ -1,8 +1,10 @@
 package redisstore_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"runtime"
 	"slices"
 	"strconv"
@@ -17,35 +19,76 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// lagTrace follows every event of a TTLHashLag run through its stages:
-// the sweep that expired it (ExpiredAt, on Redis's clock, the time of its
-// stream entry too), the wake-up its shard published, the read that took
-// it, its handler and the acknowledgement; and every Sweeper pass. It
-// reports the percentiles of each stage, and the Redis CPU per expired
-// field (INFO cpu before and after).
+// lagTrace follows the events of a TTLHashLag run through their stages:
+// the sweep that expired each (ExpiredAt, on Redis's clock, the time of
+// its stream entry too), the wake-up its shard published and its handler
+// for every event; the read that took it and the acknowledgement for a
+// sample of one in traceSample; and every Sweeper pass. It reports the
+// percentiles of each stage, and the Redis CPU per expired field (INFO cpu
+// before and after).
+//
+// What it keeps is small, sized up front and holds no pointers the
+// collector must follow (times as Unix nanoseconds): a trace of every
+// event's ID and batch kept some 400 MB live at a million fields, and the
+// collector's marking of it, with its assists, held the Sweepers (in this
+// process) for 100-400 ms at a time.
 type lagTrace struct {
 	rc      *redis.Client
 	cpu0    float64
 	proc0   time.Duration // this process's CPU time at the start
 	gc0     runtime.MemStats
 	mu      sync.Mutex
-	wakes   map[int][]time.Time // per shard, when its wake-ups arrived
-	batches map[string]*evtrace.Batch
+	wakes   map[int][]int64 // per shard, when its wake-ups arrived
 	events  []tracedEvent
-	passes  []evtrace.Pass
+	sampled map[string]*sampledEvent // by event ID
+	batches []tracedBatch
+	passes  []tracedPass
 	stop    func()
 }
 
+// traceSample: one event in this many has its read and acknowledgement
+// traced.
+const traceSample = 16
+
 type tracedEvent struct {
-	id                  string
-	deadline, expiredAt time.Time
-	handled             time.Time
+	deadline, expiredAt, handled int64
+	shard                        int32
 }
 
-func startLagTrace(b *testing.B, rc *redis.Client, hs *ttlhash.Hashes) *lagTrace {
-	t := &lagTrace{rc: rc, wakes: map[int][]time.Time{}, batches: map[string]*evtrace.Batch{}}
+type sampledEvent struct {
+	event int   // index in events
+	batch int32 // index in batches, -1 until the batch is traced
+}
+
+type tracedBatch struct {
+	woken, readStart, readEnd, ackStart, ackEnd int64 // woken 0: read again at once
+}
+
+type tracedPass struct {
+	planned, woken, start, end int64 // planned and woken 0 when unknown
+	calls, expired, looked     int
+}
+
+// isSampled says whether event id has its read traced.
+func isSampled(id string) bool {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return h.Sum32()%traceSample == 0
+}
+
+// unixNano is t in Unix nanoseconds, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func startLagTrace(b *testing.B, rc *redis.Client, hs *ttlhash.Hashes, fields int) *lagTrace {
+	t := &lagTrace{rc: rc, wakes: map[int][]int64{}, sampled: make(map[string]*sampledEvent, fields/traceSample*2),
+		events: make([]tracedEvent, 0, fields), passes: make([]tracedPass, 0, fields/2)}
 	stop, err := hs.Store().(ttlhash.Notifier).Listen(context.Background(), ttlhash.TopicEvents, func(topic string) {
-		now := time.Now()
+		now := time.Now().UnixNano()
 		shard, _ := ttlhash.ParseEventShardTopic(topic)
 		t.mu.Lock()
 		t.wakes[shard] = append(t.wakes[shard], now)
@@ -58,13 +101,22 @@ func startLagTrace(b *testing.B, rc *redis.Client, hs *ttlhash.Hashes) *lagTrace
 	evtrace.OnBatch = func(bt evtrace.Batch) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
+		k := int32(-1)
 		for _, id := range bt.IDs {
-			t.batches[id] = &bt
+			se := t.sampled[id]
+			if se == nil {
+				continue
+			}
+			if k < 0 {
+				k = int32(len(t.batches))
+				t.batches = append(t.batches, tracedBatch{unixNano(bt.Woken), unixNano(bt.ReadStart), unixNano(bt.ReadEnd), unixNano(bt.AckStart), unixNano(bt.AckEnd)})
+			}
+			se.batch = k
 		}
 	}
 	evtrace.OnPass = func(p evtrace.Pass) {
 		t.mu.Lock()
-		t.passes = append(t.passes, p)
+		t.passes = append(t.passes, tracedPass{unixNano(p.Planned), unixNano(p.Woken), unixNano(p.Start), unixNano(p.End), p.Calls, p.Expired, p.Looked})
 		t.mu.Unlock()
 	}
 	b.Cleanup(func() { evtrace.OnBatch, evtrace.OnPass = nil, nil })
@@ -77,8 +129,13 @@ func startLagTrace(b *testing.B, rc *redis.Client, hs *ttlhash.Hashes) *lagTrace
 
 // seen is ConsumeTTLHashLag's callback (called under its lock).
 func (t *lagTrace) seen(e ttlhash.Event, at time.Time) {
+	shard, _, _ := strings.Cut(e.ID, ":")
+	n, _ := strconv.Atoi(shard)
 	t.mu.Lock()
-	t.events = append(t.events, tracedEvent{id: e.ID, deadline: e.Deadline, expiredAt: e.ExpiredAt, handled: at})
+	if isSampled(e.ID) {
+		t.sampled[e.ID] = &sampledEvent{event: len(t.events), batch: -1}
+	}
+	t.events = append(t.events, tracedEvent{e.Deadline.UnixNano(), e.ExpiredAt.UnixNano(), at.UnixNano(), int32(n)})
 	t.mu.Unlock()
 }
 
@@ -155,43 +212,40 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for s := range t.wakes {
-		slices.SortFunc(t.wakes[s], func(a, b time.Time) int { return a.Compare(b) })
+		slices.Sort(t.wakes[s])
 	}
 	stages := map[string][]time.Duration{}
 	order := []string{"expiry (ExpiredAt-Deadline)", "notify (wake-up arrived-ExpiredAt)", "in stream (read began-ExpiredAt)",
 		"woken->read began", "read", "handler (handled-read ended)", "ack", "delivery (handled-Deadline)",
-		"wake-up arrived->read began", "read ended->handled, woken read", "read ended->handled, read again"}
-	add := func(k string, d time.Duration) { stages[k] = append(stages[k], d) }
-	acks := map[*evtrace.Batch]bool{}
+		"wake-up arrived->read began"}
+	add := func(k string, d int64) { stages[k] = append(stages[k], time.Duration(d)) }
 	for _, e := range t.events {
-		add(order[0], e.expiredAt.Sub(e.deadline))
-		add(order[7], e.handled.Sub(e.deadline))
-		shard, _, _ := strings.Cut(e.id, ":")
-		n, _ := strconv.Atoi(shard)
-		ws := t.wakes[n]
-		var woke time.Time
-		if i, _ := slices.BinarySearchFunc(ws, e.expiredAt, func(a, b time.Time) int { return a.Compare(b) }); i < len(ws) {
-			add(order[1], ws[i].Sub(e.expiredAt))
-			woke = ws[i]
+		add(order[0], e.expiredAt-e.deadline)
+		add(order[7], e.handled-e.deadline)
+		ws := t.wakes[int(e.shard)]
+		if i, _ := slices.BinarySearch(ws, e.expiredAt); i < len(ws) {
+			add(order[1], ws[i]-e.expiredAt)
 		}
-		bt := t.batches[e.id]
-		if bt == nil {
+	}
+	// The sampled events: their reads and acknowledgements.
+	for _, se := range t.sampled {
+		if se.batch < 0 {
 			continue
 		}
-		add(order[2], bt.ReadStart.Sub(e.expiredAt))
-		if !woke.IsZero() && !woke.After(bt.ReadStart) {
-			add(order[8], bt.ReadStart.Sub(woke))
+		e, bt := t.events[se.event], t.batches[se.batch]
+		add(order[2], bt.readStart-e.expiredAt)
+		ws := t.wakes[int(e.shard)]
+		if i, _ := slices.BinarySearch(ws, e.expiredAt); i < len(ws) && ws[i] <= bt.readStart {
+			add(order[8], bt.readStart-ws[i])
 		}
-
-		add(order[5], e.handled.Sub(bt.ReadEnd))
-		if !acks[bt] {
-			acks[bt] = true
-			if !bt.Woken.IsZero() {
-				add(order[3], bt.ReadStart.Sub(bt.Woken))
-			}
-			add(order[4], bt.ReadEnd.Sub(bt.ReadStart))
-			add(order[6], bt.AckEnd.Sub(bt.AckStart))
+		add(order[5], e.handled-bt.readEnd)
+	}
+	for _, bt := range t.batches {
+		if bt.woken != 0 {
+			add(order[3], bt.readStart-bt.woken)
 		}
+		add(order[4], bt.readEnd-bt.readStart)
+		add(order[6], bt.ackEnd-bt.ackStart)
 	}
 	pct := func(d []time.Duration) string {
 		if len(d) == 0 {
@@ -211,12 +265,12 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 	var late, dur, looked []time.Duration
 	calls := 0
 	for _, p := range t.passes {
-		looked = append(looked, time.Duration(p.Looked)*time.Millisecond)
-		if !p.Planned.IsZero() && !p.Woken.IsZero() {
-			late = append(late, p.Woken.Sub(p.Planned))
+		looked = append(looked, time.Duration(p.looked)*time.Millisecond)
+		if p.planned != 0 && p.woken != 0 {
+			late = append(late, time.Duration(p.woken-p.planned))
 		}
-		dur = append(dur, p.End.Sub(p.Start))
-		calls += p.Calls
+		dur = append(dur, time.Duration(p.end-p.start))
+		calls += p.calls
 	}
 	// When the late deliveries came: the 100 ms windows (by deadline) with
 	// the most deliveries over 25 ms, their phase in the 4,096 ms and 256
@@ -224,21 +278,19 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 	if len(t.events) > 0 {
 		t0 := t.events[0].deadline
 		for _, e := range t.events {
-			if e.deadline.Before(t0) {
-				t0 = e.deadline
-			}
+			t0 = min(t0, e.deadline)
 		}
 		type win struct{ late, n int }
 		wins := map[int64]*win{}
 		for _, e := range t.events {
-			k := e.deadline.Sub(t0).Milliseconds() / 100
+			k := (e.deadline - t0) / int64(100*time.Millisecond)
 			w := wins[k]
 			if w == nil {
 				w = &win{}
 				wins[k] = w
 			}
 			w.n++
-			if e.handled.Sub(e.deadline) > 25*time.Millisecond {
+			if e.handled-e.deadline > int64(25*time.Millisecond) {
 				w.late++
 			}
 		}
@@ -254,39 +306,45 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 			if wins[k].late == 0 {
 				break
 			}
-			abs := t0.Add(time.Duration(k) * 100 * time.Millisecond)
-			ms := abs.UnixMilli()
+			abs := t0 + k*int64(100*time.Millisecond)
+			ms := abs / 1e6
 			gcs := 0
 			for i := range gc.PauseEnd {
-				if pe := int64(gc.PauseEnd[i]); pe > 0 && pe >= abs.Add(-50*time.Millisecond).UnixNano() && pe < abs.Add(150*time.Millisecond).UnixNano() {
+				if pe := int64(gc.PauseEnd[i]); pe > 0 && pe >= abs-int64(50*time.Millisecond) && pe < abs+int64(150*time.Millisecond) {
 					gcs++
 				}
 			}
 			fmt.Fprintf(&sb, " [%d ms: %d/%d late, phase %d/4096 %d/256, %d GCs]", k*100, wins[k].late, wins[k].n, ms%4096, ms%256, gcs)
 		}
-		b.Logf("deliveries over 25 ms: %d in %d of %d windows of 100 ms; the worst:%s", lateAll, func() int {
-			c := 0
-			for _, w := range wins {
-				if w.late > 0 {
-					c++
-				}
+		c := 0
+		for _, w := range wins {
+			if w.late > 0 {
+				c++
 			}
-			return c
-		}(), len(wins), sb.String())
+		}
+		b.Logf("deliveries over 25 ms: %d in %d of %d windows of 100 ms; the worst:%s", lateAll, c, len(wins), sb.String())
 	}
 	var big strings.Builder
 	nbig := 0
 	for _, p := range t.passes {
-		if p.Looked >= 500 {
+		if p.looked >= 500 {
 			if nbig++; nbig <= 12 {
-				fmt.Fprintf(&big, " [%d entries, %d expired, %.1f ms, phase %d/4096]", p.Looked, p.Expired, float64(p.End.Sub(p.Start))/1e6, p.Start.UnixMilli()%4096)
+				fmt.Fprintf(&big, " [%d entries, %d expired, %.1f ms, phase %d/4096]", p.looked, p.expired, float64(p.end-p.start)/1e6, p.start/1e6%4096)
 			}
 		}
 	}
 	if nbig > 0 {
 		b.Logf("%d passes looked at 500 entries or more:%s", nbig, big.String())
 	}
+	// Times no pass started for 25 ms or more: the Sweepers held up.
+	slices.SortFunc(t.passes, func(a, c tracedPass) int { return cmp.Compare(a.start, c.start) })
+	var gaps []time.Duration
+	for k := 1; k < len(t.passes); k++ {
+		if d := time.Duration(t.passes[k].start - t.passes[k-1].start); d >= 25*time.Millisecond {
+			gaps = append(gaps, d)
+		}
+	}
 	if len(dur) > 0 {
-		b.Logf("sweeper passes: %d (%d store calls); woke after the planned time: %s; pass: %s; entries looked at per pass (as ms): %s", len(dur), calls, pct(late), pct(dur), pct(looked))
+		b.Logf("sweeper passes: %d (%d store calls); woke after the planned time: %s; pass: %s; entries looked at per pass (as ms): %s; gaps of 25 ms or more between passes: %s", len(dur), calls, pct(late), pct(dur), pct(looked), pct(gaps))
 	}
 }

@@ -7,7 +7,7 @@
 --                o<b>      the open chunk of bucket b
 --                s<b>.<k>  sealed chunk k of bucket b (k = 1..c<b>)
 --                c<b>      how many sealed chunks bucket b has
---              A bucket b is "<level>.<index>" (level 2 and up): the
+--              A bucket b is "<level>.<index>" (level LMIN and up): the
 --              deadlines in [index*16^level, (index+1)*16^level) ms. An
 --              entry of a chunk is varint(hash id) varint(deadline - the
 --              bucket's start) varint(#field) field (about 13 bytes for an
@@ -25,7 +25,8 @@
 --              the earlier layout, at its deadline)
 --   KEYS[3] n  hash: hash id -> hash name
 --   KEYS[4] i  hash: hash name -> hash id (ids are never reused)
---   KEYS[5] m  hash: seq (hash ids issued), dropped (events the cap removed)
+--   KEYS[5] m  hash: seq (hash ids issued), dropped (events the cap removed),
+--              p (the next ms the sweep may refine buckets not yet urgent)
 --   KEYS[6] e  stream of expiry events: h hash, f field, v value, d deadline ms, x expired-at ms
 --   KEYS[7] d  when the script names a hash: the hash's data, field -> 6-byte
 --              big-endian deadline in ms (0: no TTL) followed by the value
@@ -44,7 +45,9 @@
 -- events kept in the shard.
 
 local CHUNK = 480 -- bytes of an open chunk before it is sealed (a sealed one fits 512-byte allocations)
-local NEAR = 256 -- ms: deadlines closer than this are members of z, not wheel entries
+local NEAR = 4096 -- ms: deadlines closer than this are members of z, not wheel entries
+local LMIN = 3 -- the finest level of a new bucket (16^3 = 4,096 ms)
+local REACH = 256 -- buckets of a level ahead of now before the next level takes a deadline
 local TRIMAT = 64 -- entries: a stream passing a multiple of this is trimmed of what every group acknowledged
 
 -- The state of one call, set by hx_enter when it starts.
@@ -81,12 +84,16 @@ local function nowms()
 end
 
 local function enc6(ms)
-  local b = {}
-  for k = 6, 1, -1 do
-    b[k] = ms % 256
-    ms = math.floor(ms / 256)
-  end
-  return string.char(b[1], b[2], b[3], b[4], b[5], b[6])
+  local f = ms % 256
+  ms = (ms - f) / 256
+  local e = ms % 256
+  ms = (ms - e) / 256
+  local d = ms % 256
+  ms = (ms - d) / 256
+  local c = ms % 256
+  ms = (ms - c) / 256
+  local b = ms % 256
+  return string.char((ms - b) / 256 % 256, b, c, d, e, f)
 end
 
 local function dec6(s)
@@ -94,7 +101,13 @@ local function dec6(s)
   return ((((a * 256 + b) * 256 + c) * 256 + d) * 256 + e) * 256 + f
 end
 
+-- the varint of n (most are one or two bytes: taken without a table)
 local function uv(n)
+  if n < 128 then
+    return string.char(n)
+  elseif n < 16384 then
+    return string.char(n % 128 + 128, math.floor(n / 128))
+  end
   local t = {}
   while n >= 128 do
     t[#t + 1] = string.char(n % 128 + 128)
@@ -135,21 +148,41 @@ local function idOf(name, make)
 end
 
 -- bucket of deadline dl seen at now, at level maxl at most: the finest
--- level from 2 up whose 16 buckets from now reach dl, or nil when dl is
--- less than NEAR ms away or maxl is below 2 (the entry goes to z). Returns
--- the bucket, its due time (its start less its own width, so that refining
--- its entries, finer buckets first, a share of every sweep, ends long
--- before the first of them is due) and its start.
+-- level from LMIN up whose REACH buckets from now reach dl (4 s buckets up
+-- to 17 minutes, 65 s buckets up to 4.7 hours, ...: every level an entry
+-- passes through is one more refining of it), or nil when dl is
+-- less than NEAR ms away or maxl is below LMIN (the entry goes to z).
+-- Returns the bucket, its due time (its start less its own width, so that
+-- refining its entries, finer buckets first, a share of every sweep, ends
+-- long before the first of them is due) and its start.
+-- A bucket already due takes no new entry: its entries are refined from
+-- its due time on and go urgent in the last quarter of the width before
+-- its start, however far beyond that start each entry's deadline is, so an
+-- entry added late would be refined in a hurry (at a million fields, a
+-- 65 s bucket entered with 16 s to go held some 170,000 entries refined
+-- back to back). The entry goes one level finer, where its bucket starts
+-- at least REACH - 1 of that level's widths from now, or to z from level
+-- LMIN.
+-- (Level 2, 256 ms buckets, was the finest before z took the next 4 s:
+-- refining every entry once more cost Redis more than z's larger set.)
 local function bucketOf(dl, now, maxl)
-  local delta, l = dl - now, 2
-  if delta < NEAR or maxl < 2 then
+  local delta, l = dl - now, LMIN
+  if delta < NEAR or maxl < LMIN then
     return nil
   end
-  while delta >= 16 * width(l) and l < maxl do
+  while delta >= REACH * width(l) and l < maxl do
     l = l + 1
   end
   local w = width(l)
   local idx = math.floor(dl / w)
+  if idx * w - w < now then
+    if l == LMIN then
+      return nil
+    end
+    l = l - 1
+    w = width(l)
+    idx = math.floor(dl / w)
+  end
   local lo = idx * w
   return l .. '.' .. idx, lo - w, lo
 end

@@ -11,20 +11,21 @@
 -- moves on, one whose field is gone or has another deadline is dropped.
 -- KEYS: w q n i m e (see hx_lib.lua)
 -- ARGV: now, cap, max, and optionally the shard's number: refining that is
--- not urgent then goes on only in the shard's millisecond of every
--- SLOTS, so that the shards, whose buckets fall due at the same moments,
--- do not all refine at once (a Sweeper's one call of every due shard
--- would hold Redis for all of their refining together).
+-- not urgent then goes at a pace (see allowance), a chunk at a time on a
+-- grid of milliseconds of the shard's own, so that the shards, whose
+-- buckets fall due at the same moments, neither refine all at once nor
+-- hold Redis for long (a Sweeper's one call of every due shard would hold
+-- it for all of their refining together).
 -- Returns: {expired, 1 if due work remains else 0, ms to the next due time
 -- (from the whole millisecond of now) or -1, entries looked at, now in µs};
--- refining paced (see below) returns 0 and at most 4 ms.
+-- refining paced returns 2 (not due now: call again in the ms given) so
+-- that a call that came before the shard's turn is not taken for one that
+-- another sweeper came before.
 local now = nowms()
 local nowstr = tostring(now) -- formatted once, not per event
 quiet = true -- the return value tells the caller the next due time
 local max = tonumber(ARGV[3])
-local SLOTS = 4
-local slot = ARGV[4] and tonumber(ARGV[4]) % SLOTS -- nil: refine in any call
-local slotWait = slot and (slot - now) % SLOTS -- ms to the shard's next slot
+local shard = ARGV[4] and tonumber(ARGV[4]) -- nil: refine in any call
 local work = 0
 local emptied = {} -- name -> data key of the hashes fields expired from
 local paced = false -- refining stopped early, to go on with a later call
@@ -114,6 +115,63 @@ end
 
 local names = {} -- hash id -> name, false when the id is freed
 
+-- is bucket d (level l, index i) urgent: level 0 of the earlier layout, or
+-- in the last quarter of the width before its start
+local function isUrgent(l, i)
+  return l == 0 or i * width(l) - now <= width(l) / 4
+end
+
+-- How many chunks of buckets not yet urgent this call may refine. The
+-- shard refines them at PACE times the pace that ends each due bucket by the
+-- time it would go urgent (its chunks over the ms left until then, summed
+-- over the due buckets): one chunk every P ms, or k every 4 ms when that
+-- is too few, on a grid of P ms offset by the shard's number, its next
+-- point kept in m (field p; P is at most PACEMAX, so that a bucket falling
+-- due meanwhile waits no longer). A call before that point refines nothing;
+-- the work of a 4 s bucket (2,600 entries a shard at 10,000 due a second
+-- over 16 shards) is then spread over its 3 s instead of holding Redis for
+-- a third of a second as fast as calls come.
+local PACE = 1.25 -- how much faster than the least pace that ends in time
+local PACEMAX = 250 -- ms: the longest between two points of a pace
+local allow, paceNext -- nil: not worked out yet
+local function allowance(due)
+  if allow then
+    return allow
+  end
+  if not shard then
+    allow = math.huge
+    return allow
+  end
+  local nxt = tonumber(redis.call('HGET', M, 'p') or '0')
+  if now < nxt and nxt - now <= PACEMAX then -- (further: a clock stepped back)
+    allow, paceNext = 0, nxt
+    return allow
+  end
+  local need = 0 -- chunks per ms
+  for _, d in ipairs(due) do
+    local dl, di = string.match(d, '^(%d+)[:.](%d+)$')
+    dl, di = tonumber(dl), tonumber(di)
+    if not isUrgent(dl, di) then
+      local c = tonumber(redis.call('HGET', W, 'c' .. d) or '0') + 1
+      need = need + c / math.max(1, di * width(dl) - width(dl) / 4 - now)
+    end
+  end
+  local P, k = PACEMAX, 1
+  if need > 0 then
+    P = 1 / (PACE * need)
+    if P < 4 then
+      k, P = math.ceil(4 * PACE * need), 4
+    end
+    P = math.min(math.floor(P), PACEMAX)
+  end
+  -- the shard's next point: the first ms after now on its grid
+  local off = (shard * 37) % P
+  paceNext = now + P - (now - off) % P
+  redis.call('HSET', M, 'p', paceNext)
+  allow = k
+  return allow
+end
+
 -- the entries of a chunk, {id, field, deadline (new layout) or nil}, the
 -- names of their ids looked up in one read
 local function parse(chunk, lo, new)
@@ -169,17 +227,17 @@ while wheel do
   -- a coarser one's, which was made due a whole bucket width early so that
   -- refining it can wait. Urgent buckets (level 0 of the earlier layout,
   -- and coarse ones in the last quarter of that width) take up to max
-  -- entries a call, less what z took; the others, up to a quarter of max
-  -- more, so that refining keeps going while expiries are behind, and
-  -- when only they are left the call asks to be called again with the
-  -- shard's next due time, or in 4 ms at the latest: thousands of entries
-  -- refined at once never hold Redis, and the fields falling due
-  -- meanwhile, for long.
+  -- entries a call, less what z took; the others, at the shard's pace
+  -- (allowance) and up to a quarter of max more, so that refining keeps
+  -- going while expiries are behind, and when only they are left the call
+  -- asks to be called again at the shard's next due time or next point of
+  -- its pace: thousands of entries refined at once never hold Redis, and
+  -- the fields falling due meanwhile, for long.
   local ub, ul, nb, nl = nil, 99, nil, 99
   for _, d in ipairs(due) do
     local dl, di = string.match(d, '^(%d+)[:.](%d+)$')
     dl = tonumber(dl)
-    if dl == 0 or tonumber(di) * width(dl) - now <= width(dl) / 4 then
+    if isUrgent(dl, tonumber(di)) then
       if dl < ul then
         ub, ul = d, dl
       end
@@ -190,16 +248,9 @@ while wheel do
   local b, burgent
   if ub and urgent < max then
     b, burgent = ub, true
-  elseif nb and refined < max / 4 and slotWait and slotWait > 0 then
-    -- not the shard's slot: at its next
-    if ub then
-      behind = true
-    else
-      paced = true
-    end
-    break
-  elseif nb and refined < max / 4 then
+  elseif nb and refined < max / 4 and allowance(due) > 0 then
     b, burgent = nb, false
+    allow = allow - 1
   else
     if ub then
       behind = true
@@ -267,9 +318,8 @@ if behind or (znext and znext <= now) then
 end
 if paced then
   -- The rest of the refining goes with the next call the shard needs
-  -- anyway (its next due time), or in 4 ms at the latest (at the shard's
-  -- next slot).
-  local wait = 4
+  -- anyway (its next due time), or at the shard's next point on its grid.
+  local wait = paceNext and paceNext - now or 4
   for _, set in ipairs({ R, Q }) do
     local nxt = redis.call('ZRANGEBYSCORE', set, '(' .. now, '+inf', 'LIMIT', 0, 1)
     if #nxt > 0 then
@@ -279,10 +329,7 @@ if paced then
   if znext then
     wait = math.min(wait, znext - now)
   end
-  if slotWait and slotWait > 0 then
-    wait = math.min(wait, slotWait)
-  end
-  return { emitted, 0, math.max(1, wait), work, clockus }
+  return { emitted, 2, math.max(1, wait), work, clockus }
 end
 local due = qnext
 if znext then
