@@ -132,6 +132,8 @@ end
 -- over 16 shards) is then spread over its 3 s instead of holding Redis for
 -- a third of a second as fast as calls come.
 local PACE = 1.25 -- how much faster than the least pace that ends in time
+local pace -- {p, u} of m, once read
+local urgentAt -- when the first due bucket not urgent goes urgent, when known
 local PACEMAX = 250 -- ms: the longest between two points of a pace
 local allow, paceNext -- nil: not worked out yet
 local function allowance(due)
@@ -142,18 +144,24 @@ local function allowance(due)
     allow = math.huge
     return allow
   end
-  local nxt = tonumber(redis.call('HGET', M, 'p') or '0')
+  if not pace then
+    pace = redis.call('HMGET', M, 'p', 'u')
+  end
+  local nxt = tonumber(pace[1] or '0')
   if now < nxt and nxt - now <= PACEMAX then -- (further: a clock stepped back)
     allow, paceNext = 0, nxt
     return allow
   end
   local need = 0 -- chunks per ms
+  local soonest -- when the first of the due buckets goes urgent
   for _, d in ipairs(due) do
     local dl, di = string.match(d, '^(%d+)[:.](%d+)$')
     dl, di = tonumber(dl), tonumber(di)
     if not isUrgent(dl, di) then
       local c = tonumber(redis.call('HGET', W, 'c' .. d) or '0') + 1
-      need = need + c / math.max(1, di * width(dl) - width(dl) / 4 - now)
+      local at = di * width(dl) - width(dl) / 4
+      need = need + c / math.max(1, at - now)
+      soonest = math.min(soonest or at, at)
     end
   end
   local P, k = PACEMAX, 1
@@ -167,7 +175,8 @@ local function allowance(due)
   -- the shard's next point: the first ms after now on its grid
   local off = (shard * 37) % P
   paceNext = now + P - (now - off) % P
-  redis.call('HSET', M, 'p', paceNext)
+  redis.call('HSET', M, 'p', paceNext, 'u', soonest or now)
+  urgentAt = soonest
   allow = k
   return allow
 end
@@ -208,8 +217,21 @@ local function head(set)
   return t[1] and dueOf(t[1])
 end
 local rnext, qnext = head(R), head(Q)
+local qany = qnext ~= nil -- the earlier layout has buckets
 local rdue, qdue = rnext and rnext <= now, qnext and qnext <= now
 local wheel = rdue or qdue
+-- Before the shard's next point, with no bucket urgent when the last point
+-- looked (m field u: the first time one of the due buckets goes urgent),
+-- the wheel is left alone: a bucket falling due meanwhile goes urgent only
+-- the last quarter of its width (a second or more) after that, and the
+-- earlier layout's buckets (due at their deadlines) are looked at always.
+if rdue and not qdue and shard then
+  pace = redis.call('HMGET', M, 'p', 'u')
+  local p, u = tonumber(pace[1] or '0'), tonumber(pace[2] or '0')
+  if now < p and p - now <= PACEMAX and now < u then
+    wheel, paced, paceNext, urgentAt = false, true, p, u
+  end
+end
 while wheel do
   local due = {}
   if rdue then
@@ -318,9 +340,13 @@ if behind or (znext and znext <= now) then
 end
 if paced then
   -- The rest of the refining goes with the next call the shard needs
-  -- anyway (its next due time), or at the shard's next point on its grid.
+  -- anyway (its next due time), or at the shard's next point on its grid
+  -- (a bucket of this layout falling due before it can wait: see above).
   local wait = paceNext and paceNext - now or 4
-  for _, set in ipairs({ R, Q }) do
+  if urgentAt and urgentAt > now then
+    wait = math.min(wait, urgentAt - now)
+  end
+  for _, set in ipairs(paceNext and (qany and { Q } or {}) or { R, Q }) do
     local nxt = redis.call('ZRANGEBYSCORE', set, '(' .. now, '+inf', 'LIMIT', 0, 1)
     if #nxt > 0 then
       wait = math.min(wait, dueOf(nxt[1]) - now)
