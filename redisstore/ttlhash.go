@@ -375,8 +375,8 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 	return h.sweepResult(v)
 }
 
-// sweepResult reads hx_sweep's reply {expired, more (2: paced), next ms
-// (-1 none), looked, now µs}.
+// sweepResult reads hx_sweep's reply {expired, more, next ms (-1 none),
+// looked, now µs}.
 func sweepResult(v any) (ttlhash.SweepResult, error) {
 	r := replyOf(hxScripts.sweep)
 	a := r.arr(v, 5)
@@ -384,7 +384,7 @@ func sweepResult(v any) (ttlhash.SweepResult, error) {
 	if err := r.done(); err != nil {
 		return ttlhash.SweepResult{}, err
 	}
-	res := ttlhash.SweepResult{Expired: int(c[0]), More: c[1] == 1, Paced: c[1] == 2, Next: -1, Looked: int(c[3])}
+	res := ttlhash.SweepResult{Expired: int(c[0]), More: c[1] == 1, Next: -1, Looked: int(c[3])}
 	if c[2] >= 0 {
 		res.Next = time.Duration(c[2]) * time.Millisecond
 	}

@@ -120,11 +120,6 @@ type SweepResult struct {
 	// Next is how long until the shard's next known deadline, or -1 when
 	// it has none. Work scheduled by other processes can come sooner.
 	Next time.Duration
-	// Paced says that the shard has due work the store spreads over later
-	// calls (Redis refines its index of deadlines a share at a time, each
-	// shard in its own milliseconds): call again after Next. A paced sweep
-	// may look at nothing without another Sweeper having come first.
-	Paced bool
 	// Looked counts the due-index entries the sweep looked at (expired,
 	// moved or dropped as stale): 0 when it found nothing due, as when
 	// another Sweeper swept the shard first. The Sweepers of a

@@ -269,9 +269,9 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 			// most every backupEvery, until a sweep of its expires fields
 			// again (the other stopped, or this one came first).
 			switch {
-			case r.Expired > 0 || r.Looked > 0:
+			case r.Expired > 0:
 				backup[s] = false
-			case p.planned[k] && r.Looked == 0 && !r.More && !r.Paced:
+			case p.planned[k] && r.Looked == 0 && !r.More:
 				backup[s] = true
 			}
 			storeDue[s] = time.Time{}

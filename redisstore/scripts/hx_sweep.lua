@@ -18,9 +18,9 @@
 -- it for all of their refining together).
 -- Returns: {expired, 1 if due work remains else 0, ms to the next due time
 -- (from the whole millisecond of now) or -1, entries looked at, now in µs};
--- refining paced returns 2 (not due now: call again in the ms given) so
--- that a call that came before the shard's turn is not taken for one that
--- another sweeper came before.
+-- refining paced returns 0 and the ms to the shard's next point (or its
+-- next due time, if sooner): a call made then finds work, so one that
+-- finds none was preceded by another sweeper's.
 local now = nowms()
 local nowstr = tostring(now) -- formatted once, not per event
 quiet = true -- the return value tells the caller the next due time
@@ -355,7 +355,7 @@ if paced then
   if znext then
     wait = math.min(wait, znext - now)
   end
-  return { emitted, 2, math.max(1, wait), work, clockus }
+  return { emitted, 0, math.max(1, wait), work, clockus }
 end
 local due = qnext
 if znext then
