@@ -26,7 +26,8 @@
 --   KEYS[3] n  hash: hash id -> hash name
 --   KEYS[4] i  hash: hash name -> hash id (ids are never reused)
 --   KEYS[5] m  hash: seq (hash ids issued), dropped (events the cap removed),
---              p (the next ms the sweep may refine buckets not yet urgent)
+--              p (the next ms the sweep may refine buckets not yet urgent),
+--              u (when the first of the due buckets goes urgent, as of p)
 --   KEYS[6] e  stream of expiry events: h hash, f field, v value, d deadline ms, x expired-at ms
 --   KEYS[7] d  when the script names a hash: the hash's data, field -> 6-byte
 --              big-endian deadline in ms (0: no TTL) followed by the value

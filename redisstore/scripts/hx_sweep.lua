@@ -132,10 +132,16 @@ end
 -- over 16 shards) is then spread over its 3 s instead of holding Redis for
 -- a third of a second as fast as calls come.
 local PACE = 1.25 -- how much faster than the least pace that ends in time
+local PACEMAX = 250 -- ms: the longest between two points of a pace
 local pace -- {p, u} of m, once read
 local urgentAt -- when the first due bucket not urgent goes urgent, when known
-local PACEMAX = 250 -- ms: the longest between two points of a pace
 local allow, paceNext -- nil: not worked out yet
+
+-- is the shard's point p still ahead (one further than PACEMAX is stale:
+-- a clock stepped back)
+local function ahead(p)
+  return now < p and p - now <= PACEMAX
+end
 local function allowance(due)
   if allow then
     return allow
@@ -148,7 +154,7 @@ local function allowance(due)
     pace = redis.call('HMGET', M, 'p', 'u')
   end
   local nxt = tonumber(pace[1] or '0')
-  if now < nxt and nxt - now <= PACEMAX then -- (further: a clock stepped back)
+  if ahead(nxt) then
     allow, paceNext = 0, nxt
     return allow
   end
@@ -228,7 +234,7 @@ local wheel = rdue or qdue
 if rdue and not qdue and shard then
   pace = redis.call('HMGET', M, 'p', 'u')
   local p, u = tonumber(pace[1] or '0'), tonumber(pace[2] or '0')
-  if now < p and p - now <= PACEMAX and now < u then
+  if ahead(p) and now < u then
     wheel, paced, paceNext, urgentAt = false, true, p, u
   end
 end
