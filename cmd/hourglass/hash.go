@@ -15,12 +15,12 @@ import (
 )
 
 var hashCommand = &command{
-	name: "hash",
-	// ownArgs: a subcommand word comes first and parses its own flags.
-	ownArgs: true,
+	name:    "hash",
+	forms:   []string{"set HASH FIELD VALUE", "get HASH FIELD", "del HASH FIELD", "ttl HASH FIELD", "expire HASH FIELD", "persist HASH FIELD", "events GROUP", "ack GROUP ID"},
 	args:    "set|get|del|ttl|expire|persist|events|ack [flags] ARGS",
 	summary: "expiring hash fields over the HTTP API: set, get, expire, read expiry events",
-	help: `Subcommands (flags may come before or after the subcommand):
+	help: `Subcommands (flags may come before, between or after the arguments; -- ends
+them, so that a FIELD or VALUE may start with -):
 
   set HASH FIELD VALUE [FIELD VALUE...]   store fields (--ttl, --at or --keep-ttl;
                                           none: no TTL, clearing any); VALUE - reads
@@ -64,12 +64,7 @@ Examples:
 			if len(args) == 0 {
 				return usagef("hash takes a subcommand: set, get, del, ttl, expire, persist, events or ack")
 			}
-			sub := args[0]
-			// Flags after the subcommand.
-			if err := fs.Parse(args[1:]); err != nil {
-				return usagef("%v", flagError(fs, err))
-			}
-			return c.hash(ctx, f, sub, fs.Args())
+			return c.hash(ctx, f, args[0], args[1:])
 		}
 	},
 }
