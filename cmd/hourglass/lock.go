@@ -49,7 +49,7 @@ Examples:
 			tokenOnly bool
 		)
 		hf.define(fs)
-		fs.DurationVar(&ttl, "ttl", 0, "the lease (obtain: default 15s; refresh: required)")
+		fs.DurationVar(&ttl, "ttl", 0, "the lease (a `duration`; obtain: default 15s; refresh: required; 0 is no --ttl)")
 		fs.DurationVar(&wait, "wait", 0, "obtain: how long to wait while the lock is held (0: try once)")
 		fs.BoolVar(&fair, "fair", false, "obtain: wait in line, granted in arrival order")
 		fs.IntVar(&limit, "limit", 0, "obtain: a semaphore of `n` slots (default 1, a lock)")

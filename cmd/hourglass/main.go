@@ -286,7 +286,8 @@ Commands:
 	fmt.Fprint(w, `
 Run 'hourglass help COMMAND' or 'hourglass COMMAND -h' for a command's flags
 and examples. Flags may come before, between or after the arguments of every
-command; -- ends them. Client commands find the server with --addr (default
+command; -- ends them. A TTL of 0 (hash --ttl, lock --ttl) is the same as no
+--ttl. Client commands find the server with --addr (default
 127.0.0.1:11300, or $HOURGLASS_ADDR) and print JSON with --json.
 
 Examples:
