@@ -1,7 +1,8 @@
--- lib.lua: helpers shared by every script. The loader inserts this file
--- after each script's shebang line, so every script starts with these locals.
+-- lib.lua: the queue's helpers. The library (library.go) defines them once,
+-- when it loads, for the queue's operations, the counters' and the
+-- schedules'; an operation's body runs with them in scope.
 --
--- Conventions of every script that includes it:
+-- Conventions of every operation that uses them:
 --   KEYS[1] m      per-tag hash: gone (jobs ever put in tubes that have since
 --                  gone: the jobs ever put are gone plus the tubes' totals),
 --                  timeouts (TTR expiries),
@@ -10,7 +11,7 @@
 --                  l:<tube> (a tube's limits, "events:per µs:burst:cap"; see
 --                  docs/tube-limits.md), lt:<tube> (its rate's theoretical arrival time, µs,
 --                  while the tube does not exist)
---   KEYS[2] j      per-tag hash: job id (14 hex digits) -> cmsgpack(record, body)
+--   KEYS[2] j      per-tag hash: a job's fields <id>, p<id>, o<id> (id: 14 hex digits; see Layout 3)
 --   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (µs)
 --   KEYS[4..]      per tube, 6 keys each:
 --                  t  tube hash: live (jobs held), rf (references held), total (jobs put), deletes, pauses,
@@ -28,22 +29,18 @@
 --                  u  unique key hash: key -> job id
 --   ARGV[1]        "" to use Redis's TIME, or an injected time in microseconds (tests)
 --
--- A record is a msgpack array, indexed by the F_* constants below, whose
--- trailing fields are left out while they hold their defaults (zero
--- counters, no owner, no unique key, no history): a delayed job's record
--- is 21 bytes. The history fields (14–20) hold the time of the job's last
--- reserve, release, error, bury, timeout and kick as milliseconds after
--- its put (F_CREATED), so they stay small, or -1 for never; and its last
--- error (a release's or a bury's reason, at most 1024 bytes). They come in
--- the order jobs gain them, so that a job that is put, reserved and
--- deleted carries only the first.
--- The tube is its number in the tag (m's t:<n>), not its name. The due time
--- or TTR deadline is the job's score in d or x. States: 1 ready, 2 delayed,
--- 3 reserved, 4 buried. Times are milliseconds since the Unix epoch;
+-- A job is up to three fields of j (layout 3; see "Layout 3" below and
+-- docs/redis-data-model.md): its record, written once by the put; its past,
+-- once it has one; its reservation, while reserved. In a script a job is a
+-- table indexed by the F_* constants below. The tube is its number in the
+-- tag (m's t:<n>), not its name. The due time or TTR deadline is the job's
+-- score in d or x. States: 1 ready, 2 delayed, 3 reserved, 4 buried: the
+-- set that holds the job. Times are milliseconds since the Unix epoch;
 -- durations are milliseconds.
 --
--- A script opens its tubes (one HMGET each), applies what is due (tick),
--- does its work, and flushes the tube fields it changed in one HSET.
+-- A script opens its tubes (one HMGET each), applies what is due (tick) when
+-- it takes or moves jobs by their state, does its work, and flushes the tube
+-- fields it changed in one HSET.
 
 local F_TUBE, F_PRI, F_STATE, F_DELAY, F_TTR, F_CREATED = 1, 2, 3, 4, 5, 6
 local F_RESERVES, F_TIMEOUTS, F_RELEASES, F_BURIES, F_KICKS, F_OWNER, F_UKEY = 7, 8, 9, 10, 11, 12, 13
@@ -692,7 +689,13 @@ local function tick(T, tube, now)
     fam_ready(T)
     redis.call('ZREM', T.d, unpack(due))
   end
-  local exp = redis.call('ZRANGE', T.x, '-inf', now, 'BYSCORE', 'LIMIT', 0, PROMOTE_LIMIT, 'WITHSCORES')
+  -- The reserved set's head says whether a TTR has run out, and is the
+  -- reserved part of the next due time when none has.
+  local xh = head_score(T.x)
+  local exp = {}
+  if xh and xh <= now then
+    exp = redis.call('ZRANGE', T.x, '-inf', now, 'BYSCORE', 'LIMIT', 0, PROMOTE_LIMIT, 'WITHSCORES')
+  end
   local ended = {}
   for i = 1, #exp, 2 do
     local idh = exp[i]
@@ -708,7 +711,12 @@ local function tick(T, tube, now)
     fam_reserved(T, -#ended)
     redis.call('HINCRBY', KEYS[1], 'timeouts', #ended)
     redis.call('HINCRBY', T.t, 'to', #ended)
+    xh = head_score(T.x)
   end
+  local dh = head_score(T.d)
+  T.ndx = false
+  if dh then T.ndx = dh end
+  if xh and (not T.ndx or xh < T.ndx) then T.ndx = xh end
   if T.pu and T.pu <= now then
     set(T, 'pu', false)
     set(T, 'pl', false)
