@@ -41,10 +41,12 @@
 // always in "body_base64", and also in "body" as a string when it is valid
 // UTF-8; statistics are numbers, booleans or strings as their values read.
 //
-// Exit status: 0 on success, 1 when the command fails (the message is on
-// standard error), 2 for a usage error, 3 when what was asked for is not
-// there: a job, tube, key or schedule not found ("job 42 not found"), or a
-// reserve that timed out.
+// Exit status (one table, exitTable): 0 on success, 1 when the command
+// fails (the message is on standard error), 2 for a usage error or a bad
+// argument, whether the command or the server finds it (an HTTP 400 or
+// 413, the protocol's BAD_FORMAT or JOB_TOO_BIG), 3 when what was asked
+// for is not there: a job, tube, key or schedule not found ("job 42 not
+// found", an HTTP 404), or a reserve that timed out.
 package main
 
 import (
@@ -53,14 +55,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/hourglass-io/hourglass/internal/beanstalkc"
 	"github.com/hourglass-io/hourglass/internal/buildinfo"
-	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
 // cli is what a command runs with: its standard streams and environment.
@@ -76,14 +79,18 @@ type cli struct {
 
 // command is a subcommand.
 type command struct {
-	name    string
-	args    string // the synopsis after the name
+	name string
+	args string // the synopsis after the name
+	// forms are the positional arguments of each of the command's
+	// forms, one synopsis each ("set HASH FIELD VALUE"; "" for none): a
+	// word in capitals stands for a value. The tests run every form with
+	// every flag after its arguments.
+	forms []string
+	// subs are subcommands with flags of their own, named by the word
+	// after the command's ("bench limits"), which must come first.
+	subs    []*command
 	summary string // one line, for "hourglass help"
 	help    string // description and examples, after the flags
-	// ownArgs: the command takes a subcommand word and parses the flags
-	// after it itself; otherwise flags may come before and after the
-	// positional arguments.
-	ownArgs bool
 	// envAll: every flag also reads HOURGLASS_<NAME>. Otherwise only
 	// --addr does (HOURGLASS_ADDR).
 	envAll bool
@@ -123,6 +130,16 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// refusedError is an argument the server refused, in the command's words:
+// exit status 2 (exitTable finds the server's error it wraps).
+type refusedError struct {
+	msg string
+	err error
+}
+
+func (e refusedError) Error() string { return e.msg }
+func (e refusedError) Unwrap() error { return e.err }
+
 // missError is an answer that nothing was there: a job, tube or key not
 // found, or a reserve that timed out. Exit status 3.
 type missError struct{ msg string }
@@ -139,15 +156,47 @@ const (
 	exitMiss    = 3 // timed out or not found
 )
 
+// exitTable is the one table of exit statuses of a command that failed:
+// the first line that matches the error gives the status, whoever found
+// the fault (the command itself, the beanstalkd-protocol server or the
+// HTTP API); an error no line matches is a failure, status 1.
+var exitTable = []struct {
+	status int
+	match  func(error) bool
+}{
+	// A bad argument: refused by the command, or by the server as a
+	// 400 or 413 of the HTTP API or BAD_FORMAT or JOB_TOO_BIG of the protocol.
+	{exitUsage, func(err error) bool {
+		var u usageError
+		return errors.As(err, &u) || apiStatus(err) == http.StatusBadRequest ||
+			apiStatus(err) == http.StatusRequestEntityTooLarge ||
+			errors.Is(err, beanstalkc.ErrBadFormat) || errors.Is(err, beanstalkc.ErrJobTooBig)
+	}},
+	// Not there, or not within the time given: a job, tube, key, lock or
+	// schedule not found (a 404, NOT_FOUND), a reserve that timed out.
+	{exitMiss, func(err error) bool {
+		var m missError
+		return errors.As(err, &m) || apiStatus(err) == http.StatusNotFound ||
+			errors.Is(err, beanstalkc.ErrNotFound) || errors.Is(err, beanstalkc.ErrTimedOut)
+	}},
+}
+
+// apiStatus is the HTTP status of err when it is an error reply of the
+// API, else 0.
+func apiStatus(err error) int {
+	var api *apiError
+	if errors.As(err, &api) {
+		return api.Status
+	}
+	return 0
+}
+
 // exitCode is the exit status for err, which the command returned.
 func exitCode(err error) int {
-	var m missError
-	var api *apiError
-	switch {
-	case errors.As(err, &m):
-		return exitMiss
-	case errors.As(err, &api) && api.Code == httpapi.CodeNotFound:
-		return exitMiss
+	for _, e := range exitTable {
+		if e.match(err) {
+			return e.status
+		}
 	}
 	return exitFailure
 }
@@ -178,6 +227,9 @@ func (c *cli) main(ctx context.Context, args []string) int {
 				fmt.Fprintf(c.stderr, "hourglass: unknown command %q; run 'hourglass help'\n", args[1])
 				return 2
 			}
+			if sub := cmd.sub(args[2:]); sub != nil {
+				cmd = sub
+			}
 			fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 			cmd.flags(fs)
 			cmd.printUsage(c.stdout, fs)
@@ -191,23 +243,20 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "hourglass: unknown command %q; run 'hourglass help'\n", args[0])
 		return 2
 	}
+	args = args[1:]
+	if sub := cmd.sub(args); sub != nil {
+		cmd, args = sub, args[1:]
+	}
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	run := cmd.flags(fs)
-	var positional []string
-	var err error
-	if cmd.ownArgs {
-		err = fs.Parse(args[1:])
-		positional = fs.Args()
-	} else {
-		positional, err = parseInterspersed(fs, args[1:])
-	}
+	positional, err := parseArgs(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			cmd.printUsage(c.stdout, fs)
 			return 0
 		}
-		return c.usageFailed(cmd, flagError(fs, err))
+		return c.usageFailed(cmd, err)
 	}
 	fromEnv, err := cmd.applyEnv(fs, c.lookupEnv)
 	if err != nil {
@@ -227,27 +276,6 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	return 0
 }
 
-// parseInterspersed parses flags that come before, between and after the
-// positional arguments, which it returns in order. After "--" every
-// argument is positional.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
-}
-
 // alias defines the flag name as a second name of the flag target, one
 // "hourglass help" does not list: a name kept from an earlier release.
 func alias(fs *flag.FlagSet, name, target string) {
@@ -257,6 +285,20 @@ func alias(fs *flag.FlagSet, name, target string) {
 func (c *cli) usageFailed(cmd *command, err error) int {
 	fmt.Fprintf(c.stderr, "hourglass %s: %v\nrun 'hourglass %s -h' for usage\n", cmd.name, err, cmd.name)
 	return 2
+}
+
+// sub is the subcommand with flags of its own that args, the arguments
+// after the command's name, start with, or nil.
+func (cmd *command) sub(args []string) *command {
+	if len(args) == 0 {
+		return nil
+	}
+	for _, s := range cmd.subs {
+		if s.name == cmd.name+" "+args[0] {
+			return s
+		}
+	}
+	return nil
 }
 
 func lookup(name string) *command {
@@ -288,7 +330,9 @@ Commands:
 	fmt.Fprintf(w, "  %-*s %s\n", width, "version", "print the version, commit and Go release (also --version)")
 	fmt.Fprint(w, `
 Run 'hourglass help COMMAND' or 'hourglass COMMAND -h' for a command's flags
-and examples. Client commands find the server with --addr (default
+and examples. Flags may come before, between or after the arguments of every
+command; -- ends them. A TTL of 0 (hash --ttl, lock --ttl) is the same as no
+--ttl. Client commands find the server with --addr (default
 127.0.0.1:11300, or $HOURGLASS_ADDR) and print JSON with --json.
 
 Examples:
@@ -304,7 +348,8 @@ Exit status:
 
   0  success
   1  the command failed (the reason is on standard error)
-  2  usage error: an unknown command or flag, a bad argument
+  2  usage error: an unknown command or flag, a bad argument (found by the
+     command or refused by the server: an HTTP 400 or 413, BAD_FORMAT)
   3  not there: a job, tube, key or schedule not found, or a reserve that timed out
 `)
 }

@@ -16,6 +16,7 @@ import (
 
 var putCommand = &command{
 	name:    "put",
+	forms:   []string{"BODY"},
 	args:    "[flags] [BODY | -]",
 	summary: "put a job into a tube",
 	help: `The body is BODY, or standard input when BODY is - or missing. It is sent
@@ -107,7 +108,7 @@ func (c *cli) put(ctx context.Context, cf clientFlags, tube string, pri uint32, 
 				limit = v + " bytes"
 			}
 		}
-		return fmt.Errorf("job too big: %d bytes, the server takes at most %s", len(body), limit)
+		return refusedError{fmt.Sprintf("job too big: %d bytes, the server takes at most %s", len(body), limit), err}
 	case errors.Is(err, beanstalkc.ErrBuried):
 		return fmt.Errorf("job %d was buried: the server ran out of memory", id)
 	case err != nil:
