@@ -28,6 +28,21 @@ type hub struct {
 	due    map[string]time.Time // per tube: when the store said something may become ready
 	timer  *time.Timer          // fires at the earliest of due and the next poll
 	closed bool
+
+	// What this process knows of each tube it holds a subscription to,
+	// so that a reserve need not ask the store what it already answered:
+	// a tube the store found with nothing a reserve could take, and that
+	// no wake-up has reached since, has nothing yet (see empty).
+	smu  sync.Mutex
+	seen map[string]*tubeSeen // by tube, while subscribed
+	gen  uint64               // the last epoch given
+}
+
+// tubeSeen is what a hub knows of one subscribed tube.
+type tubeSeen struct {
+	epoch uint64    // changes at each wake-up (from the hub's gen: a new subscription's differs from any before)
+	empty bool      // a reserve found nothing it could take, with no wake-up since
+	until time.Time // when that may change without a wake-up (zero: only by one)
 }
 
 // How long a subscription nobody waits on is kept for the next waiter, and
@@ -38,10 +53,10 @@ const (
 )
 
 func newHub(n Notifier, poll time.Duration) *hub {
-	h := &hub{notifier: n, poll: poll, done: make(chan struct{}), due: map[string]time.Time{}}
+	h := &hub{notifier: n, poll: poll, done: make(chan struct{}), due: map[string]time.Time{}, seen: map[string]*tubeSeen{}}
 	var listen wait.ListenFunc
 	if n != nil {
-		listen = n.Listen
+		listen = h.listen
 	}
 	h.line = wait.NewLine(listen, &wait.LineOptions{Closed: ErrClosed, Linger: idleLinger, MaxIdle: maxIdle})
 	h.timer = time.AfterFunc(time.Hour, h.fire)
@@ -67,7 +82,119 @@ func (h *hub) enter(ctx context.Context, tubes []string) (*wait.Place, error) {
 func (h *hub) leave(p *wait.Place) { h.line.Leave(p, false) }
 
 // wake hands a wake-up for tube to its oldest waiter that is not awake.
-func (h *hub) wake(tube string) { h.line.Wake(tube) }
+func (h *hub) wake(tube string) {
+	h.bump(tube)
+	h.line.Wake(tube)
+}
+
+// listen is the notifier's Listen as the Line uses it: every wake-up of
+// a tube, and the subscription's end, first forget what the hub knew of
+// the tube.
+func (h *hub) listen(ctx context.Context, tube string, wake func(string)) (func(), error) {
+	stop, err := h.notifier.Listen(ctx, tube, func(t string) {
+		h.bump(t)
+		wake(t)
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.smu.Lock()
+	h.gen++
+	h.seen[tube] = &tubeSeen{epoch: h.gen}
+	h.smu.Unlock()
+	return func() {
+		h.smu.Lock()
+		delete(h.seen, tube)
+		h.smu.Unlock()
+		stop()
+	}, nil
+}
+
+// bump records a wake-up of tube: whatever a reserve found before it, the
+// tube may have a job now.
+func (h *hub) bump(tube string) {
+	h.smu.Lock()
+	if s := h.seen[tube]; s != nil {
+		h.gen++
+		s.epoch, s.empty = h.gen, false
+	}
+	h.smu.Unlock()
+}
+
+// epoch returns a number that changes whenever one of tubes is woken or
+// its subscription ends, and whether every one of them is subscribed (a
+// tube without a subscription hears of no change, so nothing is known of
+// it).
+func (h *hub) epoch(tubes []string) (uint64, bool) {
+	h.smu.Lock()
+	defer h.smu.Unlock()
+	var sum uint64
+	for _, t := range tubes {
+		s := h.seen[t]
+		if s == nil {
+			return 0, false
+		}
+		sum += s.epoch
+	}
+	return sum, true
+}
+
+// found records what a reserve asked at epoch e found: nothing it could
+// take in tubes, none of which may change for next without a wake-up
+// (next < 0: until one). Nothing is recorded when a tube was woken since
+// e, whose change the answer may not have seen.
+func (h *hub) found(tubes []string, e uint64, next time.Duration) {
+	h.smu.Lock()
+	defer h.smu.Unlock()
+	var sum uint64
+	for _, t := range tubes {
+		s := h.seen[t]
+		if s == nil {
+			return
+		}
+		sum += s.epoch
+	}
+	if sum != e {
+		return
+	}
+	var until time.Time
+	if next >= 0 {
+		until = time.Now().Add(next)
+	}
+	for _, t := range tubes {
+		s := h.seen[t]
+		s.empty, s.until = true, until
+	}
+}
+
+// empty reports whether a reserve on tubes would find nothing: each was
+// found so by a reserve, nothing has woken it since, and no deadline the
+// store named has passed. A process's own subscriptions tell it of every
+// change another process makes (a put, a release, a kick, a place freed
+// under a cap), so asking again would only cost the store a call.
+func (h *hub) empty(tubes []string) bool {
+	h.smu.Lock()
+	defer h.smu.Unlock()
+	now := time.Now()
+	for _, t := range tubes {
+		s := h.seen[t]
+		if s == nil || !s.empty || (!s.until.IsZero() && !now.Before(s.until)) {
+			return false
+		}
+	}
+	return true
+}
+
+// forget drops what the hub knows of every tube (a poll: a wake-up may
+// have been lost).
+func (h *hub) forget() {
+	h.smu.Lock()
+	for _, s := range h.seen {
+		h.gen++
+		s.epoch, s.empty = h.gen, false
+	}
+	h.smu.Unlock()
+}
 
 // schedule asks for a wake-up of tube after d.
 func (h *hub) schedule(tube string, d time.Duration) {
@@ -117,10 +244,12 @@ func (h *hub) fire() {
 		}
 		delete(h.due, tube)
 		if tube != pollKey {
+			h.bump(tube)
 			h.line.Wake(tube)
 			continue
 		}
 		// The poll: every tube with a waiter gets one wake-up.
+		h.forget()
 		if h.line.Poke() {
 			h.due[pollKey] = now.Add(h.poll)
 		}

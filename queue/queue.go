@@ -150,7 +150,9 @@ func (q *Queue) PutMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 func (q *Queue) selfWake(tube string) {
 	if q.hub.notifier == nil {
 		q.hub.wake(tube)
+		return
 	}
+	q.hub.bump(tube) // the store's own wake-up will follow
 }
 
 // Reserve waits for a ready job in one of opts.Tubes (default "default"),
@@ -202,13 +204,25 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 	// own timeouts.
 	sctx := context.WithoutCancel(ctx)
 	req := ReserveRequest{Owner: q.owner, Tubes: tubes, Max: max, Delete: del}
-	res, err := q.store.Reserve(sctx, req)
-	if err != nil {
-		return nil, nil, err
-	}
-	deleted := res.Deleted
-	if len(res.Jobs) > 0 {
-		return res.Jobs, deleted, nil
+	var deleted []error
+	if q.hub.empty(tubes) {
+		// The store told this process that the tubes have nothing to take
+		// and no wake-up has come since: asking again would find nothing.
+		// The deletes go alone.
+		if len(del) > 0 {
+			if deleted, err = q.store.Delete(sctx, q.owner, del); err != nil {
+				return nil, nil, err
+			}
+		}
+	} else {
+		jobs, res, err := q.ask(sctx, req)
+		if err != nil {
+			return nil, nil, err
+		}
+		deleted = res.Deleted
+		if len(jobs) > 0 {
+			return jobs, deleted, nil
+		}
 	}
 	if opts.Timeout < 0 {
 		return nil, deleted, ErrTimeout
@@ -225,28 +239,17 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 	}
 	defer q.hub.leave(w)
 	for {
-		// Registered first, then asked: a job that arrives in between wakes us.
-		res, err = q.store.Reserve(sctx, req)
-		if err != nil {
-			return nil, deleted, err
-		}
-		if len(res.Jobs) > 0 {
-			if res.Drained && (res.Next < 0 || res.Next >= drainedWakeAfter) {
-				// Nothing it could take is left (none, or limits hold back
-				// the rest): wake a waiter when one may be.
-				if res.Next >= 0 && !res.SelfWaking {
-					q.hub.schedule(res.NextTube, res.Next)
-				}
-				return res.Jobs, deleted, nil
+		// Registered first, then asked: a job that arrives in between wakes
+		// us. A tube known to have nothing since the last answer is not
+		// asked again until a wake-up.
+		if !q.hub.empty(tubes) {
+			jobs, _, err := q.ask(sctx, req)
+			if err != nil {
+				return nil, deleted, err
 			}
-			// Someone else may be waiting for what is left.
-			for _, t := range tubes {
-				q.hub.wake(t)
+			if len(jobs) > 0 {
+				return jobs, deleted, nil
 			}
-			return res.Jobs, deleted, nil
-		}
-		if res.Next >= 0 && !res.SelfWaking {
-			q.hub.schedule(res.NextTube, res.Next)
 		}
 		r, err := w.Wait(ctx, deadline, 0) // the hub's one timer polls, if at all
 		if err != nil {
@@ -261,6 +264,34 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 			return nil, deleted, ErrTimeout
 		}
 	}
+}
+
+// ask makes one Reserve call and passes on what it learnt: when a job is
+// left for another waiter, a wake-up for it; when nothing is (no job, or
+// Drained), that the tubes are empty until the store's Next, and a
+// wake-up then.
+func (q *Queue) ask(ctx context.Context, req ReserveRequest) ([]Job, ReserveResult, error) {
+	e, known := q.hub.epoch(req.Tubes)
+	res, err := q.store.Reserve(ctx, req)
+	if err != nil {
+		return nil, res, err
+	}
+	if len(res.Jobs) > 0 && !(res.Drained && (res.Next < 0 || res.Next >= drainedWakeAfter)) {
+		// Someone else may be waiting for what is left.
+		for _, t := range req.Tubes {
+			q.hub.wake(t)
+		}
+		return res.Jobs, res, nil
+	}
+	// Nothing it could take is left (none, or limits hold back the rest):
+	// wake a waiter when one may be.
+	if known {
+		q.hub.found(req.Tubes, e, res.Next)
+	}
+	if res.Next >= 0 && !res.SelfWaking {
+		q.hub.schedule(res.NextTube, res.Next)
+	}
+	return res.Jobs, res, nil
 }
 
 // ReserveJob reserves the job with the given ID, if it is ready, delayed or
@@ -355,7 +386,9 @@ func (q *Queue) ReleaseWith(ctx context.Context, id ID, opts ReleaseOptions) err
 	if err := checkDuration("delay", opts.Delay); err != nil {
 		return err
 	}
-	return q.store.Release(ctx, q.owner, id, storePriority(opts.Priority), truncMS(opts.Delay), CutReason(opts.Reason))
+	err := q.store.Release(ctx, q.owner, id, storePriority(opts.Priority), truncMS(opts.Delay), CutReason(opts.Reason))
+	q.hub.forget() // its tube may have a job, or a place under a cap, now
+	return err
 }
 
 // storePriority is p as the Store takes it: KeepPriority for nil.
@@ -393,7 +426,9 @@ func (q *Queue) BuryWith(ctx context.Context, id ID, opts BuryOptions) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	return q.store.Bury(ctx, q.owner, id, storePriority(opts.Priority), CutReason(opts.Reason))
+	err := q.store.Bury(ctx, q.owner, id, storePriority(opts.Priority), CutReason(opts.Reason))
+	q.hub.forget() // a place under its tube's cap may be free now
+	return err
 }
 
 // Touch gives a job reserved by q's owner a fresh TTR counted from now and
@@ -420,7 +455,9 @@ func (q *Queue) Abandon(ctx context.Context) (int, error) {
 	for i, r := range held {
 		ids[i] = r.ID
 	}
-	return q.store.Unreserve(ctx, q.owner, ids)
+	n, err := q.store.Unreserve(ctx, q.owner, ids)
+	q.hub.forget()
+	return n, err
 }
 
 // Held returns the jobs that q's owner has reserved, as the store sees them
@@ -442,7 +479,9 @@ func (q *Queue) Kick(ctx context.Context, tube string, n int) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	return q.store.Kick(ctx, tube, n)
+	k, err := q.store.Kick(ctx, tube, n)
+	q.hub.bump(tube)
+	return k, err
 }
 
 // KickJob moves one buried or delayed job to ready. ErrNotFound when there
@@ -451,7 +490,9 @@ func (q *Queue) KickJob(ctx context.Context, id ID) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	return q.store.KickJob(ctx, id)
+	err := q.store.KickJob(ctx, id)
+	q.hub.forget()
+	return err
 }
 
 // Peek returns the job with the given ID, in whatever state, or ErrNotFound.
@@ -539,7 +580,9 @@ func (q *Queue) PauseTube(ctx context.Context, tube string, d time.Duration) err
 	if err := checkDuration("pause", d); err != nil {
 		return err
 	}
-	return q.store.PauseTube(ctx, tube, truncMS(d))
+	err := q.store.PauseTube(ctx, tube, truncMS(d))
+	q.hub.bump(tube)
+	return err
 }
 
 // Tubes lists the tubes the store knows (see Store.Tubes), oldest first.

@@ -19,9 +19,9 @@ import (
 )
 
 var benchCommand = &command{
-	name: "bench",
-	// ownArgs: a subcommand word comes first and parses its own flags.
-	ownArgs: true,
+	name:    "bench",
+	forms:   []string{""},
+	subs:    []*command{benchLimitsCommand},
 	args:    "[flags] | bench limits [flags]",
 	summary: "measure a beanstalkd-protocol server (puts/s, reserves+deletes/s, lateness), or rate limit decisions/s over HTTP",
 	help: `Runs three phases against the server, each on fresh connections and each
@@ -71,16 +71,7 @@ Examples:
 		fs.BoolVar(&o.json, "json", false, "print the figures as one JSON object")
 		return func(ctx context.Context, c *cli, args []string) error {
 			if len(args) > 0 && args[0] == "limits" {
-				var before []string
-				fs.Visit(func(f *flag.Flag) {
-					if f.Name != "addr" { // HOURGLASS_ADDR may have set it
-						before = append(before, "--"+f.Name)
-					}
-				})
-				if len(before) > 0 {
-					return usagef("bench limits: the flags go after limits, got %s before it", strings.Join(before, " "))
-				}
-				return c.benchLimitsMain(ctx, args[1:])
+				return usagef("bench limits: the flags go after limits")
 			}
 			if len(args) > 0 {
 				return usagef("bench takes no arguments or limits, got %q", args)

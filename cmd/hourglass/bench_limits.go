@@ -20,10 +20,11 @@ import (
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
-// benchLimitsCommand is "hourglass bench limits": its own flags, parsed
-// after the word limits, and its own usage.
+// benchLimitsCommand is "hourglass bench limits": a subcommand of bench
+// with its own flags, after the word limits, and its own usage.
 var benchLimitsCommand = &command{
 	name:    "bench limits",
+	forms:   []string{""},
 	args:    "[flags]",
 	summary: "measure rate limit decisions per second over a server's HTTP API",
 	help: `--clients clients share one keep-alive transport (an idle connection kept
@@ -41,6 +42,13 @@ Examples:
   hourglass bench limits --http http://127.0.0.1:7480 --clients 16 --decisions 200000 --keys 1000 --name bench --json
   hourglass bench limits --limit 10/1s,burst=5 --duration 10s --decisions 0
 `,
+	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+		var o benchLimitsOptions
+		benchLimitsFlags(fs, &o)
+		return func(ctx context.Context, c *cli, args []string) error {
+			return c.benchLimitsRun(ctx, o, args)
+		}
+	},
 }
 
 type benchLimitsOptions struct {
@@ -66,25 +74,11 @@ func benchLimitsFlags(fs *flag.FlagSet, o *benchLimitsOptions) {
 	fs.BoolVar(&o.json, "json", false, "print the figures as one JSON object")
 }
 
-// benchLimitsMain runs "bench limits" with the arguments after limits.
-func (c *cli) benchLimitsMain(ctx context.Context, args []string) error {
-	var o benchLimitsOptions
-	fs := flag.NewFlagSet(benchLimitsCommand.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	benchLimitsFlags(fs, &o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			benchLimitsCommand.printUsage(c.stdout, fs)
-			return nil
-		}
-		return usagef("limits: %v", err)
-	}
-	if _, err := benchLimitsCommand.applyEnv(fs, c.lookupEnv); err != nil {
-		return usagef("limits: %v", err)
-	}
+// benchLimitsRun runs "bench limits" with the arguments after its flags.
+func (c *cli) benchLimitsRun(ctx context.Context, o benchLimitsOptions, args []string) error {
 	switch {
-	case fs.NArg() > 0:
-		return usagef("bench limits takes no arguments, got %q", fs.Args())
+	case len(args) > 0:
+		return usagef("bench limits takes no arguments, got %q", args)
 	case o.clients < 1 || o.clients > 10000:
 		return usagef("--clients %d: want 1 to 10000", o.clients)
 	case o.decisions < 0:
@@ -215,7 +209,7 @@ func (c *cli) benchLimits(ctx context.Context, o benchLimitsOptions) error {
 }
 
 // limitsJSON returns the limits of --limit in JSON (none with --name);
-// benchLimitsMain has checked the SPEC.
+// benchLimitsRun has checked the SPEC.
 func limitsJSON(o benchLimitsOptions) []httpapi.Limit {
 	if o.spec == "" {
 		return nil

@@ -11,6 +11,7 @@ import (
 
 var deleteCommand = &command{
 	name:    "delete",
+	forms:   []string{"ID"},
 	args:    "[flags] ID...",
 	summary: "delete jobs by ID",
 	help: `Deletes each job that is ready, delayed or buried. A job reserved by another

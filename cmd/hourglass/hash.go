@@ -15,12 +15,12 @@ import (
 )
 
 var hashCommand = &command{
-	name: "hash",
-	// ownArgs: a subcommand word comes first and parses its own flags.
-	ownArgs: true,
+	name:    "hash",
+	forms:   []string{"set HASH FIELD VALUE", "get HASH FIELD", "del HASH FIELD", "ttl HASH FIELD", "expire HASH FIELD", "persist HASH FIELD", "events GROUP", "ack GROUP ID"},
 	args:    "set|get|del|ttl|expire|persist|events|ack [flags] ARGS",
 	summary: "expiring hash fields over the HTTP API: set, get, expire, read expiry events",
-	help: `Subcommands (flags may come before or after the subcommand):
+	help: `Subcommands (flags may come before, between or after the arguments; -- ends
+them, so that a FIELD or VALUE may start with -):
 
   set HASH FIELD VALUE [FIELD VALUE...]   store fields (--ttl, --at or --keep-ttl;
                                           none: no TTL, clearing any); VALUE - reads
@@ -28,11 +28,16 @@ var hashCommand = &command{
   get HASH [FIELD...]                     the live fields named, or all of them
   del HASH FIELD...                       delete fields
   ttl HASH FIELD...                       time left per field (-1 no TTL, -2 missing)
-  expire HASH FIELD...                    --ttl or --at, under --cond NX|XX|GT|LT
+  expire HASH FIELD...                    a new TTL: --ttl or --at (one of them),
+                                          under --cond NX|XX|GT|LT
   persist HASH FIELD...                   remove the TTL of fields
   events GROUP                            read expiry events for --consumer, waiting
                                           up to --timeout (--create makes the group)
   ack GROUP ID...                         acknowledge events
+
+A zero --ttl is the same as none, in set and expire as in every command
+(set: no TTL; expire: refused, it needs --ttl or --at). To remove fields at
+once, use del.
 
 get prints "field: value" lines (the value as text when it is valid UTF-8,
 else "base64:..."); --json prints the server's reply. A field named but
@@ -51,7 +56,7 @@ Examples:
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var f hashFlags
 		f.http.define(fs)
-		fs.DurationVar(&f.ttl, "ttl", 0, "set, expire: the TTL (a `duration`, whole milliseconds; expire: 0 expires at once)")
+		fs.DurationVar(&f.ttl, "ttl", 0, "set, expire: the TTL (a `duration`, whole milliseconds; 0 is no --ttl)")
 		fs.StringVar(&f.at, "at", "", "set, expire: the deadline, RFC 3339 `time`")
 		fs.BoolVar(&f.keepTTL, "keep-ttl", false, "set: keep the deadline of fields that have one")
 		fs.BoolVar(&f.b64, "base64", false, "set: the VALUEs are base64")
@@ -64,12 +69,7 @@ Examples:
 			if len(args) == 0 {
 				return usagef("hash takes a subcommand: set, get, del, ttl, expire, persist, events or ack")
 			}
-			sub := args[0]
-			// Flags after the subcommand.
-			if err := fs.Parse(args[1:]); err != nil {
-				return usagef("%v", flagError(fs, err))
-			}
-			return c.hash(ctx, f, sub, fs.Args())
+			return c.hash(ctx, f, args[0], args[1:])
 		}
 	},
 }
@@ -148,6 +148,9 @@ func (c *cli) hash(ctx context.Context, f hashFlags, sub string, args []string) 
 	if err != nil {
 		return err
 	}
+	if f.ttl < 0 || f.ttl%time.Millisecond != 0 {
+		return usagef("--ttl %v: want whole milliseconds, more than 0 (0 is the same as no --ttl)", f.ttl)
+	}
 	return s.run(c, ctx, hashCall{sub: sub, f: f, hc: f.http.client(), args: args, at: at})
 }
 
@@ -163,9 +166,6 @@ func (c *cli) hashSet(ctx context.Context, h hashCall) error {
 	args, f := h.args, h.f
 	if len(args)%2 != 1 {
 		return usagef("hash set: a FIELD without its VALUE")
-	}
-	if f.ttl < 0 {
-		return usagef("--ttl %v: want more than 0", f.ttl)
 	}
 	req := map[string]any{}
 	var fields []map[string]any
@@ -269,20 +269,15 @@ func (c *cli) hashExpire(ctx context.Context, h hashCall) error {
 	args, f, sub := h.args, h.f, h.sub
 	req := map[string]any{"fields": args[1:]}
 	if sub == "expire" {
-		n := 0
-		if h.at != nil {
-			req["at"] = h.at
-			n++
-		}
-		if f.ttl != 0 || h.at == nil {
-			if f.ttl < 0 {
-				return usagef("--ttl %v: want 0 (expire now) or more", f.ttl)
-			}
-			req["ttl_ms"] = f.ttl.Milliseconds()
-			n++
-		}
-		if n != 1 {
+		switch {
+		case h.at != nil && f.ttl > 0:
 			return usagef("hash expire: give --ttl or --at, not both")
+		case h.at != nil:
+			req["at"] = h.at
+		case f.ttl > 0:
+			req["ttl_ms"] = f.ttl.Milliseconds()
+		default:
+			return usagef("hash expire needs the new TTL: --ttl DURATION or --at TIME (to remove fields now, use hash del)")
 		}
 		if f.cond != "" {
 			req["cond"] = strings.ToUpper(f.cond)

@@ -74,11 +74,48 @@ func TestHashCommand(t *testing.T) {
 	}
 
 	// Usage errors.
-	for _, args := range [][]string{{"hash"}, {"hash", "frob"}, {"hash", "set", "h", "f"}, {"hash", "expire", "--ttl", "1s", "--at", "2030-01-01T00:00:00Z", "h", "f"}} {
+	for _, args := range [][]string{{"hash"}, {"hash", "frob"}, {"hash", "set", "h", "f"}, {"hash", "expire", "--ttl", "1s", "--at", "2030-01-01T00:00:00Z", "h", "f"},
+		{"hash", "expire", "late", "g"}, {"hash", "expire", "late", "g", "--ttl", "0s"}, {"hash", "set", "late", "g", "v", "--ttl", "-5s"}, {"hash", "set", "late", "g", "v", "--ttl", "1500us"}} {
 		if r := run(t, ea, "", args...); r.code != 2 {
 			t.Errorf("hourglass %q: exit %d, want 2 (%s)", args, r.code, r.stderr)
 		}
 	}
+	// Flags after the arguments are flags: the TTL goes to the field named,
+	// and no field is named after a flag.
+	if got := kv(t, ok(t, ea, "hash", "set", "late", "g", "v", "--ttl", "1m")); got["added"] != "1" {
+		t.Errorf("set with --ttl after the arguments: %v", got)
+	}
+	if out := ok(t, ea, "hash", "ttl", "late", "g"); !strings.HasPrefix(out, "g: 5") {
+		t.Errorf("ttl of g after set ... --ttl 1m: %q", out)
+	}
+	if out := ok(t, ea, "hash", "get", "late", "--json"); !strings.Contains(out, `"name":"g"`) || strings.Contains(out, "--") {
+		t.Errorf("get late --json: %s", out)
+	}
+	if out := ok(t, ea, "hash", "expire", "late", "g", "--ttl", "2m"); out != "g: done (1)\n" {
+		t.Errorf("expire late g --ttl 2m: %q", out)
+	}
+	// After --, a word that looks like a flag is a field.
+	ok(t, ea, "hash", "set", "late", "--", "--ttl", "v")
+	if out := ok(t, ea, "hash", "get", "late", "--", "--ttl"); out != "--ttl: v\n" {
+		t.Errorf("get late -- --ttl: %q", out)
+	}
+
+	// An expire without a TTL, or with a zero one, is refused and changes
+	// nothing: g keeps its TTL.
+	for _, args := range [][]string{{"hash", "expire", "late", "g"}, {"hash", "expire", "late", "g", "--ttl", "0s"}} {
+		if r := run(t, ea, "", args...); r.code != 2 || !strings.Contains(r.stderr, "--ttl") {
+			t.Errorf("hourglass %q: %v", args, r)
+		}
+	}
+	if out := ok(t, ea, "hash", "ttl", "late", "g"); !strings.HasPrefix(out, "g: 1m5") {
+		t.Errorf("ttl of g after refused expires: %q", out)
+	}
+	// A zero TTL is no TTL.
+	ok(t, ea, "hash", "set", "late", "g", "v", "--ttl", "0s")
+	if out := ok(t, ea, "hash", "ttl", "late", "g"); out != "g: no TTL\n" {
+		t.Errorf("ttl of g after set --ttl 0s: %q", out)
+	}
+
 	// An error reply: exit 3 for not_found, with the code.
 	if r := run(t, ea, "", "hash", "events", "--consumer", "w", "nosuchgroup"); r.code != 3 || !strings.Contains(r.stderr, "(not_found)") {
 		t.Errorf("events of a missing group: %v", r)

@@ -152,6 +152,7 @@ func (o *orderedObject) UnmarshalJSON(b []byte) error {
 
 var apiCommand = &command{
 	name:    "api",
+	forms:   []string{"GET /v1/stats"},
 	args:    "[flags] METHOD PATH [JSON]",
 	summary: "call the HTTP API: hourglass api GET /v1/stats",
 	help: `Sends one request to the HTTP API (--http, or HOURGLASS_HTTP; default

@@ -12,6 +12,7 @@ import (
 
 var kickCommand = &command{
 	name:    "kick",
+	forms:   []string{"N"},
 	args:    "[flags] N | --job ID",
 	summary: "move up to N buried jobs of a tube to ready (delayed jobs when none is buried), or one job with --job",
 	help: `"kick N" kicks buried jobs, oldest first, when the tube has any, and

@@ -114,6 +114,7 @@ renews it). These commands use the HTTP API (--http, or HOURGLASS_HTTP).
 
 var buryCommand = &command{
 	name:    "bury",
+	forms:   []string{"ID"},
 	args:    "[flags] ID",
 	summary: "bury a job held under a lease (reserve --keep): set it aside until kicked",
 	help: lifecycleHelp + `
@@ -151,6 +152,7 @@ Examples:
 
 var releaseCommand = &command{
 	name:    "release",
+	forms:   []string{"ID"},
 	args:    "[flags] ID",
 	summary: "release a job held under a lease (reserve --keep) back to ready, or delayed",
 	help: lifecycleHelp + `
@@ -196,6 +198,7 @@ Examples:
 
 var touchCommand = &command{
 	name:    "touch",
+	forms:   []string{"ID"},
 	args:    "[flags] ID",
 	summary: "renew the reservation of a job held under a lease (reserve --keep) for another TTR",
 	help: lifecycleHelp + `

@@ -47,9 +47,8 @@ func (o *serveOptions) namedLimits() (map[string][]ratelimit.Limit, error) {
 }
 
 var limitCommand = &command{
-	name: "limit",
-	// ownArgs: a subcommand word comes first and parses its own flags.
-	ownArgs: true,
+	name:    "limit",
+	forms:   []string{"allow KEY", "wait KEY", "list"},
 	args:    "allow|wait [flags] KEY | list",
 	summary: "ask a server's rate limits over HTTP: allow or wait for events on a key",
 	help: `allow asks whether -n events (default 1) on KEY pass now under the limits
@@ -75,15 +74,7 @@ Examples:
 		n := fs.Int("n", 1, "the cost: how many `events`")
 		maxWait := fs.Duration("max-wait", 30*time.Second, "wait: the longest `duration` to wait")
 		return func(ctx context.Context, c *cli, args []string) error {
-			// Flags may follow the subcommand and KEY.
-			var pos []string
-			for len(args) > 0 {
-				pos = append(pos, args[0])
-				if err := fs.Parse(args[1:]); err != nil {
-					return usagef("%v", flagError(fs, err))
-				}
-				args = fs.Args()
-			}
+			pos := args
 			if len(pos) == 0 {
 				return usagef("limit takes allow KEY, wait KEY or list")
 			}

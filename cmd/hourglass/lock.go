@@ -10,9 +10,8 @@ import (
 )
 
 var lockCommand = &command{
-	name: "lock",
-	// ownArgs: a subcommand word comes first and parses its own flags.
-	ownArgs: true,
+	name:    "lock",
+	forms:   []string{"obtain NAME", "release NAME TOKEN", "refresh NAME TOKEN", "ttl NAME TOKEN"},
 	args:    "[flags] obtain NAME | release NAME TOKEN | refresh NAME TOKEN | ttl NAME TOKEN",
 	summary: "obtain, release, refresh a lock or semaphore slot over the HTTP API",
 	help: `Obtains a lock (or, with --limit, a slot of a semaphore) through the
@@ -50,16 +49,12 @@ Examples:
 			tokenOnly bool
 		)
 		hf.define(fs)
-		fs.DurationVar(&ttl, "ttl", 0, "the lease (obtain: default 15s; refresh: required)")
+		fs.DurationVar(&ttl, "ttl", 0, "the lease (a `duration`; obtain: default 15s; refresh: required; 0 is no --ttl)")
 		fs.DurationVar(&wait, "wait", 0, "obtain: how long to wait while the lock is held (0: try once)")
 		fs.BoolVar(&fair, "fair", false, "obtain: wait in line, granted in arrival order")
 		fs.IntVar(&limit, "limit", 0, "obtain: a semaphore of `n` slots (default 1, a lock)")
 		fs.BoolVar(&tokenOnly, "token-only", false, "obtain: print only the owner token")
 		return func(ctx context.Context, c *cli, args []string) error {
-			args, err := parseInterleaved(fs, args)
-			if err != nil {
-				return usagef("%v", flagError(fs, err))
-			}
 			if len(args) == 0 {
 				return usagef("lock takes obtain, release, refresh or ttl")
 			}
@@ -96,6 +91,7 @@ Examples:
 			var (
 				body []byte
 				in   any
+				err  error
 			)
 			switch sub {
 			case "obtain":
@@ -138,24 +134,4 @@ func (c *httpClient) callWith(ctx context.Context, method, path string, in any, 
 	c2 := *c
 	c2.header = map[string]string{"Hourglass-Lock-Token": token}
 	return c2.call(ctx, method, path, in)
-}
-
-// parseInterleaved parses flags found anywhere among args, and returns
-// the other arguments in order. Everything after "--" is an argument.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			break
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
-	return pos, nil
 }

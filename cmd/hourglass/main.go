@@ -76,14 +76,18 @@ type cli struct {
 
 // command is a subcommand.
 type command struct {
-	name    string
-	args    string // the synopsis after the name
+	name string
+	args string // the synopsis after the name
+	// forms are the positional arguments of each of the command's
+	// forms, one synopsis each ("set HASH FIELD VALUE"; "" for none): a
+	// word in capitals stands for a value. The tests run every form with
+	// every flag after its arguments.
+	forms []string
+	// subs are subcommands with flags of their own, named by the word
+	// after the command's ("bench limits"), which must come first.
+	subs    []*command
 	summary string // one line, for "hourglass help"
 	help    string // description and examples, after the flags
-	// ownArgs: the command takes a subcommand word and parses the flags
-	// after it itself; otherwise flags may come before and after the
-	// positional arguments.
-	ownArgs bool
 	// envAll: every flag also reads HOURGLASS_<NAME>. Otherwise only
 	// --addr does (HOURGLASS_ADDR).
 	envAll bool
@@ -178,6 +182,9 @@ func (c *cli) main(ctx context.Context, args []string) int {
 				fmt.Fprintf(c.stderr, "hourglass: unknown command %q; run 'hourglass help'\n", args[1])
 				return 2
 			}
+			if sub := cmd.sub(args[2:]); sub != nil {
+				cmd = sub
+			}
 			fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 			cmd.flags(fs)
 			cmd.printUsage(c.stdout, fs)
@@ -191,23 +198,20 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "hourglass: unknown command %q; run 'hourglass help'\n", args[0])
 		return 2
 	}
+	args = args[1:]
+	if sub := cmd.sub(args); sub != nil {
+		cmd, args = sub, args[1:]
+	}
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	run := cmd.flags(fs)
-	var positional []string
-	var err error
-	if cmd.ownArgs {
-		err = fs.Parse(args[1:])
-		positional = fs.Args()
-	} else {
-		positional, err = parseInterspersed(fs, args[1:])
-	}
+	positional, err := parseArgs(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			cmd.printUsage(c.stdout, fs)
 			return 0
 		}
-		return c.usageFailed(cmd, flagError(fs, err))
+		return c.usageFailed(cmd, err)
 	}
 	fromEnv, err := cmd.applyEnv(fs, c.lookupEnv)
 	if err != nil {
@@ -227,27 +231,6 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	return 0
 }
 
-// parseInterspersed parses flags that come before, between and after the
-// positional arguments, which it returns in order. After "--" every
-// argument is positional.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
-}
-
 // alias defines the flag name as a second name of the flag target, one
 // "hourglass help" does not list: a name kept from an earlier release.
 func alias(fs *flag.FlagSet, name, target string) {
@@ -257,6 +240,20 @@ func alias(fs *flag.FlagSet, name, target string) {
 func (c *cli) usageFailed(cmd *command, err error) int {
 	fmt.Fprintf(c.stderr, "hourglass %s: %v\nrun 'hourglass %s -h' for usage\n", cmd.name, err, cmd.name)
 	return 2
+}
+
+// sub is the subcommand with flags of its own that args, the arguments
+// after the command's name, start with, or nil.
+func (cmd *command) sub(args []string) *command {
+	if len(args) == 0 {
+		return nil
+	}
+	for _, s := range cmd.subs {
+		if s.name == cmd.name+" "+args[0] {
+			return s
+		}
+	}
+	return nil
 }
 
 func lookup(name string) *command {
@@ -288,7 +285,9 @@ Commands:
 	fmt.Fprintf(w, "  %-*s %s\n", width, "version", "print the version, commit and Go release (also --version)")
 	fmt.Fprint(w, `
 Run 'hourglass help COMMAND' or 'hourglass COMMAND -h' for a command's flags
-and examples. Client commands find the server with --addr (default
+and examples. Flags may come before, between or after the arguments of every
+command; -- ends them. A TTL of 0 (hash --ttl, lock --ttl) is the same as no
+--ttl. Client commands find the server with --addr (default
 127.0.0.1:11300, or $HOURGLASS_ADDR) and print JSON with --json.
 
 Examples:

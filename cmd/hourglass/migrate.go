@@ -10,6 +10,7 @@ import (
 
 var migrateCommand = &command{
 	name:    "migrate",
+	forms:   []string{""},
 	args:    "--store URL",
 	summary: "convert a Redis store written by an earlier release",
 	help: `Converts the Redis store --store names to the key layout this build reads,

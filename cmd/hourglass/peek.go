@@ -10,6 +10,7 @@ import (
 
 var peekCommand = &command{
 	name:    "peek",
+	forms:   []string{"ID"},
 	args:    "[flags] ID | --ready | --delayed | --buried",
 	summary: "show a job without reserving it: by ID, or the next ready, delayed or buried job of a tube",
 	help: `--ready shows the job a reserve would take next (lowest priority, then

@@ -16,6 +16,7 @@ import (
 
 var putCommand = &command{
 	name:    "put",
+	forms:   []string{"BODY"},
 	args:    "[flags] [BODY | -]",
 	summary: "put a job into a tube",
 	help: `The body is BODY, or standard input when BODY is - or missing. It is sent

@@ -14,6 +14,7 @@ import (
 
 var reserveCommand = &command{
 	name:    "reserve",
+	forms:   []string{""},
 	args:    "[flags]",
 	summary: "reserve a job and print it; --delete deletes it once printed, --keep holds it for bury, release, touch or delete",
 	help: `Waits for a ready job in the --tube tubes (default: "default") and prints it.

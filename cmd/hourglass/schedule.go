@@ -14,9 +14,8 @@ import (
 )
 
 var scheduleCommand = &command{
-	name: "schedule",
-	// ownArgs: a subcommand word comes first and parses its own flags.
-	ownArgs: true,
+	name:    "schedule",
+	forms:   []string{"set NAME", "get NAME", "list", "delete NAME", "pause NAME", "resume NAME", "trigger NAME", "next NAME"},
 	args:    "[flags] set|get|list|delete|pause|resume|trigger|next [NAME]",
 	summary: "set, list, pause, trigger schedules over the HTTP API",
 	help: `Manages the schedules of the server's store through its HTTP API (--http,
@@ -67,10 +66,6 @@ Examples:
 		fs.StringVar(&f.after, "after", "", "list: start after this schedule `name`")
 		fs.IntVar(&f.n, "n", 10, "next: how many fire `times` (1 to 1000)")
 		return func(ctx context.Context, c *cli, args []string) error {
-			args, err := parseInterleaved(fs, args)
-			if err != nil {
-				return usagef("%v", flagError(fs, err))
-			}
 			fs.Visit(func(fl *flag.Flag) { f.set = append(f.set, fl.Name) })
 			return c.schedule(ctx, &f, args)
 		}

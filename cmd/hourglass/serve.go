@@ -37,6 +37,7 @@ const (
 
 var serveCommand = &command{
 	name:    "serve",
+	forms:   []string{""},
 	args:    "[flags]",
 	summary: "run the server: the beanstalkd protocol, and the HTTP API, dashboard and metrics",
 	envAll:  true,

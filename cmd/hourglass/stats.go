@@ -10,6 +10,7 @@ import (
 
 var statsCommand = &command{
 	name:    "stats",
+	forms:   []string{""},
 	args:    "[flags]",
 	summary: "print the statistics of the server, of a tube (--tube) or of a job (--job)",
 	help: `Prints the server's stats document as it sends it, one "key: value" per

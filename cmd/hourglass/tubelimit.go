@@ -15,7 +15,7 @@ import (
 
 var tubeLimitCommand = &command{
 	name:    "tube-limit",
-	ownArgs: true,
+	forms:   []string{"set TUBE", "get TUBE", "clear TUBE", "list"},
 	args:    "[flags] set|get|clear|list [TUBE]",
 	summary: "set, show and clear a tube's rate and cap over the HTTP API",
 	help: `Manages the limits of tubes through the server's HTTP API (--http, or
@@ -46,10 +46,6 @@ Examples:
 		fs.StringVar(&f.groupRate, "group-rate", "", "set: the `rate` of each group of the tube, EVENTS/PER[,burst=N]")
 		fs.IntVar(&f.groupCap, "group-cap", 0, "set: the most jobs of each group of the tube reserved at once (a `count`)")
 		return func(ctx context.Context, c *cli, args []string) error {
-			args, err := parseInterleaved(fs, args)
-			if err != nil {
-				return usagef("%v", err)
-			}
 			fs.Visit(func(fl *flag.Flag) { f.set = append(f.set, fl.Name) })
 			return c.tubeLimit(ctx, &f, args)
 		}

@@ -12,6 +12,7 @@ import (
 
 var tubesCommand = &command{
 	name:    "tubes",
+	forms:   []string{""},
 	args:    "[flags]",
 	summary: "list the tubes with their job counts",
 	help: `Prints one row per tube: jobs ready (of which urgent), delayed, reserved and

@@ -162,7 +162,7 @@ func TestLatenessBody(t *testing.T) {
 	}
 }
 
-func TestParseInterspersed(t *testing.T) {
+func TestParseArgs(t *testing.T) {
 	for _, tt := range []struct {
 		args      []string
 		want      string
@@ -177,14 +177,14 @@ func TestParseInterspersed(t *testing.T) {
 		tube := fs.String("tube", "", "")
 		pri := fs.Uint64("priority", 0, "p")
 		alias(fs, "pri", "priority")
-		got, err := parseInterspersed(fs, tt.args)
+		got, err := parseArgs(fs, tt.args)
 		if err != nil || strings.Join(got, " ") != tt.want || *tube != tt.tube || fmt.Sprint(*pri) != tt.pri {
 			t.Errorf("%q: args %q tube %q priority %d (err %v), want %q %q %s", tt.args, got, *tube, *pri, err, tt.want, tt.tube, tt.pri)
 		}
 	}
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if _, err := parseInterspersed(fs, []string{"a", "--nosuch"}); err == nil {
+	if _, err := parseArgs(fs, []string{"a", "--nosuch"}); err == nil {
 		t.Error("an unknown flag after an argument was accepted")
 	}
 }

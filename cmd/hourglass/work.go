@@ -23,6 +23,7 @@ import (
 
 var workCommand = &command{
 	name:    "work",
+	forms:   []string{""},
 	args:    "[flags] -- CMD [ARGS...]",
 	summary: "run CMD for each job of the tubes, the job's body on its standard input",
 	help: `A shell worker over the HTTP API (--http, or HOURGLASS_HTTP). It reserves

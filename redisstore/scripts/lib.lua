@@ -161,20 +161,22 @@ end
 
 -- open_put is open for a put into tube T, reading only what a put uses: it
 -- returns the time (µs, ms) as open does, or nil when the tube has no
--- number yet (it is new) or something in it falls due now (tick must run):
--- then the caller opens T with open.
+-- number yet (it is new) or a pause of it has ended (the tube may be gone):
+-- then the caller opens T with open and ticks it. A put applies no other
+-- due transition: it stores new jobs whatever the state of the others,
+-- and the reserve that next looks at the tube applies them.
 local function open_put(T)
   local us = redis_us()
-  local h = redis.call('HMGET', T.t, 'nd', 'hw', 'ix', 'live', 'total')
-  local nd, hw, ix = num(h[1]), num(h[2]) or 0, num(h[3])
+  local h = redis.call('HMGET', T.t, 'nd', 'hw', 'ix', 'live', 'total', 'pu')
+  local nd, hw, ix, pu = num(h[1]), num(h[2]) or 0, num(h[3]), num(h[6])
   if hw > us then
     us = hw
   end
   local now = math.floor(us / 1000)
-  if not ix or (nd and nd <= now) then
+  if not ix or (pu and pu <= now) then
     return nil
   end
-  T.nd, T.hw, T.ix, T.live, T.total = nd, hw, ix, num(h[4]) or 0, num(h[5]) or 0
+  T.nd, T.hw, T.ix, T.live, T.total, T.pu = nd, hw, ix, num(h[4]) or 0, num(h[5]) or 0, pu
   if us >= hw + 10000 then
     set(T, 'hw', us)
   end
@@ -534,14 +536,24 @@ local function head_score(key)
   return nil
 end
 
--- next_due is the exact time (ms) of T's next due transition, or nil.
+-- next_due is the exact time (ms) of T's next due transition, or nil. It
+-- reads the heads of d and x once a call: T.ndx keeps what they said
+-- (false: nothing), which reserve_rec keeps true and a reservation's end
+-- forgets.
 local function next_due(T, now)
   local nd = paused_until(T, now)
-  for _, k in ipairs({ T.d, T.x }) do
-    local v = head_score(k)
-    if v and (nd == nil or v < nd) then
-      nd = v
+  if T.ndx == nil then
+    local v = false
+    for _, k in ipairs({ T.d, T.x }) do
+      local h = head_score(k)
+      if h and (not v or h < v) then
+        v = h
+      end
     end
+    T.ndx = v
+  end
+  if T.ndx and (nd == nil or T.ndx < nd) then
+    nd = T.ndx
   end
   return nd
 end
@@ -555,6 +567,7 @@ local function tick(T, tube, now)
   if T.nd == nil or T.nd > now then
     return
   end
+  T.ndx = nil
   local due = redis.call('ZRANGE', T.d, '-inf', now, 'BYSCORE', 'LIMIT', 0, PROMOTE_LIMIT)
   for _, idh in ipairs(due) do
     local rec, body = load(idh)
@@ -601,8 +614,10 @@ local function unindex(T, idh, rec)
     redis.call('ZREM', T.r, idh)
   elseif s == DELAYED then
     redis.call('ZREM', T.d, idh)
+    T.ndx = nil
   elseif s == RESERVED then
     redis.call('ZREM', T.x, idh)
+    T.ndx = nil
     fam_reserved(T, -1)
   else
     redis.call('ZREM', T.b, idh)
@@ -623,6 +638,9 @@ local function reserve_rec(T, idh, rec, body, owner, now)
   stamp(rec, F_RESERVED_AT, now)
   local deadline = now + rec[F_TTR]
   redis.call('ZADD', T.x, deadline, idh)
+  if T.ndx ~= nil and (not T.ndx or deadline < T.ndx) then
+    T.ndx = deadline
+  end
   fam_reserved(T, 1)
   schedule(T, deadline)
   save(idh, rec, body)
@@ -715,14 +733,20 @@ local function jobreply(idh, rec, body, tube, left)
 end
 
 -- delete_one deletes a job of tube T for owner: 1 deleted, 0 no such job,
--- -1 reserved by another owner, -2 the job is in another tube.
-local function delete_one(T, tube, idh, owner)
+-- -1 reserved by another owner, -2 the job is in another tube; given now
+-- (ms) by a caller that has not ticked T, -3 when the job's reservation
+-- has run out (tick, then call again).
+local function delete_one(T, tube, idh, owner, now)
   local rec = load(idh)
   if not rec then
     return 0
   end
   if rec[F_TUBE] ~= T.ix then
     return -2
+  end
+  if now and rec[F_STATE] == RESERVED and tonumber(redis.call('ZSCORE', T.x, idh)) <= now then
+    -- its TTR has run out: the caller applies the due transitions first
+    return -3
   end
   if rec[F_STATE] == RESERVED and rec[F_OWNER] ~= owner then
     return -1
@@ -761,6 +785,7 @@ end
 -- set. The caller gives the job its next state.
 local function unhold(T, idh)
   redis.call('ZREM', T.x, idh)
+  T.ndx = nil
   fam_reserved(T, -1)
 end
 
