@@ -90,6 +90,6 @@ func TestBenchLimits(t *testing.T) {
 		expect(t, env, 2, []string{"bench", "limits", "--limit", "1/1s", "--name", "bench"}, "not both")
 		expect(t, env, 2, []string{"bench", "limits", "--limit", "5/fortnight"}, `--limit "5/fortnight"`)
 		expect(t, env, 2, []string{"bench", "--json", "limits"}, "the flags go after limits")
-		expect(t, env, 1, []string{"bench", "limits", "--name", "nope"}, "(unknown_limit)")
+		expect(t, env, 3, []string{"bench", "limits", "--name", "nope"}, "(unknown_limit)")
 	})
 }

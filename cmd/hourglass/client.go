@@ -109,7 +109,7 @@ func describe(err error) error {
 	case errors.Is(err, beanstalkc.ErrInternalError):
 		msg = "the server failed (INTERNAL_ERROR); its log says why"
 	case errors.Is(err, beanstalkc.ErrBadFormat):
-		msg = "the server did not accept the command (BAD_FORMAT)"
+		return refusedError{"the server did not accept the command's arguments (BAD_FORMAT)", err}
 	case errors.Is(err, beanstalkc.ErrUnknownCommand):
 		msg = "the server does not know the command (UNKNOWN_COMMAND)"
 	case errors.Is(err, context.Canceled):

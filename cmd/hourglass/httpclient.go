@@ -160,7 +160,7 @@ var apiCommand = &command{
 HOURGLASS_AUTH_TOKEN), and prints the reply as "key: value" lines, or as the
 server's JSON with --json. The routes are in the server's
 /v1/openapi.json. An error reply is printed as "message (code)" with exit
-status 1.
+status 2 for a 400 or 413, 3 for a 404 and 1 for the others.
 
 Examples:
 

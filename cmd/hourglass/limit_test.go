@@ -60,7 +60,7 @@ func TestLimitCommands(t *testing.T) {
 	expect(t, env, 2, []string{"limit", "allow", "k"}, "give --limit SPEC or --name NAME")
 	expect(t, env, 2, []string{"limit", "allow", "k", "--limit", "5/fortnight"}, `--limit "5/fortnight"`, "period")
 	expect(t, env, 2, []string{"limit", "peek", "k"}, "unknown subcommand")
-	if r := run(t, env, "", "limit", "allow", "k", "--name", "nope"); r.code != 1 || !strings.Contains(r.stderr, "(unknown_limit)") {
+	if r := run(t, env, "", "limit", "allow", "k", "--name", "nope"); r.code != 3 || !strings.Contains(r.stderr, "(unknown_limit)") {
 		t.Errorf("an unknown name: %v", r)
 	}
 }

@@ -41,10 +41,12 @@
 // always in "body_base64", and also in "body" as a string when it is valid
 // UTF-8; statistics are numbers, booleans or strings as their values read.
 //
-// Exit status: 0 on success, 1 when the command fails (the message is on
-// standard error), 2 for a usage error, 3 when what was asked for is not
-// there: a job, tube, key or schedule not found ("job 42 not found"), or a
-// reserve that timed out.
+// Exit status (one table, exitTable): 0 on success, 1 when the command
+// fails (the message is on standard error), 2 for a usage error or a bad
+// argument, whether the command or the server finds it (an HTTP 400 or
+// 413, the protocol's BAD_FORMAT or JOB_TOO_BIG), 3 when what was asked
+// for is not there: a job, tube, key or schedule not found ("job 42 not
+// found", an HTTP 404), or a reserve that timed out.
 package main
 
 import (
@@ -53,14 +55,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/hourglass-io/hourglass/internal/beanstalkc"
 	"github.com/hourglass-io/hourglass/internal/buildinfo"
-	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
 // cli is what a command runs with: its standard streams and environment.
@@ -127,6 +130,16 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// refusedError is an argument the server refused, in the command's words:
+// exit status 2 (exitTable finds the server's error it wraps).
+type refusedError struct {
+	msg string
+	err error
+}
+
+func (e refusedError) Error() string { return e.msg }
+func (e refusedError) Unwrap() error { return e.err }
+
 // missError is an answer that nothing was there: a job, tube or key not
 // found, or a reserve that timed out. Exit status 3.
 type missError struct{ msg string }
@@ -143,15 +156,47 @@ const (
 	exitMiss    = 3 // timed out or not found
 )
 
+// exitTable is the one table of exit statuses of a command that failed:
+// the first line that matches the error gives the status, whoever found
+// the fault (the command itself, the beanstalkd-protocol server or the
+// HTTP API); an error no line matches is a failure, status 1.
+var exitTable = []struct {
+	status int
+	match  func(error) bool
+}{
+	// A bad argument: refused by the command, or by the server as a
+	// 400 or 413 of the HTTP API or BAD_FORMAT or JOB_TOO_BIG of the protocol.
+	{exitUsage, func(err error) bool {
+		var u usageError
+		return errors.As(err, &u) || apiStatus(err) == http.StatusBadRequest ||
+			apiStatus(err) == http.StatusRequestEntityTooLarge ||
+			errors.Is(err, beanstalkc.ErrBadFormat) || errors.Is(err, beanstalkc.ErrJobTooBig)
+	}},
+	// Not there, or not within the time given: a job, tube, key, lock or
+	// schedule not found (a 404, NOT_FOUND), a reserve that timed out.
+	{exitMiss, func(err error) bool {
+		var m missError
+		return errors.As(err, &m) || apiStatus(err) == http.StatusNotFound ||
+			errors.Is(err, beanstalkc.ErrNotFound) || errors.Is(err, beanstalkc.ErrTimedOut)
+	}},
+}
+
+// apiStatus is the HTTP status of err when it is an error reply of the
+// API, else 0.
+func apiStatus(err error) int {
+	var api *apiError
+	if errors.As(err, &api) {
+		return api.Status
+	}
+	return 0
+}
+
 // exitCode is the exit status for err, which the command returned.
 func exitCode(err error) int {
-	var m missError
-	var api *apiError
-	switch {
-	case errors.As(err, &m):
-		return exitMiss
-	case errors.As(err, &api) && api.Code == httpapi.CodeNotFound:
-		return exitMiss
+	for _, e := range exitTable {
+		if e.match(err) {
+			return e.status
+		}
 	}
 	return exitFailure
 }
@@ -303,7 +348,8 @@ Exit status:
 
   0  success
   1  the command failed (the reason is on standard error)
-  2  usage error: an unknown command or flag, a bad argument
+  2  usage error: an unknown command or flag, a bad argument (found by the
+     command or refused by the server: an HTTP 400 or 413, BAD_FORMAT)
   3  not there: a job, tube, key or schedule not found, or a reserve that timed out
 `)
 }

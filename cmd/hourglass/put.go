@@ -108,7 +108,7 @@ func (c *cli) put(ctx context.Context, cf clientFlags, tube string, pri uint32, 
 				limit = v + " bytes"
 			}
 		}
-		return fmt.Errorf("job too big: %d bytes, the server takes at most %s", len(body), limit)
+		return refusedError{fmt.Sprintf("job too big: %d bytes, the server takes at most %s", len(body), limit), err}
 	case errors.Is(err, beanstalkc.ErrBuried):
 		return fmt.Errorf("job %d was buried: the server ran out of memory", id)
 	case err != nil:

@@ -98,10 +98,10 @@ func TestScheduleCommand(t *testing.T) {
 	for _, sub := range []string{"get", "delete", "pause", "resume", "trigger", "next"} {
 		expect(t, env, 3, []string{"schedule", sub, "beat"}, "(not_found)")
 	}
-	// Bad input the server refuses: exit 1, the field named, nothing changed.
-	expect(t, env, 1, []string{"schedule", "set", "x", "--spec", "61 * * * *", "--tube", "t"}, "invalid spec", "minute", "(bad_request)")
-	expect(t, env, 1, []string{"schedule", "set", "x", "--spec", "@daily", "--tube", "t", "--zone", "Mars/Olympus"}, "zone", "(bad_request)")
-	expect(t, env, 1, []string{"schedule", "set", "x", "--spec", "@daily", "--tube", "t", "--start", "tomorrow"}, "start", "(bad_request)")
+	// Bad input the server refuses: exit 2, the field named, nothing changed.
+	expect(t, env, 2, []string{"schedule", "set", "x", "--spec", "61 * * * *", "--tube", "t"}, "invalid spec", "minute", "(bad_request)")
+	expect(t, env, 2, []string{"schedule", "set", "x", "--spec", "@daily", "--tube", "t", "--zone", "Mars/Olympus"}, "zone", "(bad_request)")
+	expect(t, env, 2, []string{"schedule", "set", "x", "--spec", "@daily", "--tube", "t", "--start", "tomorrow"}, "start", "(bad_request)")
 	expect(t, env, 3, []string{"schedule", "get", "x"}, "(not_found)")
 	// Usage errors.
 	expect(t, env, 2, []string{"schedule", "run", "x"}, "unknown subcommand")

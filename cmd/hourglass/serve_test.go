@@ -127,7 +127,7 @@ func TestMaxJobsAndSize(t *testing.T) {
 	p := startServe(t, nil, "--store", "mem://", "--max-jobs", "1", "--max-job-size", "10")
 	ok(t, p.env, "put", "one")
 	expect(t, p.env, 1, []string{"put", "two"}, "full (OUT_OF_MEMORY)")
-	expect(t, p.env, 1, []string{"put", "0123456789x"}, "job too big: 11 bytes, the server takes at most 10 bytes")
+	expect(t, p.env, 2, []string{"put", "0123456789x"}, "job too big: 11 bytes, the server takes at most 10 bytes")
 }
 
 // Two servers on one Redis share the jobs; the password stays out of the
