@@ -19,11 +19,11 @@ import (
 // BenchmarkTTLHashSweepCPU measures the Redis CPU an expired field costs
 // when the sweep keeps up, on a clock of its own, so that the figure does
 // not depend on how busy the machine is: fields are loaded with deadlines
-// spread over a window, then the clock advances one millisecond at a time
-// and at each step the shards due (as a Sweeper keeps them, from each
-// sweep's next due time) are swept in one pipeline, and a consumer reads
-// the shards that expired fields and acknowledges what it read, as one
-// that keeps up does. It reports the Redis CPU (INFO cpu) and the
+// spread over a window, then the clock advances on the Sweeper's grid
+// (ttlhash.DefaultGather) and at each point the shards due (as a Sweeper
+// keeps them, from each sweep's next due time) are swept in one pipeline,
+// and a consumer reads the shards that expired fields and acknowledges
+// what it read in its next read, as one that keeps up does (sweepOnGrid). It reports the Redis CPU (INFO cpu) and the
 // commands (INFO commandstats) per expired field, of the sweeps, reads and
 // acknowledgements together. rate=10k: 100,000 fields over 1,000 hashes
 // due over 10 s; rate=2k: 20,000 over 200; rate=100k: 200,000 over 2,000
@@ -69,62 +69,7 @@ func BenchmarkTTLHashSweepCPU(b *testing.B) {
 			rc.ConfigResetStat(ctx)
 			cpu0 := redisCPU(b, rc)
 			b.ResetTimer()
-			n := h.Shards()
-			next := make([]int64, n) // ms: each shard's next due time
-			expired := 0
-			var due, woken []int
-			for ms := int64(0); ms <= int64((lead+c.window)/time.Millisecond)+1; ms++ {
-				clock.Store(ms)
-				due = due[:0]
-				for i, t := range next {
-					if t >= 0 && t <= ms {
-						due = append(due, i)
-					}
-				}
-				for len(due) > 0 {
-					rs, err := h.SweepShards(ctx, due, 256)
-					if err != nil {
-						b.Fatal(err)
-					}
-					woken = woken[:0]
-					more := due[:0]
-					for k, r := range rs {
-						i := due[k]
-						expired += r.Expired
-						if r.Expired > 0 {
-							woken = append(woken, i)
-						}
-						switch {
-						case r.More:
-							more = append(more, i)
-						case r.Next >= 0:
-							next[i] = ms + r.Next.Milliseconds()
-						default:
-							next[i] = -1
-						}
-					}
-					due = more
-					for len(woken) > 0 {
-						evs, err := h.ReadShards(ctx, "g", "c", woken, 256)
-						if err != nil {
-							b.Fatal(err)
-						}
-						if len(evs) == 0 {
-							break
-						}
-						ids := make([]string, len(evs))
-						for k, e := range evs {
-							ids[k] = e.ID
-						}
-						if _, err := h.Ack(ctx, "g", ids); err != nil {
-							b.Fatal(err)
-						}
-						if len(evs) < 256 {
-							break
-						}
-					}
-				}
-			}
+			expired := sweepOnGrid(b, h, &clock, int64((lead+c.window)/time.Millisecond)+1, ttlhash.DefaultGather)
 			b.StopTimer()
 			cpu := redisCPU(b, rc) - cpu0
 			if expired != c.fields {

@@ -323,9 +323,16 @@ while wheel do
 end
 
 -- Hashes that may have become empty lose their id once per call, not
--- once per field expired.
+-- once per field expired: one EXISTS counts the hashes left, and only
+-- when some are gone is each looked at.
+local dkeys, dnames = {}, {}
 for name, D in pairs(emptied) do
-  gc(D, name)
+  dkeys[#dkeys + 1], dnames[#dnames + 1] = D, name
+end
+if #dkeys > 0 and redis.call('EXISTS', unpack(dkeys)) < #dkeys then
+  for k = 1, #dkeys do
+    gc(dkeys[k], dnames[k])
+  end
 end
 local added = zmin -- the least deadline refining adds to z
 finish()
