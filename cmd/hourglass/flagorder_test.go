@@ -117,3 +117,32 @@ func TestDoubleDashEndsFlags(t *testing.T) {
 		}
 	}
 }
+
+// serve's beanstalkd address is --addr, as the clients', so HOURGLASS_ADDR
+// names it on both sides; --beanstalk-addr and HOURGLASS_BEANSTALK_ADDR
+// stay as another name of it, and a flag given under either name is not
+// overridden by the environment of the other.
+func TestServeAddrIsTheClientsAddr(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"HOURGLASS_ADDR": "127.0.0.1:3"}, "127.0.0.1:3"},
+		{nil, map[string]string{"HOURGLASS_BEANSTALK_ADDR": "127.0.0.1:4"}, "127.0.0.1:4"},
+		{[]string{"--addr", "127.0.0.1:1"}, map[string]string{"HOURGLASS_BEANSTALK_ADDR": "127.0.0.1:4"}, "127.0.0.1:1"},
+		{[]string{"--beanstalk-addr", "127.0.0.1:2"}, map[string]string{"HOURGLASS_ADDR": "127.0.0.1:3"}, "127.0.0.1:2"},
+	} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		serveCommand.flags(fs)
+		if _, err := parseArgs(fs, tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := serveCommand.applyEnv(fs, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }); err != nil {
+			t.Fatal(err)
+		}
+		if got := fs.Lookup("addr").Value.String(); got != tt.want {
+			t.Errorf("%q with %v: --addr %s, want %s", tt.args, tt.env, got, tt.want)
+		}
+	}
+}

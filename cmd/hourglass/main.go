@@ -58,6 +58,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -274,6 +275,16 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	return 0
 }
 
+// valueKey identifies the variable a flag sets, which its aliases share:
+// its Value's pointer (a Value of flag.Func is a func), or else its name.
+func valueKey(f *flag.Flag) any {
+	switch v := reflect.ValueOf(f.Value); v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice:
+		return v.Pointer()
+	}
+	return f.Name
+}
+
 // alias defines the flag name as a second name of the flag target, one
 // "hourglass help" does not list: a name kept from an earlier release.
 func alias(fs *flag.FlagSet, name, target string) {
@@ -331,7 +342,9 @@ Run 'hourglass help COMMAND' or 'hourglass COMMAND -h' for a command's flags
 and examples. Flags may come before, between or after the arguments of every
 command; -- ends them. A TTL of 0 (hash --ttl, lock --ttl) is the same as no
 --ttl. Client commands find the server with --addr (default
-127.0.0.1:11300, or $HOURGLASS_ADDR) and print JSON with --json.
+127.0.0.1:11300, or $HOURGLASS_ADDR: serve listens on the same --addr) and
+its HTTP API with --http (default http://127.0.0.1:7480, or $HOURGLASS_HTTP),
+and print JSON with --json.
 
 Examples:
 
@@ -400,12 +413,14 @@ func envName(flagName string) string {
 // applyEnv sets, from the environment, the flags the command line did not
 // set, and returns the names of the variables it used.
 func (cmd *command) applyEnv(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) ([]string, error) {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// A flag given under any of its names (an alias shares its Value) is
+	// set.
+	set := map[any]bool{}
+	fs.Visit(func(f *flag.Flag) { set[valueKey(f)] = true })
 	var used []string
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || set[f.Name] || !cmd.readsEnv(f.Name) {
+		if err != nil || set[valueKey(f)] || !cmd.readsEnv(f.Name) {
 			return
 		}
 		v, ok := lookupEnv(envName(f.Name))
@@ -416,6 +431,7 @@ func (cmd *command) applyEnv(fs *flag.FlagSet, lookupEnv func(string) (string, b
 			err = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), e)
 			return
 		}
+		set[valueKey(f)] = true
 		used = append(used, envName(f.Name))
 	})
 	return used, err

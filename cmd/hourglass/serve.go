@@ -98,7 +98,7 @@ Examples:
 
   hourglass serve
   hourglass serve --store mem:// --log-level debug
-  hourglass serve --store redis://:secret@10.0.0.5:6379/0 --beanstalk-addr 0.0.0.0:11300 \
+  hourglass serve --store redis://:secret@10.0.0.5:6379/0 --addr 0.0.0.0:11300 \
       --http-addr 0.0.0.0:7480 --allowed-hosts queue.example.com --auth-token-file /etc/hourglass/token \
       --tls-cert /etc/hourglass/cert.pem --tls-key /etc/hourglass/key.pem
   HOURGLASS_STORE=/var/lib/hourglass HOURGLASS_FSYNC=everysec hourglass serve
@@ -107,7 +107,8 @@ Examples:
 		var o serveOptions
 		fs.StringVar(&o.store, "store", "./hourglass-data", "`URL` of the store: a directory, file:///dir, mem://, or a redis:// URL (see below)")
 		fs.StringVar(&o.fsync, "fsync", memstore.FsyncAlways.String(), "`policy` for when the embedded engine's log reaches the disk: always, everysec or no")
-		fs.StringVar(&o.beanstalkAddr, "beanstalk-addr", "127.0.0.1:11300", "`host:port` to serve the beanstalkd protocol on")
+		fs.StringVar(&o.beanstalkAddr, "addr", "127.0.0.1:11300", "`host:port` to serve the beanstalkd protocol on (the clients' --addr; HOURGLASS_ADDR sets both)")
+		alias(fs, "beanstalk-addr", "addr") // the name of earlier releases
 		fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7480", "`host:port` to serve HTTP on (the API, dashboard, /metrics, /healthz); empty: none")
 		fs.StringVar(&o.authToken, "auth-token", "", "bearer `token` every HTTP API call must carry; required to listen beyond loopback")
 		fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "comma-separated `hosts` the HTTP Host header may name, against DNS rebinding; * allows all (default: localhost, 127.0.0.1, ::1 and the host --http-addr names)")
@@ -221,7 +222,7 @@ func (o *serveOptions) validate() error {
 	case strings.TrimSpace(o.allowedHosts) == "" && o.allowedHosts != "":
 		return usagef("--allowed-hosts is blank")
 	case o.beanstalkAddr == "":
-		return usagef("--beanstalk-addr is empty")
+		return usagef("--addr is empty")
 	case o.maxJobSize < 1 || o.maxJobSize > queue.MaxJobSizeLimit:
 		return usagef("--max-job-size %d: want 1 to %d", o.maxJobSize, queue.MaxJobSizeLimit)
 	case o.maxJobs < 0:
@@ -375,7 +376,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 
 	bl, err := net.Listen("tcp", o.beanstalkAddr)
 	if err != nil {
-		return fmt.Errorf("--beanstalk-addr: %w", err)
+		return fmt.Errorf("--addr: %w", err)
 	}
 	var hl net.Listener
 	if o.httpAddr != "" {
@@ -399,7 +400,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		for _, l := range []struct {
 			flag string
 			l    net.Listener
-		}{{"--beanstalk-addr", bl}, {"--http-addr", hl}} {
+		}{{"--addr", bl}, {"--http-addr", hl}} {
 			if l.l != nil && !loopback(l.l.Addr()) {
 				return fmt.Errorf("%s %s is beyond loopback: refusing to serve it without --auth-token, --auth-token-file, HOURGLASS_AUTH_TOKEN or --tls-client-ca", l.flag, l.l.Addr())
 			}
