@@ -270,6 +270,10 @@ func statsKV(s beanstalkc.Stats) []field {
 	return kv
 }
 
+// secondsStats are the statistics of a job that the protocol gives in
+// seconds.
+var secondsStats = map[string]bool{"age": true, "delay": true, "ttr": true, "time-left": true}
+
 // jobFields describes a job: its ID, what stats-job says of it (when the
 // server still has it), its size and, when readable, its body.
 func jobFields(j beanstalkc.Job, st beanstalkc.Stats, asJSON bool) object {
@@ -278,9 +282,18 @@ func jobFields(j beanstalkc.Job, st beanstalkc.Stats, asJSON bool) object {
 		if s.Key == "id" || s.Key == "file" {
 			continue // the ID is there already; "file" is beanstalkd's binlog file
 		}
-		if asJSON {
+		switch {
+		case asJSON:
 			o = append(o, field{s.Key, statValue(s.Key, s.Value)})
-		} else {
+		case secondsStats[s.Key]:
+			// The protocol counts these in seconds; text shows the unit,
+			// as it does for the HTTP API's milliseconds.
+			if n, err := strconv.ParseInt(s.Value, 10, 64); err == nil && n >= 0 {
+				o = append(o, field{s.Key, (time.Duration(n) * time.Second).String()})
+				continue
+			}
+			o = append(o, field{s.Key, s.Value})
+		default:
 			o = append(o, field{s.Key, s.Value})
 		}
 	}

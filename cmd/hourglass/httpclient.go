@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -121,7 +122,26 @@ func (c *cli) show(f httpFlags, body []byte) error {
 		_, err := c.stdout.Write(body)
 		return err
 	}
-	return writeKV(c.stdout, o)
+	return writeKV(c.stdout, durationsOf(o))
+}
+
+// durationsOf shows the members of milliseconds of a reply as durations
+// with their unit, as every text output does: ttr_ms 60000 is "ttr: 1m0s".
+func durationsOf(o orderedObject) orderedObject {
+	out := make(orderedObject, len(o))
+	for i, f := range o {
+		out[i] = f
+		name, ok := strings.CutSuffix(f.key, "_ms")
+		if !ok {
+			continue
+		}
+		if s, isText := f.value.(string); isText {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+				out[i] = field{name, (time.Duration(n) * time.Millisecond).String()}
+			}
+		}
+	}
+	return out
 }
 
 // orderedObject decodes a JSON object keeping its keys in order; nested

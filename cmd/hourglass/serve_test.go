@@ -105,7 +105,7 @@ func TestStoreErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	expect(t, nil, 1, []string{"serve", "--store", "mem://", "--beanstalk-addr", l.Addr().String()}, "--beanstalk-addr", "address already in use")
+	expect(t, nil, 1, []string{"serve", "--store", "mem://", "--beanstalk-addr", l.Addr().String()}, "--addr", "address already in use")
 }
 
 // SIGUSR1 puts the server in drain mode: puts are refused, the rest works.
