@@ -164,7 +164,7 @@ func (c *counterLog) CounterHistory(ctx context.Context, from, to int64) ([]queu
 	if err := queue.CheckCounterRange(from, to); err != nil {
 		return nil, err
 	}
-	now, err := c.e.begin(ctx, queue.ErrClosed)
+	now, err := c.e.beginRead(ctx, queue.ErrClosed)
 	if err != nil {
 		return nil, err
 	}

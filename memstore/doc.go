@@ -96,6 +96,17 @@
 // acknowledged job is never lost, and because group commit makes the cost
 // of an fsync per write shared by all writers that arrive during it.
 //
+// A full disk refuses writes before anything changes: every method that
+// would change the state first asks the log for room for its records,
+// which the log reserves on disk ahead of them, and fails with an error
+// wrapping ErrNoSpace (the queue's methods: queue.ErrFull too) when the
+// disk has none; reads are served, and writes resume by themselves as soon
+// as the disk has room. A failed write or fsync of the log stops it for
+// good: every later write fails with an error wrapping ErrLogFailed, reads
+// are served from memory, and only Close and Open again (which recovers
+// what is on disk) make the Store writable. See docs/embedded-engine.md,
+// "Faults".
+//
 // A change is visible to other callers as soon as it is made in memory,
 // which is before its records are on disk: a reserver may get a job whose
 // Put has not returned yet. So a crash can undo a change that another

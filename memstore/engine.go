@@ -74,8 +74,8 @@ func (e *engine) add(table []registration) {
 
 // open opens the log in dir and replays it into the parts, then lets each
 // part apply what fell due while the Store was closed.
-func (e *engine) open(dir string, sync wal.SyncPolicy) error {
-	l, err := wal.Open(dir, &wal.Options{Sync: sync, Logger: e.logger}, e.replay)
+func (e *engine) open(dir string, sync wal.SyncPolicy, fs wal.FS) error {
+	l, err := wal.Open(dir, &wal.Options{Sync: sync, Logger: e.logger, FS: fs}, e.replay)
 	if err != nil {
 		return fmt.Errorf("memstore: open %s: %w", dir, err)
 	}
@@ -127,11 +127,25 @@ func (e *engine) close() error {
 
 func (e *engine) now() int64 { return e.clock().UnixNano() }
 
-// begin starts an operation: it takes the lock and applies the due work of
-// the parts registered with onBegin. On success the caller must call end.
-// A closed Store fails with closed, the error of the calling part's
-// package for a closed store (queue.ErrClosed, lock.ErrClosed, …).
+// begin starts an operation that may change the state: it takes the lock,
+// makes sure the log can take the operation's records (records of up to
+// smallRecord bytes; beginSized for more) and applies the due work of the
+// parts registered with onBegin. On success the caller must call end. A
+// closed Store fails with closed, the error of the calling part's package
+// for a closed store (queue.ErrClosed, lock.ErrClosed, …); a full disk
+// with an error wrapping ErrNoSpace, a failed log with one wrapping
+// ErrLogFailed, and then nothing has changed.
 func (e *engine) begin(ctx context.Context, closed error) (int64, error) {
+	return e.beginSized(ctx, closed, smallRecord)
+}
+
+// smallRecord is the room begin asks the log for: the records of one
+// operation without a body or a value.
+const smallRecord = 1 << 10
+
+// beginSized is begin for an operation whose records take about need
+// bytes.
+func (e *engine) beginSized(ctx context.Context, closed error, need int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -141,16 +155,37 @@ func (e *engine) begin(ctx context.Context, closed error) (int64, error) {
 		return 0, closed
 	}
 	if e.log != nil {
-		if err := e.log.Err(); err != nil {
+		if err := e.log.Room(need); err != nil {
 			e.mu.Unlock()
-			return 0, fmt.Errorf("memstore: the log has failed; close and reopen the store: %w", err)
+			if errors.Is(err, wal.ErrFailed) {
+				return 0, fmt.Errorf("memstore: no write is taken until the store is closed and reopened: %w", err)
+			}
+			return 0, fmt.Errorf("memstore: %w", err)
 		}
 	}
+	return e.beginLocked(), nil
+}
+
+// beginRead is begin for an operation that changes nothing: it is served
+// on a full disk and after the log has failed, from the state in memory.
+func (e *engine) beginRead(ctx context.Context, closed error) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return 0, closed
+	}
+	return e.beginLocked(), nil
+}
+
+func (e *engine) beginLocked() int64 {
 	now := e.now()
 	for _, p := range e.onBegin {
 		p.advance(now)
 	}
-	return now, nil
+	return now
 }
 
 // end finishes an operation: it re-arms the timer, starts a snapshot when

@@ -233,7 +233,11 @@ func (x *hashFields) reap(hash, field string, ms int64, t *wal.Ticket) {
 
 // Set implements ttlhash.Store.
 func (h *Hashes) Set(ctx context.Context, hash string, req ttlhash.SetRequest) (int, error) {
-	now, err := h.begin(ctx)
+	need := int64(smallRecord)
+	for _, fd := range req.Fields {
+		need += 64 + int64(len(hash)+len(fd.Name)+len(fd.Value))
+	}
+	now, err := h.e.beginSized(ctx, ttlhash.ErrClosed, need)
 	if err != nil {
 		return 0, err
 	}
@@ -264,7 +268,7 @@ func (h *Hashes) Set(ctx context.Context, hash string, req ttlhash.SetRequest) (
 
 // read runs a read-only operation under the lock.
 func (h *Hashes) read(ctx context.Context, f func(ms int64)) error {
-	now, err := h.begin(ctx)
+	now, err := h.e.beginRead(ctx, ttlhash.ErrClosed)
 	if err != nil {
 		return err
 	}

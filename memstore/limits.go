@@ -113,7 +113,7 @@ func (q *jobQueue) setLimitsLocked(tube string, l queue.Limits, now int64) {
 
 // TubeLimits is the part's side of Store.TubeLimits (queuestore.go).
 func (q *jobQueue) TubeLimits(ctx context.Context, tube string) (queue.Limits, error) {
-	now, err := q.begin(ctx)
+	now, err := q.beginRead(ctx)
 	if err != nil {
 		return queue.Limits{}, err
 	}
@@ -126,7 +126,7 @@ func (q *jobQueue) TubeLimits(ctx context.Context, tube string) (queue.Limits, e
 
 // LimitedTubes is the part's side of Store.LimitedTubes (queuestore.go).
 func (q *jobQueue) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
-	now, err := q.begin(ctx)
+	now, err := q.beginRead(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -282,7 +282,7 @@ func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Durati
 
 // TTL implements lock.Store.
 func (l *Locks) TTL(ctx context.Context, name, token string) (time.Duration, error) {
-	now, err := l.begin(ctx)
+	now, err := l.e.beginRead(ctx, lock.ErrClosed)
 	if err != nil {
 		return 0, err
 	}

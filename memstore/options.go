@@ -106,6 +106,8 @@ type Options struct {
 	// after the table of register: the worked example of CONTRIBUTING.md
 	// (tally_test.go) is a part that no production Store has.
 	moreParts func(s *Store) []registration
+	// fs, set by the package's tests only, is the log's file layer.
+	fs wal.FS
 }
 
 func (o *Options) clock() func() time.Time {
@@ -142,6 +144,13 @@ func (o *Options) fsync() FsyncPolicy {
 		return FsyncAlways
 	}
 	return o.Fsync
+}
+
+func (o *Options) fileLayer() wal.FS {
+	if o == nil {
+		return nil
+	}
+	return o.fs
 }
 
 func (o *Options) maxJobs() int {

@@ -33,7 +33,11 @@ func (j *job) addHistory(out *queue.JobStats) {
 
 // Put is the part's side of Store.Put (queuestore.go).
 func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
-	now, err := q.begin(ctx)
+	need := int64(smallRecord)
+	for _, nj := range jobs {
+		need += putRecordSize + int64(len(nj.Body)+len(nj.UniqueKey))
+	}
+	now, err := q.beginSized(ctx, need)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +90,10 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 	}
 	return res, nil
 }
+
+// putRecordSize bounds a put record's bytes beside the job's body, unique
+// key and tube name: the record's header and the job's numbers.
+const putRecordSize = 128 + queue.MaxTubeName
 
 // putJobLocked stores a new job in t, counts it, and logs it; the caller
 // has checked the cap, the ID space and the unique key.
@@ -398,7 +406,7 @@ func (q *jobQueue) Touch(ctx context.Context, owner string, id queue.ID) (time.D
 
 // Reservations is the part's side of Store.Reservations (queuestore.go).
 func (q *jobQueue) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
-	now, err := q.begin(ctx)
+	now, err := q.beginRead(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -501,7 +509,7 @@ func (q *jobQueue) PeekStateN(ctx context.Context, tube string, st queue.State, 
 	if n < 1 {
 		return nil, fmt.Errorf("%w: PeekStateN of %d jobs", queue.ErrInvalid, n)
 	}
-	now, err := q.begin(ctx)
+	now, err := q.beginRead(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -518,7 +526,7 @@ func (q *jobQueue) PeekStateN(ctx context.Context, tube string, st queue.State, 
 
 // StatsJob is the part's side of Store.StatsJob (queuestore.go).
 func (q *jobQueue) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
-	now, err := q.begin(ctx)
+	now, err := q.beginRead(ctx)
 	if err != nil {
 		return queue.JobStats{}, err
 	}
@@ -558,7 +566,7 @@ func (q *jobQueue) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, e
 
 // StatsTube is the part's side of Store.StatsTube (queuestore.go).
 func (q *jobQueue) StatsTube(ctx context.Context, tube string) (queue.TubeStats, error) {
-	now, err := q.begin(ctx)
+	now, err := q.beginRead(ctx)
 	if err != nil {
 		return queue.TubeStats{}, err
 	}
@@ -606,7 +614,7 @@ func (q *jobQueue) StatsTube(ctx context.Context, tube string) (queue.TubeStats,
 
 // Stats is the part's side of Store.Stats (queuestore.go).
 func (q *jobQueue) Stats(ctx context.Context) (queue.Stats, error) {
-	now, err := q.begin(ctx)
+	now, err := q.beginRead(ctx)
 	if err != nil {
 		return queue.Stats{}, err
 	}
@@ -693,7 +701,7 @@ func (q *jobQueue) releaseAllLocked(now int64) {
 
 // Tubes is the part's side of Store.Tubes (queuestore.go).
 func (q *jobQueue) Tubes(ctx context.Context) ([]string, error) {
-	now, err := q.begin(ctx)
+	now, err := q.beginRead(ctx)
 	if err != nil {
 		return nil, err
 	}

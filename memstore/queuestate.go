@@ -2,6 +2,8 @@ package memstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/hourglass-io/hourglass/internal/wal"
 	"github.com/hourglass-io/hourglass/queue"
@@ -56,7 +58,29 @@ func (q *jobQueue) init(e *engine, maxJobs int) {
 }
 
 // begin starts an operation (see engine.begin).
-func (q *jobQueue) begin(ctx context.Context) (int64, error) { return q.e.begin(ctx, queue.ErrClosed) }
+func (q *jobQueue) begin(ctx context.Context) (int64, error) {
+	return q.full(q.e.begin(ctx, queue.ErrClosed))
+}
+
+// beginSized starts an operation whose records take about need bytes (see
+// engine.beginSized).
+func (q *jobQueue) beginSized(ctx context.Context, need int64) (int64, error) {
+	return q.full(q.e.beginSized(ctx, queue.ErrClosed, need))
+}
+
+// beginRead starts an operation that changes nothing (see
+// engine.beginRead).
+func (q *jobQueue) beginRead(ctx context.Context) (int64, error) {
+	return q.e.beginRead(ctx, queue.ErrClosed)
+}
+
+// full makes a full disk the queue's ErrFull.
+func (q *jobQueue) full(now int64, err error) (int64, error) {
+	if errors.Is(err, ErrNoSpace) {
+		err = fmt.Errorf("%w: %w", queue.ErrFull, err)
+	}
+	return now, err
+}
 
 func (q *jobQueue) next() int64 {
 	if t := q.sched.top(); t != nil {

@@ -135,7 +135,7 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 
 // Get implements schedule.Store.
 func (c *Schedules) Get(ctx context.Context, name string) (schedule.State, error) {
-	now, err := c.begin(ctx)
+	now, err := c.e.beginRead(ctx, schedule.ErrClosed)
 	if err != nil {
 		return schedule.State{}, err
 	}
@@ -150,7 +150,7 @@ func (c *Schedules) Get(ctx context.Context, name string) (schedule.State, error
 
 // List implements schedule.Store.
 func (c *Schedules) List(ctx context.Context, after string, limit int) ([]schedule.State, error) {
-	now, err := c.begin(ctx)
+	now, err := c.e.beginRead(ctx, schedule.ErrClosed)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 
 // Due implements schedule.Store.
 func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, error) {
-	now, err := c.begin(ctx)
+	now, err := c.e.beginRead(ctx, schedule.ErrClosed)
 	if err != nil {
 		return schedule.DueResult{}, err
 	}
@@ -300,7 +300,7 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 
 // Now implements schedule.Store: the store's clock (Options.Clock).
 func (c *Schedules) Now(ctx context.Context) (time.Time, error) {
-	now, err := c.begin(ctx)
+	now, err := c.e.beginRead(ctx, schedule.ErrClosed)
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -15,6 +15,21 @@ var (
 	ErrCorrupt = wal.ErrCorrupt
 )
 
+// Errors of a Store made by Open, wrapped by a method that would change
+// the state. Nothing has changed when a method returns one; reads are
+// served all the same.
+var (
+	// ErrNoSpace: the disk has no room for the log's records. The
+	// queue's methods wrap queue.ErrFull with it. The Store goes on:
+	// every write asks the disk again, and writes resume once it has
+	// room, without a restart.
+	ErrNoSpace = wal.ErrNoSpace
+	// ErrLogFailed: a write or an fsync of the log failed. The log cannot
+	// know what of it reached the disk, so it acknowledges nothing more;
+	// close the Store and open it again, which recovers what is on disk.
+	ErrLogFailed = wal.ErrFailed
+)
+
 // Store is the embedded engine: a queue.Store and queue.Notifier kept in
 // memory and, when made by Open, in a log on disk; Hashes, Locks, Limits
 // and Schedules return the stores of the other primitives, kept beside the
@@ -87,7 +102,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s := newStore(opts)
-	if err := s.engine.open(dir, opts.fsync().sync()); err != nil {
+	if err := s.engine.open(dir, opts.fsync().sync(), opts.fileLayer()); err != nil {
 		return nil, err
 	}
 	return s, nil

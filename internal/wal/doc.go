@@ -44,8 +44,23 @@
 //   - SyncNever: as SyncEverySec without the goroutine: the operating system
 //     writes the data back when it likes (on Linux, within about 30 s).
 //
-// A write or fsync error is sticky: every later Wait returns it, since the
-// log no longer knows what is on disk. The owner must stop.
+// A write or fsync error is sticky: every later Wait, Room and Sync returns
+// it (wrapping ErrFailed), since the log no longer knows what is on disk
+// (after a failed fsync the kernel may have dropped the pages and report
+// the next fsync as a success). The owner must reopen the log.
+//
+// # A full disk
+//
+// The log reserves its room on disk ahead of its records (fallocate(2)
+// without changing the file's size, Options.Preallocate at a time), so a
+// record written there never finds the disk full. Room(n), called before
+// the owner changes anything, says whether n more bytes of records fit; it
+// reserves more when the room runs short, and fails with ErrNoSpace when
+// the disk refuses, appending nothing: the owner refuses the change, and
+// the next Room asks the disk again. Options.Reserve bytes of the room are
+// kept for records appended without asking. A cut whose new segment cannot
+// be created with the old one's room leaves the log in the old segment,
+// and its snapshot fails. All files are written through Options.FS.
 //
 // # Snapshots
 //

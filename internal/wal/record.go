@@ -28,6 +28,13 @@ var (
 	ErrLocked = errors.New("wal: data directory is in use")
 	// ErrClosed: the Log has been closed.
 	ErrClosed = errors.New("wal: closed")
+	// ErrNoSpace: Room refused records because the disk is full. Nothing
+	// was appended; the log goes on.
+	ErrNoSpace = errors.New("wal: no space on disk for the log")
+	// ErrFailed: a write or an fsync failed and the log has stopped: it
+	// acknowledges nothing more, and only a reopen recovers (what is on
+	// disk).
+	ErrFailed = errors.New("wal: the log has failed")
 )
 
 // CorruptError reports where the damage is. It wraps ErrCorrupt.

@@ -105,9 +105,16 @@ func (w *SnapshotWriter) Commit() (err error) {
 	if err := l.Wait(w.ticket); err != nil {
 		return err
 	}
+	l.mu.Lock()
+	cutErr := l.cutErr
+	l.cutErr = nil
+	l.mu.Unlock()
+	if cutErr != nil {
+		return fmt.Errorf("wal: snapshot: %w", cutErr)
+	}
 	final := filepath.Join(l.dir, snapshotName(w.seg))
 	tmp := final + ".tmp"
-	if err := w.write(tmp); err != nil {
+	if err := w.write(l.fs, tmp); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -115,7 +122,7 @@ func (w *SnapshotWriter) Commit() (err error) {
 		os.Remove(tmp)
 		return fmt.Errorf("wal: %w", err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := l.syncDir(); err != nil {
 		return err
 	}
 	segs, snaps, err := l.dirFiles()
@@ -136,8 +143,8 @@ func (w *SnapshotWriter) Commit() (err error) {
 	return nil
 }
 
-func (w *SnapshotWriter) write(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+func (w *SnapshotWriter) write(fs FS, path string) error {
+	f, err := fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}

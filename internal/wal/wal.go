@@ -32,9 +32,27 @@ type Options struct {
 	// SyncEverySec. Default one second.
 	SyncInterval time.Duration
 	// Logger receives a line when Open cuts a torn tail or removes stale
-	// files, and when a snapshot is written. Default: nothing is logged.
+	// files, when a snapshot is written, when the disk is full and when
+	// the log fails. Default: nothing is logged.
 	Logger *slog.Logger
+	// Preallocate is how many bytes the log reserves on disk at a time,
+	// ahead of its records (fallocate(2) without changing the file's
+	// size), so that a record Room admitted never finds the disk full.
+	// Default 1 MiB. Where the file system cannot reserve space, nothing
+	// is reserved and a write that finds the disk full fails the log.
+	Preallocate int64
+	// Reserve is the part of the reserved room that Room keeps for the
+	// records the owner appends without asking (work that falls due).
+	// Default 256 KiB.
+	Reserve int64
+	// FS is the file layer the log writes through. Default OSFS.
+	FS FS
 }
+
+const (
+	defaultPreallocate = 1 << 20
+	defaultReserve     = 256 << 10
+)
 
 // ReplayFunc receives the records of the log in order at Open. The payload
 // is valid only during the call. An error stops Open and is reported with
@@ -70,6 +88,7 @@ type Log struct {
 	opts   Options
 	logger *slog.Logger
 	lock   *os.File
+	fs     FS
 	rec    Recovery
 	quit   chan struct{}
 	wg     sync.WaitGroup
@@ -88,13 +107,23 @@ type Log struct {
 	syncing         bool // the background fsync is using f
 	rotating        bool // the flusher is replacing f
 	snapshotting    bool
+	allocating      bool // Room is reserving space in f
 	closed          bool
-	err             error // sticky: the first write or fsync error
-	f               *os.File
+	err             error // sticky: the first write or fsync error, wrapped in ErrFailed
+	f               File
 	seg             uint64 // number of f's segment
-	nextSeg         uint64 // number the next cut gives its segment
-	appended        int64  // bytes of records since the snapshot replayed at Open, buffered ones included
-	base            int64  // appended at the cut of the last snapshot written
+	// alloc: f is reserved on disk up to this offset; credit: the bytes
+	// of that room not yet taken by a record appended (negative when
+	// records were appended beyond it). noAlloc: the file system cannot
+	// reserve space.
+	alloc, credit int64
+	noAlloc       bool
+	cutErr        error  // why the last cut could not start its segment (Commit reports it)
+	nextSeg       uint64 // number the next cut gives its segment
+	appended      int64  // bytes of records since the snapshot replayed at Open, buffered ones included
+	base          int64  // appended at the cut of the last snapshot written
+
+	off int64 // the size of f; the flusher's alone
 }
 
 // chunk is a sealed run of records, followed by a switch to segment rotate
@@ -127,6 +156,16 @@ func Open(dir string, opts *Options, replay ReplayFunc) (*Log, error) {
 	if l.opts.SyncInterval <= 0 {
 		l.opts.SyncInterval = time.Second
 	}
+	if l.opts.Preallocate <= 0 {
+		l.opts.Preallocate = defaultPreallocate
+	}
+	if l.opts.Reserve <= 0 {
+		l.opts.Reserve = defaultReserve
+	}
+	l.fs = l.opts.FS
+	if l.fs == nil {
+		l.fs = OSFS{}
+	}
 	l.logger = l.opts.Logger
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
@@ -143,6 +182,15 @@ func Open(dir string, opts *Options, replay ReplayFunc) (*Log, error) {
 	if err := l.recover(replay); err != nil {
 		unlockDir(l.lock)
 		return nil, err
+	}
+	l.alloc = l.off
+	l.mu.Lock()
+	err = l.roomLocked(0)
+	l.mu.Unlock()
+	if err != nil {
+		// The state is read and the log can serve it; writes wait for
+		// the room (Room asks again).
+		l.logger.Warn("wal: no room on disk for new records; writes are refused until there is", "dir", dir, "err", err)
 	}
 	if l.opts.Sync == SyncEverySec {
 		l.quit = make(chan struct{})
@@ -239,14 +287,14 @@ func (l *Log) recover(replay ReplayFunc) error {
 		if len(live) == 0 {
 			n = max(snap, 1)
 		}
-		f, err := l.createSegment(n)
+		f, err := l.createSegment(n, 0)
 		if err != nil {
 			return err
 		}
-		l.f, l.seg = f, n
+		l.f, l.seg, l.off = f, n, headerLen
 	} else {
 		n := live[len(live)-1]
-		f, err := os.OpenFile(filepath.Join(l.dir, segmentName(n)), os.O_WRONLY, 0)
+		f, err := l.fs.OpenFile(filepath.Join(l.dir, segmentName(n)), os.O_WRONLY, 0)
 		if err != nil {
 			return fmt.Errorf("wal: %w", err)
 		}
@@ -254,7 +302,7 @@ func (l *Log) recover(replay ReplayFunc) error {
 			f.Close()
 			return fmt.Errorf("wal: %w", err)
 		}
-		l.f, l.seg = f, n
+		l.f, l.seg, l.off = f, n, end
 	}
 	l.nextSeg = l.seg + 1
 	return nil
@@ -268,24 +316,32 @@ func (l *Log) remove(name string) {
 	l.logger.Info("wal: removed a stale file", "file", name)
 }
 
-// createSegment creates segment n with its header, on disk.
-func (l *Log) createSegment(n uint64) (*os.File, error) {
+// createSegment creates segment n with its header, on disk, and reserves
+// room bytes after the header. A failure leaves no file.
+func (l *Log) createSegment(n uint64, room int64) (File, error) {
 	path := filepath.Join(l.dir, segmentName(n))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := l.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	if _, err := f.Write(segmentMagic); err != nil {
+	fail := func(err error) (File, error) {
 		f.Close()
-		return nil, fmt.Errorf("wal: %w", err)
+		os.Remove(path)
+		return nil, err
+	}
+	if _, err := f.Write(segmentMagic); err != nil {
+		return fail(fmt.Errorf("wal: %w", err))
+	}
+	if room > 0 {
+		if err := f.Allocate(headerLen, room); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			return fail(fmt.Errorf("wal: %w", err))
+		}
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("wal: %w", err)
+		return fail(fmt.Errorf("wal: fsync: %w", err))
 	}
-	if err := syncDir(l.dir); err != nil {
-		f.Close()
-		return nil, err
+	if err := l.syncDir(); err != nil {
+		return fail(err)
 	}
 	return f, nil
 }
@@ -394,7 +450,7 @@ func (l *Log) replaySegment(n uint64, last bool, replay ReplayFunc) (int64, erro
 func (l *Log) cut(path string, at, size int64) error {
 	l.logger.Warn("wal: cutting a torn tail", "file", path, "offset", at, "bytes", size-at)
 	l.rec.CutFile, l.rec.CutOffset, l.rec.CutBytes = path, at, size-at
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	f, err := l.fs.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
@@ -427,6 +483,7 @@ func (l *Log) Append(kind byte, parts ...[]byte) Ticket {
 	l.buf = appendRecord(l.buf, kind, parts...)
 	l.seq++
 	l.appended += size
+	l.credit -= size
 	t := Ticket(l.seq)
 	l.mu.Unlock()
 	return t
@@ -438,6 +495,68 @@ func (l *Log) Size() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.appended - l.base
+}
+
+// Room reports whether records of need bytes (as encoded: payloads and
+// about a dozen bytes of header each) may be appended now and be sure to reach the disk:
+// it returns nil when they may, the error that stopped the log (wrapping
+// ErrFailed) when it has failed, ErrClosed when it is closed, and an error
+// wrapping ErrNoSpace when the disk cannot hold them while keeping
+// Options.Reserve bytes for records appended without asking. Call it
+// before changing anything, under the lock that orders the Append calls:
+// a refused change is then one never made. When the reserved room runs
+// short, Room reserves more (an fallocate(2), the only I/O it does), so
+// each call after a refusal asks the disk again, and writes resume as soon
+// as the disk has room.
+func (l *Log) Room(need int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.roomLocked(need)
+}
+
+func (l *Log) roomLocked(need int64) error {
+	for {
+		switch {
+		case l.closed:
+			return ErrClosed
+		case l.err != nil:
+			return l.err
+		case l.noAlloc || l.credit-need >= l.opts.Reserve:
+			return nil
+		case !l.rotating && !l.allocating:
+		default:
+			l.cond.Wait()
+			continue
+		}
+		break
+	}
+	short := need + l.opts.Reserve - l.credit
+	f, at := l.f, l.alloc
+	l.allocating = true
+	l.mu.Unlock()
+	n := max(l.opts.Preallocate, short)
+	err := f.Allocate(at, n)
+	if isNoSpace(err) && n > short {
+		// Not a whole step: what this call needs may still fit.
+		n = short
+		err = f.Allocate(at, n)
+	}
+	l.mu.Lock()
+	l.allocating = false
+	l.cond.Broadcast()
+	switch {
+	case err == nil:
+		l.alloc = at + n
+		l.credit += n
+		return nil
+	case errors.Is(err, errors.ErrUnsupported):
+		l.noAlloc = true
+		l.logger.Warn("wal: the file system cannot reserve space; a write that finds the disk full will stop the log", "dir", l.dir, "err", err)
+		return nil
+	case isNoSpace(err):
+		return fmt.Errorf("%w: %d bytes of records refused, nothing written (%w)", ErrNoSpace, need, err)
+	}
+	return fmt.Errorf("%w: reserving %d bytes: %w", ErrNoSpace, n, err)
 }
 
 // Err returns the sticky write error, if any.
@@ -505,6 +624,7 @@ func (l *Log) Sync() error {
 	l.flushing = false
 	if err != nil {
 		l.fail(fmt.Errorf("wal: fsync: %w", err))
+		err = l.err
 	} else {
 		l.synced = max(l.synced, uint64(t))
 	}
@@ -556,10 +676,16 @@ func (l *Log) flushLocked() {
 	l.cond.Broadcast()
 }
 
+// fail stops the log for good. After a failed write or fsync the log
+// cannot know what of its file is on disk: the kernel may have dropped the
+// pages it could not write and report the next fsync as a success, so
+// retrying could acknowledge records that are gone. Only a reopen, which
+// reads back what is on disk, knows.
 func (l *Log) fail(err error) {
 	if l.err == nil {
-		l.err = err
-		l.logger.Error("wal: the log has stopped", "err", err)
+		l.err = fmt.Errorf("%w: %w", ErrFailed, err)
+		l.logger.Error("wal: THE LOG HAS FAILED: no write is acknowledged from now on; reads go on from memory; close and reopen to recover what is on disk",
+			"dir", l.dir, "segment", segmentName(l.seg), "err", err)
 	}
 }
 
@@ -569,7 +695,9 @@ func (l *Log) writeChunks(chunks []chunk) error {
 	dirty := false
 	for _, c := range chunks {
 		if len(c.data) > 0 {
-			if _, err := l.f.Write(c.data); err != nil {
+			n, err := l.f.Write(c.data)
+			l.off += int64(n)
+			if err != nil {
 				return fmt.Errorf("wal: write: %w", err)
 			}
 			dirty = true
@@ -591,13 +719,17 @@ func (l *Log) writeChunks(chunks []chunk) error {
 
 // rotate fsyncs and closes the current segment and starts segment n. The
 // old segment is on disk before the new one exists, so only the last
-// segment can have a torn tail.
+// segment can have a torn tail. The new segment takes over the room
+// reserved in the old one; when it cannot be created with that room (the
+// disk is full), the log stays in the old segment and the cut's snapshot
+// fails (cutErr).
 func (l *Log) rotate(n uint64) error {
 	l.mu.Lock()
 	l.rotating = true
-	for l.syncing {
+	for l.syncing || l.allocating {
 		l.cond.Wait()
 	}
+	room := max(0, l.alloc-l.off)
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()
@@ -608,15 +740,27 @@ func (l *Log) rotate(n uint64) error {
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("wal: fsync: %w", err)
 	}
+	f, err := l.createSegment(n, room)
+	if err != nil {
+		l.logger.Warn("wal: cannot start a new segment; the log goes on in the old one", "segment", segmentName(n), "err", err)
+		l.mu.Lock()
+		if l.nextSeg == n+1 {
+			l.nextSeg = n // no gap in the numbers
+		}
+		l.cutErr = err
+		l.synced = l.written
+		l.mu.Unlock()
+		return nil
+	}
+	// The old segment's room beyond its end goes back to the disk.
+	_ = l.f.Truncate(l.off)
 	if err := l.f.Close(); err != nil {
+		f.Close()
 		return fmt.Errorf("wal: close: %w", err)
 	}
-	f, err := l.createSegment(n)
-	if err != nil {
-		return err
-	}
 	l.mu.Lock()
-	l.f, l.seg = f, n
+	l.f, l.seg, l.off = f, n, headerLen
+	l.alloc = headerLen + room
 	l.synced = l.written
 	l.mu.Unlock()
 	return nil
@@ -684,6 +828,7 @@ func (l *Log) Close() error {
 		l.wg.Wait()
 	}
 	if err == nil {
+		_ = l.f.Truncate(l.off) // the room reserved beyond the end goes back to the disk
 		if serr := l.f.Sync(); serr != nil {
 			err = fmt.Errorf("wal: fsync: %w", serr)
 		}
@@ -697,16 +842,16 @@ func (l *Log) Close() error {
 	return err
 }
 
-// syncDir fsyncs a directory, so that created, renamed and removed names
-// are on disk.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// syncDir fsyncs the log's directory, so that created, renamed and removed
+// names are on disk.
+func (l *Log) syncDir() error {
+	d, err := l.fs.OpenFile(l.dir, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("wal: fsync %s: %w", dir, err)
+		return fmt.Errorf("wal: fsync %s: %w", l.dir, err)
 	}
 	return nil
 }
