@@ -130,4 +130,3 @@ func TestLostReply(t *testing.T) {
 		})
 	}
 }
-
