@@ -405,14 +405,13 @@ local function serve(a)
   local got = 0
   local cand = open_tubes()
   while got < max do
-    local best, idh, M
+    local best, idh, pri, M
     if #cand == 1 and #fams == 0 then
       best = cand[1]
       local h = redis.call('ZPOPMIN', Ts[best].r)
-      idh = h[1]
+      idh, pri = h[1], tonumber(h[2])
     else
-      local _
-      best, _, idh, M = head(cand)
+      best, pri, idh, M = head(cand)
       if best then
         redis.call('ZREM', (M or Ts[best]).r, idh)
       end
@@ -421,9 +420,7 @@ local function serve(a)
       break
     end
     local T = M or Ts[best]
-    local rec, body = load(idh)
-    local deadline = reserve_rec(T, idh, rec, body, owner, now)
-    local r = jobreply(idh, rec, body, T.name or names[best], deadline - now)
+    local r = take(T, idh, pri, owner, now, T.name or names[best])
     for k = 1, #r do
       jobs[#jobs + 1] = r[k]
     end

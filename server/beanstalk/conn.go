@@ -33,6 +33,7 @@ const (
 var (
 	errLineTooLong = errors.New("beanstalk: command line too long")
 	errHalfClosed  = errors.New("beanstalk: client closed its side while waiting")
+	errReset       = errors.New("beanstalk: client gone while waiting")
 	aLongTimeAgo   = time.Unix(1, 0)
 )
 
@@ -68,6 +69,13 @@ type conn struct {
 	held     map[queue.ID]time.Time
 	producer bool // has put
 	worker   bool // has reserved
+	// finished is set once the client has closed its sending side (a FIN
+	// seen while a reserve waited): whatever it sent before is answered
+	// only while it can still read, which is checked before each command.
+	finished bool
+	// unanswered is a job reserved for a wait that the client's FIN ended
+	// first (ID 0: none): it goes back.
+	unanswered queue.Job
 
 	mu         sync.Mutex
 	state      connState
@@ -130,6 +138,22 @@ func (c *conn) serve() {
 			}
 		}
 		c.commandDone()
+		if c.finished {
+			// The client sent all it will send. It may still read (a
+			// half-close, answered as beanstalkd answers it) or be gone
+			// altogether: then the reply just written brought back a reset,
+			// and nothing more runs for no one.
+			if c.bw.Flush() != nil || peerGone(c.nc) {
+				return // closing returns what it holds, unanswered included
+			}
+			if j := c.unanswered; j.ID != 0 {
+				c.unanswered = queue.Job{}
+				if err := c.q.Release(c.ctx, j.ID, j.Priority, 0); err != nil {
+					c.log.Warn("beanstalk: returning a job that came as its client closed its side", "job", j.ID, "err", err)
+				}
+			}
+			continue
+		}
 		if unflushed++; c.br.Buffered() == 0 || unflushed >= maxUnflushed {
 			unflushed = 0
 			if err := c.bw.Flush(); err != nil {
@@ -531,7 +555,22 @@ func (c *conn) reserve(timeout time.Duration) error {
 	c.srv.waiting.Add(-1)
 	c.busy()
 
+	var left error // why the client left, if it did
+	if ctx.Err() != nil {
+		left = context.Cause(ctx)
+	}
 	switch {
+	case err == nil && errors.Is(left, errReset):
+		// The job came as the client left: closing returns it, unseen.
+		return hangUp(errReset)
+	case err == nil && errors.Is(left, errHalfClosed):
+		// The job came as the client closed its side: it is answered as
+		// if the hang-up had come first, and the job goes back when the
+		// client turns out to be gone (closing returns it) or, should it
+		// still read, at once (serve).
+		c.finished = true
+		c.unanswered = j
+		return queue.ErrTimeout
 	case err == nil:
 		return c.reserved(j)
 	case errors.Is(err, queue.ErrTimeout):
@@ -540,7 +579,12 @@ func (c *conn) reserve(timeout time.Duration) error {
 		}
 		return err
 	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errHalfClosed):
+		// beanstalkd answers a half-close TIMED_OUT, and then what the
+		// client had sent before it, while the client can read.
+		c.finished = true
 		return queue.ErrTimeout
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errReset):
+		return hangUp(errReset)
 	case ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrServerClosed):
 		return hangUp(ErrServerClosed)
 	}
@@ -559,18 +603,30 @@ func (c *conn) enterWait(cancel context.CancelCauseFunc) bool {
 	return true
 }
 
+// hangUpKind is how a client left while its reserve waited.
+type hangUpKind int
+
+const (
+	stillThere hangUpKind = iota // the watch was stopped
+	halfClosed                   // a FIN: the client sends no more, and may still read
+	reset                        // a reset or an error: the connection is gone
+)
+
 // watchHangUp watches the connection while it waits in reserve, so that a
-// client that closes its side (or goes away) ends the wait with
-// errHalfClosed. Commands that arrive meanwhile are left for later. The
-// returned function stops the watch and must be called before the
-// connection reads again.
+// client that closes its side ends the wait with errHalfClosed, and one
+// that resets the connection with errReset. Commands that arrive meanwhile
+// are left for later. The returned function stops the watch and must be
+// called before the connection reads again.
 func (c *conn) watchHangUp(cancel context.CancelCauseFunc) (stop func()) {
 	c.nc.SetReadDeadline(time.Time{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if c.awaitHangUp() {
+		switch c.awaitHangUp() {
+		case halfClosed:
 			cancel(errHalfClosed)
+		case reset:
+			cancel(errReset)
 		}
 	}()
 	return func() {
@@ -582,16 +638,22 @@ func (c *conn) watchHangUp(cancel context.CancelCauseFunc) (stop func()) {
 
 // peekHangUp waits for the end of the client's stream by reading ahead
 // into the buffer, where the commands that arrive meanwhile stay. Once the
-// buffer is full it can watch no further. It reports whether the stream
-// ended (false: the watch was stopped).
-func (c *conn) peekHangUp() bool {
+// buffer is full it can watch no further. It reports how the stream ended.
+func (c *conn) peekHangUp() hangUpKind {
 	for {
 		n := c.br.Buffered()
 		if n >= c.br.Size() {
-			return false
+			return stillThere
 		}
-		if _, err := c.br.Peek(n + 1); err != nil {
-			return !isTimeout(err)
+		_, err := c.br.Peek(n + 1)
+		switch {
+		case err == nil:
+		case isTimeout(err):
+			return stillThere
+		case errors.Is(err, io.EOF):
+			return halfClosed
+		default:
+			return reset
 		}
 	}
 }

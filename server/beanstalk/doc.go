@@ -32,6 +32,19 @@
 // server reaps it. stats-tube and pause-tube answer NOT_FOUND for a tube
 // that does not live.
 //
+// A client that goes away while its reserve waits is noticed at once,
+// without reading what it sent after the reserve (on Linux, as beanstalkd
+// does, by the socket's hang-up events): a reset ends the connection there,
+// its jobs back to ready and none of the commands it had pipelined behind
+// the reserve run; a FIN is answered TIMED_OUT, as beanstalkd answers a
+// half-close, and the commands sent before it are answered one at a time
+// only while the client still reads: a client that closed its socket
+// answers the TIMED_OUT with a reset, and the connection ends there. A job
+// that reaches a reserve as its client leaves goes back to ready unseen
+// (a release, should the half-closed client still read).
+// A client that goes away while the server waits for a put's body ends
+// the connection as soon as the socket says so, with no job stored.
+//
 // A connection whose first line is an HTTP request line ("POST / HTTP/1.1")
 // is closed without an answer and nothing it sent is run, so that a web
 // page cannot post commands to the port from a browser.

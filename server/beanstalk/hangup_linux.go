@@ -3,6 +3,7 @@
 package beanstalk
 
 import (
+	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -10,9 +11,9 @@ import (
 
 // awaitHangUp waits until the client shuts down its side of the
 // connection, as beanstalkd does with EPOLLRDHUP: without reading, so that
-// however much the client sends meanwhile stays for later. It reports
-// whether the client hung up (false: the watch was stopped).
-func (c *conn) awaitHangUp() bool {
+// however much the client sends meanwhile stays for later. It reports how
+// the client left, or stillThere when the watch was stopped.
+func (c *conn) awaitHangUp() hangUpKind {
 	sc, ok := c.nc.(syscall.Conn)
 	if !ok {
 		return c.peekHangUp()
@@ -21,15 +22,44 @@ func (c *conn) awaitHangUp() bool {
 	if err != nil {
 		return c.peekHangUp()
 	}
-	hup := false
+	kind := stillThere
 	err = rc.Read(func(fd uintptr) bool {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
 		n, err := unix.Poll(fds, 0)
-		if err != nil {
+		switch {
+		case err != nil:
 			return err != unix.EINTR
+		case n == 0:
+		case fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0:
+			kind = reset
+		case fds[0].Revents&unix.POLLRDHUP != 0:
+			kind = halfClosed
 		}
-		hup = n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
-		return hup // not yet: wait until the socket has news
+		return kind != stillThere // not yet: wait until the socket has news
 	})
-	return hup || (err != nil && !isTimeout(err))
+	if kind == stillThere && err != nil && !isTimeout(err) {
+		kind = reset
+	}
+	return kind
+}
+
+// peerGone reports whether the connection has been reset or closed both
+// ways: a client that closed its socket answers what is written to it
+// with a reset, which on the loopback is in before the write returns.
+func peerGone(nc net.Conn) bool {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gone := false
+	rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd)}}
+		n, err := unix.Poll(fds, 0)
+		gone = err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0
+	})
+	return gone
 }

@@ -260,7 +260,7 @@ func waitFor(t testing.TB, c *client, key, want string) {
 	deadline := time.Now().Add(replyTimeout)
 	for field(t, c.do("stats"), key) != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("stats %s never became %s", key, want)
+			t.Fatalf("stats %s never became %s:\n%s", key, want, c.do("stats"))
 		}
 	}
 }
