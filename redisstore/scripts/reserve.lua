@@ -5,7 +5,8 @@
 -- skipping paused tubes and tubes their limits hold back (docs/tube-limits.md).
 -- KEYS: m j tubes, then 6 keys per tube (see lib.lua)
 -- ARGV: now, tube count N, N tube names, request count R, then per request:
---       owner, max, pair count D, D pairs (tube index 1..N, job id hex) to delete
+--       owner, max (-1: only the deletes, a delete merged into the call),
+--       pair count D, D pairs (tube index 1..N, job id hex) to delete
 -- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 8 per job as jobreply),
 --            next (µs until a job may be ready, or a rate frees a tube with ready jobs, -1 if nothing is scheduled;
 --            only when fewer than max jobs were reserved, or when drained),
@@ -400,6 +401,10 @@ local function serve(a)
   for p = a + 3, a + 1 + 2 * d, 2 do
     local i = tonumber(ARGV[p])
     deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[p + 1], owner)
+  end
+  if max < 0 then
+    -- a delete riding in the call (runner.go, mergeCalls): nothing to reserve
+    return { deleted, {}, -1, 0, 0 }, a + 3 + 2 * d
   end
   local jobs = {}
   local got = 0
