@@ -133,12 +133,16 @@ func TestCommandBudgets(t *testing.T) {
 				}
 			}
 		}, jobs, 6},
-		{"promotion of due jobs, in the reserve that finds them", func() {
+		{"promotion of 1 due job, in the reserve that finds it", func() {
+			put("bp1", time.Second)
+			clock.Advance(time.Second)
+		}, func() { reserve("bp1", 1) }, 1, 13},
+		{"promotion of 50 due jobs, in the reserve that finds them", func() {
 			for range jobs {
 				put("bp", time.Second)
 			}
 			clock.Advance(time.Second)
-		}, func() { reserve("bp", 1) }, jobs, 5},
+		}, func() { reserve("bp", 1) }, 1, 13},
 	}
 	for _, bc := range cases {
 		if bc.prepare != nil {
@@ -150,5 +154,60 @@ func TestCommandBudgets(t *testing.T) {
 		if per > bc.max {
 			t.Errorf("%s: %.2f commands, budget %.0f: %s", bc.name, per, bc.max, show(cmds))
 		}
+	}
+
+	// No transition rewrites a job's record: after a reserve, a touch, a
+	// release with a new priority and a delay, a promotion, a timeout and a
+	// bury, every job's record is byte for byte what its put wrote.
+	records := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		it := c.Scan(ctx, 0, "*:j", 100).Iterator()
+		for it.Next(ctx) {
+			m, err := c.HGetAll(ctx, it.Val()).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for f, v := range m {
+				if len(f) == 14 { // a job's ID: its record
+					out[it.Val()+" "+f] = v
+				}
+			}
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	id := put("rw", 0)
+	before := records()
+	if j := reserve("rw", 1); len(j) != 1 || j[0].ID != id {
+		t.Fatalf("reserve: %v", j)
+	}
+	if _, err := s.Touch(ctx, "w", id); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "w", id, 7, time.Second, "try again"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	reserve("rw", 1)            // promotes and reserves it
+	clock.Advance(time.Minute) // its TTR runs out
+	reserve("rw", 1)           // times out and reserves it again
+	if err := s.Bury(ctx, "w", id, 9, "no"); err != nil {
+		t.Fatal(err)
+	}
+	after := records()
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("record %s rewritten:\n before %q\n after  %q", k, v, after[k])
+		}
+	}
+	st, err := s.StatsJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != queue.Buried || st.Priority != 9 || st.Reserves != 3 || st.Timeouts != 1 || st.Releases != 1 || st.Buries != 1 || st.LastError != "no" {
+		t.Errorf("stats after the transitions: %+v", st)
 	}
 }

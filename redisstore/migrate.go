@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -21,6 +22,8 @@ type Migration struct {
 	From, To string
 	// Deleted counts the keys of the earlier layout it removed.
 	Deleted int
+	// Converted counts the jobs whose keys it rewrote.
+	Converted int
 }
 
 // Migrate converts the store on c, written by an earlier layout, to
@@ -35,6 +38,15 @@ type Migration struct {
 // put in its tag's m (field seq); layout 2 counts them in the tube's total
 // only, adding a tube's total to m's gone when the tube goes, so each tag's
 // seq becomes gone: seq less the totals of its tubes.
+//
+// Layout 2 to 3: layout 2 kept a job in one value, its record and body,
+// rewritten by every reserve, promotion, timeout, release, bury and kick;
+// layout 3 writes the record once and keeps what changes apart (a past
+// written by the transitions that change it, a reservation while
+// reserved), so each job is rewritten into those fields, a chunk of a tag
+// a call. Migrate refuses (ErrInUse) while a server's session lease has
+// not lapsed: a server of the earlier layout would go on writing its
+// records into the converted store.
 func Migrate(ctx context.Context, c redis.UniversalClient, opts *Options) (Migration, error) {
 	k := keys{prefix: DefaultPrefix}
 	if opts != nil && opts.Prefix != "" {
@@ -52,16 +64,30 @@ func Migrate(ctx context.Context, c redis.UniversalClient, opts *Options) (Migra
 	switch v {
 	case LayoutVersion:
 		return m, nil
-	case "1":
+	case "1", "2":
 	default:
 		return m, fmt.Errorf("redisstore: migrate: %s holds layout version %q, which this build does not know (it reads %q)", k.layout(), v, LayoutVersion)
 	}
-	n, err := deleteIndexes(ctx, c, k)
-	m.Deleted = n
-	if err != nil {
-		return m, fmt.Errorf("redisstore: migrate: %w", err)
+	if err := refuseLiveSessions(ctx, c, k); err != nil {
+		return m, err
 	}
-	if err := convertTotals(ctx, c, k); err != nil {
+	if v == "1" {
+		n, err := deleteIndexes(ctx, c, k)
+		m.Deleted = n
+		if err != nil {
+			return m, fmt.Errorf("redisstore: migrate: %w", err)
+		}
+		if err := convertTotals(ctx, c, k); err != nil {
+			return m, fmt.Errorf("redisstore: migrate: %w", err)
+		}
+		if err := c.Set(ctx, k.layout(), "2", 0).Err(); err != nil {
+			return m, fmt.Errorf("redisstore: migrate: writing the layout version: %w", err)
+		}
+		m.To = "2"
+	}
+	n, err := convertJobs(ctx, c, k)
+	m.Converted = n
+	if err != nil {
 		return m, fmt.Errorf("redisstore: migrate: %w", err)
 	}
 	if err := c.Set(ctx, k.layout(), LayoutVersion, 0).Err(); err != nil {
@@ -69,6 +95,65 @@ func Migrate(ctx context.Context, c redis.UniversalClient, opts *Options) (Migra
 	}
 	m.To = LayoutVersion
 	return m, nil
+}
+
+// refuseLiveSessions fails when a server's session lease in the store has
+// not lapsed: a server of the earlier layout still running would go on
+// writing records of that layout into the converted store.
+func refuseLiveSessions(ctx context.Context, c redis.UniversalClient, k keys) error {
+	now, err := c.Time(ctx).Result() // leases are on Redis's clock
+	if err != nil {
+		return fmt.Errorf("redisstore: migrate: reading Redis's clock: %w", err)
+	}
+	live, err := c.ZRangeByScore(ctx, k.sessions(), &redis.ZRangeBy{Min: fmt.Sprint(now.UnixMilli()), Max: "+inf"}).Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: migrate: reading the sessions: %w", err)
+	}
+	if len(live) > 0 {
+		return fmt.Errorf("%w: %d server session(s) are alive (%s); stop every hourglass using the store, wait for their leases to end, and run migrate again", ErrInUse, len(live), strings.Join(live, ", "))
+	}
+	return nil
+}
+
+// ErrInUse is Migrate's error for a store that a running server still uses.
+var ErrInUse = errors.New("redisstore: migrate: the store is in use")
+
+// convertChunk is how many fields of a tag's job hash one conversion call
+// looks at: a bounded call, so that Redis goes on serving between them.
+const convertChunk = 200
+
+// convertJobs converts every tag's jobs from layout 2 to 3 (scripts/
+// convert.lua), a chunk a call, and returns how many it converted.
+// Converting a job twice is impossible (a converted value is left alone),
+// so a migration that stopped half way converts the rest when run again.
+func convertJobs(ctx context.Context, c redis.UniversalClient, k keys) (int, error) {
+	var closed atomic.Bool
+	r := newRunner(c, &closed)
+	if err := r.load(ctx); err != nil {
+		return 0, fmt.Errorf("loading the functions library: %w", err)
+	}
+	total := 0
+	for tag := range NumTags {
+		ks := k.tagKeys(tag)[:2]
+		cursor := "0"
+		for {
+			v, err := r.run(ctx, call{op: scripts.convert, keys: ks, args: []any{"", cursor, convertChunk}})
+			if err != nil {
+				return total, fmt.Errorf("converting the jobs of tag %d: %w", tag, err)
+			}
+			rep := replyOf(scripts.convert)
+			a := rep.arr(v, 2)
+			cursor = rep.str(a[0])
+			total += int(rep.int(a[1]))
+			if err := rep.done(); err != nil {
+				return total, err
+			}
+			if cursor == "0" {
+				break
+			}
+		}
+	}
+	return total, nil
 }
 
 // deleteIndexes deletes layout 1's reservation indexes: on every master,

@@ -18,9 +18,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// layoutFixture is testdata/layout1.json: every key of a store that the
-// release before layout 2 (b8959de) wrote at a fixed clock, and what that
-// release answered about it.
+// layoutFixture is testdata/layout<n>.json: every key of a store that the
+// release before layout n+1 wrote at a fixed clock (layout 1: b8959de;
+// layout 2: c03b85c), and what that release answered about it.
 type layoutFixture struct {
 	ClockUnixMs int64 `json:"clock_unix_ms"`
 	Keys        []struct {
@@ -40,11 +40,23 @@ type layoutFixture struct {
 	Reservations map[string][]queue.Reservation `json:"reservations"`
 }
 
-// loadLayout1 writes the fixture's keys under prefix and returns it.
-func loadLayout1(t *testing.T, c redis.UniversalClient, prefix string) layoutFixture {
+// layout is the layout version the fixture's store holds.
+func (f layoutFixture) layout() string {
+	for _, k := range f.Keys {
+		if k.Key == "hg:layout" {
+			v, _ := base64.StdEncoding.DecodeString(k.String)
+			return string(v)
+		}
+	}
+	return ""
+}
+
+// loadLayout writes the keys of fixture testdata/<name>.json under prefix
+// and returns it.
+func loadLayout(t *testing.T, c redis.UniversalClient, prefix, name string) layoutFixture {
 	t.Helper()
 	ctx := context.Background()
-	b, err := os.ReadFile("testdata/layout1.json")
+	b, err := os.ReadFile("testdata/" + name + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,33 +106,73 @@ func loadLayout1(t *testing.T, c redis.UniversalClient, prefix string) layoutFix
 // state, history and counters, the ledger of reservations is the same, and
 // the jobs go on through their lifecycle.
 func TestMigrateLayout1(t *testing.T) {
+	testMigrate(t, "layout1", func(t *testing.T, m redisstore.Migration) {
+		if m.From != "1" || m.Deleted != 7 || m.Converted != 12 {
+			t.Fatalf("Migrate: %+v, want from 1, 7 reservation indexes deleted, 12 jobs converted", m)
+		}
+	})
+}
+
+// The same for a store written by layout 2, whose jobs (groups' among
+// them) are rewritten into layout 3's fields.
+func TestMigrateLayout2(t *testing.T) {
+	testMigrate(t, "layout2", func(t *testing.T, m redisstore.Migration) {
+		if m.From != "2" || m.Deleted != 0 || m.Converted != 16 {
+			t.Fatalf("Migrate: %+v, want from 2, 16 jobs converted", m)
+		}
+	})
+}
+
+func testMigrate(t *testing.T, fixture string, checkMigration func(*testing.T, redisstore.Migration)) {
 	ctx := context.Background()
 	c := redistest.StandaloneClient(t)
 	prefix := redistest.Prefix(t)
-	f := loadLayout1(t, c, prefix)
+	f := loadLayout(t, c, prefix, fixture)
 	now := time.UnixMilli(f.ClockUnixMs)
 	opts := &redisstore.Options{Prefix: prefix, Clock: func() time.Time { return now }}
 
 	_, err := redisstore.New(ctx, c, opts)
 	if !errors.Is(err, redisstore.ErrOldLayout) || !strings.Contains(err.Error(), "hourglass migrate") {
-		t.Fatalf("New on layout 1: %v, want ErrOldLayout naming hourglass migrate", err)
+		t.Fatalf("New on %s: %v, want ErrOldLayout naming hourglass migrate", fixture, err)
+	}
+	// A server whose lease has not lapsed still uses the store: refused,
+	// nothing changed.
+	if err := c.ZAdd(ctx, prefix+"sessions", redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()), Member: "alive"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redisstore.Migrate(ctx, c, opts); !errors.Is(err, redisstore.ErrInUse) || !strings.Contains(err.Error(), "alive") {
+		t.Fatalf("Migrate with a live session: %v, want ErrInUse naming it", err)
+	}
+	if v, _ := c.Get(ctx, prefix+"layout").Result(); v != f.layout() {
+		t.Fatalf("layout after a refused Migrate: %q, want %q", v, f.layout())
+	}
+	if err := c.ZRem(ctx, prefix+"sessions", "alive").Err(); err != nil {
+		t.Fatal(err)
 	}
 	m, err := redisstore.Migrate(ctx, c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.From != "1" || m.To != redisstore.LayoutVersion || m.Deleted != 7 {
-		t.Fatalf("Migrate: %+v, want from 1 to %s, 7 reservation indexes deleted", m, redisstore.LayoutVersion)
+	if m.To != redisstore.LayoutVersion {
+		t.Fatalf("Migrate: %+v, want to %s", m, redisstore.LayoutVersion)
 	}
-	if again, err := redisstore.Migrate(ctx, c, opts); err != nil || again.From != redisstore.LayoutVersion || again.Deleted != 0 {
+	checkMigration(t, m)
+	if again, err := redisstore.Migrate(ctx, c, opts); err != nil || again.From != redisstore.LayoutVersion || again.Deleted != 0 || again.Converted != 0 {
 		t.Fatalf("Migrate again: %+v, %v; want nothing to do", again, err)
+	}
+	// A conversion cut short is run again over jobs already converted:
+	// they are left as they are.
+	if err := c.Set(ctx, prefix+"layout", "2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := redisstore.Migrate(ctx, c, opts); err != nil || again.From != "2" || again.Converted != 0 {
+		t.Fatalf("Migrate over converted jobs: %+v, %v; want none converted again", again, err)
 	}
 	s, err := redisstore.New(ctx, c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-
 	for _, want := range f.Jobs {
 		got, err := s.StatsJob(ctx, want.ID)
 		if err != nil {

@@ -219,6 +219,9 @@ type request struct {
 	err   error         // the failure, set before done is closed
 	done  chan struct{} // closed when val and err are set
 	lead  chan struct{} // told to send a batch
+	// asDelete marks a delete that rides in a reserve of its tube
+	// (mergeCalls): its reply is turned back into a delete's.
+	asDelete bool
 }
 
 // Bounds of one batch, so that no pipeline or merged call runs long.
@@ -313,7 +316,40 @@ func (r *runner) send(ctx context.Context, batch []*request) {
 		if errs[i] == nil && p.split != nil {
 			p.split(vals[i], p.reqs)
 		}
+		for _, q := range p.reqs {
+			if q.asDelete && q.err == nil {
+				q.val = deleteReplyOf(q.val)
+			}
+		}
 	}
+}
+
+// deleteAsReserve is a delete call (ARGV: now, tube, 1 request: owner, C,
+// C ids) as a reserve of that tube that deletes them and reserves nothing
+// (max -1; reserve.lua).
+func deleteAsReserve(c call) call {
+	ids := c.args[5:]
+	args := make([]any, 0, 7+2*len(ids))
+	args = append(args, c.args[0], 1, c.args[1], 1, c.args[3], -1, len(ids))
+	for _, id := range ids {
+		args = append(args, 1, id)
+	}
+	return call{op: scripts.reserve, keys: c.keys, args: args, scope: c.scope}
+}
+
+// deleteReplyOf turns a reserve's reply to one request ([{outcomes, jobs,
+// ...}]) into a delete's ([outcomes]); a reply of another shape is left
+// for the delete's own check to refuse.
+func deleteReplyOf(v any) any {
+	a, ok := v.([]any)
+	if !ok || len(a) != 1 {
+		return v
+	}
+	r, ok := a[0].([]any)
+	if !ok || len(r) == 0 {
+		return v
+	}
+	return []any{r[0]}
 }
 
 // part is what became of one or more requests in a batch: one call.
@@ -328,11 +364,29 @@ type part struct {
 // requests of one batch come from callers that wait at the same time, so
 // their order among themselves is free; each caller has one request in
 // a batch at most, so a caller's own order is kept.
+//
+// A delete of one tube rides in a reserve of that tube alone that goes in
+// the same batch (a reserve deletes before it reserves): one function call
+// for both, as a worker's "done, next" is.
 func mergeCalls(batch []*request) ([]call, []part) {
 	var parts []part
 	open := map[string]int{} // merge group -> its part, while it has room
 	sizes := []int{}
+	var reserves map[string]bool // the reserve groups of the batch
 	for _, q := range batch {
+		if q.op == scripts.reserve {
+			if reserves == nil {
+				reserves = map[string]bool{}
+			}
+			reserves[q.op.merge.group(q.call)] = true
+		}
+	}
+	for _, q := range batch {
+		if q.op == scripts.delete && reserves != nil && !q.asDelete {
+			if rc := deleteAsReserve(q.call); reserves[scripts.reserve.merge.group(rc)] {
+				q.call, q.asDelete = rc, true
+			}
+		}
 		m := q.op.merge
 		if m == nil {
 			parts = append(parts, part{reqs: []*request{q}})

@@ -3,14 +3,14 @@ package redisstore
 // The queue's operations (scripts/<name>.lua, with lib.lua's helpers).
 var scripts = struct {
 	put, reserve, delete, locate, release, bury, touch, unreserve, reserveJob,
-	kickJob, kick, peek, peekState, statsTube, pause, hold, check, keepAlive, lapsed, reap, reservations *op
+	kickJob, kick, peek, peekState, statsTube, pause, hold, check, keepAlive, lapsed, reap, reservations, convert *op
 }{
 	put: operation("put"), reserve: operation("reserve"), delete: operation("delete"), locate: operation("locate"),
 	release: operation("release"), bury: operation("bury"), touch: operation("touch"), unreserve: operation("unreserve"),
 	reserveJob: operation("reservejob"), kickJob: operation("kickjob"), kick: operation("kick"), peek: operation("peek"),
 	peekState: operation("peekstate"), statsTube: operation("statstube"), pause: operation("pause"), hold: operation("hold"), check: operation("check"),
 	keepAlive: operation("keepalive"), lapsed: operation("lapsed"), reap: operation("reap"),
-	reservations: operation("reservations"),
+	reservations: operation("reservations"), convert: operation("convert"),
 }
 
 func init() {

@@ -18,7 +18,7 @@ import (
 // LayoutVersion is the version of the key layout this package reads and
 // writes. New refuses a Redis whose layout key holds another version; one
 // of an earlier version Migrate converts (ErrOldLayout).
-const LayoutVersion = "2"
+const LayoutVersion = "3"
 
 // DefaultPrefix is the prefix of every key when Options.Prefix is empty.
 const DefaultPrefix = "hg:"
@@ -131,7 +131,7 @@ func (s *Store) checkLayout(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: checking layout version: %w", err)
 	}
-	if v == "1" {
+	if v == "1" || v == "2" {
 		return fmt.Errorf("%w (%s holds layout version %q, this build reads %q)", ErrOldLayout, key, v, LayoutVersion)
 	}
 	if v != LayoutVersion {

@@ -81,13 +81,24 @@ func New(store Store, opt *Options) (*Client, error) {
 	return c, nil
 }
 
+// neverRef is where Set looks for a cron spec's first tick to tell one
+// that never fires: the five years NextAfter searches from it hold two
+// February 29ths.
+var neverRef = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // Set creates or updates a schedule; setting an unchanged definition
 // changes nothing. The first tick is the first after now on the store's
 // clock (Store.Now), whatever the clock of this process says.
+//
+// A cron spec that no date matches ("0 0 30 2 *", February 30th) is
+// refused with ErrInvalidSpec: it would never fire.
 func (c *Client) Set(ctx context.Context, s Schedule) (State, error) {
 	spec, err := s.Validate()
 	if err != nil {
 		return State{}, err
+	}
+	if spec.Every() == 0 && spec.NextAfter(neverRef, time.Time{}).IsZero() {
+		return State{}, fmt.Errorf("Spec: %w: %q never fires: no date matches it", ErrInvalidSpec, s.Spec)
 	}
 	if s.Job.Body == nil {
 		s.Job.Body = []byte{}

@@ -35,6 +35,20 @@ func TestClientBadInput(t *testing.T) {
 	if _, err := c.NextTimes(ctx, "missing", 3); !errors.Is(err, schedule.ErrNotFound) {
 		t.Errorf("NextTimes of a missing schedule: %v", err)
 	}
+	// A cron spec no date matches is refused and stores nothing; one that
+	// matches once in four years is taken.
+	for spec, never := range map[string]bool{"0 0 30 2 *": true, "0 0 31 4 *": true, "0 0 29 2 *": false} {
+		name := "s" + strings.ReplaceAll(spec, " ", "-")
+		_, err := c.Set(ctx, schedule.Schedule{Name: name, Spec: spec, Job: schedule.Job{Tube: "t"}})
+		if never != errors.Is(err, schedule.ErrInvalidSpec) || never && !strings.Contains(err.Error(), "never fires") {
+			t.Errorf("Set %q: %v", spec, err)
+		}
+		if never {
+			if _, err := c.Get(ctx, name); !errors.Is(err, schedule.ErrNotFound) {
+				t.Errorf("Get after the refused Set %q: %v", spec, err)
+			}
+		}
+	}
 	s.Close()
 	if _, err := c.Get(ctx, "x"); !errors.Is(err, schedule.ErrClosed) {
 		t.Errorf("Get after Close: %v", err)

@@ -249,7 +249,14 @@ func writeKV(w io.Writer, kv []field) error {
 	}
 	var b strings.Builder
 	for _, f := range kv {
-		fmt.Fprintf(&b, "%-*s %v\n", width+1, f.key+":", f.value)
+		v := fmt.Sprint(f.value)
+		if strings.Contains(v, "\n") && !strings.HasPrefix(v, "|\n") {
+			// A value of several lines (a job's last error) is a block
+			// under its key, so that every line of the output is still a
+			// key: value or an indented continuation.
+			v = "|\n  " + strings.ReplaceAll(strings.TrimRight(v, "\n"), "\n", "\n  ")
+		}
+		fmt.Fprintf(&b, "%-*s %s\n", width+1, f.key+":", v)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -225,5 +225,5 @@ func TestUsage(t *testing.T) {
 	expect(t, nil, 2, []string{"put", "--tube", "-x", "a"}, `bad tube name "-x"`)
 	expect(t, nil, 2, []string{"serve", "--fsync", "sometimes"}, "want always, everysec or no")
 	expect(t, []string{"HOURGLASS_MAX_JOB_SIZE=big"}, 2, []string{"serve"}, "HOURGLASS_MAX_JOB_SIZE")
-	expect(t, []string{"HOURGLASS_LOG_LEVEL=loud"}, 2, []string{"serve"}, "set from the environment: HOURGLASS_LOG_LEVEL")
+	expect(t, []string{"HOURGLASS_LOG_LEVEL=loud"}, 2, []string{"serve"}, "(--log-level from HOURGLASS_LOG_LEVEL)")
 }

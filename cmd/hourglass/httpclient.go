@@ -51,6 +51,9 @@ type apiError struct {
 	Status  int
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Field is the request's member the error is about, when it is about
+	// one; cliWords names the command's flag instead.
+	Field string `json:"field"`
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%s (%s)", e.Message, e.Code) }

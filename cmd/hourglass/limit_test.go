@@ -71,9 +71,9 @@ func TestServeBadLimit(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--limit", "sms"}, `--limit "sms": ratelimit: invalid limit: "sms": want NAME=SPEC`},
+		{[]string{"--limit", "sms"}, `--limit "sms": invalid limit: "sms": want NAME=SPEC`},
 		{[]string{"--limit", "sms=1/30m", "--limit", "sms=2/1h"}, "limit sms is defined twice"},
-		{[]string{"--limit", "x=1/1s,burst=-1"}, "Burst -1"},
+		{[]string{"--limit", "x=1/1s,burst=-1"}, `burst=-1: want 1 or more`},
 	} {
 		r := run(t, nil, "", append([]string{"serve", "--store", "mem://", "--beanstalk-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, tc.args...)...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {

@@ -256,21 +256,19 @@ func (c *cli) main(ctx context.Context, args []string) int {
 			cmd.printUsage(c.stdout, fs)
 			return 0
 		}
-		return c.usageFailed(cmd, err)
+		return c.usageFailed(cmd, cliWords(err, fs, nil))
 	}
 	fromEnv, err := cmd.applyEnv(fs, c.lookupEnv)
 	if err != nil {
-		return c.usageFailed(cmd, err)
+		return c.usageFailed(cmd, cliWords(err, fs, nil))
 	}
 	if err := run(ctx, c, positional); err != nil {
+		msg := cliWords(err, fs, fromEnv)
 		var u usageError
 		if errors.As(err, &u) {
-			if len(fromEnv) > 0 {
-				err = fmt.Errorf("%w\n(flags set from the environment: %s)", err, strings.Join(fromEnv, ", "))
-			}
-			return c.usageFailed(cmd, err)
+			return c.usageFailed(cmd, msg)
 		}
-		fmt.Fprintf(c.stderr, "hourglass %s: %v\n", cmd.name, err)
+		fmt.Fprintf(c.stderr, "hourglass %s: %s\n", cmd.name, msg)
 		return exitCode(err)
 	}
 	return 0
@@ -282,8 +280,8 @@ func alias(fs *flag.FlagSet, name, target string) {
 	fs.Var(fs.Lookup(target).Value, name, "")
 }
 
-func (c *cli) usageFailed(cmd *command, err error) int {
-	fmt.Fprintf(c.stderr, "hourglass %s: %v\nrun 'hourglass %s -h' for usage\n", cmd.name, err, cmd.name)
+func (c *cli) usageFailed(cmd *command, msg string) int {
+	fmt.Fprintf(c.stderr, "hourglass %s: %s\nrun 'hourglass %s -h' for usage\n", cmd.name, msg, cmd.name)
 	return 2
 }
 

@@ -16,8 +16,11 @@ var migrateCommand = &command{
 	help: `Converts the Redis store --store names to the key layout this build reads,
 in place: every job keeps its state, history and counters. serve refuses a
 store of an earlier layout with an error naming this command. Stop every
-hourglass using the store first; a store already converted, or a Redis
-without one, is left as it is. The embedded engine has nothing to convert.
+hourglass using the store first: migrate refuses while a server's session
+lease in the store has not lapsed (a few seconds after it stops). It
+converts a chunk at a time; run it again if it stops half way. A store
+already converted, or a Redis without one, is left as it is. The embedded
+engine has nothing to convert.
 
 Examples:
 
@@ -43,8 +46,10 @@ Examples:
 				fmt.Fprintln(c.stdout, "no store there: nothing to convert")
 			case m.From == m.To:
 				fmt.Fprintf(c.stdout, "layout %s already: nothing to convert\n", m.To)
+			case m.Deleted > 0:
+				fmt.Fprintf(c.stdout, "converted layout %s to %s (%d jobs rewritten, %d keys of layout 1 deleted)\n", m.From, m.To, m.Converted, m.Deleted)
 			default:
-				fmt.Fprintf(c.stdout, "converted layout %s to %s (%d keys of layout %s deleted)\n", m.From, m.To, m.Deleted, m.From)
+				fmt.Fprintf(c.stdout, "converted layout %s to %s (%d jobs rewritten)\n", m.From, m.To, m.Converted)
 			}
 			return nil
 		}

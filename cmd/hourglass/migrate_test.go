@@ -40,10 +40,10 @@ func TestMigrate(t *testing.T) {
 	}
 	expect(t, nil, 1, []string{"serve", "--store", url, "--beanstalk-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, "hourglass migrate")
 
-	if out := ok(t, nil, "migrate", "--store", url); !strings.Contains(out, "converted layout 1 to 2 (1 keys of layout 1 deleted)") {
+	if out := ok(t, nil, "migrate", "--store", url); !strings.Contains(out, "converted layout 1 to 3 (1 jobs rewritten, 1 keys of layout 1 deleted)") {
 		t.Errorf("migrate said %q", out)
 	}
-	if out := ok(t, nil, "migrate", "--store", url); !strings.Contains(out, "layout 2 already") {
+	if out := ok(t, nil, "migrate", "--store", url); !strings.Contains(out, "layout 3 already") {
 		t.Errorf("migrate again said %q", out)
 	}
 	if n := c.Exists(ctx, "hg:{28}:o:w1").Val(); n != 0 {

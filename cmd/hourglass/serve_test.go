@@ -92,7 +92,7 @@ func TestShutdownAndRestart(t *testing.T) {
 }
 
 func TestStoreErrors(t *testing.T) {
-	expect(t, nil, 1, []string{"serve", "--store", "foo://bar"}, `hourglass serve: opening store foo://bar: hourglass: unsupported store URL: "foo://bar"`)
+	expect(t, nil, 1, []string{"serve", "--store", "foo://bar"}, `hourglass serve: opening store foo://bar: unsupported store URL: "foo://bar"`)
 	expect(t, []string{"HOURGLASS_STORE=foo://env"}, 1, []string{"serve"}, `unsupported store URL: "foo://env"`)
 
 	// A flag wins over its environment variable; --fsync does not apply to mem://.

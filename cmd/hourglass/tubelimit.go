@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
@@ -17,7 +18,7 @@ var tubeLimitCommand = &command{
 	name:    "tube-limit",
 	forms:   []string{"set TUBE", "get TUBE", "clear TUBE", "list"},
 	args:    "[flags] set|get|clear|list [TUBE]",
-	summary: "set, show and clear a tube's rate and cap over the HTTP API",
+	summary: "set, get, list and clear a tube's rate and cap over the HTTP API",
 	help: `Manages the limits of tubes through the server's HTTP API (--http, or
 HOURGLASS_HTTP; default ` + defaultHTTP + `). The store enforces them at every
 reserve, for every client of every server sharing it, beanstalkd clients
@@ -25,7 +26,8 @@ included: at most --rate reserves (a GCRA limit, EVENTS/PER[,burst=N]) and at
 most --cap jobs reserved at once. A job counts toward the cap until it is
 deleted, released, buried or its TTR ends.
 
-  set TUBE     set --rate, --cap or both (what is not given is not limited)
+  set TUBE     set --rate, --cap or both (what is not given is not limited;
+               --cap 0 is no cap)
   get TUBE     the tube's limits
   clear TUBE   remove them
   list         every limited tube and its limits
@@ -58,6 +60,8 @@ type tubeLimitFlags struct {
 	cap, groupCap   int
 	set             []string
 }
+
+func (f *tubeLimitFlags) given(name string) bool { return slices.Contains(f.set, name) }
 
 func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) error {
 	if len(args) == 0 {
@@ -118,13 +122,16 @@ func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) e
 		if in.Rate, err = cliRate("--rate", f.rate); err != nil {
 			return err
 		}
-		if f.groupRate != "" || f.groupCap != 0 {
+		if f.groupRate != "" || f.given("group-cap") {
 			in.Group = &httpapi.GroupLimits{Cap: f.groupCap}
 			if in.Group.Rate, err = cliRate("--group-rate", f.groupRate); err != nil {
 				return err
 			}
 		}
-		if in.Rate == nil && in.Cap == 0 && in.Group == nil {
+		if in.Rate == nil && in.Cap == 0 && in.Group == nil && f.given("cap") {
+			return usagef("tube-limit set %s --cap 0: 0 is no cap, and no other limit is given; to remove the tube's limits, run tube-limit clear %s", tube, tube)
+		}
+		if !f.given("rate") && !f.given("cap") && in.Group == nil {
 			return usagef("tube-limit set needs --rate, --cap, --group-rate or --group-cap (clear removes the limits)")
 		}
 		_, body, err = hc.call(ctx, "PUT", path, in)

@@ -20,5 +20,5 @@ rec[F_OWNER] = ''
 flush(T)
 redis.call('ZADD', T.b, redis.call('HINCRBY', T.t, 'bseq', 1), idh)
 redis.call('HINCRBY', T.t, 'bu', 1)
-save(idh, rec, body)
+save(idh, rec)
 return 1

@@ -1,7 +1,9 @@
 #!lua flags=no-writes
 -- check: verifies the invariants of one tag (tests and diagnostics only; it
--- reads every job of the tag). Every job is in exactly the index its state
--- names, every index entry has a job of that state and tube, every tube
+-- reads every job of the tag). Every job is in exactly one index, has a
+-- reservation (o) exactly when that index is the reserved set, is ready at
+-- its priority, and every past and reservation has its job; every index
+-- entry has a job of that tube, every tube
 -- with jobs is registered, and every registered tube holds a job, a
 -- reference or a pause.
 -- KEYS: m j tubes, then the 6 keys of each tube the registry lists
@@ -14,30 +16,44 @@ for i = 2, #ARGV do
 end
 local idx = { 'r', 'd', 'x', 'b' }
 local flat = redis.call('HGETALL', KEYS[2])
-local count = {}
+local fields = {}
 for k = 1, #flat, 2 do
-  local idh = flat[k]
-  local rec = unpack_job(flat[k + 1])
-  local name = tube_name(rec[F_TUBE])
-  local T = name and byname[name]
-  if not T then
-    problems[#problems + 1] = idh .. ': tube number ' .. rec[F_TUBE] .. ' (' .. tostring(name) .. ') not registered'
-  else
-    if tonumber(redis.call('HGET', T.t, 'ix')) ~= rec[F_TUBE] then
-      problems[#problems + 1] = idh .. ': tube number ' .. rec[F_TUBE] .. ' but tube ' .. name .. ' has number ' .. tostring(redis.call('HGET', T.t, 'ix'))
+  fields[flat[k]] = flat[k + 1]
+end
+local count = {}
+for idh, v in pairs(fields) do
+  local kind = string.sub(idh, 1, 1)
+  if kind == 'p' or kind == 'o' then
+    -- a past or a reservation belongs to a job
+    if not fields[string.sub(idh, 2)] then
+      problems[#problems + 1] = idh .. ': no job ' .. string.sub(idh, 2)
     end
-    count[name] = (count[name] or 0) + 1
-    local found = 0
-    for s, f in ipairs(idx) do
-      if redis.call('ZSCORE', T[f], idh) then
-        found = found + 1
-        if s ~= rec[F_STATE] then
-          problems[#problems + 1] = idh .. ': state ' .. rec[F_STATE] .. ' but in index ' .. f
+  else
+    local rec = rec_of(v, fields['p' .. idh], fields['o' .. idh])
+    local name = tube_name(rec[F_TUBE])
+    local T = name and byname[name]
+    if not T then
+      problems[#problems + 1] = idh .. ': tube number ' .. rec[F_TUBE] .. ' (' .. tostring(name) .. ') not registered'
+    else
+      if tonumber(redis.call('HGET', T.t, 'ix')) ~= rec[F_TUBE] then
+        problems[#problems + 1] = idh .. ': tube number ' .. rec[F_TUBE] .. ' but tube ' .. name .. ' has number ' .. tostring(redis.call('HGET', T.t, 'ix'))
+      end
+      count[name] = (count[name] or 0) + 1
+      local found = 0
+      for s, f in ipairs(idx) do
+        if redis.call('ZSCORE', T[f], idh) then
+          found = found + 1
+          if (s == RESERVED) ~= (rec[F_STATE] == RESERVED) then
+            problems[#problems + 1] = idh .. ': in index ' .. f .. (rec[F_STATE] == RESERVED and ' with' or ' without') .. ' a reservation (o)'
+          end
+          if s == READY and tonumber(redis.call('ZSCORE', T.r, idh)) ~= rec[F_PRI] then
+            problems[#problems + 1] = idh .. ': ready at priority ' .. redis.call('ZSCORE', T.r, idh) .. ' but its priority is ' .. rec[F_PRI]
+          end
         end
       end
-    end
-    if found ~= 1 then
-      problems[#problems + 1] = idh .. ': in ' .. found .. ' indexes'
+      if found ~= 1 then
+        problems[#problems + 1] = idh .. ': in ' .. found .. ' indexes'
+      end
     end
   end
 end

@@ -18,7 +18,7 @@ for _, idh in ipairs(ids) do
   rec[F_KICKS] = rec[F_KICKS] + 1
   stamp(rec, F_KICKED_AT, now)
   to_ready(T, idh, rec)
-  save(idh, rec, body)
+  save(idh, rec)
 end
 if #ids > 0 then
   redis.call('ZREM', from, unpack(ids))

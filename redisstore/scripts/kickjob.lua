@@ -14,6 +14,6 @@ unindex(T, idh, rec)
 rec[F_KICKS] = rec[F_KICKS] + 1
 stamp(rec, F_KICKED_AT, now)
 to_ready(T, idh, rec)
-save(idh, rec, body)
+save(idh, rec)
 wake(T)
 return done(T, 1)

@@ -1,7 +1,8 @@
--- lib.lua: helpers shared by every script. The loader inserts this file
--- after each script's shebang line, so every script starts with these locals.
+-- lib.lua: the queue's helpers. The library (library.go) defines them once,
+-- when it loads, for the queue's operations, the counters' and the
+-- schedules'; an operation's body runs with them in scope.
 --
--- Conventions of every script that includes it:
+-- Conventions of every operation that uses them:
 --   KEYS[1] m      per-tag hash: gone (jobs ever put in tubes that have since
 --                  gone: the jobs ever put are gone plus the tubes' totals),
 --                  timeouts (TTR expiries),
@@ -10,7 +11,7 @@
 --                  l:<tube> (a tube's limits, "events:per µs:burst:cap"; see
 --                  docs/tube-limits.md), lt:<tube> (its rate's theoretical arrival time, µs,
 --                  while the tube does not exist)
---   KEYS[2] j      per-tag hash: job id (14 hex digits) -> cmsgpack(record, body)
+--   KEYS[2] j      per-tag hash: a job's fields <id>, p<id>, o<id> (id: 14 hex digits; see Layout 3)
 --   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (µs)
 --   KEYS[4..]      per tube, 6 keys each:
 --                  t  tube hash: live (jobs held), rf (references held), total (jobs put), deletes, pauses,
@@ -28,29 +29,22 @@
 --                  u  unique key hash: key -> job id
 --   ARGV[1]        "" to use Redis's TIME, or an injected time in microseconds (tests)
 --
--- A record is a msgpack array, indexed by the F_* constants below, whose
--- trailing fields are left out while they hold their defaults (zero
--- counters, no owner, no unique key, no history): a delayed job's record
--- is 21 bytes. The history fields (14–20) hold the time of the job's last
--- reserve, release, error, bury, timeout and kick as milliseconds after
--- its put (F_CREATED), so they stay small, or -1 for never; and its last
--- error (a release's or a bury's reason, at most 1024 bytes). They come in
--- the order jobs gain them, so that a job that is put, reserved and
--- deleted carries only the first.
--- The tube is its number in the tag (m's t:<n>), not its name. The due time
--- or TTR deadline is the job's score in d or x. States: 1 ready, 2 delayed,
--- 3 reserved, 4 buried. Times are milliseconds since the Unix epoch;
+-- A job is up to three fields of j (layout 3; see "Layout 3" below and
+-- docs/redis-data-model.md): its record, written once by the put; its past,
+-- once it has one; its reservation, while reserved. In a script a job is a
+-- table indexed by the F_* constants below. The tube is its number in the
+-- tag (m's t:<n>), not its name. The due time or TTR deadline is the job's
+-- score in d or x. States: 1 ready, 2 delayed, 3 reserved, 4 buried: the
+-- set that holds the job. Times are milliseconds since the Unix epoch;
 -- durations are milliseconds.
 --
--- A script opens its tubes (one HMGET each), applies what is due (tick),
--- does its work, and flushes the tube fields it changed in one HSET.
+-- A script opens its tubes (one HMGET each), applies what is due (tick) when
+-- it takes or moves jobs by their state, does its work, and flushes the tube
+-- fields it changed in one HSET.
 
 local F_TUBE, F_PRI, F_STATE, F_DELAY, F_TTR, F_CREATED = 1, 2, 3, 4, 5, 6
 local F_RESERVES, F_TIMEOUTS, F_RELEASES, F_BURIES, F_KICKS, F_OWNER, F_UKEY = 7, 8, 9, 10, 11, 12, 13
 local F_RESERVED_AT, F_RELEASED_AT, F_ERROR_AT, F_ERROR, F_BURIED_AT, F_TIMEDOUT_AT, F_KICKED_AT = 14, 15, 16, 17, 18, 19, 20
-local DEFAULTS = { [7] = 0, [8] = 0, [9] = 0, [10] = 0, [11] = 0, [12] = '', [13] = '',
-  [14] = -1, [15] = -1, [16] = -1, [17] = '', [18] = -1, [19] = -1, [20] = -1 }
-local NFIELDS = 20
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
 local PROMOTE_LIMIT = 1000
 
@@ -183,33 +177,136 @@ local function open_put(T)
   return us, now
 end
 
--- unpack_job reads a stored value: the record, with left-out fields filled
--- in, and the body.
-local function unpack_job(v)
-  local rec, body = cmsgpack.unpack(v)
-  for i = #rec + 1, NFIELDS do
-    rec[i] = DEFAULTS[i]
+-- Layout 3: a job is up to three fields of the tag's hash j (KEYS[2]):
+--   <id>   its record, written once at put and never rewritten:
+--          msgpack {tube number, priority, delay ms, TTR ms, put ms[, unique key]}
+--          followed by msgpack(body)
+--   p<id>  its past, only once it has one (written by the transitions that
+--          change it: a release, bury, kick, timeout, a reservation given back):
+--          msgpack {ended reservations, timeouts, releases, buries, kicks,
+--          priority (-1: the record's), delay (-1: the record's), then the
+--          times of its last reserve, release, error, bury, timeout and kick
+--          (ms after put, -1 never) with the last error after the error's
+--          time}, trailing defaults left out
+--   o<id>  its reservation, while it is reserved: "<reserved at, ms after put>:<owner>"
+-- Its state is the index that holds it (r, d, x or b); a reserved job has o.
+-- In a script a job is a record table indexed by the F_* constants, with
+-- the state left nil until known (resolve).
+local PAST_DEFAULTS = { 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, '', -1, -1, -1 }
+local NPAST = 14
+
+-- pack_job is a new job's record as put stores it.
+local function pack_job(tix, pri, delay, ttr, created, ukey, body)
+  if ukey ~= '' then
+    return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey }, body)
+  end
+  return cmsgpack.pack({ tix, pri, delay, ttr, created }, body)
+end
+
+-- rec_of reads a job from its stored fields: the record v, the past pv
+-- and the reservation ov (nil when it has none); it returns the record
+-- table and the body.
+local function rec_of(v, pv, ov)
+  local h, body = cmsgpack.unpack(v)
+  local rec = { h[1], h[2], false, h[3], h[4], h[5], 0, 0, 0, 0, 0, '', h[6] or '', -1, -1, -1, '', -1, -1, -1 }
+  rec[F_STATE] = nil
+  rec.hpri, rec.hdelay, rec.praw, rec.oraw, rec.preserved = h[2], h[3], pv or false, ov or false, -1
+  if pv then
+    local p = cmsgpack.unpack(pv)
+    for i = #p + 1, NPAST do
+      p[i] = PAST_DEFAULTS[i]
+    end
+    rec[7], rec[8], rec[9], rec[10], rec[11] = p[1], p[2], p[3], p[4], p[5]
+    if p[6] >= 0 then rec[F_PRI] = p[6] end
+    if p[7] >= 0 then rec[F_DELAY] = p[7] end
+    rec[14], rec[15], rec[16], rec[17], rec[18], rec[19], rec[20] = p[8], p[9], p[10], p[11], p[12], p[13], p[14]
+    rec.preserved = p[8]
+  end
+  if ov then
+    local i = string.find(ov, ':', 1, true)
+    rec[F_STATE] = RESERVED
+    rec[F_RESERVED_AT] = tonumber(string.sub(ov, 1, i - 1))
+    rec[F_OWNER] = string.sub(ov, i + 1)
+    rec[F_RESERVES] = rec[F_RESERVES] + 1
   end
   return rec, body
 end
 
 local function load(idh)
-  local v = redis.call('HGET', KEYS[2], idh)
-  if not v then
+  local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
+  if not v[1] then
     return nil
   end
-  return unpack_job(v)
+  return rec_of(v[1], v[2], v[3])
 end
 
--- save stores a record, leaving out its trailing fields that hold their
--- defaults (or were never set: a new job's record names only the fields
--- it has).
-local function save(idh, rec, body)
-  local n = NFIELDS
-  while n > F_CREATED and (rec[n] == nil or rec[n] == DEFAULTS[n]) do
+-- resolve fills in the state of a job of tube T that is not reserved: the
+-- index that holds it.
+local function resolve(T, idh, rec)
+  if rec[F_STATE] == nil then
+    if redis.call('ZSCORE', T.r, idh) then
+      rec[F_STATE] = READY
+    elseif redis.call('ZSCORE', T.d, idh) then
+      rec[F_STATE] = DELAYED
+    else
+      rec[F_STATE] = BURIED
+    end
+  end
+end
+
+-- past_of is the stored past of rec (nil for none).
+local function past_of(rec)
+  local reserved = rec[F_STATE] == RESERVED
+  local p = { rec[7], rec[8], rec[9], rec[10], rec[11], -1, -1,
+    rec[14], rec[15], rec[16], rec[17], rec[18], rec[19], rec[20] }
+  if reserved then
+    p[1], p[8] = p[1] - 1, rec.preserved -- the reservation under way is in o
+  end
+  if rec[F_PRI] ~= rec.hpri then p[6] = rec[F_PRI] end
+  if rec[F_DELAY] ~= rec.hdelay then p[7] = rec[F_DELAY] end
+  local n = NPAST
+  while n > 0 and p[n] == PAST_DEFAULTS[n] do
     n = n - 1
   end
-  redis.call('HSET', KEYS[2], idh, cmsgpack.pack({ unpack(rec, 1, n) }, body))
+  if n == 0 then
+    return false
+  end
+  return cmsgpack.pack({ unpack(p, 1, n) })
+end
+
+-- save stores what changed of a job loaded with load (its record never
+-- changes): its past and its reservation.
+local function save(idh, rec)
+  local pv = past_of(rec)
+  local ov = false
+  if rec[F_STATE] == RESERVED then
+    ov = rec[F_RESERVED_AT] .. ':' .. rec[F_OWNER]
+  end
+  local hset, hdel = {}, {}
+  if pv ~= rec.praw then
+    if pv then
+      hset[#hset + 1], hset[#hset + 2] = 'p' .. idh, pv
+    else
+      hdel[#hdel + 1] = 'p' .. idh
+    end
+  end
+  if ov ~= rec.oraw then
+    if ov then
+      hset[#hset + 1], hset[#hset + 2] = 'o' .. idh, ov
+    else
+      hdel[#hdel + 1] = 'o' .. idh
+    end
+  end
+  if #hset > 0 then
+    redis.call('HSET', KEYS[2], unpack(hset))
+  end
+  if #hdel > 0 then
+    redis.call('HDEL', KEYS[2], unpack(hdel))
+  end
+  rec.praw, rec.oraw = pv, ov
+  if not ov then
+    rec.preserved = rec[F_RESERVED_AT]
+  end
 end
 
 -- stamp sets history field f of rec to at (ms).
@@ -569,23 +666,44 @@ local function tick(T, tube, now)
   end
   T.ndx = nil
   local due = redis.call('ZRANGE', T.d, '-inf', now, 'BYSCORE', 'LIMIT', 0, PROMOTE_LIMIT)
-  for _, idh in ipairs(due) do
-    local rec, body = load(idh)
-    to_ready(T, idh, rec)
-    save(idh, rec, body)
-  end
   if #due > 0 then
+    -- A due job's record is read for its priority (its past's, if it
+    -- changed) and not written: one read and one index write for them all.
+    local f = {}
+    for i, idh in ipairs(due) do
+      f[2 * i - 1], f[2 * i] = idh, 'p' .. idh
+    end
+    local v = redis.call('HMGET', KEYS[2], unpack(f))
+    local z = {}
+    for i, idh in ipairs(due) do
+      local pri = (cmsgpack.unpack(v[2 * i - 1]))[2]
+      if v[2 * i] then
+        local p = cmsgpack.unpack(v[2 * i])
+        if p[6] and p[6] >= 0 then
+          pri = p[6]
+        end
+      end
+      z[2 * i - 1], z[2 * i] = pri, idh
+    end
+    redis.call('ZADD', T.r, unpack(z))
+    fam_ready(T)
     redis.call('ZREM', T.d, unpack(due))
   end
-  local exp = redis.call('ZRANGE', T.x, '-inf', now, 'BYSCORE', 'LIMIT', 0, PROMOTE_LIMIT, 'WITHSCORES')
+  -- The reserved set's head says whether a TTR has run out, and is the
+  -- reserved part of the next due time when none has.
+  local xh = head_score(T.x)
+  local exp = {}
+  if xh and xh <= now then
+    exp = redis.call('ZRANGE', T.x, '-inf', now, 'BYSCORE', 'LIMIT', 0, PROMOTE_LIMIT, 'WITHSCORES')
+  end
   local ended = {}
   for i = 1, #exp, 2 do
     local idh = exp[i]
-    local rec, body = load(idh)
+    local rec = load(idh)
     rec[F_TIMEOUTS] = rec[F_TIMEOUTS] + 1
     stamp(rec, F_TIMEDOUT_AT, tonumber(exp[i + 1])) -- when the TTR ran out, not when it was seen
     to_ready(T, idh, rec)
-    save(idh, rec, body)
+    save(idh, rec)
     ended[#ended + 1] = idh
   end
   if #ended > 0 then
@@ -593,7 +711,12 @@ local function tick(T, tube, now)
     fam_reserved(T, -#ended)
     redis.call('HINCRBY', KEYS[1], 'timeouts', #ended)
     redis.call('HINCRBY', T.t, 'to', #ended)
+    xh = head_score(T.x)
   end
+  local dh = head_score(T.d)
+  T.ndx = false
+  if dh then T.ndx = dh end
+  if xh and (not T.ndx or xh < T.ndx) then T.ndx = xh end
   if T.pu and T.pu <= now then
     set(T, 'pu', false)
     set(T, 'pl', false)
@@ -643,8 +766,37 @@ local function reserve_rec(T, idh, rec, body, owner, now)
   end
   fam_reserved(T, 1)
   schedule(T, deadline)
-  save(idh, rec, body)
+  save(idh, rec)
   return deadline
+end
+
+-- take reserves ready job idh of tube T, just taken from T.r with
+-- priority pri, for owner at now: its record is read, not written; its
+-- reservation is o<id>. It returns the job as jobreply does.
+local function take(T, idh, pri, owner, now, tube)
+  local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh)
+  local h, body = cmsgpack.unpack(v[1])
+  local ended = 0
+  if v[2] then
+    ended = (cmsgpack.unpack(v[2]))[1]
+  end
+  local deadline = now + h[4]
+  redis.call('ZADD', T.x, deadline, idh)
+  local at = now - h[5]
+  if at < 0 then
+    at = 0
+  end
+  redis.call('HSET', KEYS[2], 'o' .. idh, at .. ':' .. owner)
+  T.reserved = (T.reserved or 0) + 1
+  if T.nx then
+    T.nx = T.nx + 1
+  end
+  if T.ndx ~= nil and (not T.ndx or deadline < T.ndx) then
+    T.ndx = deadline
+  end
+  fam_reserved(T, 1)
+  schedule(T, deadline)
+  return { idnum(idh), tube, pri, h[4], ended + 1, body, h[6] or '', deadline - now }
 end
 
 -- Tube limits (docs/tube-limits.md). A tube T opened with limits has T.lim,
@@ -744,7 +896,7 @@ local function delete_one(T, tube, idh, owner, now)
   if rec[F_TUBE] ~= T.ix then
     return -2
   end
-  if now and rec[F_STATE] == RESERVED and tonumber(redis.call('ZSCORE', T.x, idh)) <= now then
+  if now and rec[F_STATE] == RESERVED and not (T.nd and T.nd > now) and tonumber(redis.call('ZSCORE', T.x, idh)) <= now then
     -- its TTR has run out: the caller applies the due transitions first
     return -3
   end
@@ -754,8 +906,9 @@ local function delete_one(T, tube, idh, owner, now)
   if rec[F_STATE] == RESERVED then
     slot_freed(T)
   end
+  resolve(T, idh, rec)
   unindex(T, idh, rec)
-  redis.call('HDEL', KEYS[2], idh)
+  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
   if rec[F_UKEY] ~= '' then
     redis.call('HDEL', T.u, rec[F_UKEY])
   end
@@ -770,6 +923,7 @@ local function find(T, idh)
   local rec, body = load(idh)
   if not rec then return nil, 0 end
   if rec[F_TUBE] ~= T.ix then return nil, -2 end
+  resolve(T, idh, rec)
   return rec, body
 end
 
@@ -808,11 +962,16 @@ local function held_by(needle, match, each)
       for i = c, math.min(c + 2 * HELD_CHUNK - 1, #x), 2 do
         ids[#ids + 1] = x[i]
       end
-      local vs = redis.call('HMGET', KEYS[2], unpack(ids))
+      local ofs = {}
       for k, v in ipairs(ids) do
-        if vs[k] and string.find(vs[k], needle, 1, true) then
-          local rec = unpack_job(vs[k])
-          if rec[F_STATE] == RESERVED and match(rec[F_OWNER]) then
+        ofs[k] = "o" .. v
+      end
+      local vs = redis.call('HMGET', KEYS[2], unpack(ofs))
+      for k, v in ipairs(ids) do
+        local o = vs[k]
+        if o and string.find(o, needle, 1, true) then
+          local owner = string.sub(o, string.find(o, ':', 1, true) + 1)
+          if match(owner) then
             each(tube, v, tonumber(x[c + 2 * (k - 1) + 1]))
           end
         end

@@ -64,9 +64,7 @@ for i = 0, n - 1 do
     local id = seq * 256 + tag
     local idh = idhex(id)
     ids[i] = idh
-    local state = READY
     if delay > 0 then
-      state = DELAYED
       if not ready and (soonest == nil or delay < soonest) then
         -- nd is no later than the next due time, so a job due before it
         -- is due before whatever waiters sleep towards (nd nil: nothing is
@@ -88,16 +86,12 @@ for i = 0, n - 1 do
       readys[#readys + 1] = ARGV[a] -- the priority as Go sent it: no conversion
       readys[#readys + 1] = idh
     end
-    -- A new job's record, as save would write it: the fields up to
-    -- F_CREATED, and the rest only for a unique key (F_UKEY, the last).
-    local rec = { T.ix, tonumber(ARGV[a]), state, delay, tonumber(ARGV[a + 2]), now }
     if ukey ~= '' then
-      rec[7], rec[8], rec[9], rec[10], rec[11], rec[12], rec[13] = 0, 0, 0, 0, 0, '', ukey
       ukeys[#ukeys + 1] = ukey
       ukeys[#ukeys + 1] = idh
     end
     recs[#recs + 1] = idh
-    recs[#recs + 1] = cmsgpack.pack(rec, ARGV[a + 4])
+    recs[#recs + 1] = pack_job(T.ix, tonumber(ARGV[a]), delay, tonumber(ARGV[a + 2]), now, ukey, ARGV[a + 4])
     out[#out + 1] = id
     out[#out + 1] = 0
   end

@@ -23,7 +23,7 @@ if delay > 0 then
 else
   to_ready(T, idh, rec)
 end
-save(idh, rec, body)
+save(idh, rec)
 if delay > 0 and not T.lim and not T.fam then
   wake_in(T, delay) -- nothing can be taken before then
 else

@@ -5,7 +5,8 @@
 -- skipping paused tubes and tubes their limits hold back (docs/tube-limits.md).
 -- KEYS: m j tubes, then 6 keys per tube (see lib.lua)
 -- ARGV: now, tube count N, N tube names, request count R, then per request:
---       owner, max, pair count D, D pairs (tube index 1..N, job id hex) to delete
+--       owner, max (-1: only the deletes, a delete merged into the call),
+--       pair count D, D pairs (tube index 1..N, job id hex) to delete
 -- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 8 per job as jobreply),
 --            next (µs until a job may be ready, or a rate frees a tube with ready jobs, -1 if nothing is scheduled;
 --            only when fewer than max jobs were reserved, or when drained),
@@ -401,18 +402,21 @@ local function serve(a)
     local i = tonumber(ARGV[p])
     deleted[#deleted + 1] = delete_one(Ts[i], names[i], ARGV[p + 1], owner)
   end
+  if max < 0 then
+    -- a delete riding in the call (runner.go, mergeCalls): nothing to reserve
+    return { deleted, {}, -1, 0, 0 }, a + 3 + 2 * d
+  end
   local jobs = {}
   local got = 0
   local cand = open_tubes()
   while got < max do
-    local best, idh, M
+    local best, idh, pri, M
     if #cand == 1 and #fams == 0 then
       best = cand[1]
       local h = redis.call('ZPOPMIN', Ts[best].r)
-      idh = h[1]
+      idh, pri = h[1], tonumber(h[2])
     else
-      local _
-      best, _, idh, M = head(cand)
+      best, pri, idh, M = head(cand)
       if best then
         redis.call('ZREM', (M or Ts[best]).r, idh)
       end
@@ -421,9 +425,7 @@ local function serve(a)
       break
     end
     local T = M or Ts[best]
-    local rec, body = load(idh)
-    local deadline = reserve_rec(T, idh, rec, body, owner, now)
-    local r = jobreply(idh, rec, body, T.name or names[best], deadline - now)
+    local r = take(T, idh, pri, owner, now, T.name or names[best])
     for k = 1, #r do
       jobs[#jobs + 1] = r[k]
     end

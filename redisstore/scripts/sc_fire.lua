@@ -57,7 +57,7 @@ if tickus >= 0 then
     if ttr == 0 then
       ttr = tonumber(ARGV[13])
     end
-    save(idh, { T.ix, st[6], READY, 0, ttr, now, 0, 0, 0, 0, 0, '', ukey }, h[3])
+    redis.call('HSET', KEYS[2], idh, pack_job(T.ix, st[6], 0, ttr, now, ukey, h[3]))
     redis.call('HSET', T.u, ukey, idh)
     set(T, 'total', T.total + 1)
     set(T, 'live', T.live + 1)

@@ -23,7 +23,7 @@ for a = 4, #ARGV do
   if rec and rec[F_TUBE] == T.ix and rec[F_STATE] == RESERVED and owned(rec[F_OWNER]) then
     unhold(T, idh)
     to_ready(T, idh, rec)
-    save(idh, rec, body)
+    save(idh, rec)
     n = n + 1
   end
 end

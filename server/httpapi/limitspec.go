@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -103,7 +104,7 @@ func parseLimit(s string) (ratelimit.Limit, error) {
 			return ratelimit.Limit{}, bad("a funnel needs capacity and drain")
 		}
 		l := ratelimit.Funnel(capacity, drain, quota)
-		return l, l.Validate()
+		return l, specWords(l.Validate())
 	}
 	head, opts, _ := strings.Cut(s, ",")
 	ev, per, ok := strings.Cut(head, "/")
@@ -124,6 +125,9 @@ func parseLimit(s string) (ratelimit.Limit, error) {
 			switch k {
 			case "burst":
 				l.Burst, err = strconv.Atoi(v)
+				if err == nil && l.Burst < 1 {
+					return ratelimit.Limit{}, bad("burst=%s: want 1 or more (leave burst out for the default, EVENTS)", v)
+				}
 			case "quota":
 				l.Quota, err = strconv.Atoi(v)
 			case "algorithm":
@@ -136,8 +140,40 @@ func parseLimit(s string) (ratelimit.Limit, error) {
 			}
 		}
 	}
-	return l, l.Validate()
+	return l, specWords(l.Validate())
 }
+
+// limitFieldWords are the names of ratelimit.Limit's fields as its errors
+// give them to Go callers, and the words of a SPEC for them.
+var limitFieldWords = regexp.MustCompile(`\b(Events|Per|Burst|Quota) (-?[0-9])`)
+
+// specWords is err, from ratelimit.Limit.Validate, in the words of a SPEC
+// (period 0s, not Per 0s) and without the package's name; it still wraps
+// what err wraps.
+func specWords(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := userWords(err.Error())
+	msg = limitFieldWords.ReplaceAllStringFunc(msg, func(m string) string {
+		name, rest, _ := strings.Cut(m, " ")
+		if name == "Per" {
+			name = "period"
+		}
+		return strings.ToLower(name) + " " + rest
+	})
+	return wordedError{msg, err}
+}
+
+// wordedError is an error with a message of its own for people, wrapping
+// the error callers test for.
+type wordedError struct {
+	msg string
+	err error
+}
+
+func (e wordedError) Error() string { return e.msg }
+func (e wordedError) Unwrap() error { return e.err }
 
 // parsePer reads a period: a Go duration, or a unit alone (s is 1s).
 func parsePer(s string) (time.Duration, error) {

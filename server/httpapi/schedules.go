@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -318,8 +319,14 @@ func (s *Server) scheduleList(w http.ResponseWriter, r *http.Request) error {
 }
 
 // scheduleCall runs a call on the schedule named in the path.
+// A schedule not found is named in the reply.
 func (s *Server) scheduleCall(r *http.Request, call func(ctx context.Context, c *schedule.Client, name string) error) error {
-	return call(r.Context(), s.Schedules, r.PathValue("name"))
+	name := r.PathValue("name")
+	err := call(r.Context(), s.Schedules, name)
+	if errors.Is(err, schedule.ErrNotFound) {
+		return fmt.Errorf("schedule %q: %w", name, err)
+	}
+	return err
 }
 
 func (s *Server) scheduleGet(w http.ResponseWriter, r *http.Request) error {
