@@ -128,6 +128,10 @@ func (h *hub) bump(tube string) {
 func (h *hub) epoch(tubes []string) (uint64, bool) {
 	h.smu.Lock()
 	defer h.smu.Unlock()
+	return h.epochLocked(tubes)
+}
+
+func (h *hub) epochLocked(tubes []string) (uint64, bool) {
 	var sum uint64
 	for _, t := range tubes {
 		s := h.seen[t]
@@ -146,15 +150,7 @@ func (h *hub) epoch(tubes []string) (uint64, bool) {
 func (h *hub) found(tubes []string, e uint64, next time.Duration) {
 	h.smu.Lock()
 	defer h.smu.Unlock()
-	var sum uint64
-	for _, t := range tubes {
-		s := h.seen[t]
-		if s == nil {
-			return
-		}
-		sum += s.epoch
-	}
-	if sum != e {
+	if sum, ok := h.epochLocked(tubes); !ok || sum != e {
 		return
 	}
 	var until time.Time

@@ -44,25 +44,14 @@ func TestCommandBudgets(t *testing.T) {
 			t.Fatal(err)
 		}
 		f()
-		info, err := c.Info(ctx, "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
 		cmds, fcalls := map[string]int{}, 0
-		for _, line := range strings.Split(info, "\r\n") {
-			rest, ok := strings.CutPrefix(line, "cmdstat_")
-			if !ok {
-				continue
-			}
-			name, fields, _ := strings.Cut(rest, ":")
-			var n int
-			fmt.Sscanf(strings.TrimPrefix(fields, "calls="), "%d", &n)
+		for name, st := range commandStats(t, c) {
 			switch {
 			case name == "fcall":
-				fcalls = n
+				fcalls = int(st.calls)
 			case name == "info" || strings.HasPrefix(name, "config") || name == "hello" || strings.HasPrefix(name, "client") || name == "ping":
 			default:
-				cmds[name] = n
+				cmds[name] = int(st.calls)
 			}
 		}
 		return cmds, fcalls

@@ -78,9 +78,10 @@ var (
 //
 // go-redis re-sends a command after a network error or a read timeout
 // unless its MaxRetries is -1; a put or a reserve that reached Redis would
-// then run twice. Give New a client with MaxRetries: -1 (Open does), or
-// accept that a network error can duplicate a put (UniqueKey prevents it)
-// or leave a reserved job to come back after its TTR.
+// then run twice. Give New a client with MaxRetries: -1 (Open does; New
+// logs a warning for a client that retries), or accept that a network error
+// can duplicate a put (UniqueKey prevents it) or leave a reserved job to
+// come back after its TTR.
 func New(ctx context.Context, c redis.UniversalClient, opts *Options) (*Store, error) {
 	s := &Store{c: c, k: keys{prefix: DefaultPrefix}, parts: func(string) int { return 1 }}
 	_, s.cluster = c.(*redis.ClusterClient)
@@ -119,7 +120,26 @@ func New(ctx context.Context, c redis.UniversalClient, opts *Options) (*Store, e
 		return nil, fmt.Errorf("redisstore: loading the functions library: %w", err)
 	}
 	s.warnEviction(ctx, log)
+	warnRetries(c, log)
 	return s, nil
+}
+
+// warnRetries warns when c re-sends a command after a network error or a
+// read timeout: a put or a reserve whose reply was lost would run twice.
+func warnRetries(c redis.UniversalClient, log *slog.Logger) {
+	n := 0 // go-redis keeps -1 (no retries) as 0 and 0 (its default) as 3
+	switch c := c.(type) {
+	case *redis.Client:
+		n = c.Options().MaxRetries
+	case *redis.ClusterClient:
+		n = c.Options().MaxRetries
+	case *redis.Ring:
+		n = c.Options().MaxRetries
+	}
+	if n > 0 {
+		log.Warn("the redis client re-sends a command whose reply it did not get: a put or a reserve whose reply is lost would run twice; give the client MaxRetries: -1",
+			"max-retries", n)
+	}
 }
 
 func (s *Store) checkLayout(ctx context.Context) error {
