@@ -34,7 +34,7 @@ type engine struct {
 	parts   []part    // every part, in the order of the table
 	onBegin []part    // the parts whose due work every operation applies first
 	byKind  [256]part // the part that owns each record kind
-	timerAt int64     // deadline (Unix ns) the timer is set for; never when stopped
+	timerAt int64     // when (Unix ns) the timer is set to fire, maybe for nothing (armLocked); never when not set
 	wakes   []wakeup  // listeners to wake when the current operation ends
 
 	compacting   bool
@@ -227,17 +227,19 @@ func (e *engine) nextDue() int64 {
 	return n
 }
 
-// armLocked sets the timer for the earliest deadline of all parts.
+// armLocked makes sure the timer fires by the earliest deadline of all
+// parts. It only ever brings the timer forward: when the earliest deadline
+// goes later or away (a reservation deleted, the last delayed job taken) the
+// timer is left as it is, fires early at most once, and fire sets it again
+// for what is then due. A reserve and a delete each move the earliest end of
+// a reservation, and setting a timer is a system call and, once stopped, a
+// goroutine to start again: most commands then pay for none.
 func (e *engine) armLocked(now int64) {
 	next := e.nextDue()
 	switch {
 	case e.closed:
 	case next == never:
-		if e.timerAt != never {
-			e.timer.Stop()
-			e.timerAt = never
-		}
-	case next != e.timerAt:
+	case e.timerAt == never || next < e.timerAt:
 		e.timerAt = next
 		e.timer.Reset(time.Duration(next - now))
 	}

@@ -99,11 +99,16 @@ func (c *conn) cmdPut(rest string) error {
 	c.setProducer()
 	ttr = max(ttr, 1)
 	body := make([]byte, int(size)+2)
-	c.refreshDeadline()
-	if _, err := io.ReadFull(c.br, body); err != nil {
-		return hangUp(err)
+	if c.br.Buffered() >= len(body) {
+		// The body came with its line: no wait, no timeout to arm.
+		io.ReadFull(c.br, body) // from the buffer: cannot fail
+	} else {
+		c.refreshDeadline()
+		if _, err := io.ReadFull(c.br, body); err != nil {
+			return hangUp(err)
+		}
+		c.busy()
 	}
-	c.busy()
 	if body[size] != '\r' || body[size+1] != '\n' {
 		return errExpectedCRLF
 	}
@@ -324,6 +329,7 @@ func (c *conn) cmdStatsTube(rest string) error {
 	if !queue.ValidTube(rest) {
 		return errBadFormat
 	}
+	rest = strings.Clone(rest) // kept: the line is reused
 	c.srv.count(opStatsTube)
 	y, err := c.srv.tubeYAML(c.ctx, rest)
 	if err != nil {
@@ -350,6 +356,7 @@ func (c *conn) cmdUse(rest string) error {
 	if !queue.ValidTube(rest) {
 		return errBadFormat
 	}
+	rest = strings.Clone(rest) // kept: the line is reused
 	c.srv.count(opUse)
 	if rest != c.used {
 		if err := c.hold(rest, 1); err != nil {
@@ -368,6 +375,7 @@ func (c *conn) cmdWatch(rest string) error {
 	if !queue.ValidTube(rest) {
 		return errBadFormat
 	}
+	rest = strings.Clone(rest) // kept: the line is reused
 	c.srv.count(opWatch)
 	if c.watching(rest) < 0 {
 		if c.srv.MaxWatch > 0 && len(c.watched) >= c.srv.MaxWatch {
@@ -387,6 +395,7 @@ func (c *conn) cmdIgnore(rest string) error {
 	if !queue.ValidTube(rest) {
 		return errBadFormat
 	}
+	rest = strings.Clone(rest) // kept: the line is reused
 	c.srv.count(opIgnore)
 	if i := c.watching(rest); i >= 0 {
 		if len(c.watched) < 2 {
@@ -479,7 +488,7 @@ func (c *conn) cmdPauseTube(rest string) error {
 	if n == 0 {
 		return errBadFormat
 	}
-	tube := rest[:n]
+	tube := strings.Clone(rest[:n]) // kept: the line is reused
 	a := args{s: rest[n:], ok: true}
 	delay := a.u32()
 	if !a.end() {

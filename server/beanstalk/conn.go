@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/hourglass-io/hourglass/queue"
 )
@@ -58,6 +59,10 @@ type conn struct {
 	ctx     context.Context
 	log     *slog.Logger
 	scratch [64]byte // reply lines are built here
+	// line holds the command line being run; readLine returns it as a
+	// string without a copy, valid until the next readLine: a command
+	// keeps none of it (those that keep a tube name clone it).
+	line [maxLine]byte
 
 	used    string
 	watched []string // in beanstalkd's order: appended, and the last one fills a hole
@@ -83,6 +88,24 @@ type conn struct {
 	closing    bool
 	evicted    bool                    // closed to make room for another
 	cancelWait context.CancelCauseFunc // ends a blocked reserve
+	deadline   time.Time               // the socket's read deadline, as last set
+}
+
+// setDeadlineLocked sets the socket's read deadline, unless it is set so
+// already (most commands leave it unset: no call at all); c.mu is held.
+func (c *conn) setDeadlineLocked(d time.Time) {
+	if d.Equal(c.deadline) {
+		return
+	}
+	c.deadline = d
+	c.nc.SetReadDeadline(d)
+}
+
+// setDeadline is setDeadlineLocked for a caller that does not hold c.mu.
+func (c *conn) setDeadline(d time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setDeadlineLocked(d)
 }
 
 func newConn(s *Server, base context.Context, nc net.Conn, owner string) *conn {
@@ -134,7 +157,7 @@ func (c *conn) serve() {
 				if errors.Is(err, errQuit) || errors.Is(err, errHangUp) {
 					return
 				}
-				c.replyErr(commandName(line), err)
+				c.replyErr(strings.Clone(commandName(line)), err)
 			}
 		}
 		c.commandDone()
@@ -189,13 +212,18 @@ func (c *conn) idle() bool {
 	if c.closing {
 		return false
 	}
-	now := time.Now()
-	var d time.Time
+	var now, d time.Time
+	if c.state != stateIdle { // commandDone marks it idle, since its reply
+		now = time.Now()
+		c.state, c.since = stateIdle, now
+	}
 	if c.srv.IdleTimeout > 0 {
+		if now.IsZero() {
+			now = time.Now()
+		}
 		d = now.Add(c.srv.IdleTimeout)
 	}
-	c.nc.SetReadDeadline(d)
-	c.state, c.since = stateIdle, now
+	c.setDeadlineLocked(d)
 	return true
 }
 
@@ -226,7 +254,7 @@ func (c *conn) evict() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closing, c.evicted = true, true
-	c.nc.SetReadDeadline(aLongTimeAgo)
+	c.setDeadlineLocked(aLongTimeAgo)
 }
 
 // busy marks the connection running a command.
@@ -236,7 +264,7 @@ func (c *conn) busy() {
 	if c.closing {
 		// stop interrupted the read after the line came in: let the
 		// command read its body and finish.
-		c.nc.SetReadDeadline(time.Time{})
+		c.setDeadlineLocked(time.Time{})
 	}
 	c.state = stateBusy
 }
@@ -249,7 +277,7 @@ func (c *conn) stop() {
 	c.closing = true
 	switch c.state {
 	case stateIdle:
-		c.nc.SetReadDeadline(aLongTimeAgo)
+		c.setDeadlineLocked(aLongTimeAgo)
 	case stateWaiting:
 		c.cancelWait(ErrServerClosed)
 	}
@@ -295,7 +323,7 @@ func (c *conn) close() {
 // including the next one that has an end, which gives errLineTooLong
 // (skipLine reads those).
 func (c *conn) readLine() (string, error) {
-	var buf [maxLine]byte
+	buf := &c.line
 	n := 0        // bytes in the current window
 	cr := false   // the last byte was the window's first '\r'
 	dead := false // the window's first '\r' was not followed by '\n'
@@ -310,7 +338,10 @@ func (c *conn) readLine() (string, error) {
 		case cr:
 			cr = false
 			if b == '\n' {
-				return string(buf[:n-2]), nil
+				if n == 2 {
+					return "", nil
+				}
+				return unsafe.String(&buf[0], n-2), nil
 			}
 			dead = true
 		case b == '\r' && !dead:
@@ -433,7 +464,7 @@ func (c *conn) refreshDeadline() {
 		return // evict interrupted the read: keep it so
 	}
 	if d := c.srv.bodyTimeout(); d > 0 {
-		c.nc.SetReadDeadline(now.Add(d))
+		c.setDeadlineLocked(now.Add(d))
 	}
 	c.state, c.since = stateBody, now
 }
@@ -618,7 +649,7 @@ const (
 // are left for later. The returned function stops the watch and must be
 // called before the connection reads again.
 func (c *conn) watchHangUp(cancel context.CancelCauseFunc) (stop func()) {
-	c.nc.SetReadDeadline(time.Time{})
+	c.setDeadline(time.Time{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -630,9 +661,9 @@ func (c *conn) watchHangUp(cancel context.CancelCauseFunc) (stop func()) {
 		}
 	}()
 	return func() {
-		c.nc.SetReadDeadline(aLongTimeAgo)
+		c.setDeadline(aLongTimeAgo)
 		<-done
-		c.nc.SetReadDeadline(time.Time{})
+		c.setDeadline(time.Time{})
 	}
 }
 
