@@ -180,7 +180,7 @@ func TestCommandBudgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second)
-	reserve("rw", 1)            // promotes and reserves it
+	reserve("rw", 1)           // promotes and reserves it
 	clock.Advance(time.Minute) // its TTR runs out
 	reserve("rw", 1)           // times out and reserves it again
 	if err := s.Bury(ctx, "w", id, 9, "no"); err != nil {

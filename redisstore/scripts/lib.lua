@@ -750,22 +750,28 @@ end
 -- reserve_rec marks a job reserved by owner until now+TTR and returns the
 -- end of TTR. The reserved set x and the record's owner are the whole
 -- ledger: what an owner holds is found from them when asked (reservations.lua).
-local function reserve_rec(T, idh, rec, body, owner, now)
-  rec[F_STATE] = RESERVED
-  rec[F_OWNER] = owner
-  rec[F_RESERVES] = rec[F_RESERVES] + 1
+-- reserved puts job idh of tube T in the reserved set until deadline (ms)
+-- and counts the reservation in what the call keeps of T.
+local function reserved(T, idh, deadline)
+  redis.call('ZADD', T.x, deadline, idh)
   T.reserved = (T.reserved or 0) + 1 -- the tube's count, added by flush
   if T.nx then
     T.nx = T.nx + 1 -- the count of T.x that a cap reads (limit_wait)
   end
-  stamp(rec, F_RESERVED_AT, now)
-  local deadline = now + rec[F_TTR]
-  redis.call('ZADD', T.x, deadline, idh)
   if T.ndx ~= nil and (not T.ndx or deadline < T.ndx) then
     T.ndx = deadline
   end
   fam_reserved(T, 1)
   schedule(T, deadline)
+end
+
+local function reserve_rec(T, idh, rec, body, owner, now)
+  rec[F_STATE] = RESERVED
+  rec[F_OWNER] = owner
+  rec[F_RESERVES] = rec[F_RESERVES] + 1
+  stamp(rec, F_RESERVED_AT, now)
+  local deadline = now + rec[F_TTR]
+  reserved(T, idh, deadline)
   save(idh, rec)
   return deadline
 end
@@ -781,21 +787,12 @@ local function take(T, idh, pri, owner, now, tube)
     ended = (cmsgpack.unpack(v[2]))[1]
   end
   local deadline = now + h[4]
-  redis.call('ZADD', T.x, deadline, idh)
+  reserved(T, idh, deadline)
   local at = now - h[5]
   if at < 0 then
     at = 0
   end
   redis.call('HSET', KEYS[2], 'o' .. idh, at .. ':' .. owner)
-  T.reserved = (T.reserved or 0) + 1
-  if T.nx then
-    T.nx = T.nx + 1
-  end
-  if T.ndx ~= nil and (not T.ndx or deadline < T.ndx) then
-    T.ndx = deadline
-  end
-  fam_reserved(T, 1)
-  schedule(T, deadline)
   return { idnum(idh), tube, pri, h[4], ended + 1, body, h[6] or '', deadline - now }
 end
 
