@@ -115,6 +115,9 @@ var errorTable = []struct {
 	{queue.ErrNotReplicated, http.StatusServiceUnavailable, CodeUnavailable},
 	{queue.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
 	{queue.ErrNoLimits, http.StatusBadRequest, CodeNotSupported},
+	{queue.ErrNoCancel, http.StatusBadRequest, CodeNotSupported},
+	// A cancelled job is gone: its holder's later calls find no job.
+	{queue.ErrCancelled, http.StatusNotFound, CodeNotFound},
 
 	// ttlhash
 	{ttlhash.ErrInvalid, http.StatusBadRequest, CodeBadRequest},
