@@ -676,7 +676,8 @@ local function tick(T, tube, now)
     local v = redis.call('HMGET', KEYS[2], unpack(f))
     local z = {}
     for i, idh in ipairs(due) do
-      local pri = (cmsgpack.unpack(v[2 * i - 1]))[2]
+      local _, h = cmsgpack.unpack_one(v[2 * i - 1])
+      local pri = h[2]
       if v[2 * i] then
         local p = cmsgpack.unpack(v[2 * i])
         if p[6] and p[6] >= 0 then
@@ -684,6 +685,14 @@ local function tick(T, tube, now)
         end
       end
       z[2 * i - 1], z[2 * i] = pri, idh
+    end
+    -- A reserve in this call takes some of them at once: it reads what was
+    -- read here (a record is never rewritten, and a past only by
+    -- transitions a reserve does not make).
+    T.seen = v
+    T.seenix = {}
+    for i, idh in ipairs(due) do
+      T.seenix[idh] = i
     end
     redis.call('ZADD', T.r, unpack(z))
     fam_ready(T)
@@ -780,11 +789,18 @@ end
 -- priority pri, for owner at now: its record is read, not written; its
 -- reservation is o<id>. It returns the job as jobreply does.
 local function take(T, idh, pri, owner, now, tube)
-  local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh)
-  local h, body = cmsgpack.unpack(v[1])
+  local rv, pv
+  local i = T.seenix and T.seenix[idh]
+  if i then
+    rv, pv = T.seen[2 * i - 1], T.seen[2 * i]
+  else
+    local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh)
+    rv, pv = v[1], v[2]
+  end
+  local h, body = cmsgpack.unpack(rv)
   local ended = 0
-  if v[2] then
-    ended = (cmsgpack.unpack(v[2]))[1]
+  if pv then
+    ended = (cmsgpack.unpack(pv))[1]
   end
   local deadline = now + h[4]
   reserved(T, idh, deadline)
@@ -884,30 +900,42 @@ end
 -- delete_one deletes a job of tube T for owner: 1 deleted, 0 no such job,
 -- -1 reserved by another owner, -2 the job is in another tube; given now
 -- (ms) by a caller that has not ticked T, -3 when the job's reservation
--- has run out (tick, then call again).
+-- has run out (tick, then call again). It reads only the record's head
+-- and the reservation (not the body, not the past), and finds the index
+-- that holds the job by removing it: a reserved job is in x, any other is
+-- tried in r, d and b in turn.
 local function delete_one(T, tube, idh, owner, now)
-  local rec = load(idh)
-  if not rec then
+  local v = redis.call('HMGET', KEYS[2], idh, 'o' .. idh)
+  if not v[1] then
     return 0
   end
-  if rec[F_TUBE] ~= T.ix then
+  local _, h = cmsgpack.unpack_one(v[1])
+  if h[1] ~= T.ix then
     return -2
   end
-  if now and rec[F_STATE] == RESERVED and not (T.nd and T.nd > now) and tonumber(redis.call('ZSCORE', T.x, idh)) <= now then
-    -- its TTR has run out: the caller applies the due transitions first
-    return -3
-  end
-  if rec[F_STATE] == RESERVED and rec[F_OWNER] ~= owner then
-    return -1
-  end
-  if rec[F_STATE] == RESERVED then
+  local ov = v[2]
+  if ov then
+    if now and not (T.nd and T.nd > now) and tonumber(redis.call('ZSCORE', T.x, idh)) <= now then
+      -- its TTR has run out: the caller applies the due transitions first
+      return -3
+    end
+    if string.sub(ov, string.find(ov, ':', 1, true) + 1) ~= owner then
+      return -1
+    end
     slot_freed(T)
+    redis.call('ZREM', T.x, idh)
+    T.ndx = nil
+    fam_reserved(T, -1)
+  elseif redis.call('ZREM', T.r, idh) == 0 then
+    if redis.call('ZREM', T.d, idh) == 1 then
+      T.ndx = nil
+    else
+      redis.call('ZREM', T.b, idh)
+    end
   end
-  resolve(T, idh, rec)
-  unindex(T, idh, rec)
   redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
-  if rec[F_UKEY] ~= '' then
-    redis.call('HDEL', T.u, rec[F_UKEY])
+  if h[6] and h[6] ~= '' then
+    redis.call('HDEL', T.u, h[6])
   end
   set(T, 'deletes', T.deletes + 1)
   set(T, 'live', T.live - 1)
