@@ -27,6 +27,11 @@ func (e *env) checkInvariants() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
+	if d, ok := e.raw.(KeptDropper); ok {
+		if _, err := d.DropKept(ctx); err != nil {
+			t.Errorf("invariants: DropKept: %v", err)
+		}
+	}
 	ids, recorded := e.rec.known()
 	held := e.rec.held()
 	perTube := map[string]*stateCounts{}

@@ -115,6 +115,7 @@ var errorTable = []struct {
 	{queue.ErrNotReplicated, http.StatusServiceUnavailable, CodeUnavailable},
 	{queue.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
 	{queue.ErrNoLimits, http.StatusBadRequest, CodeNotSupported},
+	{queue.ErrNoKeep, http.StatusBadRequest, CodeNotSupported},
 
 	// ttlhash
 	{ttlhash.ErrInvalid, http.StatusBadRequest, CodeBadRequest},
