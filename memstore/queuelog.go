@@ -31,6 +31,8 @@ const (
 	kindUpdateH = 10 // log: an update with the job's history
 	// kindLimit = 11: a tube's limits (limits.go), log and snapshot.
 	// 12–15: kept jobs and retentions (keep.go).
+	// kindCancel = 18: a job cancelled (cancel.go), log; 18–21 are the
+	// cancels'.
 )
 
 // Layouts (u: uvarint, v: varint, s: u length + bytes):
@@ -47,6 +49,7 @@ const (
 //	           (times Unix ns, 0 for never)
 //	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
 //	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
+//	cancel     u id, s reason
 //
 // References (Store.Hold) are not durable, but whether a tube has any is
 // logged when it changes, so that a replay keeps a tube's counters exactly
@@ -370,6 +373,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 
 	case kindRetain, kindFinish, kindKept, kindDrop:
 		return q.replayKeep(kind, d)
+
+	case kindCancel:
+		return q.replayCancel(d)
 
 	case kindHold:
 		name := d.string()
