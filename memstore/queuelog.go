@@ -30,6 +30,8 @@ const (
 	kindJobH    = 9  // snapshot: a job with its history
 	kindUpdateH = 10 // log: an update with the job's history
 	// kindLimit = 11: a tube's limits (limits.go), log and snapshot.
+	// kindCancel = 18: a job cancelled (cancel.go), log; 18–21 are the
+	// cancels'.
 )
 
 // Layouts (u: uvarint, v: varint, s: u length + bytes):
@@ -46,6 +48,7 @@ const (
 //	           (times Unix ns, 0 for never)
 //	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
 //	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
+//	cancel     u id, s reason
 //
 // References (Store.Hold) are not durable, but whether a tube has any is
 // logged when it changes, so that a replay keeps a tube's counters exactly
@@ -363,6 +366,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 
 	case kindLimit:
 		return q.replayLimit(d)
+
+	case kindCancel:
+		return q.replayCancel(d)
 
 	case kindHold:
 		name := d.string()
