@@ -187,7 +187,11 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		a := r.arr(r.arr(v, 1)[0], n)
 		codes := r.arr(a[0], len(dels))
 		for n, d := range dels {
-			res.Deleted[d.i] = deleteOutcome(r.int(codes[n]))
+			code := r.int(codes[n])
+			res.Deleted[d.i] = deleteOutcome(code)
+			if code == 2 {
+				s.keep.noteAsync(ctx, gs[gi].tag)
+			}
 		}
 		jobs, err := parseJobs(r, r.arr(a[1], 0))
 		if err != nil {
@@ -349,7 +353,7 @@ func indexOf(xs []string, x string) int {
 
 func deleteOutcome(code int64) error {
 	switch code {
-	case 1:
+	case 1, 2: // 2: kept (keep.go)
 		return nil
 	case -1:
 		return queue.ErrReserved

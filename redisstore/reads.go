@@ -69,6 +69,11 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 	if err != nil {
 		return queue.JobStats{}, err
 	}
+	return statsOf(j, st, lastErr, owner), nil
+}
+
+// statsOf is the JobStats of job j with peek.lua's stats st.
+func statsOf(j queue.Job, st []int64, lastErr, owner string) queue.JobStats {
 	n := func(i int) int64 { return st[i] }
 	d := func(i int) time.Duration { return time.Duration(n(i)) * time.Millisecond }
 	return queue.JobStats{
@@ -79,7 +84,7 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 		KickedAt: timeMS(n(15)), TimedOutAt: timeMS(n(16)), LastErrorAt: timeMS(n(17)), LastError: lastErr,
 		ReservedBy: owner,
 		UniqueKey:  j.UniqueKey, Body: j.Body,
-	}, nil
+	}
 }
 
 // PeekStateN implements queue.Store. For a partitioned tube it takes the

@@ -167,8 +167,12 @@ func (s *Store) delete(ctx context.Context, owner string, ids []queue.ID) ([]err
 		r := replyOf(scripts.delete)
 		codes := r.arr(r.arr(v, 1)[0], len(idx))
 		for n, i := range idx {
-			if out[i] = deleteOutcome(r.int(codes[n])); out[i] == nil {
+			code := r.int(codes[n])
+			if out[i] = deleteOutcome(code); out[i] == nil {
 				s.held.ended(owner, ids[i])
+			}
+			if code == 2 {
+				s.keep.noteAsync(ctx, k.tag)
 			}
 		}
 		if err := r.done(); err != nil {

@@ -64,6 +64,7 @@ type Store struct {
 	closed atomic.Bool
 	r      *runner
 	held   heldTags
+	keep   keeper // drops kept jobs at their time (keep.go)
 	// cluster: c is a Redis Cluster client (a call reaches one slot).
 	cluster bool
 }
@@ -118,6 +119,10 @@ func New(ctx context.Context, c redis.UniversalClient, opts *Options) (*Store, e
 	}
 	if err := s.r.load(ctx); err != nil {
 		return nil, fmt.Errorf("redisstore: loading the functions library: %w", err)
+	}
+	s.keep.init(s)
+	if err := s.keep.start(ctx); err != nil {
+		return nil, err
 	}
 	s.warnEviction(ctx, log)
 	warnRetries(c, log)
@@ -184,6 +189,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.notify.close()
+	s.keep.close()
 	return nil
 }
 
