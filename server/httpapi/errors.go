@@ -116,6 +116,7 @@ var errorTable = []struct {
 	{queue.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
 	{queue.ErrNoLimits, http.StatusBadRequest, CodeNotSupported},
 	{queue.ErrNoKeep, http.StatusBadRequest, CodeNotSupported},
+	{queue.ErrNoCancel, http.StatusBadRequest, CodeNotSupported},
 
 	// ttlhash
 	{ttlhash.ErrInvalid, http.StatusBadRequest, CodeBadRequest},
