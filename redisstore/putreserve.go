@@ -48,7 +48,6 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 			ks := append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...)
 			ks = append(ks, s.idKey(ks[0]))
 			v, err := s.r.run(ctx, call{op: scripts.put, keys: ks, args: append([]any{s.now()}, args...)})
-			err = queueErrs.mapErr(err)
 			if err != nil {
 				return nil, err
 			}
@@ -293,8 +292,6 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		v, err := s.r.run(ctx, c)
 		if err == nil {
 			_, err = absorb(gi, v, withGroup[gi], false)
-		} else {
-			err = queueErrs.mapErr(err)
 		}
 		if want > 0 {
 			var got []queue.ID

@@ -184,7 +184,7 @@ func (s *Store) hold(ctx context.Context, tag int, session, tube string, n int) 
 	ks = append(ks, s.k.holds(tag, session))
 	v, err := s.r.run(ctx, call{op: scripts.hold, keys: ks, args: []any{s.now(), tube, n}})
 	if err != nil {
-		return queueErrs.mapErr(err)
+		return err
 	}
 	r := replyOf(scripts.hold)
 	r.int(v)
@@ -193,8 +193,8 @@ func (s *Store) hold(ctx context.Context, tag int, session, tube string, n int) 
 
 // tagTubes reads every tag's registry in one pipeline: per tag, tube -> creation µs.
 func (s *Store) tagTubes(ctx context.Context) ([]map[string]int64, error) {
-	if s.closed.Load() {
-		return nil, queue.ErrClosed
+	if err := s.r.open(queueFamily); err != nil {
+		return nil, err
 	}
 	pipe := s.c.Pipeline()
 	zs := make([]*redis.ZSliceCmd, NumTags)

@@ -249,8 +249,8 @@ func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Dura
 func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
 	tags, gen := s.held.tags(owner)
 	if len(tags) == 0 {
-		if s.closed.Load() {
-			return nil, queue.ErrClosed
+		if err := s.r.open(queueFamily); err != nil {
+			return nil, err
 		}
 		return []queue.Reservation{}, nil
 	}
@@ -265,7 +265,7 @@ func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reserva
 		// closing): through the shared batches, with other callers' calls.
 		var v any
 		v, err = s.r.run(ctx, calls[0])
-		replies, err = []any{v}, queueErrs.mapErr(err)
+		replies = []any{v}
 	} else {
 		replies, err = s.runMany(ctx, calls)
 	}

@@ -221,8 +221,7 @@ func (s *Store) run(ctx context.Context, o *op, tag int, tube string, args ...an
 	if tube != "" {
 		ks = append(ks, s.k.tubeKeys(tag, tube)...)
 	}
-	v, err := s.r.run(ctx, call{op: o, keys: ks, args: append([]any{s.now()}, args...)})
-	return v, queueErrs.mapErr(err)
+	return s.r.run(ctx, call{op: o, keys: ks, args: append([]any{s.now()}, args...)})
 }
 
 // idKey is the key of the counter a put takes job sequence numbers from:
@@ -249,14 +248,13 @@ func (s *Store) status(ctx context.Context, o *op, tag int, tube string, args ..
 
 // runMany runs calls of queue operations in one pipeline.
 func (s *Store) runMany(ctx context.Context, calls []call) ([]any, error) {
-	v, err := s.r.runMany(ctx, calls)
-	return v, queueErrs.mapErr(err)
+	return s.r.runMany(ctx, calls)
 }
 
 // storeErr gives a failure of a plain command (not an operation of the
 // library) the queue's sentinels.
 func (s *Store) storeErr(ctx context.Context, err error) error {
-	return queueErrs.mapErr(s.r.failure(ctx, err))
+	return s.r.fail(ctx, queueFamily, err)
 }
 
 func idhex(id queue.ID) string {
