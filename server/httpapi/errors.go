@@ -114,6 +114,7 @@ var errorTable = []errorLine{
 	{queue.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
 	{queue.ErrNoLimits, http.StatusBadRequest, CodeNotSupported},
 	{queue.ErrNoKeep, http.StatusBadRequest, CodeNotSupported},
+	{queue.ErrNoCancel, http.StatusBadRequest, CodeNotSupported},
 
 	// ttlhash
 	{ttlhash.ErrInvalid, http.StatusBadRequest, CodeBadRequest},

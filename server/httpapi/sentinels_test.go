@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hourglass-io/hourglass/internal/errscan"
+	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
@@ -19,6 +20,7 @@ import (
 var notInTable = map[string]string{
 	ttlhash.ErrNoTopic.Error():  "a Listen on a topic the store does not announce: the server's own bug, never a request's",
 	schedule.ErrNoTopic.Error(): "a Listen on a topic the store does not announce: the server's own bug, never a request's",
+	queue.ErrCancelled.Error():  "the cause of a cancelled job's Worker context, never an operation's error",
 }
 
 // Every sentinel error a primitive's package declares (every exported
