@@ -30,6 +30,12 @@ const (
 	kindJobH    = 9  // snapshot: a job with its history
 	kindUpdateH = 10 // log: an update with the job's history
 	// kindLimit = 11: a tube's limits (limits.go), log and snapshot.
+	// 12–21: kept jobs and cancels (other features' kinds).
+	// Since trace contexts (docs/tracing.md): kindPut and kindJobH
+	// followed by the job's trace context, for a job that carries one; a
+	// job without one is still written with the older kinds.
+	kindPutT  = 22 // log: a put with a trace context
+	kindJobHT = 23 // snapshot: a job with its history and trace context
 )
 
 // Layouts (u: uvarint, v: varint, s: u length + bytes):
@@ -44,6 +50,8 @@ const (
 //	updateH    update's fields, then history
 //	history    v reserved, v released, v buried, v kicked, v timedOut, v errAt, s lastErr
 //	           (times Unix ns, 0 for never)
+//	putT       put's fields, then s trace context; then the body
+//	jobHT      jobH's fields (history included), then s trace context; then the body
 //	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
 //	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
 //
@@ -87,6 +95,9 @@ func (q *jobQueue) encodeJob(j *job, inSnapshot bool) []byte {
 	b = appendString(b, j.key())
 	if inSnapshot {
 		b = appendHistory(b, j)
+	}
+	if tc := j.traceContext(); tc != "" {
+		b = appendString(b, tc) // kindPutT, kindJobHT
 	}
 	q.e.scratch = b
 	return b
@@ -176,7 +187,11 @@ func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 		}
 		for _, h := range []*jobHeap{&t.ready, &t.delayed, &t.reserved, &t.buried} {
 			for _, j := range h.s {
-				w.Add(kindJobH, q.encodeJob(j, true), j.body)
+				kind := byte(kindJobH)
+				if j.traceContext() != "" {
+					kind = kindJobHT
+				}
+				w.Add(kind, q.encodeJob(j, true), j.body)
 			}
 		}
 	}
@@ -246,11 +261,12 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		q.resched(t)
 		return nil
 
-	case kindJob, kindJobH, kindPut:
+	case kindJob, kindJobH, kindPut, kindPutT, kindJobHT:
+		put := kind == kindPut || kind == kindPutT
 		j := &job{id: queue.ID(d.uvarint()), hidx: -1}
 		var seq uint64
 		var name string
-		if kind != kindPut {
+		if !put {
 			seq = d.uvarint()
 		} else {
 			name = d.string()
@@ -260,8 +276,15 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		j.at, j.ttr, j.delay, j.created = d.varint(), d.varint(), d.varint(), d.varint()
 		d.counters(j)
 		j.setKey(d.string())
-		if kind == kindJobH {
+		if kind == kindJobH || kind == kindJobHT {
 			d.history(j)
+		}
+		if kind == kindPutT || kind == kindJobHT {
+			tc := d.string()
+			if tc == "" || queue.CheckTraceContext(tc) != nil {
+				d.err = errBadRecord
+			}
+			j.setTrace(tc)
 		}
 		if d.err != nil {
 			return d.err
@@ -270,7 +293,7 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 			return err
 		}
 		var t *tube
-		if kind != kindPut {
+		if !put {
 			t = q.replayTubes[seq]
 		} else {
 			q.replayPauseEnd(name, j.created)
@@ -294,7 +317,7 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		if st == queue.Buried {
 			q.burySeq = max(q.burySeq, j.at)
 		}
-		if kind == kindPut {
+		if put {
 			t.totalJobs++
 		}
 		q.addJob(j, st)

@@ -78,7 +78,7 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 		PutAt: timeMS(n(11)), ReservedAt: timeMS(n(12)), ReleasedAt: timeMS(n(13)), BuriedAt: timeMS(n(14)),
 		KickedAt: timeMS(n(15)), TimedOutAt: timeMS(n(16)), LastErrorAt: timeMS(n(17)), LastError: lastErr,
 		ReservedBy: owner,
-		UniqueKey:  j.UniqueKey, Body: j.Body,
+		UniqueKey:  j.UniqueKey, Body: j.Body, TraceContext: j.TraceContext,
 	}, nil
 }
 
