@@ -6,7 +6,7 @@ import (
 
 	"testing"
 
-	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/memstore"
 )

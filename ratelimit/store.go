@@ -20,7 +20,7 @@ import (
 // nothing for an idle key longer than it needs to.
 //
 // Implementations: memstore.(*Store).Limits and redisstore.(*Store).Limits.
-// internal/storetest.RateLimit is the conformance suite of this contract.
+// internal/testkit/storetest.RateLimit is the conformance suite of this contract.
 type Store interface {
 	// GCRA applies a GCRA decision for n events (each limit charged
 	// n*Quota) on key, by op: allow, reserve within maxWait, cancel or

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hourglass-io/hourglass/lock"

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
-	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"

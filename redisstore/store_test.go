@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/backendtest"
-	"github.com/hourglass-io/hourglass/internal/redistest"
-	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/redisstore"

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
-	"github.com/hourglass-io/hourglass/internal/storetest"
 	"github.com/hourglass-io/hourglass/internal/tally"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/redis/go-redis/v9"
 )
 

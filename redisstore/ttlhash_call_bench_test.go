@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/ttlhash"
 	"github.com/redis/go-redis/v9"

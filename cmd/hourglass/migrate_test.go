@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hourglass-io/hourglass"
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 )
 
 func factsOf(t *testing.T, b *hourglass.Backend) map[string]string {

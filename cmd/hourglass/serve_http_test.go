@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/testcert"
+	"github.com/hourglass-io/hourglass/internal/testkit/testcert"
 )
 
 // Without a token, serve will not listen beyond loopback, on either listener.

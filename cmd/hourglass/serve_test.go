@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/schedule"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 )
 
 // Groups hold beanstalkd clients of two servers sharing a Redis, which put

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 )
 
 // A tube's cap holds beanstalkd clients of two servers sharing a Redis:

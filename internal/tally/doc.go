@@ -5,7 +5,7 @@
 //
 // It is used by tests only and is no part of the servers: its store
 // contract (Store, here), its conformance suite
-// (internal/storetest/tally.go), its part of the embedded engine
+// (internal/testkit/storetest/tally.go), its part of the embedded engine
 // (memstore/tally_test.go) and its family of Redis functions
 // (redisstore/tally_test.go, scripts/ex_*.lua) are each written the way a
 // real primitive writes them, so the recipe is compiled and run with every

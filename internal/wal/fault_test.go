@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/tmpfstest"
+	"github.com/hourglass-io/hourglass/internal/testkit/tmpfstest"
 )
 
 // faultFS is a file layer whose next fsync of a file can be made to fail

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/backendtest"
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
 )

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	gobeanstalk "github.com/beanstalkd/go-beanstalk"
-	"github.com/hourglass-io/hourglass/internal/backendtest"
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/server/beanstalk"
 	"github.com/redis/go-redis/v9"

@@ -6,7 +6,7 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"github.com/hourglass-io/hourglass/internal/backendtest"
+	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
 )
 
 // BenchmarkShouldRateLimit is the service's own cost of a decision,

@@ -8,7 +8,7 @@ import (
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"github.com/hourglass-io/hourglass/internal/backendtest"
+	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
 	"github.com/hourglass-io/hourglass/server/envoyrl"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"

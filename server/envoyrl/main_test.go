@@ -3,7 +3,7 @@ package envoyrl_test
 import (
 	"testing"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

@@ -10,8 +10,8 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"github.com/hourglass-io/hourglass/internal/backendtest"
-	"github.com/hourglass-io/hourglass/internal/testcert"
+	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
+	"github.com/hourglass-io/hourglass/internal/testkit/testcert"
 	"github.com/hourglass-io/hourglass/server/envoyrl"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/hourglass-io/hourglass/internal/backendtest"
+	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/server/httpapi"

@@ -3,7 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"errors"
-	"github.com/hourglass-io/hourglass/internal/backendtest"
+	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"

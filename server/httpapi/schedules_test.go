@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/backendtest"
-	"github.com/hourglass-io/hourglass/internal/storetest"
+	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/schedule"

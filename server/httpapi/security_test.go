@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/testcert"
+	"github.com/hourglass-io/hourglass/internal/testkit/testcert"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )

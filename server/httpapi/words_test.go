@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hourglass-io/hourglass/internal/backendtest"
+	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )

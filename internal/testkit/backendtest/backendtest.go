@@ -1,7 +1,7 @@
 // Package backendtest opens the back ends for the tests of the packages
 // above them (servers, commands): the embedded engine in memory, and
 // redisstore on the shared standalone redis-server and the shared 3-master
-// cluster of internal/redistest, each under the test's own key prefix.
+// cluster of internal/testkit/redistest, each under the test's own key prefix.
 // Each store is closed when its test ends. A package using it has
 // redistest.Main as its TestMain (or calls redistest.StopShared in its
 // own).
@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"

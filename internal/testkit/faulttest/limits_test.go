@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 )
 
 // decisionAt is one decision a limiter process reported.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,7 +80,19 @@ func (s *Server) Crash() {
 // Start starts a crashed server again on the same address, directory and
 // configuration, and returns once it answers. Not for use concurrently with
 // Stop.
-func (s *Server) Start() error {
+func (s *Server) Start() error { return s.start() }
+
+// StartReplicaOf starts a crashed server again, as Start does, but as a
+// replica of master from its first moment. A crashed master that keeps
+// nothing on disk must come back this way: started as it was, it is an
+// empty master until a sentinel reconfigures it, and a sentinel that
+// still counts it as the master can make the promoted replica copy its
+// empty data set.
+func (s *Server) StartReplicaOf(master *Server) error {
+	return s.start("--replicaof", "127.0.0.1", strconv.Itoa(master.port))
+}
+
+func (s *Server) start(extra ...string) error {
 	if !s.hasExited() {
 		return fmt.Errorf("redistest: %s is running", s.Addr)
 	}
@@ -87,7 +100,7 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("redistest: restart: %w", err)
 	}
-	cmd := exec.Command(s.bin, s.args...)
+	cmd := exec.Command(s.bin, append(slices.Clone(s.args), extra...)...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.SysProcAttr = s.dir, out, out, sysProcAttr()
 	err = cmd.Start()
 	_ = out.Close()

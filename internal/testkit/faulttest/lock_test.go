@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"

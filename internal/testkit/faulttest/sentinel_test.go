@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -110,7 +110,9 @@ func TestSentinelFailoverStalledReplica(t *testing.T) {
 			// does not yet would make the promoted replica a replica of the
 			// old master, which comes back empty (it keeps nothing on disk),
 			// and the replica would drop everything to copy it. Redis's
-			// docs warn against restarting such a master on its own.
+			// docs warn against restarting such a master on its own. So
+			// it comes back as a replica of the promoted one from its first
+			// moment, never as an empty master.
 			var scs []*redis.Client
 			for _, addr := range sen.SentinelAddrs() {
 				sc := redis.NewClient(&redis.Options{Addr: addr})
@@ -127,7 +129,7 @@ func TestSentinelFailoverStalledReplica(t *testing.T) {
 				return true
 			})
 			promoted := time.Now()
-			if err := sen.Master.Start(); err != nil {
+			if err := sen.Master.StartReplicaOf(sen.Replica); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, ctx, "puts acknowledged again", func() bool {

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
-	"github.com/hourglass-io/hourglass/internal/tmpfstest"
+	"github.com/hourglass-io/hourglass/internal/testkit/tmpfstest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/beanstalk"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hourglass-io/hourglass/internal/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
