@@ -599,6 +599,7 @@ func (q *jobQueue) StatsTube(ctx context.Context, tube string) (queue.TubeStats,
 			Reserves:  t.reserves,
 			Buries:    t.buries,
 			Timeouts:  t.timeouts,
+			Cancels:   t.cancels,
 
 			LimitHolds: t.limitHolds,
 		}

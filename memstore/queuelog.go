@@ -30,7 +30,9 @@ const (
 	kindJobH    = 9  // snapshot: a job with its history
 	kindUpdateH = 10 // log: an update with the job's history
 	// kindLimit = 11: a tube's limits (limits.go), log and snapshot.
-	// 12–21: kept jobs and cancels (other features' kinds).
+	// 12–17: kept jobs (other features' kinds).
+	// kindCancel = 18: a job cancelled (cancel.go), log; 18–21 are the
+	// cancels'.
 	// Since trace contexts (docs/tracing.md): kindPut and kindJobH
 	// followed by the job's trace context, for a job that carries one; a
 	// job without one is still written with the older kinds.
@@ -54,6 +56,7 @@ const (
 //	jobHT      jobH's fields (history included), then s trace context; then the body
 //	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
 //	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
+//	cancel     u id, s reason
 //
 // References (Store.Hold) are not durable, but whether a tube has any is
 // logged when it changes, so that a replay keeps a tube's counters exactly
@@ -386,6 +389,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 
 	case kindLimit:
 		return q.replayLimit(d)
+
+	case kindCancel:
+		return q.replayCancel(d)
 
 	case kindHold:
 		name := d.string()

@@ -30,6 +30,8 @@ type jobQueue struct {
 	live                                     int64 // bytes a snapshot of the jobs would take
 
 	tubeListeners listeners // by tube (Listen)
+	// cancelListeners by tube, a group's under its tube (ListenCancel)
+	cancelListeners map[string][]*cancelListener
 
 	// byOwner indexes the reserved jobs by owner (Reservations): link and
 	// unlink keep it.
@@ -111,7 +113,10 @@ func (q *jobQueue) recovered(now int64) {
 
 func (q *jobQueue) size() int64 { return q.live }
 
-func (q *jobQueue) close() { clear(q.tubeListeners.byKey) }
+func (q *jobQueue) close() {
+	clear(q.tubeListeners.byKey)
+	clear(q.cancelListeners)
+}
 
 func (q *jobQueue) advanceTube(t *tube, now int64) {
 	n := 0
@@ -270,6 +275,13 @@ func (q *jobQueue) addJob(j *job, st queue.State) {
 
 // removeJob deletes j, counting a delete in its tube.
 func (q *jobQueue) removeJob(j *job) {
+	j.tube.deletes++
+	q.dropJob(j)
+}
+
+// dropJob takes j out of the store, counting nothing (a delete or a
+// cancel counts itself).
+func (q *jobQueue) dropJob(j *job) {
 	t := j.tube
 	q.unlink(j)
 	delete(q.jobs, j.id)
@@ -277,7 +289,6 @@ func (q *jobQueue) removeJob(j *job) {
 		delete(t.keys, k)
 	}
 	q.live -= jobSize(j)
-	t.deletes++
 	q.gcTube(t)
 }
 

@@ -24,6 +24,7 @@ type tube struct {
 	// reserves, buries and timeouts of the tube's jobs while the engine
 	// runs (not logged: they start at 0 when it opens)
 	reserves, buries, timeouts int64
+	cancels                    int64 // jobs cancelled while the engine runs (not counted by a replay)
 	refs                       int64 // references held (Hold), by every session
 	limitHolds                 int64 // reserves its limits held back (not logged)
 

@@ -205,8 +205,11 @@ type TubeStats struct {
 	// ran out, while the tube exists (on the embedded engine, since it was
 	// opened). beanstalkd's stats-tube has no such fields.
 	Reserves, Buries, Timeouts int64
-	Pause                      time.Duration // length of the current pause; 0 when not paused
-	PauseTimeLeft              time.Duration
+	// Cancels counts the tube's jobs cancelled (Queue.Cancel), in any
+	// state, as Reserves are counted; a cancel is not a delete.
+	Cancels       int64
+	Pause         time.Duration // length of the current pause; 0 when not paused
+	PauseTimeLeft time.Duration
 	// Limits are the tube's limits (LimitStore), zero when none, and
 	// LimitHolds counts the reserves that got fewer jobs than they asked
 	// for while the tube's limits held back its ready jobs, while the tube

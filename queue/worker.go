@@ -16,7 +16,10 @@ import (
 // releases it with a backoff delay, or buries it once it has been reserved
 // WorkerOptions.MaxAttempts times, and its text becomes the job's last
 // error (JobStats.LastError, cut to MaxReasonLen bytes). The context ends when the worker gives
-// up on the job (shutdown deadline) or loses it (a touch failed).
+// up on the job (shutdown deadline), loses it (a touch failed), or the job is
+// cancelled (Queue.Cancel, from any process): its cause (context.Cause) is
+// then a *CancelError, errors.Is ErrCancelled, and whatever the handler
+// returns, the job is gone: it is neither deleted, released nor buried.
 type Handler interface {
 	HandleJob(ctx context.Context, job Job) error
 }
@@ -125,18 +128,36 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer close(w.finished)
 	defer abandon()
 
+	// Cancels of the jobs it will hold are heard from before the first
+	// reserve, so none is missed.
+	tubes, _ := checkTubes(w.opts.Tubes)
+	cn, unlisten, err := w.q.listenCancels(rctx, tubes)
+	if err != nil {
+		return err
+	}
+	defer unlisten()
 	var wg sync.WaitGroup
-	errs := make(chan error, w.opts.concurrency())
-	for range w.opts.concurrency() {
+	if cn != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.loop(rctx, hctx); err != nil {
+			cn.check(hctx)
+		}()
+	}
+	errs := make(chan error, w.opts.concurrency())
+	var slots sync.WaitGroup
+	for range w.opts.concurrency() {
+		slots.Add(1)
+		go func() {
+			defer slots.Done()
+			if err := w.loop(rctx, hctx, cn); err != nil {
 				errs <- err
 				stop()
 			}
 		}()
 	}
+	slots.Wait()
+	abandon()
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
@@ -171,7 +192,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 }
 
 // loop is one of the Concurrency slots: reserve, handle, repeat.
-func (w *Worker) loop(rctx, hctx context.Context) error {
+func (w *Worker) loop(rctx, hctx context.Context, cn *cancels) error {
 	log := w.opts.logger()
 	var done []ID // finished jobs to delete with the next reserve
 	ropts := ReserveOptions{Tubes: w.opts.Tubes}
@@ -204,7 +225,7 @@ func (w *Worker) loop(rctx, hctx context.Context) error {
 			continue
 		}
 		job := jobs[0]
-		if w.handle(hctx, job) {
+		if w.handle(hctx, job, cn) {
 			done = append(done, job.ID)
 		}
 	}
@@ -227,11 +248,14 @@ func (w *Worker) loop(rctx, hctx context.Context) error {
 
 // handle runs the handler on job, touching it as its TTR nears its end. It
 // reports whether the job succeeded (to be deleted); a failed job has been
-// released or buried.
-func (w *Worker) handle(hctx context.Context, job Job) bool {
+// released or buried, a cancelled one left alone (it is gone).
+func (w *Worker) handle(hctx context.Context, job Job, cn *cancels) bool {
 	log := w.opts.logger()
-	ctx, cancel := context.WithCancel(hctx)
+	ctx, cancelCause := context.WithCancelCause(hctx)
+	cancel := func() { cancelCause(nil) }
 	defer cancel()
+	cn.watch(job.ID, cancelCause)
+	defer cn.unwatch(job.ID)
 
 	// Touch at 3/4 of the TTR, again and again, until the handler returns.
 	var (
@@ -267,6 +291,11 @@ func (w *Worker) handle(hctx context.Context, job Job) bool {
 	timer.Stop()
 	tmu.Unlock()
 
+	var ce *CancelError
+	if errors.As(context.Cause(ctx), &ce) {
+		log.Info("queue: job cancelled", "id", job.ID, "reason", ce.Reason)
+		return false
+	}
 	if err == nil {
 		if span != nil {
 			// deleted with the worker's next reserve

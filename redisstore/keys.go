@@ -80,6 +80,10 @@ func (k keys) tubeKeys(tag int, tube string) []string {
 // channel is the wake-up channel of a tube partition (sharded pub/sub, in the partition's slot).
 func (k keys) channel(tag int, tube string) string { return k.base(tag) + "t:" + tube + ":w" }
 
+// cancels is the tag's channel of the cancels of reserved jobs (cancel.lua),
+// in the tag's slot beside its tubes' wake-up channels.
+func (k keys) cancels(tag int) string { return k.base(tag) + "c" }
+
 func (k keys) layout() string { return k.prefix + "layout" }
 
 // ids is the hash whose field id is the last job sequence number issued,

@@ -210,10 +210,12 @@ func (n *notifier) read(ts *tagSub) {
 				n.wakeAt(ts, ch, time.Now().Add(ms))
 				continue
 			}
+			n.deliver(ts, ch, m.Payload)
+			continue
 		default:
 			continue
 		}
-		n.deliver(ts, ch)
+		n.deliver(ts, ch, "")
 	}
 }
 
@@ -231,12 +233,20 @@ func dueIn(payload string) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
-// deliver calls the listeners of channel ch of ts.
-func (n *notifier) deliver(ts *tagSub, ch string) {
+// withPayload, as the tube of a listener (add), has it called with each
+// message's payload instead of a tube: "" after a resubscription.
+const withPayload = "\x00payload"
+
+// deliver calls the listeners of channel ch of ts; payload is the
+// message's ("" for a resubscription or a timer).
+func (n *notifier) deliver(ts *tagSub, ch, payload string) {
 	n.mu.Lock()
 	var calls []func()
 	for h, tube := range ts.handlers[ch] {
 		f, t := *h, tube
+		if t == withPayload {
+			t = payload
+		}
 		calls = append(calls, func() { f(t) })
 	}
 	n.mu.Unlock()
@@ -267,7 +277,7 @@ func (n *notifier) wakeAt(ts *tagSub, ch string, at time.Time) {
 			delete(ts.timers, ch)
 		}
 		n.mu.Unlock()
-		n.deliver(ts, ch)
+		n.deliver(ts, ch, "")
 	})
 	ts.timers[ch] = d
 }

@@ -274,8 +274,9 @@ func (s *Store) allTubes(ctx context.Context) ([]queue.TubeStats, error) {
 
 // addTubeStats adds one partition's statstube reply to st.
 func addTubeStats(st *queue.TubeStats, r *reply, a []any) {
-	a = r.arr(a, 19)
+	a = r.arr(a, 20)
 	n := func(i int) int64 { return r.int(a[i]) }
+	st.Cancels += n(19)
 	st.Groups += n(16)
 	st.GroupReady += n(17)
 	st.GroupReserved += n(18)

@@ -3,20 +3,20 @@ package redisstore
 // The queue's operations (scripts/<name>.lua, with lib.lua's helpers).
 var scripts = struct {
 	put, reserve, delete, locate, release, bury, touch, unreserve, reserveJob,
-	kickJob, kick, peek, peekState, statsTube, pause, hold, check, keepAlive, lapsed, reap, reservations, convert *op
+	kickJob, kick, peek, peekState, statsTube, pause, hold, check, keepAlive, lapsed, reap, reservations, convert, cancel *op
 }{
 	put: operation("put"), reserve: operation("reserve"), delete: operation("delete"), locate: operation("locate"),
 	release: operation("release"), bury: operation("bury"), touch: operation("touch"), unreserve: operation("unreserve"),
 	reserveJob: operation("reservejob"), kickJob: operation("kickjob"), kick: operation("kick"), peek: operation("peek"),
 	peekState: operation("peekstate"), statsTube: operation("statstube"), pause: operation("pause"), hold: operation("hold"), check: operation("check"),
 	keepAlive: operation("keepalive"), lapsed: operation("lapsed"), reap: operation("reap"),
-	reservations: operation("reservations"), convert: operation("convert"),
+	reservations: operation("reservations"), convert: operation("convert"), cancel: operation("cancel"),
 }
 
 func init() {
 	// The changes of the queue wait for Options.Replicas.
 	for _, o := range []*op{scripts.put, scripts.reserve, scripts.delete, scripts.release, scripts.bury, scripts.touch,
-		scripts.unreserve, scripts.reserveJob, scripts.kickJob, scripts.kick, scripts.pause, scripts.reap} {
+		scripts.unreserve, scripts.reserveJob, scripts.kickJob, scripts.kick, scripts.pause, scripts.reap, scripts.cancel} {
 		o.waits = true
 	}
 	// Puts to one tube partition that wait together go out as one call:

@@ -5,7 +5,7 @@
 -- Returns: {} when the tag does not know the tube, else
 -- { urgent, ready, reserved, delayed, buried, total, deletes, pauses, pause ms, pause left ms, created µs,
 --   reserves, buries, timeouts, limit holds, limits ("" for none; see limit.lua),
---   groups, their ready jobs, their reserved jobs }
+--   groups, their ready jobs, their reserved jobs, cancels }
 -- (for a tube that does not exist but has groups, zeros but for the limits
 -- and the groups)
 local T = tubekeys(1)
@@ -33,9 +33,9 @@ end
 if not created then
   if groups == 0 then return {} end
   local lim = redis.call('HGET', KEYS[1], 'l:' .. tube) or ''
-  return { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, gholds, lim, groups, gready, greserved }
+  return { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, gholds, lim, groups, gready, greserved, 0 }
 end
-local h = redis.call('HMGET', T.t, 'pauses', 'pl', 'rs', 'bu', 'to', 'lh')
+local h = redis.call('HMGET', T.t, 'pauses', 'pl', 'rs', 'bu', 'to', 'lh', 'cn')
 local pl, left = 0, 0
 local pu = paused_until(T, now)
 if pu then
@@ -46,4 +46,4 @@ return { redis.call('ZCOUNT', T.r, 0, 1023), redis.call('ZCARD', T.r), redis.cal
   redis.call('ZCARD', T.d), redis.call('ZCARD', T.b), T.total, T.deletes,
   tonumber(h[1] or '0'), pl, left, tonumber(created),
   tonumber(h[3] or '0'), tonumber(h[4] or '0'), tonumber(h[5] or '0'), tonumber(h[6] or '0') + gholds, T.lim or '',
-  groups, gready, greserved }
+  groups, gready, greserved, tonumber(h[7] or '0') }

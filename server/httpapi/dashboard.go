@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -43,6 +44,7 @@ var (
 const maxPanelTubes = 100
 
 type pageData struct {
+	Info      DashboardInfo
 	Panels    template.HTML
 	NeedToken bool
 	Views     []dashView
@@ -76,6 +78,9 @@ func (s *Server) views() []dashView {
 func (s *Server) serveDashboard(w http.ResponseWriter, r *http.Request) {
 	d := pageData{NeedToken: s.AuthToken != "", Views: s.views()}
 	if !d.NeedToken {
+		d.Info = s.info()
+	}
+	if !d.NeedToken {
 		html, err := s.renderView(r.Context(), "")
 		if err != nil {
 			s.logger().Warn("dashboard: rendering the panels", "err", err)
@@ -97,7 +102,15 @@ func (s *Server) serveDashboard(w http.ResponseWriter, r *http.Request) {
 // servePanels serves one view (?view=, default the tubes) alone, for the
 // script's refreshes.
 func (s *Server) servePanels(w http.ResponseWriter, r *http.Request) error {
-	html, err := s.renderView(r.Context(), r.URL.Query().Get("view"))
+	sr, err := searchOf(r.URL.Query().Get("q"))
+	if err != nil {
+		return err
+	}
+	name := r.URL.Query().Get("view")
+	if name != "" && !slices.ContainsFunc(s.views(), func(v dashView) bool { return v.Name == name }) {
+		return serveMissing(w, missingData{What: "view", Name: name, Why: "This server has no view " + strconv.Quote(name) + "; the views it has are in the bar above."})
+	}
+	html, err := s.renderView(withSearch(r.Context(), sr), name)
 	if err != nil {
 		return err
 	}
@@ -140,6 +153,9 @@ type jobsPanelData struct {
 	// ReservedCut likewise.
 	DelayedCut, ReservedCut bool
 	PauseOpts               []pauseOpt
+	// Query is the search the tubes (by name) and the jobs listed (by
+	// id, tube or body) were filtered by.
+	Query string
 }
 
 // The dashboard lists up to panelJobsPerTube delayed and buried jobs of
@@ -160,7 +176,8 @@ func jobsPanel(ctx context.Context, s *Server) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := jobsPanelData{PauseOpts: pauseOpts}
+	sr := searchIn(ctx)
+	d := jobsPanelData{PauseOpts: pauseOpts, Query: sr.text}
 	if len(tubes) > maxPanelTubes {
 		tubes, d.More = tubes[:maxPanelTubes], true
 	}
@@ -172,7 +189,9 @@ func jobsPanel(ctx context.Context, s *Server) (any, error) {
 			}
 			return nil, err
 		}
-		d.Tubes = append(d.Tubes, tubeStatsOf(st))
+		if sr.name(t) {
+			d.Tubes = append(d.Tubes, tubeStatsOf(st))
+		}
 		for _, l := range []struct {
 			state queue.State
 			n     int64
@@ -185,9 +204,12 @@ func jobsPanel(ctx context.Context, s *Server) (any, error) {
 			if err != nil && !isOutcome(err) {
 				return nil, err
 			}
+			if sr.any() {
+				jobs = slices.DeleteFunc(jobs, func(j queue.Job) bool { return !sr.job(j) })
+			}
 			for i, j := range jobs {
 				pj := panelJob{browseJob: rowStats(ctx, q, j)}
-				if i == len(jobs)-1 {
+				if i == len(jobs)-1 && !sr.any() {
 					pj.More = l.n - int64(len(jobs))
 				}
 				*l.to = append(*l.to, pj)

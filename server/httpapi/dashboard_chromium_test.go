@@ -36,7 +36,7 @@ func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Contex
 	t.Cleanup(cancel)
 	bctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
 	t.Cleanup(cancel)
-	bctx, cancel = context.WithTimeout(bctx, 3*time.Minute)
+	bctx, cancel = context.WithTimeout(bctx, time.Minute)
 	t.Cleanup(cancel)
 	return bctx
 }
@@ -61,6 +61,20 @@ func screenshots(t *testing.T, bctx context.Context, name string) {
 		if int64(wide) > w.width {
 			t.Errorf("%s at %d px: the page is %v px wide: it spills off the screen", name, w.width, wide)
 		}
+		broken, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](brokenWordsJS))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(broken) > 0 {
+			t.Errorf("%s at %d px: words broken across lines: %q", name, w.width, broken)
+		}
+		clipped, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](clippedTitlesJS))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(clipped) > 0 {
+			t.Errorf("%s at %d px: titles cut: %q", name, w.width, clipped)
+		}
 		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatalf("screenshot: %v", err)
@@ -75,6 +89,37 @@ func screenshots(t *testing.T, bctx context.Context, name string) {
 		t.Fatal(err)
 	}
 }
+
+// brokenWordsJS lists the words of the page's names, labels, headings,
+// figures and buttons that the layout broke across two lines (a word: a
+// run of letters and digits of 2 to 24, between spaces and the marks a
+// line may break at). A body, an error's text and a fact's value may
+// wrap anywhere they must.
+const brokenWordsJS = `(() => {
+  const out = [];
+  const els = document.querySelectorAll("td, th, figcaption, dt, dd, h1, h2, h3, .badge, summary, button, #nav a, .crumbs, .lheld");
+  for (const el of els) {
+    if (el.closest("td.body, .err-text, td.value, pre, .facts.extra") || el.offsetParent === null) continue;
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.parentElement.closest("td.body, .err-text, pre, code") || n.parentElement.offsetParent === null) continue;
+      const re = /[\p{L}\p{N}]{2,24}/gu;
+      for (let m; (m = re.exec(n.nodeValue)); ) {
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        const tops = new Set(Array.from(r.getClientRects(), x => Math.round(x.top)));
+        if (tops.size > 1) out.push(m[0] + " in " + el.tagName.toLowerCase() + "." + el.className);
+      }
+    }
+  }
+  return Array.from(new Set(out));
+})()`
+
+// clippedTitlesJS lists the chart titles and table heads cut short.
+const clippedTitlesJS = `Array.from(document.querySelectorAll(".chart figcaption .title, th"))
+  .filter(e => e.offsetParent !== null && (e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1))
+  .map(e => e.textContent)`
 
 // TestDashboardBrowserInChromium: with 1,000 jobs in a tube, an operator
 // pages through all of them, opens a buried job and sees why it failed,
@@ -185,12 +230,16 @@ func TestDashboardBrowserInChromium(t *testing.T) {
 	}
 	screenshots(t, bctx, "job")
 
-	// Pause the tube from its page: a second click confirms.
+	// Pause the tube from its page: the pause menu, then its length.
 	err = chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#job .crumbs a[href^="#tube"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#browse button[data-action="pause"]`)),
-		chromedp.Click(chromedp.CSS(`#browse button[data-action="pause"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#browse button.confirming`)),
-		chromedp.Click(chromedp.CSS(`#browse button[data-action="pause"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#browse details.menu summary`)),
+		chromedp.Click(chromedp.CSS(`#browse details.menu summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`#browse button[data-action="pause"][data-ms="300000"]`)))
+	if err != nil {
+		t.Fatalf("opening the pause menu: %v", err)
+	}
+	screenshots(t, bctx, "pause-menu")
+	err = chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#browse button[data-action="pause"][data-ms="300000"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#browse .badge.paused`)))
 	if err != nil {
 		t.Fatalf("pausing the tube: %v", err)
@@ -352,8 +401,8 @@ func TestDashboardViewsInChromium(t *testing.T) {
 	// The limits column: billing's rate, its cap reached, its group
 	// template, its group and the reserve the cap held back.
 	if s := text(`#panel-jobs tr[data-tube="billing"] td.limits`); !strings.Contains(s, "100/s, burst 10") || !strings.Contains(s, "2 of 2 reserved") ||
-		!strings.Contains(s, "each group: 5/min, cap 1") || !strings.Contains(s, "1 group") || !strings.Contains(s, "held 1×") {
-		t.Errorf("billing's limits read %q, want its rate, 2 of 2 reserved, the group template, 1 group, 1 hold", s)
+		!strings.Contains(s, "each group: 5/min, cap 1") || !strings.Contains(s, "1 group") || !strings.Contains(s, "1 reserve held back by these limits") {
+		t.Errorf("billing's limits read %q, want its rate, 2 of 2 reserved, the group template, 1 group, 1 hold said in words", s)
 	}
 	if s := text(`#panel-jobs tr[data-tube="invoices"] td.limits`); s != "none" {
 		t.Errorf("invoices' limits read %q, want none", s)

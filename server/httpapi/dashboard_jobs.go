@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -52,6 +53,10 @@ type browseData struct {
 	// Prev and Next are the cursors of the neighbouring pages, 0: none.
 	Prev, Next uint64
 	PauseOpts  []pauseOpt
+	// Query is the search (by id, tube or body) the window was filtered
+	// by; Matched counts the jobs of the window that match it.
+	Query   string
+	Matched int
 }
 
 type browseTab struct {
@@ -90,7 +95,7 @@ type pauseOpt struct {
 }
 
 // pauseOpts are the lengths of pause the dashboard offers.
-var pauseOpts = []pauseOpt{{"5 minutes", 5 * 60e3}, {"1 hour", 3600e3}, {"1 day", 86400e3},
+var pauseOpts = []pauseOpt{{"for 5 minutes", 5 * 60e3}, {"for 1 hour", 3600e3}, {"for 1 day", 86400e3},
 	{"until resumed", queue.MaxDuration.Milliseconds()}}
 
 func stateNamed(s string) (queue.State, bool) {
@@ -139,12 +144,20 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 	if after != 0 && before != 0 {
 		return badRequest("httpapi: give after or before, not both")
 	}
-	ctx := r.Context()
-	st, err := s.Queue.StatsTube(ctx, tube)
+	sr, err := searchOf(q.Get("q"))
 	if err != nil {
 		return err
 	}
-	d := browseData{Tube: tube, State: stateName, Stats: tubeStatsOf(st), PauseOpts: pauseOpts}
+	ctx := r.Context()
+	st, err := s.Queue.StatsTube(ctx, tube)
+	if errors.Is(err, queue.ErrNotFound) {
+		return serveMissing(w, missingData{What: "tube", Name: tube,
+			Why: "The store knows no tube " + strconv.Quote(tube) + ": a tube is there while it holds jobs or a client uses or watches it."})
+	}
+	if err != nil {
+		return err
+	}
+	d := browseData{Tube: tube, State: stateName, Stats: tubeStatsOf(st), PauseOpts: pauseOpts, Query: sr.text}
 	counts := map[queue.State]int64{queue.Ready: st.Ready, queue.Delayed: st.Delayed, queue.Reserved: st.Reserved, queue.Buried: st.Buried}
 	for _, bs := range browseStates {
 		d.Tabs = append(d.Tabs, browseTab{State: bs.String(), Count: counts[bs], Active: bs == state})
@@ -156,6 +169,10 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 	}
 	slices.SortFunc(jobs, func(a, b queue.Job) int { return cmpID(a.ID, b.ID) })
 	d.Window, d.Cut = len(jobs), d.Count > int64(len(jobs))
+	if sr.any() {
+		jobs = slices.DeleteFunc(jobs, func(j queue.Job) bool { return !sr.job(j) })
+		d.Matched = len(jobs)
+	}
 	// The page: the first browsePage after the cursor, or the last
 	// browsePage before it.
 	lo := 0
@@ -184,7 +201,7 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 		}
 		d.Jobs = append(d.Jobs, bj)
 	}
-	return renderFragment(w, "browse", d)
+	return renderFragment(w, http.StatusOK, "browse", d)
 }
 
 func cmpID(a, b queue.ID) int {
@@ -197,14 +214,16 @@ func cmpID(a, b queue.ID) int {
 	return 0
 }
 
-// renderFragment renders the template name with data as an HTML reply.
-func renderFragment(w http.ResponseWriter, name string, data any) error {
+// renderFragment renders the template name with data as an HTML reply
+// of the given status.
+func renderFragment(w http.ResponseWriter, status int, name string, data any) error {
 	var buf bytes.Buffer
 	if err := dashboardTmpl.ExecuteTemplate(&buf, name, data); err != nil {
 		return fmt.Errorf("dashboard: %s: %w", name, err)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 	return nil
 }
@@ -226,6 +245,33 @@ type jobPageData struct {
 	// Extra holds what queue.JobStats says beyond the fields the page
 	// names (see jobExtras).
 	Extra []jobField
+	// Errors are the errors of its attempts the store keeps, newest
+	// first, each at most ErrorBytes long (see jobErrors).
+	Errors     []attemptError
+	ErrorBytes int
+}
+
+// attemptError is an error a job was released or buried with.
+type attemptError struct {
+	At      time.Time
+	Attempt int64 // the reserve it ended (1: the first); 0 when not known
+	Reason  string
+}
+
+// jobErrors returns the errors of st's attempts that the store keeps:
+// the last one (queue.JobStats.LastError), both back ends keeping one a
+// job. Its attempt is the job's last reserve when the error came after
+// it (a release or bury ends the reservation it is given in), unknown
+// when the job was reserved again since.
+func jobErrors(st queue.JobStats) []attemptError {
+	if st.LastError == "" {
+		return nil
+	}
+	e := attemptError{At: st.LastErrorAt, Reason: st.LastError}
+	if !st.LastErrorAt.Before(st.ReservedAt) && st.Reserves > 0 {
+		e.Attempt = int64(st.Reserves)
+	}
+	return []attemptError{e}
 }
 
 // jobPageBody is the most bytes of a body the job page shows.
@@ -247,11 +293,16 @@ func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := queue.ID(n)
 	st, err := s.Queue.StatsJob(r.Context(), id) // the job and its stats in one look
+	if errors.Is(err, queue.ErrNotFound) {
+		return serveMissing(w, missingData{What: "job", Name: "#" + strconv.FormatUint(n, 10),
+			Why: "The store holds no job #" + strconv.FormatUint(n, 10) + ": it was deleted (a job is deleted once its work is done) or was never put."})
+	}
 	if err != nil {
 		return err
 	}
 	j := st.Job()
-	d := jobPageData{Job: j, Stats: st, State: st.State.String(), Holder: holderOf(st.ReservedBy), Size: len(j.Body), Extra: jobExtras(st)}
+	d := jobPageData{Job: j, Stats: st, State: st.State.String(), Holder: holderOf(st.ReservedBy), Size: len(j.Body), Extra: jobExtras(st),
+		Errors: jobErrors(st), ErrorBytes: queue.MaxReasonLen}
 	body := j.Body
 	if len(body) > jobPageBody {
 		body, d.Cut = body[:jobPageBody], true
@@ -267,7 +318,7 @@ func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
 		d.Hex = hex.Dump(body[:min(len(body), jobPageHex)])
 		d.Base64 = base64.StdEncoding.EncodeToString(body)
 	}
-	return renderFragment(w, "job", d)
+	return renderFragment(w, http.StatusOK, "job", d)
 }
 
 // knownJobStats are the fields of queue.JobStats the job page names.
@@ -276,7 +327,9 @@ var knownJobStats = map[string]bool{"ID": true, "Tube": true, "State": true, "Pr
 	"Buries": true, "Kicks": true,
 	// Shown elsewhere: the body below the facts, the holder by holderOf
 	// (an HTTP lease's owner is its token, never shown whole).
-	"Body": true, "ReservedBy": true}
+	"Body": true, "ReservedBy": true,
+	// In the errors' table (jobErrors).
+	"LastError": true, "LastErrorAt": true}
 
 // jobExtras returns the fields of st the page does not name, those that
 // are set: what the store records beyond beanstalkd's stats-job (a last

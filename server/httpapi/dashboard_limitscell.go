@@ -26,6 +26,14 @@ type limitsCell struct {
 
 func (c limitsCell) None() bool { return c == limitsCell{} }
 
+// HoldsText says what Holds counts, in words.
+func (c limitsCell) HoldsText() string {
+	if c.Holds == 1 {
+		return "1 reserve held back by these limits"
+	}
+	return fmt.Sprintf("%d reserves held back by these limits", c.Holds)
+}
+
 func limitsCellOf(t TubeStats) limitsCell {
 	var c limitsCell
 	if p, g := queue.SplitGroup(t.Name); g != "" {

@@ -110,8 +110,19 @@ func TestDashboardInChromium(t *testing.T) {
 	if s := text(`#panel-jobs table.delayed`); !strings.Contains(s, "reminder") {
 		t.Errorf("the delayed jobs show %q, want the delayed reminder", s)
 	}
-	if s := text(`tr[data-tube="reports"] td.paused`); !strings.Contains(s, "paused") {
-		t.Errorf("the reports tube shows %q, want paused", s)
+	// A pause is said beside the tube's name, and undone by an action;
+	// no column reads "paused" in a row that is not.
+	if s := text(`tr[data-tube="reports"] td.name .badge.paused`); !strings.Contains(s, "paused, 9m") {
+		t.Errorf("the reports tube shows %q, want paused with about 10 minutes left", s)
+	}
+	if s := text(`tr[data-tube="reports"] td.act`); !strings.Contains(s, "resume") {
+		t.Errorf("the reports tube's actions read %q, want resume", s)
+	}
+	if s := text(`#panel-jobs table.tubes thead`); strings.Contains(s, "paused") {
+		t.Errorf("the tubes table's head reads %q: a pause is not a column", s)
+	}
+	if s := text(`tr[data-tube="mail"]`); strings.Contains(s, "paused") || strings.Contains(s, "minutes") {
+		t.Errorf("the mail tube, not paused, reads %q", s)
 	}
 	if s := text(mailReady); s != "2" {
 		t.Errorf("mail shows %q ready jobs, want 2", s)

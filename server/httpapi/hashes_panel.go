@@ -26,10 +26,12 @@ const (
 // hashesPanelData is what the hashes panel shows.
 type hashesPanelData struct {
 	Hashes []panelHash
-	// Remembered counts the hashes remembered (Hashes shows at most
-	// panelHashes of them).
-	Remembered int
-	Events     EventStatsReply
+	// Remembered counts the hashes remembered, Read those of them read
+	// (at most panelHashes); Hashes are those read that have fields: a
+	// hash without a live field is not there (a read of a name nobody
+	// wrote touches it all the same).
+	Remembered, Read int
+	Events           EventStatsReply
 	// EventsErr: the event statistics could not be read.
 	EventsErr bool
 }
@@ -56,6 +58,7 @@ func hashesPanel(ctx context.Context, s *Server) (any, error) {
 	if len(names) > panelHashes {
 		names = names[:panelHashes]
 	}
+	d.Read = len(names)
 	now := time.Now()
 	for _, name := range names {
 		h := s.Hashes.Hash(name)
@@ -66,8 +69,11 @@ func hashesPanel(ctx context.Context, s *Server) (any, error) {
 			}
 			return nil, err
 		}
+		if n == 0 {
+			continue
+		}
 		ph := panelHash{Name: name, Len: n}
-		if n > 0 && n <= panelHashFields {
+		if n <= panelHashFields {
 			es, err := h.GetAll(ctx)
 			if err != nil && !isOutcome(err) {
 				return nil, err

@@ -525,8 +525,13 @@ func TestDashboardListsHashes(t *testing.T) {
 	ts := startHashServer(t, backends[0], nil, nil)
 	c := ts.c
 	page := string(c.do(req{method: "GET", path: "/dashboard/panels?view=hashes"}).want(t, http.StatusOK, "").body)
-	if !strings.Contains(page, `id="panel-hashes"`) || !strings.Contains(page, "there are none yet") {
+	if !strings.Contains(page, `id="panel-hashes"`) || !strings.Contains(page, "there are none") {
 		t.Fatalf("the hashes panel before any call:\n%s", page)
+	}
+	// A read of a hash nobody wrote does not make it appear.
+	c.do(req{method: "GET", path: "/v1/hashes/nosuchhash"}).want(t, http.StatusOK, "")
+	if page := string(c.do(req{method: "GET", path: "/dashboard/panels?view=hashes"}).want(t, http.StatusOK, "").body); strings.Contains(page, "nosuchhash") {
+		t.Errorf("the hashes panel lists a hash only read, never written:\n%s", page)
 	}
 	c.hset(t, "carts", map[string]any{"fields": []any{text("soon"), text("later")}, "ttl_ms": 3600000})
 	c.hset(t, "carts", map[string]any{"fields": []any{text("soonest")}, "ttl_ms": 60000})

@@ -2,7 +2,10 @@
 //   #view=jobs (the default), limits, hashes, locks, schedules, store:
 //     a view rendered on the server (GET /dashboard/panels?view=…);
 //   #tube=…&state=…: a tube's jobs (GET /dashboard/browse);
-//   #job=…: a job's page (GET /dashboard/job).
+//   #job=…: a job's page (GET /dashboard/job);
+//   q=… with the tubes view or a tube's: the search (by id, tube, body).
+// A job, tube or view that is not there is answered 404 with a page that
+// says so, shown like a view.
 // The view on screen is fetched again every two seconds (the tube view
 // every ten) and its new HTML
 // is merged into the page in place (morph): only the values that changed
@@ -79,6 +82,7 @@
         setStatus("a token is needed");
         return null;
       }
+      if (r.status === 404 && (r.headers.get("Content-Type") || "").indexOf("text/html") === 0) return r;
       if (!r.ok) {
         return r.json().then(function (j) { throw new Error(j.error.message); },
           function () { throw new Error("error " + r.status); });
@@ -161,14 +165,14 @@
       url = "/dashboard/browse?" + p.toString();
       target = view;
     } else {
-      url = "/dashboard/panels?view=" + encodeURIComponent(v);
+      url = "/dashboard/panels?view=" + encodeURIComponent(v) + (p.get("q") ? "&q=" + encodeURIComponent(p.get("q")) : "");
       target = panels;
     }
     // Not while the reader is choosing, typing or confirming.
     if (auto) {
       var act = document.activeElement;
       if (target.contains(act) && (act.tagName === "SELECT" || (act.tagName === "INPUT" && act.type !== "checkbox"))) return;
-      if (target.querySelector("button.confirming")) return;
+      if (target.querySelector("button.confirming, details.menu[open]")) return;
     }
     nav.querySelectorAll("a").forEach(function (a) {
       var on = a.dataset.view === v;
@@ -214,7 +218,7 @@
       .then(function (i) {
         if (!i) return;
         var v = document.getElementById("info-version");
-        v.textContent = i.version + (i.commit ? " · " + i.commit.slice(0, 12) : "");
+        v.textContent = i.label;
         v.title = i.version + " " + (i.commit || "") + " " + i.go_version;
         document.getElementById("info-store").textContent = i.store || "—";
         started = Date.now() - i.uptime_ms;
@@ -347,8 +351,9 @@
       p = deleteBuried(tube, b.dataset.count);
       break;
     case "pause":
-      p = call("POST", "/v1/tubes/" + encodeURIComponent(tube) + "/pause",
-        { delay_ms: Number(box.querySelector("[data-pause-for]").value) });
+      p = call("POST", "/v1/tubes/" + encodeURIComponent(tube) + "/pause", { delay_ms: Number(b.dataset.ms) });
+      var menu = b.closest("details");
+      if (menu) menu.open = false;
       break;
     case "resume":
       p = call("POST", "/v1/tubes/" + encodeURIComponent(tube) + "/pause", { delay_ms: 0 });
@@ -395,11 +400,30 @@
   panels.addEventListener("click", click);
   view.addEventListener("click", click);
 
+  // The search: a job id opens the job; other text filters the tube shown
+  // (its listed jobs), else the tubes view; nothing clears the filter.
+  var searchQ = document.getElementById("search-q");
   search.addEventListener("submit", function (e) {
     e.preventDefault();
-    var id = document.getElementById("search-id").value.trim().replace(/^#/, "");
-    if (/^[0-9]+$/.test(id)) location.hash = "job=" + id;
-    else setStatus("a job id is a whole number");
+    var q = searchQ.value.trim(), p = route();
+    if (/^#?[0-9]+$/.test(q)) {
+      location.hash = "job=" + q.replace(/^#/, "");
+      return;
+    }
+    if (!p.get("tube")) p = new URLSearchParams({ view: "jobs" });
+    p.delete("after");
+    p.delete("before");
+    if (q) p.set("q", q); else p.delete("q");
+    location.hash = p.toString();
+  });
+  function syncSearch() {
+    var q = route().get("q") || "";
+    if (document.activeElement !== searchQ) searchQ.value = q;
+  }
+  document.addEventListener("click", function (e) {
+    document.querySelectorAll("details.menu[open]").forEach(function (d) {
+      if (!d.contains(e.target)) d.open = false;
+    });
   });
   auth.addEventListener("submit", function (e) {
     e.preventDefault();
@@ -410,6 +434,7 @@
     if (window.hourglassCharts) window.hourglassCharts();
   });
   window.addEventListener("hashchange", function () {
+    syncSearch();
     refresh();
     window.scrollTo(0, 0);
   });
@@ -417,6 +442,7 @@
     shown.panels = "/dashboard/panels?view=jobs";
     localizeTimes(panels);
   }
+  syncSearch();
   info();
   refresh();
   // Every two seconds; the tube view every ten, since each of its loads

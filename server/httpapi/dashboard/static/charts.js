@@ -2,7 +2,9 @@
 // the last hour (by minute) or day (by ten minutes), from the store's
 // history (GET /dashboard/series), and this server's delivery lateness
 // over the last hour. The figures are built once, at a fixed size, and
-// their lines and legends are redrawn in place every thirty seconds.
+// their lines and legends are redrawn in place every thirty seconds. A
+// title is read whole (it wraps, on two lines at most); the top of the
+// scale is written at the chart's top line, in the chart's unit.
 (function () {
   "use strict";
   var box = document.getElementById("charts");
@@ -14,7 +16,7 @@
     { name: "processed", title: "processed (deleted)" },
     { name: "failed", title: "failed (buried or timed out)" },
     { name: "puts", title: "put" },
-    { name: "lateness", title: "delivery lateness, ms (this server, HTTP)" }
+    { name: "lateness", title: "lateness: due to first reserve (HTTP, this server)", unit: "ms" }
   ];
   var palette = ["#2f6fde", "#e8590c", "#12b886", "#ae3ec9", "#f59f00", "#1098ad", "#d6336c", "#5c940d", "#667085", "#1d2330"];
 
@@ -32,6 +34,12 @@
     return e;
   }
 
+  // fmtMS writes milliseconds as 850 ms, 2.5 s, 2 min.
+  function fmtMS(v) {
+    if (v >= 60000) return Math.round(v / 60000) + " min";
+    if (v >= 1000) return (Math.round(v / 100) / 10) + " s";
+    return Math.round(v) + " ms";
+  }
   function fmt(v) {
     if (v >= 10000) return Math.round(v / 1000) + "k";
     if (v >= 1000) return (v / 1000).toFixed(1) + "k";
@@ -66,9 +74,10 @@
       var fig = html("figure", "chart", null, grid);
       fig.dataset.chart = k.name;
       var cap = html("figcaption", null, null, fig);
-      html("span", "title", k.title, cap).title = k.title;
-      var max = html("span", "max", "", cap);
-      var svg = el("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": k.title, preserveAspectRatio: "none" }, fig);
+      html("span", "title", k.title, cap);
+      var plot = html("div", "plot", null, fig);
+      var max = html("span", "max", "", plot);
+      var svg = el("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": k.title, preserveAspectRatio: "none" }, plot);
       el("line", { x1: 0, y1: H - PAD, x2: W, y2: H - PAD, class: "axis" }, svg);
       el("line", { x1: 0, y1: PAD, x2: W, y2: PAD, class: "grid" }, svg);
       var g = el("g", {}, svg);
@@ -103,13 +112,16 @@
       if (d) paths.push(el("path", { d: d, fill: "none", stroke: palette[li % palette.length], "stroke-width": 1.5, "stroke-linecap": "round", "vector-effect": "non-scaling-stroke" }));
     });
     f.g.replaceChildren.apply(f.g, paths);
-    f.max.textContent = "max " + fmt(top) + (unit || "");
+    f.max.textContent = top > 0 ? (unit === "ms" ? fmtMS(top) : fmt(top)) : "";
+    f.max.title = top > 0 ? "the highest value shown" : "";
     var keys = [];
     if (!lines.length) keys.push(html("span", "none", empty));
     lines.forEach(function (l, li) {
       var total = 0;
       l.values.forEach(function (v) { if (v > 0) total += v; });
-      keys.push(html("span", "key c" + (li % palette.length), l.label + (unit ? "" : " " + fmt(total))));
+      var last = -1;
+      l.values.forEach(function (v) { if (v >= 0) last = v; });
+      keys.push(html("span", "key c" + (li % palette.length), l.label + (unit === "ms" ? (last >= 0 ? " " + fmtMS(last) + " last" : "") : " " + fmt(total))));
     });
     f.legend.replaceChildren.apply(f.legend, keys);
   }
@@ -125,11 +137,11 @@
     draw(figs.lateness, [
       { label: "p50", values: s.lateness_p50_ms },
       { label: "p99", values: s.lateness_p99_ms }
-    ].filter(function (l) { return l.values.some(function (v) { return v >= 0; }); }), " ms", "no HTTP deliveries in the last hour");
+    ].filter(function (l) { return l.values.some(function (v) { return v >= 0; }); }), "ms", "no HTTP deliveries in the last hour");
     var t = window.hourglassTime || function (d) { return d.toISOString(); };
     var n = s.charts.length && s.charts[0].lines.length ? s.charts[0].lines[0].values.length : (range === "day" ? 144 : 60);
     note.textContent = "Jobs from " + t(new Date(s.end_ms - s.step_ms * n)) + " to " + t(new Date(s.end_ms)) +
-      ", " + (range === "day" ? "10 minutes" : "a minute") + " a point, as every server on the store counts them; lateness by 10 s over the last hour.";
+      ", " + (range === "day" ? "10 minutes" : "a minute") + " a point, as every server on the store counts them. Lateness: p50 and p99 of each 10 s of the last hour, from a job's due time to its first reserve over HTTP (a job that waits for a worker counts).";
   }
 
   function load() {

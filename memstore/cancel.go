@@ -1,0 +1,130 @@
+package memstore
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// Record kinds of cancels (the queue's range; issue of kinds 18–21).
+const (
+	kindCancel = 18 // log: a job cancelled: u id, s reason
+)
+
+var _ queue.CancelStore = (*Store)(nil)
+
+// Cancel implements queue.CancelStore: the job is removed whatever its
+// state and a cancel counted in its tube (as its reserves are: since the
+// Store was opened); the listeners of a reserved job's tube
+// (ListenCancel) are called once the cancel is on disk.
+func (s *Store) Cancel(ctx context.Context, id queue.ID, reason string) (queue.State, error) {
+	return s.queue.Cancel(ctx, id, reason)
+}
+
+// ListenCancel implements queue.CancelStore: cancelled is called, without
+// the Store's lock held, after a reserved job of tube or of one of its
+// groups is cancelled.
+func (s *Store) ListenCancel(ctx context.Context, tube string, cancelled func(id queue.ID, reason string)) (func(), error) {
+	return s.queue.ListenCancel(ctx, tube, cancelled)
+}
+
+// cancelListener is one ListenCancel.
+type cancelListener struct {
+	tube string
+	f    func(queue.ID, string)
+}
+
+// Cancel is the part's side of Store.Cancel.
+func (q *jobQueue) Cancel(ctx context.Context, id queue.ID, reason string) (queue.State, error) {
+	now, err := q.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	j := q.jobs[id]
+	if j == nil {
+		q.e.end(now, 0)
+		return 0, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
+	}
+	was, t := j.state, j.tube
+	q.freeSlotLocked(j)
+	q.dropJob(j)
+	t.cancels++
+	tk := q.e.append(kindCancel, q.encodeCancel(id, reason), nil)
+	if t.jobs() == 0 {
+		tk = max(tk, q.freeLocked(t))
+	}
+	var tell []*cancelListener
+	if was == queue.Reserved {
+		root, _ := queue.SplitGroup(t.name)
+		tell = slices.Clone(q.cancelListeners[root])
+	}
+	if err := q.e.end(now, tk); err != nil {
+		return 0, err
+	}
+	for _, l := range tell {
+		l.f(id, reason)
+	}
+	return was, nil
+}
+
+// ListenCancel is the part's side of Store.ListenCancel: listeners by the
+// tube that holds a group (a group's cancels tell its tube's listeners).
+func (q *jobQueue) ListenCancel(ctx context.Context, tube string, f func(queue.ID, string)) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	root, _ := queue.SplitGroup(tube)
+	l := &cancelListener{tube: root, f: f}
+	q.e.mu.Lock()
+	defer q.e.mu.Unlock()
+	if q.e.closed {
+		return nil, queue.ErrClosed
+	}
+	if q.cancelListeners == nil {
+		q.cancelListeners = map[string][]*cancelListener{}
+	}
+	q.cancelListeners[root] = append(q.cancelListeners[root], l)
+	stopped := false
+	return func() {
+		q.e.mu.Lock()
+		defer q.e.mu.Unlock()
+		if stopped {
+			return
+		}
+		stopped = true
+		all := slices.DeleteFunc(q.cancelListeners[root], func(x *cancelListener) bool { return x == l })
+		if len(all) == 0 {
+			delete(q.cancelListeners, root)
+		} else {
+			q.cancelListeners[root] = all
+		}
+	}, nil
+}
+
+func (q *jobQueue) encodeCancel(id queue.ID, reason string) []byte {
+	b := binary.AppendUvarint(q.e.scratch[:0], uint64(id))
+	b = appendString(b, reason)
+	q.e.scratch = b
+	return b
+}
+
+// replayCancel applies a cancel record at Open.
+func (q *jobQueue) replayCancel(d *decoder) error {
+	id := queue.ID(d.uvarint())
+	reason := d.string()
+	if err := d.end(); err != nil {
+		return err
+	}
+	if len(reason) > queue.MaxReasonLen {
+		return errBadRecord
+	}
+	j := q.jobs[id]
+	if j == nil {
+		return fmt.Errorf("cancel of unknown job %d", id)
+	}
+	q.dropJob(j)
+	return nil
+}

@@ -1,0 +1,34 @@
+#!lua
+-- cancel: cancels one job of a tube, in whatever state it is: the job is
+-- removed, as a delete removes it, and a cancel counted in the tube's cn;
+-- when it was reserved, its holder is told on the tag's cancel channel
+-- (<base>c, a shard channel of the tag's slot): "<id> <reason>", the id
+-- in hex as in j.
+-- KEYS: m j tubes, then the 6 keys of the tube
+-- ARGV: now, tube, id (hex), reason
+-- Returns: the state the job was in (1 ready, 2 delayed, 3 reserved,
+-- 4 buried), 0 no such job, -2 in another tube
+local T = tubekeys(1)
+local tube, idh, reason = ARGV[2], ARGV[3], ARGV[4]
+local us, now = open({ T })
+-- A reservation whose TTR has run out ends first (its timeout counts): the
+-- job is then ready, and no holder is told.
+tick(T, tube, now)
+local rec, body = find(T, idh)
+if not rec then return done(T, body) end
+local was = rec[F_STATE]
+if was == RESERVED then
+  slot_freed(T)
+end
+unindex(T, idh, rec)
+redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
+if rec[F_UKEY] ~= '' then
+  redis.call('HDEL', T.u, rec[F_UKEY])
+end
+redis.call('HINCRBY', T.t, 'cn', 1)
+set(T, 'live', T.live - 1)
+if was == RESERVED then
+  redis.call('SPUBLISH', string.sub(KEYS[1], 1, -2) .. 'c', idh .. ' ' .. reason)
+end
+free(T, tube, now)
+return done(T, was)
