@@ -40,6 +40,15 @@ type jobMore struct {
 	key   string // the UniqueKey; "" for none
 	trace string // the trace context (queue.NewJob.TraceContext); "" for none
 	history
+	kept *kept // a kept job's end and result (keep.go); nil while live
+}
+
+// setKept marks j as kept with k.
+func (j *job) setKept(k *kept) {
+	if j.more == nil {
+		j.more = &jobMore{}
+	}
+	j.more.kept = k
 }
 
 // history is what a job keeps of its transitions beyond its put and its

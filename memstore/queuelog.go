@@ -30,7 +30,7 @@ const (
 	kindJobH    = 9  // snapshot: a job with its history
 	kindUpdateH = 10 // log: an update with the job's history
 	// kindLimit = 11: a tube's limits (limits.go), log and snapshot.
-	// 12–17: kept jobs (other features' kinds).
+	// 12–15: kept jobs and retentions (keep.go).
 	// kindCancel = 18: a job cancelled (cancel.go), log; 18–21 are the
 	// cancels'.
 	// Since trace contexts (docs/tracing.md): kindPut and kindJobH
@@ -99,9 +99,6 @@ func (q *jobQueue) encodeJob(j *job, inSnapshot bool) []byte {
 	if inSnapshot {
 		b = appendHistory(b, j)
 	}
-	if tc := j.traceContext(); tc != "" {
-		b = appendString(b, tc) // kindPutT, kindJobHT
-	}
 	q.e.scratch = b
 	return b
 }
@@ -165,7 +162,7 @@ func appendHistory(b []byte, j *job) []byte {
 
 // snapshot adds the whole queue state to w.
 func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
-	w.Grow(1 + len(q.tubes) + len(q.jobs) + len(q.tubeLimits))
+	w.Grow(1 + len(q.tubes) + len(q.jobs) + len(q.tubeLimits) + len(q.kept) + len(q.retain))
 	b := binary.AppendUvarint(q.e.scratch[:0], uint64(q.lastID))
 	b = binary.AppendUvarint(b, q.tubeSeq)
 	b = binary.AppendVarint(b, q.burySeq)
@@ -190,16 +187,21 @@ func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 		}
 		for _, h := range []*jobHeap{&t.ready, &t.delayed, &t.reserved, &t.buried} {
 			for _, j := range h.s {
+				b := q.encodeJob(j, true)
 				kind := byte(kindJobH)
-				if j.traceContext() != "" {
-					kind = kindJobHT
+				if tc := j.traceContext(); tc != "" {
+					kind, b = kindJobHT, appendString(b, tc)
+					q.e.scratch = b
 				}
-				w.Add(kind, q.encodeJob(j, true), j.body)
+				w.Add(kind, b, j.body)
 			}
 		}
+		q.snapshotKept(t, w)
+		b = q.e.scratch[:0]
 	}
 	q.e.scratch = b[:0]
 	q.snapshotLimits(func(kind byte, head []byte) { w.Add(kind, head, nil) })
+	q.snapshotRetain(w)
 }
 
 func (q *jobQueue) tubesInOrder() []*tube {
@@ -308,7 +310,7 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		if j.id == 0 || j.id > queue.MaxID || q.jobs[j.id] != nil {
 			return fmt.Errorf("job %d put twice", j.id)
 		}
-		if k := j.key(); k != "" && t.keys[k] != nil {
+		if k := j.key(); k != "" && t.holder(k) != nil {
 			return fmt.Errorf("job %d: unique key held by job %d", j.id, t.keys[k].id)
 		}
 		j.tube = t
@@ -389,6 +391,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 
 	case kindLimit:
 		return q.replayLimit(d)
+
+	case kindRetain, kindFinish, kindKept, kindDrop:
+		return q.replayKeep(kind, d)
 
 	case kindCancel:
 		return q.replayCancel(d)

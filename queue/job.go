@@ -27,13 +27,18 @@ const (
 	Delayed                   // waiting for its delay to pass
 	Reserved                  // held by a reserver until it deletes, releases, buries or touches it, or its TTR runs out
 	Buried                    // set aside until it is kicked
+	// Finished is the state of a job that ended and that its tube keeps
+	// for its retention (KeepStore): found only by Lookup and LookupKey,
+	// never by beanstalkd's commands, a reserve or a peek.
+	Finished
 )
 
-var stateNames = [...]string{Ready: "ready", Delayed: "delayed", Reserved: "reserved", Buried: "buried"}
+var stateNames = [...]string{Ready: "ready", Delayed: "delayed", Reserved: "reserved", Buried: "buried", Finished: "finished"}
 
-// String returns the state's name as beanstalkd writes it ("ready", "delayed", "reserved", "buried").
+// String returns the state's name as beanstalkd writes it ("ready", "delayed", "reserved", "buried"),
+// or "finished".
 func (s State) String() string {
-	if s >= Ready && s <= Buried {
+	if s >= Ready && s <= Finished {
 		return stateNames[s]
 	}
 	return fmt.Sprintf("State(%d)", uint8(s))
@@ -109,6 +114,9 @@ type NewJob struct {
 	TraceContext string
 }
 
+// MaxUniqueKey is the most bytes of a NewJob.UniqueKey.
+const MaxUniqueKey = 1024
+
 // PutResult is the outcome of one job of a put.
 type PutResult struct {
 	ID        ID
@@ -155,6 +163,17 @@ type JobStats struct {
 	ReservedBy string
 	// Body is the job's body, so that one call gives stats and peek (Job).
 	Body []byte
+
+	// Kept jobs (KeepStore: Lookup, LookupKey), State Finished.
+	// Result is what the job was finished with (KeepStore.Finish; nil
+	// for none), FinishedAt when it ended, KeptUntil when its tube drops
+	// it.
+	Result     []byte
+	FinishedAt time.Time
+	KeptUntil  time.Time
+
+	// Trace context (docs/tracing.md).
+
 	// TraceContext is the trace context the job was put with; "" for none.
 	TraceContext string
 }

@@ -117,8 +117,8 @@ func (q *Queue) putMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 		} else if err := checkTTR(j.TTR); err != nil {
 			return nil, err
 		}
-		if len(j.UniqueKey) > 1024 {
-			return nil, invalid("UniqueKey", "is %d bytes, want at most 1024", len(j.UniqueKey))
+		if len(j.UniqueKey) > MaxUniqueKey {
+			return nil, invalid("UniqueKey", "is %d bytes, want at most %d", len(j.UniqueKey), MaxUniqueKey)
 		}
 		if err := checkGroup(tube, j.Group); err != nil {
 			return nil, err

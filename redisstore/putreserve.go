@@ -48,7 +48,6 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 			ks := append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...)
 			ks = append(ks, s.idKey(ks[0]))
 			v, err := s.r.run(ctx, call{op: scripts.put, keys: ks, args: append([]any{s.now()}, args...)})
-			err = queueErrs.mapErr(err)
 			if err != nil {
 				return nil, err
 			}
@@ -188,7 +187,11 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		a := r.arr(r.arr(v, 1)[0], n)
 		codes := r.arr(a[0], len(dels))
 		for n, d := range dels {
-			res.Deleted[d.i] = deleteOutcome(r.int(codes[n]))
+			code := r.int(codes[n])
+			res.Deleted[d.i] = deleteOutcome(code)
+			if code == 2 {
+				s.keep.noteAsync(ctx, gs[gi].tag)
+			}
 		}
 		jobs, err := parseJobs(r, r.arr(a[1], 0))
 		if err != nil {
@@ -289,8 +292,6 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		v, err := s.r.run(ctx, c)
 		if err == nil {
 			_, err = absorb(gi, v, withGroup[gi], false)
-		} else {
-			err = queueErrs.mapErr(err)
 		}
 		if want > 0 {
 			var got []queue.ID
@@ -352,7 +353,7 @@ func indexOf(xs []string, x string) int {
 
 func deleteOutcome(code int64) error {
 	switch code {
-	case 1:
+	case 1, 2: // 2: kept (keep.go)
 		return nil
 	case -1:
 		return queue.ErrReserved

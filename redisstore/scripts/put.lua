@@ -3,6 +3,7 @@
 -- KEYS: m j tubes, then the 6 keys of the tube (see lib.lua), then the ID key (see alloc_ids)
 -- ARGV: now, tube, tag index (0-255), then 6 per job: pri, delay ms, ttr ms, unique key, trace context ('' for none), body
 -- Returns: a flat array, 2 per job: id, 1 if a live job held the unique key (its id is returned) else 0.
+-- A job put with the key of a kept job is stored, and the key is then its.
 local T = tubekeys(1)
 local tube, tag = ARGV[2], tonumber(ARGV[3])
 local us, now = open_put(T)
@@ -15,12 +16,17 @@ end
 local n = (#ARGV - 3) / 6
 
 -- First pass: which jobs are duplicates of a live job (or of an earlier job of this call).
+-- A kept job's key ('<id>k', see "Kept jobs" in lib.lua) makes no duplicate.
 local dup, fresh = {}, {}
 local stored = 0
 for i = 0, n - 1 do
   local ukey = ARGV[4 + i * 6 + 3]
   if ukey ~= '' then
-    dup[i] = fresh[ukey] or redis.call('HGET', T.u, ukey)
+    local d = fresh[ukey] or redis.call('HGET', T.u, ukey)
+    if type(d) == 'string' and #d > 14 then
+      d = nil
+    end
+    dup[i] = d
   end
   if not dup[i] then
     stored = stored + 1
