@@ -200,8 +200,12 @@ end
 local PAST_DEFAULTS = { 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, '', -1, -1, -1 }
 local NPAST = 14
 
--- pack_job is a new job's record as put stores it.
-local function pack_job(tix, pri, delay, ttr, created, ukey, body)
+-- pack_job is a new job's record as put stores it: the trailing elements
+-- (6 the unique key, 7 the trace context) left out when empty.
+local function pack_job(tix, pri, delay, ttr, created, ukey, body, tc)
+  if tc and tc ~= '' then
+    return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey, tc }, body)
+  end
   if ukey ~= '' then
     return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey }, body)
   end
@@ -216,6 +220,7 @@ local function rec_of(v, pv, ov)
   local rec = { h[1], h[2], false, h[3], h[4], h[5], 0, 0, 0, 0, 0, '', h[6] or '', -1, -1, -1, '', -1, -1, -1 }
   rec[F_STATE] = nil
   rec.hpri, rec.hdelay, rec.praw, rec.oraw, rec.preserved = h[2], h[3], pv or false, ov or false, -1
+  rec.tc = h[7] or ''
   if pv then
     local p = cmsgpack.unpack(pv)
     for i = #p + 1, NPAST do
@@ -835,7 +840,7 @@ local function take(T, idh, pri, owner, now, tube)
     at = 0
   end
   redis.call('HSET', KEYS[2], 'o' .. idh, at .. ':' .. owner)
-  return { idnum(idh), tube, pri, h[4], ended + 1, body, h[6] or '', deadline - now }
+  return { idnum(idh), tube, pri, h[4], ended + 1, body, h[6] or '', deadline - now, h[7] or '' }
 end
 
 -- Tube limits (docs/tube-limits.md). A tube T opened with limits has T.lim,
@@ -918,9 +923,9 @@ end
 
 -- jobreply is how a job travels back to Go: id, tube, pri, ttr ms, reserves,
 -- body, unique key ('' for none), ms left on the reservation (left: a
--- reserve's, else 0).
+-- reserve's, else 0), trace context ('' for none).
 local function jobreply(idh, rec, body, tube, left)
-  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body, rec[F_UKEY], left or 0 }
+  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body, rec[F_UKEY], left or 0, rec.tc }
 end
 
 -- Kept jobs (docs/redis-data-model.md, "Kept jobs"). A tube with a
