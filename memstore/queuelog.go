@@ -181,6 +181,9 @@ func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 		for _, h := range []*jobHeap{&t.ready, &t.delayed, &t.reserved, &t.buried} {
 			for _, j := range h.s {
 				w.Add(kindJobH, q.encodeJob(j, true), j.body)
+				if j.more != nil && j.more.ufor > 0 {
+					w.Add(kindKeyX, q.encodeKeyX(j), nil)
+				}
 			}
 		}
 		q.snapshotKept(t, w)
@@ -371,7 +374,7 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 	case kindLimit:
 		return q.replayLimit(d)
 
-	case kindRetain, kindFinish, kindKept, kindDrop:
+	case kindRetain, kindFinish, kindKept, kindDrop, kindKeyX:
 		return q.replayKeep(kind, d)
 
 	case kindCancel:

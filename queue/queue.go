@@ -111,6 +111,9 @@ func (q *Queue) PutMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 		if err := checkGroup(tube, j.Group); err != nil {
 			return nil, err
 		}
+		if err := checkKeyOptions(j); err != nil {
+			return nil, err
+		}
 		j.Delay, j.TTR = truncMS(j.Delay), truncMS(j.TTR)
 		if j.Body == nil {
 			j.Body = []byte{}

@@ -201,7 +201,11 @@ local PAST_DEFAULTS = { 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, '', -1, -1, -1 }
 local NPAST = 14
 
 -- pack_job is a new job's record as put stores it.
-local function pack_job(tix, pri, delay, ttr, created, ukey, body)
+local function pack_job(tix, pri, delay, ttr, created, ukey, body, ufor)
+  if ufor and ufor > 0 then
+    -- element 7 is the trace context ('' for none); 8 the key's window (ms)
+    return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey, '', ufor }, body)
+  end
   if ukey ~= '' then
     return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey }, body)
   end
@@ -216,6 +220,7 @@ local function rec_of(v, pv, ov)
   local rec = { h[1], h[2], false, h[3], h[4], h[5], 0, 0, 0, 0, 0, '', h[6] or '', -1, -1, -1, '', -1, -1, -1 }
   rec[F_STATE] = nil
   rec.hpri, rec.hdelay, rec.praw, rec.oraw, rec.preserved = h[2], h[3], pv or false, ov or false, -1
+  rec.ufor = h[8] or 0
   if pv then
     local p = cmsgpack.unpack(pv)
     for i = #p + 1, NPAST do
@@ -252,6 +257,18 @@ local function load(idh)
     return nil
   end
   return rec, body
+end
+
+-- job_state is the state of live job idh of T (a duplicate's, for a put).
+local function job_state(T, idh)
+  if redis.call('HEXISTS', KEYS[2], 'o' .. idh) == 1 then
+    return RESERVED
+  elseif redis.call('ZSCORE', T.r, idh) then
+    return READY
+  elseif redis.call('ZSCORE', T.d, idh) then
+    return DELAYED
+  end
+  return BURIED
 end
 
 -- resolve fills in the state of a job of tube T that is not reserved: the
@@ -916,8 +933,10 @@ end
 --   j p<id>    the past gains element 15, how the job ended (1 finished;
 --              2 cancelled), and 16, when (ms after the put)
 --   j f<id>    the result, when it has one
---   T:u        a kept job's key maps to '<id>k' while the job holds it, so
---              that a put with the key is not its duplicate
+--   T:u        a kept job's key maps to '<id>k<window end>:<drop>' (ms;
+--              window end 0 for none) while the job holds it: a put with
+--              the key is its duplicate only inside the window, or when it
+--              asks UniqueKept before the drop
 -- A kept job is out of r/d/x/b and live, has no o<id>, and load does not
 -- see it; kn in T's hash counts them, and a tube lives while kn > 0.
 local KEPT_FINISHED = 1
@@ -942,10 +961,18 @@ local function keep_one(T, tube, idh, rec, result, now)
   if rec.oraw then
     redis.call('HDEL', KEYS[2], 'o' .. idh)
   end
-  if rec[F_UKEY] ~= '' then
-    redis.call('HSET', T.u, rec[F_UKEY], idh .. 'k')
+  local w = 0
+  if rec.ufor > 0 then
+    w = rec[F_CREATED] + rec.ufor
   end
-  local drop = now + T.kr
+  local drop = now + (T.kr or 0)
+  if not T.kr or T.kr <= 0 then
+    drop = w -- kept while its key's window holds, not beyond
+  end
+  drop = math.max(drop, w)
+  if rec[F_UKEY] ~= '' then
+    redis.call('HSET', T.u, rec[F_UKEY], idh .. 'k' .. w .. ':' .. drop)
+  end
   redis.call('ZADD', T.t .. ':k', drop, idh)
   redis.call('ZADD', keep_index(), 'LT', drop, tube)
   set(T, 'kn', (T.kn or 0) + 1)
@@ -978,7 +1005,7 @@ local function delete_one(T, tube, idh, owner, now, result)
   unindex(T, idh, rec)
   set(T, 'deletes', T.deletes + 1)
   set(T, 'live', T.live - 1)
-  if T.kr and T.kr > 0 then
+  if T.kr and T.kr > 0 or rec.ufor > 0 and rec[F_CREATED] + rec.ufor > T.now then
     keep_one(T, tube, idh, rec, result, T.now)
     return 2
   end
