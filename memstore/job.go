@@ -37,7 +37,8 @@ type job struct {
 // put without a key, reserved and deleted costs no more than the job
 // struct (whose key field this replaced).
 type jobMore struct {
-	key string // the UniqueKey; "" for none
+	key   string // the UniqueKey; "" for none
+	trace string // the trace context (queue.NewJob.TraceContext); "" for none
 	history
 	kept *kept // a kept job's end and result (keep.go); nil while live
 	ufor int64 // NewJob.UniqueFor, ns; 0 for none
@@ -83,6 +84,24 @@ func (j *job) setKey(k string) {
 	}
 }
 
+// traceContext returns j's trace context, "" for none.
+func (j *job) traceContext() string {
+	if j.more == nil {
+		return ""
+	}
+	return j.more.trace
+}
+
+// setTrace gives j the trace context tc (a new job, or one being replayed).
+func (j *job) setTrace(tc string) {
+	if tc != "" {
+		if j.more == nil {
+			j.more = &jobMore{}
+		}
+		j.more.trace = tc
+	}
+}
+
 // history returns j's history, making room for it if j has none.
 func (j *job) history() *history {
 	if j.more == nil {
@@ -118,6 +137,8 @@ func (j *job) export() queue.Job {
 		Reserves:  j.reserves,
 		Body:      append(make([]byte, 0, len(j.body)), j.body...),
 		UniqueKey: j.key(),
+
+		TraceContext: j.traceContext(),
 	}
 }
 

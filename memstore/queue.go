@@ -35,7 +35,7 @@ func (j *job) addHistory(out *queue.JobStats) {
 func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
 	need := int64(smallRecord)
 	for _, nj := range jobs {
-		need += putRecordSize + int64(len(nj.Body)+len(nj.UniqueKey))
+		need += putRecordSize + int64(len(nj.Body)+len(nj.UniqueKey)+len(nj.TraceContext))
 	}
 	now, err := q.beginSized(ctx, need)
 	if err != nil {
@@ -110,6 +110,7 @@ func (q *jobQueue) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.
 		body:    append(make([]byte, 0, len(nj.Body)), nj.Body...),
 	}
 	j.setKey(nj.UniqueKey)
+	j.setTrace(nj.TraceContext)
 	if j.ttr <= 0 {
 		j.ttr = int64(queue.DefaultTTR)
 	}
@@ -120,7 +121,16 @@ func (q *jobQueue) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.
 	q.addJob(j, st)
 	t.totalJobs++
 	q.totalJobs++
-	tk := q.e.append(kindPut, q.encodeJob(j, false), j.body)
+	kind := byte(kindPut)
+	if nj.TraceContext != "" {
+		kind = kindPutT
+	}
+	b := q.encodeJob(j, false)
+	if kind == kindPutT {
+		b = appendString(b, nj.TraceContext)
+		q.e.scratch = b
+	}
+	tk := q.e.append(kind, b, j.body)
 	if nj.UniqueFor > 0 {
 		j.more.ufor = int64(nj.UniqueFor)
 		tk = q.e.append(kindKeyX, q.encodeKeyX(j), nil)
@@ -563,6 +573,8 @@ func (j *job) stats(now int64) queue.JobStats {
 
 		UniqueKey: j.key(),
 		Body:      append(make([]byte, 0, len(j.body)), j.body...),
+
+		TraceContext: j.traceContext(),
 	}
 	j.addHistory(&out)
 	if j.state == queue.Delayed || j.state == queue.Reserved {

@@ -33,6 +33,11 @@ const (
 	// 12–15: kept jobs and retentions (keep.go).
 	// kindCancel = 18: a job cancelled (cancel.go), log; 18–21 are the
 	// cancels'.
+	// Since trace contexts (docs/tracing.md): kindPut and kindJobH
+	// followed by the job's trace context, for a job that carries one; a
+	// job without one is still written with the older kinds.
+	kindPutT  = 22 // log: a put with a trace context
+	kindJobHT = 23 // snapshot: a job with its history and trace context
 )
 
 // Layouts (u: uvarint, v: varint, s: u length + bytes):
@@ -47,6 +52,8 @@ const (
 //	updateH    update's fields, then history
 //	history    v reserved, v released, v buried, v kicked, v timedOut, v errAt, s lastErr
 //	           (times Unix ns, 0 for never)
+//	putT       put's fields, then s trace context; then the body
+//	jobHT      jobH's fields (history included), then s trace context; then the body
 //	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
 //	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
 //	cancel     u id, s reason
@@ -180,7 +187,13 @@ func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 		}
 		for _, h := range []*jobHeap{&t.ready, &t.delayed, &t.reserved, &t.buried} {
 			for _, j := range h.s {
-				w.Add(kindJobH, q.encodeJob(j, true), j.body)
+				b := q.encodeJob(j, true)
+				kind := byte(kindJobH)
+				if tc := j.traceContext(); tc != "" {
+					kind, b = kindJobHT, appendString(b, tc)
+					q.e.scratch = b
+				}
+				w.Add(kind, b, j.body)
 				if j.more != nil && j.more.ufor > 0 {
 					w.Add(kindKeyX, q.encodeKeyX(j), nil)
 				}
@@ -256,11 +269,12 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		q.resched(t)
 		return nil
 
-	case kindJob, kindJobH, kindPut:
+	case kindJob, kindJobH, kindPut, kindPutT, kindJobHT:
+		put := kind == kindPut || kind == kindPutT
 		j := &job{id: queue.ID(d.uvarint()), hidx: -1}
 		var seq uint64
 		var name string
-		if kind != kindPut {
+		if !put {
 			seq = d.uvarint()
 		} else {
 			name = d.string()
@@ -270,8 +284,15 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		j.at, j.ttr, j.delay, j.created = d.varint(), d.varint(), d.varint(), d.varint()
 		d.counters(j)
 		j.setKey(d.string())
-		if kind == kindJobH {
+		if kind == kindJobH || kind == kindJobHT {
 			d.history(j)
+		}
+		if kind == kindPutT || kind == kindJobHT {
+			tc := d.string()
+			if tc == "" || queue.CheckTraceContext(tc) != nil {
+				d.err = errBadRecord
+			}
+			j.setTrace(tc)
 		}
 		if d.err != nil {
 			return d.err
@@ -280,7 +301,7 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 			return err
 		}
 		var t *tube
-		if kind != kindPut {
+		if !put {
 			t = q.replayTubes[seq]
 		} else {
 			q.replayPauseEnd(name, j.created)
@@ -304,7 +325,7 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		if st == queue.Buried {
 			q.burySeq = max(q.burySeq, j.at)
 		}
-		if kind == kindPut {
+		if put {
 			t.totalJobs++
 		}
 		q.addJob(j, st)

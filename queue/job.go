@@ -62,6 +62,13 @@ type Job struct {
 	// Left. In a job from JobStats.Job it is the TimeLeft of a reserved
 	// job; elsewhere (PeekStateN) 0.
 	Left time.Duration
+
+	// Trace context (docs/tracing.md).
+
+	// TraceContext is the W3C trace context the job was put with
+	// (NewJob.TraceContext): "traceparent" or "traceparent;tracestate",
+	// "" for none. SpanContext and Context read it.
+	TraceContext string
 }
 
 // DefaultPriority is the priority beanstalkd clients give a job when the
@@ -95,6 +102,16 @@ type NewJob struct {
 	// groups with ready jobs in turn, and the tube's group template
 	// (Limits.Group) limits each group. The unique key is per group.
 	Group string
+
+	// Trace context (docs/tracing.md).
+
+	// TraceContext is the W3C trace context the job carries to whoever
+	// reserves it: "traceparent" or "traceparent;tracestate" (see
+	// CheckTraceContext), "" for none. Queue.Put fills it in, for a job
+	// put without one, from the span of its ctx (its own put span when
+	// tracing is on); a store keeps it with the job and returns it in
+	// Job.TraceContext.
+	TraceContext string
 
 	// Keys in time (docs/keys.md): windows on the UniqueKey, which they
 	// need. A store that keeps jobs (KeepStore) honours them.
@@ -175,11 +192,16 @@ type JobStats struct {
 	Result     []byte
 	FinishedAt time.Time
 	KeptUntil  time.Time
+
+	// Trace context (docs/tracing.md).
+
+	// TraceContext is the trace context the job was put with; "" for none.
+	TraceContext string
 }
 
 // Job returns the job st describes, as a peek returns it.
 func (st JobStats) Job() Job {
-	j := Job{ID: st.ID, Tube: st.Tube, Priority: st.Priority, TTR: st.TTR, Reserves: st.Reserves, Body: st.Body, UniqueKey: st.UniqueKey}
+	j := Job{ID: st.ID, Tube: st.Tube, Priority: st.Priority, TTR: st.TTR, Reserves: st.Reserves, Body: st.Body, UniqueKey: st.UniqueKey, TraceContext: st.TraceContext}
 	if st.State == Reserved {
 		j.Left = st.TimeLeft
 	}

@@ -40,11 +40,11 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 		tag := tubeTag(tube, p, k)
 		for start := 0; start < len(idx); start += maxBatch {
 			end := min(start+maxBatch, len(idx))
-			args := make([]any, 0, 2+5*(end-start))
+			args := make([]any, 0, 2+6*(end-start))
 			args = append(args, tube, tag)
 			for _, i := range idx[start:end] {
 				j := jobs[i]
-				args = append(args, j.Priority, ms(j.Delay), ms(j.TTR), putKey(j), j.Body)
+				args = append(args, j.Priority, ms(j.Delay), ms(j.TTR), putKey(j), j.TraceContext, j.Body)
 			}
 			ks := append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...)
 			ks = append(ks, s.idKey(ks[0]))
@@ -383,7 +383,7 @@ func deleteOutcome(code int64) error {
 }
 
 // jobValues is the length of a job reply (jobreply in lib.lua).
-const jobValues = 8
+const jobValues = 9
 
 // parseJobs reads the flat job replies of an operation (jobValues per job).
 func parseJobs(r *reply, a []any) ([]queue.Job, error) {
@@ -395,7 +395,8 @@ func parseJobs(r *reply, a []any) ([]queue.Job, error) {
 }
 
 // parseJob reads one job reply: id, tube, pri, ttr ms, reserves, body,
-// unique key, ms left on the reservation (0 but for a reserve).
+// unique key, ms left on the reservation (0 but for a reserve), trace
+// context.
 func parseJob(r *reply, v any) queue.Job {
 	a := r.arr(v, jobValues)
 	return queue.Job{
@@ -407,5 +408,7 @@ func parseJob(r *reply, v any) queue.Job {
 		Body:      []byte(r.str(a[5])),
 		UniqueKey: r.str(a[6]),
 		Left:      time.Duration(r.int(a[7])) * time.Millisecond,
+
+		TraceContext: r.str(a[8]),
 	}
 }

@@ -83,7 +83,7 @@ func statsOf(j queue.Job, st []int64, lastErr, owner string) queue.JobStats {
 		PutAt: timeMS(n(11)), ReservedAt: timeMS(n(12)), ReleasedAt: timeMS(n(13)), BuriedAt: timeMS(n(14)),
 		KickedAt: timeMS(n(15)), TimedOutAt: timeMS(n(16)), LastErrorAt: timeMS(n(17)), LastError: lastErr,
 		ReservedBy: owner,
-		UniqueKey:  j.UniqueKey, Body: j.Body,
+		UniqueKey:  j.UniqueKey, Body: j.Body, TraceContext: j.TraceContext,
 	}
 }
 

@@ -200,11 +200,15 @@ end
 local PAST_DEFAULTS = { 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, '', -1, -1, -1 }
 local NPAST = 14
 
--- pack_job is a new job's record as put stores it.
-local function pack_job(tix, pri, delay, ttr, created, ukey, body, ufor)
+-- pack_job is a new job's record as put stores it: the trailing elements
+-- (6 the unique key, 7 the trace context, 8 the window on the key, ms) left
+-- out when empty.
+local function pack_job(tix, pri, delay, ttr, created, ukey, body, tc, ufor)
   if ufor and ufor > 0 then
-    -- element 7 is the trace context ('' for none); 8 the key's window (ms)
-    return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey, '', ufor }, body)
+    return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey, tc or '', ufor }, body)
+  end
+  if tc and tc ~= '' then
+    return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey, tc }, body)
   end
   if ukey ~= '' then
     return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey }, body)
@@ -220,6 +224,7 @@ local function rec_of(v, pv, ov)
   local rec = { h[1], h[2], false, h[3], h[4], h[5], 0, 0, 0, 0, 0, '', h[6] or '', -1, -1, -1, '', -1, -1, -1 }
   rec[F_STATE] = nil
   rec.hpri, rec.hdelay, rec.praw, rec.oraw, rec.preserved = h[2], h[3], pv or false, ov or false, -1
+  rec.tc = h[7] or ''
   rec.ufor = h[8] or 0
   if pv then
     local p = cmsgpack.unpack(pv)
@@ -719,7 +724,8 @@ local function tick(T, tube, now)
     local v = redis.call('HMGET', KEYS[2], unpack(f))
     local z = {}
     for i, idh in ipairs(due) do
-      local pri = (cmsgpack.unpack(v[2 * i - 1]))[2]
+      local _, h = cmsgpack.unpack_one(v[2 * i - 1])
+      local pri = h[2]
       if v[2 * i] then
         local p = cmsgpack.unpack(v[2 * i])
         if p[6] and p[6] >= 0 then
@@ -727,6 +733,14 @@ local function tick(T, tube, now)
         end
       end
       z[2 * i - 1], z[2 * i] = pri, idh
+    end
+    -- A reserve in this call takes some of them at once: it reads what was
+    -- read here (a record is never rewritten, and a past only by
+    -- transitions a reserve does not make).
+    T.seen = v
+    T.seenix = {}
+    for i, idh in ipairs(due) do
+      T.seenix[idh] = i
     end
     redis.call('ZADD', T.r, unpack(z))
     fam_ready(T)
@@ -823,11 +837,18 @@ end
 -- priority pri, for owner at now: its record is read, not written; its
 -- reservation is o<id>. It returns the job as jobreply does.
 local function take(T, idh, pri, owner, now, tube)
-  local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh)
-  local h, body = cmsgpack.unpack(v[1])
+  local rv, pv
+  local i = T.seenix and T.seenix[idh]
+  if i then
+    rv, pv = T.seen[2 * i - 1], T.seen[2 * i]
+  else
+    local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh)
+    rv, pv = v[1], v[2]
+  end
+  local h, body = cmsgpack.unpack(rv)
   local ended = 0
-  if v[2] then
-    ended = (cmsgpack.unpack(v[2]))[1]
+  if pv then
+    ended = (cmsgpack.unpack(pv))[1]
   end
   local deadline = now + h[4]
   reserved(T, idh, deadline)
@@ -836,7 +857,7 @@ local function take(T, idh, pri, owner, now, tube)
     at = 0
   end
   redis.call('HSET', KEYS[2], 'o' .. idh, at .. ':' .. owner)
-  return { idnum(idh), tube, pri, h[4], ended + 1, body, h[6] or '', deadline - now }
+  return { idnum(idh), tube, pri, h[4], ended + 1, body, h[6] or '', deadline - now, h[7] or '' }
 end
 
 -- Tube limits (docs/tube-limits.md). A tube T opened with limits has T.lim,
@@ -919,9 +940,9 @@ end
 
 -- jobreply is how a job travels back to Go: id, tube, pri, ttr ms, reserves,
 -- body, unique key ('' for none), ms left on the reservation (left: a
--- reserve's, else 0).
+-- reserve's, else 0), trace context ('' for none).
 local function jobreply(idh, rec, body, tube, left)
-  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body, rec[F_UKEY], left or 0 }
+  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body, rec[F_UKEY], left or 0, rec.tc }
 end
 
 -- Kept jobs (docs/redis-data-model.md, "Kept jobs"). A tube with a
@@ -978,12 +999,12 @@ local function keep_one(T, tube, idh, rec, result, now)
   set(T, 'kn', (T.kn or 0) + 1)
 end
 
--- delete_one deletes a job of tube T for owner: 1 deleted, 2 kept (the
+-- delete_loaded deletes a job of tube T for owner: 1 deleted, 2 kept (the
 -- tube has a retention: keep_one, with result, '' or nil for none), 0 no
 -- such job, -1 reserved by another owner, -2 the job is in another tube;
 -- given now (ms) by a caller that has not ticked T, -3 when the job's
 -- reservation has run out (tick, then call again).
-local function delete_one(T, tube, idh, owner, now, result)
+local function delete_loaded(T, tube, idh, owner, now, result)
   local rec = load(idh)
   if not rec then
     return 0
@@ -1013,6 +1034,56 @@ local function delete_one(T, tube, idh, owner, now, result)
   if rec[F_UKEY] ~= '' then
     redis.call('HDEL', T.u, rec[F_UKEY])
   end
+  return 1
+end
+
+-- delete_one deletes a job of tube T for owner, as delete_loaded says. A
+-- tube that keeps no job (no retention, no kept job) takes a shorter way:
+-- it reads only the record's head and the reservation (not the body, not
+-- the past), and finds the index that holds the job by removing it (a
+-- reserved job is in x, any other is tried in r, d and b in turn).
+local function delete_one(T, tube, idh, owner, now, result)
+  if (T.kr and T.kr > 0) or (T.kn or 0) > 0 then
+    return delete_loaded(T, tube, idh, owner, now, result)
+  end
+  local v = redis.call('HMGET', KEYS[2], idh, 'o' .. idh)
+  if not v[1] then
+    return 0
+  end
+  local _, h = cmsgpack.unpack_one(v[1])
+  if h[1] ~= T.ix then
+    return -2
+  end
+  if h[8] and h[8] > 0 and h[5] + h[8] > T.now then
+    -- a window on its key holds: it is kept until the window closes
+    return delete_loaded(T, tube, idh, owner, now, result)
+  end
+  local ov = v[2]
+  if ov then
+    if now and not (T.nd and T.nd > now) and tonumber(redis.call('ZSCORE', T.x, idh)) <= now then
+      -- its TTR has run out: the caller applies the due transitions first
+      return -3
+    end
+    if string.sub(ov, string.find(ov, ':', 1, true) + 1) ~= owner then
+      return -1
+    end
+    slot_freed(T)
+    redis.call('ZREM', T.x, idh)
+    T.ndx = nil
+    fam_reserved(T, -1)
+  elseif redis.call('ZREM', T.r, idh) == 0 then
+    if redis.call('ZREM', T.d, idh) == 1 then
+      T.ndx = nil
+    else
+      redis.call('ZREM', T.b, idh)
+    end
+  end
+  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
+  if h[6] and h[6] ~= '' then
+    redis.call('HDEL', T.u, h[6])
+  end
+  set(T, 'deletes', T.deletes + 1)
+  set(T, 'live', T.live - 1)
   return 1
 end
 

@@ -1,7 +1,7 @@
 #!lua
 -- put: stores jobs in one tube partition.
 -- KEYS: m j tubes, then the 6 keys of the tube (see lib.lua), then the ID key (see alloc_ids)
--- ARGV: now, tube, tag index (0-255), then 5 per job: pri, delay ms, ttr ms, unique key, body
+-- ARGV: now, tube, tag index (0-255), then 6 per job: pri, delay ms, ttr ms, unique key, trace context ('' for none), body
 --   A unique key that begins with a NUL byte carries the key's windows
 --   (NewJob.UniqueFor, UniqueKept): NUL, "<unique for ms>:<1 kept, 0 not>", NUL, the key.
 -- Returns: a flat array, 2 per job: id, then 0 stored, or for a duplicate (its id is returned)
@@ -17,14 +17,14 @@ if not us then
   us, now = open({ T })
   tick(T, tube, now)
 end
-local n = (#ARGV - 3) / 5
+local n = (#ARGV - 3) / 6
 
 -- First pass: which jobs are duplicates of a live job (or of an earlier job of this call).
 -- A kept job's key ('<id>k', see "Kept jobs" in lib.lua) makes no duplicate.
 local dup, fresh, kdup, xkey, xfor = {}, {}, {}, {}, {}
 local stored = 0
 for i = 0, n - 1 do
-  local ukey = ARGV[4 + i * 5 + 3]
+  local ukey = ARGV[4 + i * 6 + 3]
   local ukept = false
   if ukey ~= '' and string.byte(ukey, 1) == 0 then
     local e = string.find(ukey, '\0', 2, true)
@@ -75,14 +75,14 @@ local ready, soonest, due0 = false, nil, nil
 -- a call, well inside Lua's limit on unpack).
 local recs, readys, delayed, ukeys = {}, {}, {}, {}
 for i = 0, n - 1 do
-  local a = 4 + i * 5
+  local a = 4 + i * 6
   local d = dup[i]
   if d then
     local st = 5
     if type(d) == 'number' then
       d = ids[d] -- an earlier job of this call
       st = 10 + READY
-      if tonumber(ARGV[4 + dup[i] * 5 + 1]) > 0 then st = 10 + DELAYED end
+      if tonumber(ARGV[4 + dup[i] * 6 + 1]) > 0 then st = 10 + DELAYED end
     elseif not kdup[i] then
       st = 10 + job_state(T, d)
     end
@@ -121,7 +121,7 @@ for i = 0, n - 1 do
       ukeys[#ukeys + 1] = idh
     end
     recs[#recs + 1] = idh
-    recs[#recs + 1] = pack_job(T.ix, tonumber(ARGV[a]), delay, tonumber(ARGV[a + 2]), now, ukey, ARGV[a + 4], xfor[i])
+    recs[#recs + 1] = pack_job(T.ix, tonumber(ARGV[a]), delay, tonumber(ARGV[a + 2]), now, ukey, ARGV[a + 5], ARGV[a + 4], xfor[i])
     out[#out + 1] = id
     out[#out + 1] = 0
   end

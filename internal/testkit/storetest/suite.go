@@ -56,6 +56,7 @@ func queueCases() []queueCase {
 		{"MultipleTubes", testMultipleTubes},
 		{"ReserveN", testReserveN},
 		{"UniqueKey", testUniqueKey},
+		{"TraceContext", testTraceContext},
 		{"Delayed", testDelayed},
 		{"PeekDelayedSoonest", testPeekDelayedSoonest},
 		{"TTRExpiry", testTTRExpiry},
