@@ -45,6 +45,8 @@ type httpClient struct {
 	hc    *http.Client
 	// header is sent with every call (a lock's owner token).
 	header map[string]string
+	// replyHeader is the header of the last call's reply.
+	replyHeader http.Header
 }
 
 // apiError is an error reply of the API: "job 42 not found (not_found)".
@@ -88,6 +90,7 @@ func (c *httpClient) call(ctx context.Context, method, path string, in any) (sta
 		return 0, nil, fmt.Errorf("cannot reach %s: %w", c.base, errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
+	c.replyHeader = resp.Header
 	body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return 0, nil, fmt.Errorf("reading the reply of %s: %w", c.base, err)
