@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,15 @@ func TestOpen(t *testing.T) {
 			defer b.Close()
 			if b.Kind != c.kind {
 				t.Fatalf("Open(%q).Kind = %q, want %q", c.url, b.Kind, c.kind)
+			}
+			// The store schemes' registry: each scheme's constructor fills
+			// in every primitive's store of a Backend.
+			bv := reflect.ValueOf(b).Elem()
+			for i := range bv.NumField() {
+				f := bv.Type().Field(i)
+				if f.IsExported() && f.Type.Kind() == reflect.Interface && f.Name != "Redis" && bv.Field(i).IsNil() {
+					t.Errorf("Open(%q) leaves Backend.%s nil", c.url, f.Name)
+				}
 			}
 			roundTrip(t, b)
 		})

@@ -37,8 +37,18 @@ type job struct {
 // put without a key, reserved and deleted costs no more than the job
 // struct (whose key field this replaced).
 type jobMore struct {
-	key string // the UniqueKey; "" for none
+	key   string // the UniqueKey; "" for none
+	trace string // the trace context (queue.NewJob.TraceContext); "" for none
 	history
+	kept *kept // a kept job's end and result (keep.go); nil while live
+}
+
+// setKept marks j as kept with k.
+func (j *job) setKept(k *kept) {
+	if j.more == nil {
+		j.more = &jobMore{}
+	}
+	j.more.kept = k
 }
 
 // history is what a job keeps of its transitions beyond its put and its
@@ -61,6 +71,24 @@ func (j *job) key() string {
 func (j *job) setKey(k string) {
 	if k != "" {
 		j.more = &jobMore{key: k}
+	}
+}
+
+// traceContext returns j's trace context, "" for none.
+func (j *job) traceContext() string {
+	if j.more == nil {
+		return ""
+	}
+	return j.more.trace
+}
+
+// setTrace gives j the trace context tc (a new job, or one being replayed).
+func (j *job) setTrace(tc string) {
+	if tc != "" {
+		if j.more == nil {
+			j.more = &jobMore{}
+		}
+		j.more.trace = tc
 	}
 }
 
@@ -99,6 +127,8 @@ func (j *job) export() queue.Job {
 		Reserves:  j.reserves,
 		Body:      append(make([]byte, 0, len(j.body)), j.body...),
 		UniqueKey: j.key(),
+
+		TraceContext: j.traceContext(),
 	}
 }
 

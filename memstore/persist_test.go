@@ -20,6 +20,9 @@ import (
 
 var epoch = time.Date(2030, time.January, 2, 3, 4, 5, 0, time.UTC)
 
+// testTrace is a trace context a job can carry (docs/tracing.md).
+const testTrace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
 func openT(t *testing.T, dir string, opts *Options) *Store {
 	t.Helper()
 	s, err := Open(dir, opts)
@@ -69,7 +72,7 @@ type view struct {
 	Pri                    uint32
 	At                     int64 // due time (delayed) or bury sequence (buried)
 	TTR, Delay, Created    int64
-	Key, Body              string
+	Key, Body, Trace       string
 	Releases, Buries, Kick uint32
 	// History that every change of the job logs as it happens (the last
 	// reserve and timeout are logged only with the next change).
@@ -103,7 +106,7 @@ func durable(s *Store) snapshotView {
 		j.addHistory(&h)
 		st.Jobs[id] = view{
 			Tube: j.tube.name, State: state, Pri: j.pri, At: at, TTR: j.ttr, Delay: j.delay, Created: j.created,
-			Key: j.key(), Body: string(j.body), Releases: j.releases, Buries: j.buries, Kick: j.kicks,
+			Key: j.key(), Body: string(j.body), Trace: j.traceContext(), Releases: j.releases, Buries: j.buries, Kick: j.kicks,
 			ReleasedAt: h.ReleasedAt, BuriedAt: h.BuriedAt, KickedAt: h.KickedAt, LastErrorAt: h.LastErrorAt, LastError: h.LastError,
 		}
 	}
@@ -127,8 +130,8 @@ func TestRestart(t *testing.T) {
 			clock := storetest.NewClock(epoch)
 			s := openT(t, dir, &Options{Clock: clock.Now})
 			ready := put(t, s, "a", queue.NewJob{Body: []byte("ready"), Priority: 5})
-			delayed := put(t, s, "a", queue.NewJob{Body: []byte("delayed"), Delay: 100 * time.Second})
-			reserved := put(t, s, "b", queue.NewJob{Body: []byte("reserved"), UniqueKey: "k1"})
+			delayed := put(t, s, "a", queue.NewJob{Body: []byte("delayed"), Delay: 100 * time.Second, TraceContext: testTrace})
+			reserved := put(t, s, "b", queue.NewJob{Body: []byte("reserved"), UniqueKey: "k1", TraceContext: testTrace + ";v=1"})
 			must(s.ReserveJob(ctx, "w", reserved))
 			fromBuried := put(t, s, "b", queue.NewJob{Body: []byte("reserved from buried")})
 			must(s.ReserveJob(ctx, "w", fromBuried))
@@ -268,6 +271,9 @@ func TestRandomRestart(t *testing.T) {
 				var jobs []queue.NewJob
 				for range 1 + rng.IntN(3) {
 					nj := queue.NewJob{Body: fmt.Appendf(nil, "%d", rng.Uint32()), Priority: uint32(rng.IntN(2000)), Delay: dur(), TTR: time.Second * time.Duration(1+rng.IntN(3))}
+					if rng.IntN(3) == 0 {
+						nj.TraceContext = testTrace
+					}
 					if rng.IntN(4) == 0 {
 						nj.UniqueKey = fmt.Sprint("k", rng.IntN(10))
 					}

@@ -35,7 +35,7 @@ func (j *job) addHistory(out *queue.JobStats) {
 func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
 	need := int64(smallRecord)
 	for _, nj := range jobs {
-		need += putRecordSize + int64(len(nj.Body)+len(nj.UniqueKey))
+		need += putRecordSize + int64(len(nj.Body)+len(nj.UniqueKey)+len(nj.TraceContext))
 	}
 	now, err := q.beginSized(ctx, need)
 	if err != nil {
@@ -47,7 +47,7 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 	var batch map[string]bool // unique keys earlier in this batch
 	for _, nj := range jobs {
 		if k := nj.UniqueKey; k != "" {
-			if t != nil && t.keys[k] != nil || batch[k] {
+			if t.holder(k) != nil || batch[k] {
 				continue
 			}
 			if batch == nil {
@@ -73,7 +73,7 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 			t = q.tubeFor(tube)
 		}
 		if k := nj.UniqueKey; k != "" {
-			if old := t.keys[k]; old != nil {
+			if old := t.holder(k); old != nil {
 				res[i] = queue.PutResult{ID: old.id, Duplicate: true}
 				continue
 			}
@@ -110,6 +110,7 @@ func (q *jobQueue) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.
 		body:    append(make([]byte, 0, len(nj.Body)), nj.Body...),
 	}
 	j.setKey(nj.UniqueKey)
+	j.setTrace(nj.TraceContext)
 	if j.ttr <= 0 {
 		j.ttr = int64(queue.DefaultTTR)
 	}
@@ -120,7 +121,16 @@ func (q *jobQueue) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.
 	q.addJob(j, st)
 	t.totalJobs++
 	q.totalJobs++
-	tk := q.e.append(kindPut, q.encodeJob(j, false), j.body)
+	kind := byte(kindPut)
+	if nj.TraceContext != "" {
+		kind = kindPutT
+	}
+	b := q.encodeJob(j, false)
+	if kind == kindPutT {
+		b = appendString(b, nj.TraceContext)
+		q.e.scratch = b
+	}
+	tk := q.e.append(kind, b, j.body)
 	return j, tk
 }
 
@@ -131,8 +141,8 @@ func (q *jobQueue) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.
 // (queue.ErrFull) and when job IDs are exhausted.
 func (q *jobQueue) putOnce(tube string, nj queue.NewJob, now int64) (queue.ID, wal.Ticket, error) {
 	t := q.tubes[tube]
-	if k := nj.UniqueKey; k != "" && t != nil && t.keys[k] != nil {
-		return t.keys[k].id, 0, nil
+	if old := t.holder(nj.UniqueKey); old != nil {
+		return old.id, 0, nil
 	}
 	if q.maxJobs > 0 && len(q.jobs)+1 > q.maxJobs {
 		return 0, 0, fmt.Errorf("%w: tube %q: %d jobs stored, the cap is %d", queue.ErrFull, tube, len(q.jobs), q.maxJobs)
@@ -160,7 +170,7 @@ func (q *jobQueue) Reserve(ctx context.Context, req queue.ReserveRequest) (queue
 		res.Deleted = make([]error, len(req.Delete))
 		for i, id := range req.Delete {
 			var t wal.Ticket
-			t, res.Deleted[i] = q.deleteLocked(req.Owner, id)
+			t, res.Deleted[i] = q.endLocked(req.Owner, id, nil, now)
 			tk = max(tk, t)
 		}
 	}
@@ -290,7 +300,7 @@ func (q *jobQueue) Delete(ctx context.Context, owner string, ids []queue.ID) ([]
 	var tk wal.Ticket
 	for i, id := range ids {
 		var t wal.Ticket
-		t, errs[i] = q.deleteLocked(owner, id)
+		t, errs[i] = q.endLocked(owner, id, nil, now)
 		tk = max(tk, t)
 	}
 	if err := q.e.end(now, tk); err != nil {
@@ -532,36 +542,45 @@ func (q *jobQueue) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, e
 	}
 	var out queue.JobStats
 	if j := q.jobs[id]; j != nil {
-		out = queue.JobStats{
-			ID:       j.id,
-			Tube:     j.tube.name,
-			State:    j.state,
-			Priority: j.pri,
-			Age:      durationOf(now - j.created),
-			Delay:    durationOf(j.delay),
-			TTR:      durationOf(j.ttr),
-			Reserves: j.reserves,
-			Timeouts: j.timeouts,
-			Releases: j.releases,
-			Buries:   j.buries,
-			Kicks:    j.kicks,
-			PutAt:    timeOf(j.created),
-
-			UniqueKey: j.key(),
-			Body:      append(make([]byte, 0, len(j.body)), j.body...),
-		}
-		j.addHistory(&out)
-		if j.state == queue.Delayed || j.state == queue.Reserved {
-			out.TimeLeft = durationOf(max(j.at-now, 0))
-		}
-		if j.state == queue.Reserved {
-			out.ReservedBy = j.owner
-		}
+		out = j.stats(now)
 	} else {
 		err = queue.ErrNotFound
 	}
 	q.e.end(now, 0)
 	return out, err
+}
+
+// stats describes j at now, as StatsJob does.
+func (j *job) stats(now int64) queue.JobStats {
+	out := queue.JobStats{
+		ID:       j.id,
+		Tube:     j.tube.name,
+		State:    j.state,
+		Priority: j.pri,
+		Age:      durationOf(now - j.created),
+		Delay:    durationOf(j.delay),
+		TTR:      durationOf(j.ttr),
+		Reserves: j.reserves,
+		Timeouts: j.timeouts,
+		Releases: j.releases,
+		Buries:   j.buries,
+		Kicks:    j.kicks,
+		PutAt:    timeOf(j.created),
+
+		UniqueKey: j.key(),
+		Body:      append(make([]byte, 0, len(j.body)), j.body...),
+
+		TraceContext: j.traceContext(),
+	}
+	j.addHistory(&out)
+	if j.state == queue.Delayed || j.state == queue.Reserved {
+		out.TimeLeft = durationOf(max(j.at-now, 0))
+	}
+	if j.state == queue.Reserved {
+		out.ReservedBy = j.owner
+	}
+	return out
+
 }
 
 // StatsTube is the part's side of Store.StatsTube (queuestore.go).

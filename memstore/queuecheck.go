@@ -20,13 +20,13 @@ func (q *jobQueue) CheckInvariants(ctx context.Context) error {
 
 func (q *jobQueue) checkLocked() error {
 	var counts [queue.Buried + 1]int64
-	var urgent, live int64
-	seen := 0
+	var urgent, live, keptBytes int64
+	seen, keptSeen := 0, 0
 	for name, t := range q.tubes {
 		if t.name != name {
 			return fmt.Errorf("tube %q is filed under %q", t.name, name)
 		}
-		if t.jobs() == 0 && !t.paused && t.refs == 0 {
+		if t.jobs() == 0 && !t.paused && t.refs == 0 && t.kept.len() == 0 {
 			return fmt.Errorf("tube %q has no job, no reference and no pause but exists", name)
 		}
 		if t.seq == 0 || t.seq > q.tubeSeq {
@@ -68,8 +68,20 @@ func (q *jobQueue) checkLocked() error {
 			return fmt.Errorf("tube %q counts %d urgent jobs, has %d", name, t.urgent, tu)
 		}
 		urgent += tu
+		if j, ok := t.kept.check(); !ok {
+			return fmt.Errorf("tube %q: kept heap out of order or misindexed at job %d", name, j.id)
+		}
+		var kb int64
+		for _, j := range t.kept.s {
+			if j.state != queue.Finished || q.kept[j.id] != j || j.tube != t || q.jobs[j.id] != nil || j.more == nil || j.more.kept == nil {
+				return fmt.Errorf("tube %q keeps job %d, which is %v and not filed as kept", name, j.id, j.state)
+			}
+			keptSeen++
+			kb += keptSize(j)
+		}
+		keptBytes += kb
 		for k, j := range t.keys {
-			if q.jobs[j.id] != j || j.key() != k || j.tube != t {
+			if q.jobs[j.id] != j && q.kept[j.id] != j || j.key() != k || j.tube != t {
 				return fmt.Errorf("tube %q files unique key %q to job %d, which does not hold it", name, k, j.id)
 			}
 		}
@@ -79,6 +91,9 @@ func (q *jobQueue) checkLocked() error {
 		if (t.next == never) != (t.sidx < 0) || t.sidx >= 0 && (t.sidx >= len(q.sched) || q.sched[t.sidx] != t) {
 			return fmt.Errorf("tube %q is misplaced in the schedule (index %d)", name, t.sidx)
 		}
+	}
+	if keptSeen != len(q.kept) || keptBytes != q.keptBytes {
+		return fmt.Errorf("%d kept jobs of %d bytes filed, %d of %d bytes in the tubes", len(q.kept), q.keptBytes, keptSeen, keptBytes)
 	}
 	if seen != len(q.jobs) {
 		return fmt.Errorf("%d jobs in the job table, %d in the tubes' heaps", len(q.jobs), seen)

@@ -30,8 +30,14 @@ const (
 	kindJobH    = 9  // snapshot: a job with its history
 	kindUpdateH = 10 // log: an update with the job's history
 	// kindLimit = 11: a tube's limits (limits.go), log and snapshot.
+	// 12–15: kept jobs and retentions (keep.go).
 	// kindCancel = 18: a job cancelled (cancel.go), log; 18–21 are the
 	// cancels'.
+	// Since trace contexts (docs/tracing.md): kindPut and kindJobH
+	// followed by the job's trace context, for a job that carries one; a
+	// job without one is still written with the older kinds.
+	kindPutT  = 22 // log: a put with a trace context
+	kindJobHT = 23 // snapshot: a job with its history and trace context
 )
 
 // Layouts (u: uvarint, v: varint, s: u length + bytes):
@@ -46,6 +52,8 @@ const (
 //	updateH    update's fields, then history
 //	history    v reserved, v released, v buried, v kicked, v timedOut, v errAt, s lastErr
 //	           (times Unix ns, 0 for never)
+//	putT       put's fields, then s trace context; then the body
+//	jobHT      jobH's fields (history included), then s trace context; then the body
 //	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
 //	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
 //	cancel     u id, s reason
@@ -154,7 +162,7 @@ func appendHistory(b []byte, j *job) []byte {
 
 // snapshot adds the whole queue state to w.
 func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
-	w.Grow(1 + len(q.tubes) + len(q.jobs) + len(q.tubeLimits))
+	w.Grow(1 + len(q.tubes) + len(q.jobs) + len(q.tubeLimits) + len(q.kept) + len(q.retain))
 	b := binary.AppendUvarint(q.e.scratch[:0], uint64(q.lastID))
 	b = binary.AppendUvarint(b, q.tubeSeq)
 	b = binary.AppendVarint(b, q.burySeq)
@@ -179,12 +187,21 @@ func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 		}
 		for _, h := range []*jobHeap{&t.ready, &t.delayed, &t.reserved, &t.buried} {
 			for _, j := range h.s {
-				w.Add(kindJobH, q.encodeJob(j, true), j.body)
+				b := q.encodeJob(j, true)
+				kind := byte(kindJobH)
+				if tc := j.traceContext(); tc != "" {
+					kind, b = kindJobHT, appendString(b, tc)
+					q.e.scratch = b
+				}
+				w.Add(kind, b, j.body)
 			}
 		}
+		q.snapshotKept(t, w)
+		b = q.e.scratch[:0]
 	}
 	q.e.scratch = b[:0]
 	q.snapshotLimits(func(kind byte, head []byte) { w.Add(kind, head, nil) })
+	q.snapshotRetain(w)
 }
 
 func (q *jobQueue) tubesInOrder() []*tube {
@@ -249,11 +266,12 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		q.resched(t)
 		return nil
 
-	case kindJob, kindJobH, kindPut:
+	case kindJob, kindJobH, kindPut, kindPutT, kindJobHT:
+		put := kind == kindPut || kind == kindPutT
 		j := &job{id: queue.ID(d.uvarint()), hidx: -1}
 		var seq uint64
 		var name string
-		if kind != kindPut {
+		if !put {
 			seq = d.uvarint()
 		} else {
 			name = d.string()
@@ -263,8 +281,15 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		j.at, j.ttr, j.delay, j.created = d.varint(), d.varint(), d.varint(), d.varint()
 		d.counters(j)
 		j.setKey(d.string())
-		if kind == kindJobH {
+		if kind == kindJobH || kind == kindJobHT {
 			d.history(j)
+		}
+		if kind == kindPutT || kind == kindJobHT {
+			tc := d.string()
+			if tc == "" || queue.CheckTraceContext(tc) != nil {
+				d.err = errBadRecord
+			}
+			j.setTrace(tc)
 		}
 		if d.err != nil {
 			return d.err
@@ -273,7 +298,7 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 			return err
 		}
 		var t *tube
-		if kind != kindPut {
+		if !put {
 			t = q.replayTubes[seq]
 		} else {
 			q.replayPauseEnd(name, j.created)
@@ -285,7 +310,7 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		if j.id == 0 || j.id > queue.MaxID || q.jobs[j.id] != nil {
 			return fmt.Errorf("job %d put twice", j.id)
 		}
-		if k := j.key(); k != "" && t.keys[k] != nil {
+		if k := j.key(); k != "" && t.holder(k) != nil {
 			return fmt.Errorf("job %d: unique key held by job %d", j.id, t.keys[k].id)
 		}
 		j.tube = t
@@ -297,7 +322,7 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		if st == queue.Buried {
 			q.burySeq = max(q.burySeq, j.at)
 		}
-		if kind == kindPut {
+		if put {
 			t.totalJobs++
 		}
 		q.addJob(j, st)
@@ -366,6 +391,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 
 	case kindLimit:
 		return q.replayLimit(d)
+
+	case kindRetain, kindFinish, kindKept, kindDrop:
+		return q.replayKeep(kind, d)
 
 	case kindCancel:
 		return q.replayCancel(d)

@@ -47,6 +47,13 @@ type jobQueue struct {
 
 	tubeLimits map[string]*tubeLimit // by tube name (limits.go); nil when none was ever set
 	families   map[string]*family    // tubes with groups, by name (groups.go); nil when none ever had
+
+	// Kept jobs (keep.go): each tube's retention (ns) by name, outliving
+	// the tube; the kept jobs by ID (each also in its tube's kept heap
+	// and, while it holds its key, in its tube's keys); their bytes.
+	retain    map[string]int64
+	kept      map[queue.ID]*job
+	keptBytes int64
 }
 
 func (q *jobQueue) init(e *engine, maxJobs int) {
@@ -92,15 +99,16 @@ func (q *jobQueue) next() int64 {
 }
 
 // advance applies every transition due at now: delayed jobs become ready,
-// reservations whose TTR ran out end (counting a timeout), pauses end.
-// None is logged.
+// reservations whose TTR ran out end (counting a timeout), pauses end,
+// kept jobs are dropped. Only the drops are logged.
 func (q *jobQueue) advance(now int64) wal.Ticket {
+	var tk wal.Ticket
 	for {
 		t := q.sched.top()
 		if t == nil || t.next > now {
-			return 0
+			return tk
 		}
-		q.advanceTube(t, now)
+		tk = max(tk, q.advanceTube(t, now))
 	}
 }
 
@@ -111,14 +119,15 @@ func (q *jobQueue) recovered(now int64) {
 	q.releaseAllLocked(now)
 }
 
-func (q *jobQueue) size() int64 { return q.live }
+func (q *jobQueue) size() int64 { return q.live + q.keptBytes }
 
 func (q *jobQueue) close() {
 	clear(q.tubeListeners.byKey)
 	clear(q.cancelListeners)
 }
 
-func (q *jobQueue) advanceTube(t *tube, now int64) {
+func (q *jobQueue) advanceTube(t *tube, now int64) wal.Ticket {
+	tk := q.dropDueLocked(t, now)
 	n := 0
 	for j := t.delayed.top(); j != nil && j.at <= now; j = t.delayed.top() {
 		q.unlink(j)
@@ -145,6 +154,7 @@ func (q *jobQueue) advanceTube(t *tube, now int64) {
 		q.wakeLocked(t.name)
 	}
 	q.gcTube(t)
+	return tk
 }
 
 // tubeFor returns the tube named name, creating it.
@@ -161,9 +171,10 @@ func (q *jobQueue) tubeFor(name string) *tube {
 	return t
 }
 
-// gcTube forgets t when it holds no job, no reference and no pause.
+// gcTube forgets t when it holds no job, no kept job, no reference and no
+// pause.
 func (q *jobQueue) gcTube(t *tube) {
-	if t.paused || t.jobs() > 0 || t.refs > 0 || q.tubes[t.name] != t {
+	if t.paused || t.jobs() > 0 || t.refs > 0 || t.kept.len() > 0 || q.tubes[t.name] != t {
 		return
 	}
 	q.sched.set(t, never)
@@ -177,7 +188,7 @@ func (q *jobQueue) gcTube(t *tube) {
 // which knows no references, frees the tube at the same point; the ticket
 // is that record's (0 when there is none).
 func (q *jobQueue) freeLocked(t *tube) wal.Ticket {
-	if t.jobs() > 0 || t.refs > 0 || !t.paused || q.tubes[t.name] != t {
+	if t.jobs() > 0 || t.refs > 0 || t.kept.len() > 0 || !t.paused || q.tubes[t.name] != t {
 		q.gcTube(t)
 		return 0
 	}

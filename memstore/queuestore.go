@@ -19,6 +19,7 @@ var (
 	_ queue.Notifier   = (*Store)(nil)
 	_ queue.LimitStore = (*Store)(nil)
 	_ queue.CounterLog = (*Store)(nil)
+	_ queue.KeepStore  = (*Store)(nil)
 )
 
 // Put implements queue.Store.
@@ -138,6 +139,31 @@ func (s *Store) TubeLimits(ctx context.Context, tube string) (queue.Limits, erro
 // LimitedTubes implements queue.LimitStore.
 func (s *Store) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
 	return s.queue.LimitedTubes(ctx)
+}
+
+// SetRetention implements queue.KeepStore (keep.go).
+func (s *Store) SetRetention(ctx context.Context, tube string, d time.Duration) error {
+	return s.queue.SetRetention(ctx, tube, d)
+}
+
+// Retention implements queue.KeepStore.
+func (s *Store) Retention(ctx context.Context, tube string) (time.Duration, error) {
+	return s.queue.Retention(ctx, tube)
+}
+
+// Finish implements queue.KeepStore.
+func (s *Store) Finish(ctx context.Context, owner string, id queue.ID, result []byte) error {
+	return s.queue.Finish(ctx, owner, id, result)
+}
+
+// Lookup implements queue.KeepStore.
+func (s *Store) Lookup(ctx context.Context, id queue.ID) (queue.JobStats, error) {
+	return s.queue.Lookup(ctx, id)
+}
+
+// LookupKey implements queue.KeepStore.
+func (s *Store) LookupKey(ctx context.Context, tube, key string) (queue.JobStats, error) {
+	return s.queue.LookupKey(ctx, tube, key)
 }
 
 // RecordCounters implements queue.CounterLog (counters.go).

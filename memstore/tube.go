@@ -17,7 +17,8 @@ type tube struct {
 	delayed  jobHeap
 	reserved jobHeap
 	buried   jobHeap
-	urgent   int64 // ready jobs with a priority below queue.UrgentPriority
+	kept     jobHeap // kept jobs (keep.go), by the time they are dropped
+	urgent   int64   // ready jobs with a priority below queue.UrgentPriority
 	keys     map[string]*job
 
 	totalJobs, deletes, pauses int64
@@ -55,6 +56,7 @@ func newTube(name string, seq uint64) *tube {
 		delayed:  jobHeap{less: atLess},
 		reserved: jobHeap{less: atLess},
 		buried:   jobHeap{less: atLess},
+		kept:     jobHeap{less: atLess},
 		next:     never,
 		sidx:     -1,
 	}
@@ -74,6 +76,18 @@ func (t *tube) heap(s queue.State) *jobHeap {
 	panic("memstore: no heap for state " + s.String())
 }
 
+// holder returns the live job of t (nil: none) that holds unique key k; a
+// kept job's key does not make a put a duplicate. t may be nil.
+func (t *tube) holder(k string) *job {
+	if t == nil || k == "" {
+		return nil
+	}
+	if j := t.keys[k]; j != nil && j.state != queue.Finished {
+		return j
+	}
+	return nil
+}
+
 func (t *tube) jobs() int {
 	return t.ready.len() + t.delayed.len() + t.reserved.len() + t.buried.len()
 }
@@ -89,6 +103,9 @@ func (t *tube) deadline() int64 {
 	}
 	if t.paused && t.pauseUntil < d {
 		d = t.pauseUntil
+	}
+	if j := t.kept.top(); j != nil && j.at < d {
+		d = j.at
 	}
 	return d
 }

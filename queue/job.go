@@ -27,13 +27,18 @@ const (
 	Delayed                   // waiting for its delay to pass
 	Reserved                  // held by a reserver until it deletes, releases, buries or touches it, or its TTR runs out
 	Buried                    // set aside until it is kicked
+	// Finished is the state of a job that ended and that its tube keeps
+	// for its retention (KeepStore): found only by Lookup and LookupKey,
+	// never by beanstalkd's commands, a reserve or a peek.
+	Finished
 )
 
-var stateNames = [...]string{Ready: "ready", Delayed: "delayed", Reserved: "reserved", Buried: "buried"}
+var stateNames = [...]string{Ready: "ready", Delayed: "delayed", Reserved: "reserved", Buried: "buried", Finished: "finished"}
 
-// String returns the state's name as beanstalkd writes it ("ready", "delayed", "reserved", "buried").
+// String returns the state's name as beanstalkd writes it ("ready", "delayed", "reserved", "buried"),
+// or "finished".
 func (s State) String() string {
-	if s >= Ready && s <= Buried {
+	if s >= Ready && s <= Finished {
 		return stateNames[s]
 	}
 	return fmt.Sprintf("State(%d)", uint8(s))
@@ -57,6 +62,13 @@ type Job struct {
 	// Left. In a job from JobStats.Job it is the TimeLeft of a reserved
 	// job; elsewhere (PeekStateN) 0.
 	Left time.Duration
+
+	// Trace context (docs/tracing.md).
+
+	// TraceContext is the W3C trace context the job was put with
+	// (NewJob.TraceContext): "traceparent" or "traceparent;tracestate",
+	// "" for none. SpanContext and Context read it.
+	TraceContext string
 }
 
 // DefaultPriority is the priority beanstalkd clients give a job when the
@@ -90,7 +102,20 @@ type NewJob struct {
 	// groups with ready jobs in turn, and the tube's group template
 	// (Limits.Group) limits each group. The unique key is per group.
 	Group string
+
+	// Trace context (docs/tracing.md).
+
+	// TraceContext is the W3C trace context the job carries to whoever
+	// reserves it: "traceparent" or "traceparent;tracestate" (see
+	// CheckTraceContext), "" for none. Queue.Put fills it in, for a job
+	// put without one, from the span of its ctx (its own put span when
+	// tracing is on); a store keeps it with the job and returns it in
+	// Job.TraceContext.
+	TraceContext string
 }
+
+// MaxUniqueKey is the most bytes of a NewJob.UniqueKey.
+const MaxUniqueKey = 1024
 
 // PutResult is the outcome of one job of a put.
 type PutResult struct {
@@ -138,11 +163,24 @@ type JobStats struct {
 	ReservedBy string
 	// Body is the job's body, so that one call gives stats and peek (Job).
 	Body []byte
+
+	// Kept jobs (KeepStore: Lookup, LookupKey), State Finished.
+	// Result is what the job was finished with (KeepStore.Finish; nil
+	// for none), FinishedAt when it ended, KeptUntil when its tube drops
+	// it.
+	Result     []byte
+	FinishedAt time.Time
+	KeptUntil  time.Time
+
+	// Trace context (docs/tracing.md).
+
+	// TraceContext is the trace context the job was put with; "" for none.
+	TraceContext string
 }
 
 // Job returns the job st describes, as a peek returns it.
 func (st JobStats) Job() Job {
-	j := Job{ID: st.ID, Tube: st.Tube, Priority: st.Priority, TTR: st.TTR, Reserves: st.Reserves, Body: st.Body, UniqueKey: st.UniqueKey}
+	j := Job{ID: st.ID, Tube: st.Tube, Priority: st.Priority, TTR: st.TTR, Reserves: st.Reserves, Body: st.Body, UniqueKey: st.UniqueKey, TraceContext: st.TraceContext}
 	if st.State == Reserved {
 		j.Left = st.TimeLeft
 	}

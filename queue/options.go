@@ -3,6 +3,8 @@ package queue
 import (
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults used when the corresponding Options field is zero.
@@ -32,6 +34,11 @@ type Options struct {
 	// Owner names the reservations made through this Queue value. Default: a
 	// random name, unique per Queue. WithOwner gives other names.
 	Owner string
+	// TracerProvider makes the spans of puts and of a Worker's handlers
+	// (docs/tracing.md); nil means OpenTelemetry's global provider. While
+	// neither is set (or the provider is a no-op one), no span is made and
+	// a call costs what it did without tracing.
+	TracerProvider trace.TracerProvider
 }
 
 func (o *Options) maxJobSize() int {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/tracing"
 	"github.com/hourglass-io/hourglass/internal/wait"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Queue is the job queue over a Store. It validates arguments and waits for
@@ -18,7 +20,8 @@ type Queue struct {
 	store Store
 	opts  Options
 	owner string
-	hub   *hub // shared with the WithOwner views
+	hub   *hub            // shared with the WithOwner views
+	trace *tracing.Source // the tracer of Options.TracerProvider
 }
 
 // New returns a Queue over store. It does not take ownership of the store:
@@ -31,6 +34,7 @@ func New(store Store, opts *Options) (*Queue, error) {
 	if opts != nil {
 		q.opts = *opts
 	}
+	q.trace = tracing.New(q.opts.TracerProvider)
 	q.owner = q.opts.Owner
 	if q.owner == "" {
 		q.owner = randomOwner()
@@ -90,7 +94,15 @@ func (q *Queue) PutMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 	if len(jobs) == 0 {
 		return nil, invalid("jobs", "is empty")
 	}
+	ctx, span := q.startPut(ctx, tube, jobs)
+	res, err := q.putMany(ctx, tube, jobs)
+	endPut(span, res, err)
+	return res, err
+}
+
+func (q *Queue) putMany(ctx context.Context, tube string, jobs []NewJob) ([]PutResult, error) {
 	norm := make([]NewJob, len(jobs))
+	tc, tcRead := "", false // the trace context of ctx, read once
 	grouped := false
 	for i, j := range jobs {
 		grouped = grouped || j.Group != ""
@@ -105,10 +117,18 @@ func (q *Queue) PutMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 		} else if err := checkTTR(j.TTR); err != nil {
 			return nil, err
 		}
-		if len(j.UniqueKey) > 1024 {
-			return nil, invalid("UniqueKey", "is %d bytes, want at most 1024", len(j.UniqueKey))
+		if len(j.UniqueKey) > MaxUniqueKey {
+			return nil, invalid("UniqueKey", "is %d bytes, want at most %d", len(j.UniqueKey), MaxUniqueKey)
 		}
 		if err := checkGroup(tube, j.Group); err != nil {
+			return nil, err
+		}
+		if j.TraceContext == "" {
+			if !tcRead {
+				tc, tcRead = TraceContextOf(ctx), true
+			}
+			j.TraceContext = tc
+		} else if err := CheckTraceContext(j.TraceContext); err != nil {
 			return nil, err
 		}
 		j.Delay, j.TTR = truncMS(j.Delay), truncMS(j.TTR)
@@ -345,6 +365,11 @@ func (q *Queue) DeleteMany(ctx context.Context, ids []ID) ([]error, error) {
 			k++
 		}
 	}
+	if trace.SpanFromContext(ctx).IsRecording() {
+		for i, id := range ids {
+			settled(ctx, "delete", id, "", 0, out[i])
+		}
+	}
 	return out, nil
 }
 
@@ -386,8 +411,10 @@ func (q *Queue) ReleaseWith(ctx context.Context, id ID, opts ReleaseOptions) err
 	if err := checkDuration("delay", opts.Delay); err != nil {
 		return err
 	}
-	err := q.store.Release(ctx, q.owner, id, storePriority(opts.Priority), truncMS(opts.Delay), CutReason(opts.Reason))
+	reason := CutReason(opts.Reason)
+	err := q.store.Release(ctx, q.owner, id, storePriority(opts.Priority), truncMS(opts.Delay), reason)
 	q.hub.forget() // its tube may have a job, or a place under a cap, now
+	settled(ctx, "release", id, reason, opts.Delay, err)
 	return err
 }
 
@@ -426,8 +453,10 @@ func (q *Queue) BuryWith(ctx context.Context, id ID, opts BuryOptions) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	err := q.store.Bury(ctx, q.owner, id, storePriority(opts.Priority), CutReason(opts.Reason))
+	reason := CutReason(opts.Reason)
+	err := q.store.Bury(ctx, q.owner, id, storePriority(opts.Priority), reason)
 	q.hub.forget() // a place under its tube's cap may be free now
+	settled(ctx, "bury", id, reason, 0, err)
 	return err
 }
 

@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Handler processes one job. Returning nil deletes the job; an error
@@ -281,7 +284,8 @@ func (w *Worker) handle(hctx context.Context, job Job, cn *cancels) bool {
 	tmu.Lock()
 	timer = time.AfterFunc(every, touch)
 	tmu.Unlock()
-	err := w.run(ctx, job)
+	pctx, span := w.q.startProcess(ctx, job)
+	err := w.run(pctx, job)
 	tmu.Lock()
 	stopped = true
 	timer.Stop()
@@ -293,26 +297,42 @@ func (w *Worker) handle(hctx context.Context, job Job, cn *cancels) bool {
 		return false
 	}
 	if err == nil {
+		if span != nil {
+			// deleted with the worker's next reserve
+			settled(pctx, "delete", job.ID, "", 0, nil)
+			span.End()
+		}
 		return true
+	}
+	if span != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		defer span.End()
 	}
 	// The job failed or was abandoned: give it back.
 	bctx, bcancel := context.WithTimeout(context.WithoutCancel(hctx), 5*time.Second)
 	defer bcancel()
+	sctx := bctx // with the process span, for the release's or bury's event
+	if span != nil {
+		sctx = trace.ContextWithSpan(bctx, span)
+	}
 	switch {
 	case hctx.Err() != nil:
 		// Shutdown cut the handler short: back to ready, no attempt counted.
-		if _, e := w.q.store.Unreserve(bctx, w.q.owner, []ID{job.ID}); e != nil {
+		_, e := w.q.store.Unreserve(bctx, w.q.owner, []ID{job.ID})
+		if e != nil {
 			log.Warn("queue: returning an abandoned job", "id", job.ID, "err", e)
 		}
+		settled(pctx, "abandon", job.ID, err.Error(), 0, e)
 	case int(job.Reserves) >= w.opts.maxAttempts():
 		log.Warn("queue: job failed for the last time; burying it", "id", job.ID, "attempts", job.Reserves, "err", err)
-		if e := w.q.BuryWithReason(bctx, job.ID, job.Priority, err.Error()); e != nil {
+		if e := w.q.BuryWithReason(sctx, job.ID, job.Priority, err.Error()); e != nil {
 			log.Warn("queue: burying a failed job", "id", job.ID, "err", e)
 		}
 	default:
 		delay := w.opts.backoff(int(job.Reserves))
 		log.Info("queue: job failed; releasing it", "id", job.ID, "attempt", job.Reserves, "delay", delay, "err", err)
-		if e := w.q.ReleaseWithReason(bctx, job.ID, job.Priority, delay, err.Error()); e != nil {
+		if e := w.q.ReleaseWithReason(sctx, job.ID, job.Priority, delay, err.Error()); e != nil {
 			log.Warn("queue: releasing a failed job", "id", job.ID, "err", e)
 		}
 	}

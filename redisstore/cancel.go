@@ -59,10 +59,10 @@ func (s *Store) ListenCancel(ctx context.Context, tube string, cancelled func(id
 			continue
 		}
 		seen[tag] = true
-		u, err := s.notify.add(ctx, subQueue+tag, s.k.cancels(tag), withPayload, hp)
+		u, err := s.notify.add(ctx, queueFamily, tag, s.k.cancels(tag), withPayload, hp)
 		if err != nil {
 			undo()
-			return nil, queueErrs.mapErr(err)
+			return nil, err
 		}
 		added = append(added, u)
 	}

@@ -36,7 +36,7 @@ func (s *Store) RecordCounters(ctx context.Context, minute int64, keep time.Dura
 		args = append(args, c.Tube, fmt.Sprintf("%d %d %d %d %d", c.Puts, c.Reserves, c.Deletes, c.Buries, c.Timeouts))
 	}
 	_, err := s.r.run(ctx, call{op: cnScripts.record, keys: []string{s.k.counterMinute(minute)}, args: args})
-	return queueErrs.mapErr(err)
+	return err
 }
 
 // CounterHistory implements queue.CounterLog.
@@ -50,7 +50,7 @@ func (s *Store) CounterHistory(ctx context.Context, from, to int64) ([]queue.Cou
 	}
 	v, err := s.r.run(ctx, call{op: cnScripts.read, keys: ks, args: []any{s.now()}})
 	if err != nil {
-		return nil, queueErrs.mapErr(err)
+		return nil, err
 	}
 	r := replyOf(cnScripts.read)
 	var out []queue.CounterSample

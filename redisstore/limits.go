@@ -67,8 +67,8 @@ func parseLimitSpec(spec string) (queue.Limits, error) {
 // SetLimits implements queue.LimitStore. The limits of a tube of several
 // partitions could not be counted in one atomic step, so they are refused.
 func (s *Store) SetLimits(ctx context.Context, tube string, l queue.Limits) error {
-	if s.closed.Load() {
-		return queue.ErrClosed
+	if err := s.r.open(queueFamily); err != nil {
+		return err
 	}
 	if k := s.partitions(tube); k > 1 && !l.IsZero() {
 		return fmt.Errorf("%w: limits on tube %q of %d partitions: a limit is enforced on one partition", queue.ErrInvalid, tube, k)
@@ -91,8 +91,8 @@ func (s *Store) SetLimits(ctx context.Context, tube string, l queue.Limits) erro
 
 // TubeLimits implements queue.LimitStore.
 func (s *Store) TubeLimits(ctx context.Context, tube string) (queue.Limits, error) {
-	if s.closed.Load() {
-		return queue.Limits{}, queue.ErrClosed
+	if err := s.r.open(queueFamily); err != nil {
+		return queue.Limits{}, err
 	}
 	v, err := s.run(ctx, limitOp, tubeTag(tube, 0, 1), tube, tube, "g", "")
 	if err != nil {
@@ -109,8 +109,8 @@ func (s *Store) TubeLimits(ctx context.Context, tube string) (queue.Limits, erro
 // LimitedTubes implements queue.LimitStore, from the list of limited tubes
 // (eventually consistent with the tags' limits, which reserves obey).
 func (s *Store) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
-	if s.closed.Load() {
-		return nil, queue.ErrClosed
+	if err := s.r.open(queueFamily); err != nil {
+		return nil, err
 	}
 	m, err := s.c.HGetAll(ctx, s.k.limits()).Result()
 	if err != nil {

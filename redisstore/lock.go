@@ -82,7 +82,7 @@ func (k keys) lockChannel(name string) string {
 // run runs o with KEYS ks and ARGV args, whose first is the time.
 func (l *Locks) run(ctx context.Context, o *op, ks []string, args []any) (any, error) {
 	v, err := l.s.r.run(ctx, call{op: o, keys: ks, args: args})
-	return v, lockErrs.mapErr(err)
+	return v, err
 }
 
 // status runs an operation whose reply is one integer.
@@ -147,15 +147,15 @@ func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Gran
 // connection of the lock's master, outside the runner's shared batches (a
 // WAIT holds its connection until the replicas answer).
 func (l *Locks) acquireWait(ctx context.Context, o *op, req lock.AcquireRequest, argv []any) (any, int, error) {
-	if l.s.closed.Load() {
-		return nil, 0, lock.ErrClosed
+	if err := l.s.r.open(locksFamily); err != nil {
+		return nil, 0, err
 	}
 	ks := l.s.k.lockKeys(req.Name)
 	var node redis.Cmdable = l.s.c
 	if cc, ok := l.s.c.(*redis.ClusterClient); ok {
 		m, err := cc.MasterForKey(ctx, ks[0])
 		if err != nil {
-			return nil, 0, lockErrs.mapErr(l.s.r.failure(ctx, err))
+			return nil, 0, l.s.r.fail(ctx, locksFamily, err)
 		}
 		node = m
 	}
@@ -171,16 +171,16 @@ func (l *Locks) acquireWait(ctx context.Context, o *op, req lock.AcquireRequest,
 		v, err := ev.Result()
 		if err != nil && isNoFunction(err) && attempt == 0 {
 			if err := l.s.r.load(ctx); err != nil {
-				return nil, 0, lockErrs.mapErr(l.s.r.failure(ctx, err))
+				return nil, 0, l.s.r.fail(ctx, locksFamily, err)
 			}
 			continue
 		}
 		if err != nil {
-			return nil, 0, lockErrs.mapErr(l.s.r.failure(ctx, err))
+			return nil, 0, l.s.r.fail(ctx, locksFamily, err)
 		}
 		n, err := wait.Int()
 		if err != nil {
-			return nil, 0, lockErrs.mapErr(l.s.r.failure(ctx, err))
+			return nil, 0, l.s.r.fail(ctx, locksFamily, err)
 		}
 		return v, n, nil
 	}
@@ -232,15 +232,14 @@ func (l *Locks) Leave(ctx context.Context, name, token string) error {
 // release of name and every waiter leaving its queue, and once more after
 // the subscription reconnects (wake-ups may have been lost meanwhile).
 func (l *Locks) Listen(ctx context.Context, name string, wake func(name string)) (stop func(), err error) {
-	if l.s.closed.Load() {
-		return nil, lock.ErrClosed
+	if err := l.s.r.open(locksFamily); err != nil {
+		return nil, err
 	}
 	_, tag := l.s.k.lockBase(name)
 	// Subscriptions are shared per slot.
-	key := subLock + int(slot(tag))
 	h := &wake
-	undo, err := l.s.notify.add(ctx, key, l.s.k.lockChannel(name), name, h)
-	if err = lockErrs.mapErr(err); err != nil {
+	undo, err := l.s.notify.add(ctx, locksFamily, int(slot(tag)), l.s.k.lockChannel(name), name, h)
+	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}

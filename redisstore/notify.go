@@ -29,7 +29,8 @@ type notifier struct {
 // The subscriptions of a notifier are numbered: one number, one
 // subscription connection, so every channel under one number must lie in
 // one slot. Each primitive that listens has its range here, the one place
-// they are allotted.
+// they are allotted, and names it in its family (families.go; the
+// ranges' sizes are there), through which every listener subscribes.
 const (
 	// subQueue + tag: the channels of the tube partitions on a tag.
 	subQueue = 0
@@ -37,6 +38,9 @@ const (
 	subLock = subQueue + NumTags
 	// subSchedules: the one channel of the schedules' announcements.
 	subSchedules = subLock + 16384
+	// subHashes + tag: the expiring hashes' channels of the shard on a
+	// tag.
+	subHashes = subSchedules + 1
 )
 
 type tagSub struct {
@@ -71,12 +75,12 @@ func (s *Store) Listen(ctx context.Context, tube string, wake func(tube string))
 	var added []func()
 	for p := 0; p < k; p++ {
 		tag := tubeTag(tube, p, k)
-		undo, err := s.notify.add(ctx, subQueue+tag, s.k.channel(tag, tube), tube, h)
+		undo, err := s.notify.add(ctx, queueFamily, tag, s.k.channel(tag, tube), tube, h)
 		if err != nil {
 			for _, u := range added {
 				u()
 			}
-			return nil, queueErrs.mapErr(err)
+			return nil, err
 		}
 		added = append(added, undo)
 	}
@@ -87,7 +91,17 @@ func (s *Store) Listen(ctx context.Context, tube string, wake func(tube string))
 	}, nil
 }
 
-func (n *notifier) add(ctx context.Context, tag int, ch, tube string, h *func(string)) (func(), error) {
+// add subscribes h to channel ch under the subscription number i of f's
+// range; its failures are f's (errTable).
+func (n *notifier) add(ctx context.Context, f *family, i int, ch, tube string, h *func(string)) (func(), error) {
+	undo, err := n.addSub(ctx, f.subs.at(i), ch, tube, h)
+	if err != nil {
+		return nil, f.errs.mapErr(err)
+	}
+	return undo, nil
+}
+
+func (n *notifier) addSub(ctx context.Context, tag int, ch, tube string, h *func(string)) (func(), error) {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()

@@ -39,16 +39,15 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 		tag := tubeTag(tube, p, k)
 		for start := 0; start < len(idx); start += maxBatch {
 			end := min(start+maxBatch, len(idx))
-			args := make([]any, 0, 2+5*(end-start))
+			args := make([]any, 0, 2+6*(end-start))
 			args = append(args, tube, tag)
 			for _, i := range idx[start:end] {
 				j := jobs[i]
-				args = append(args, j.Priority, ms(j.Delay), ms(j.TTR), j.UniqueKey, j.Body)
+				args = append(args, j.Priority, ms(j.Delay), ms(j.TTR), j.UniqueKey, j.TraceContext, j.Body)
 			}
 			ks := append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...)
 			ks = append(ks, s.idKey(ks[0]))
 			v, err := s.r.run(ctx, call{op: scripts.put, keys: ks, args: append([]any{s.now()}, args...)})
-			err = queueErrs.mapErr(err)
 			if err != nil {
 				return nil, err
 			}
@@ -188,7 +187,11 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		a := r.arr(r.arr(v, 1)[0], n)
 		codes := r.arr(a[0], len(dels))
 		for n, d := range dels {
-			res.Deleted[d.i] = deleteOutcome(r.int(codes[n]))
+			code := r.int(codes[n])
+			res.Deleted[d.i] = deleteOutcome(code)
+			if code == 2 {
+				s.keep.noteAsync(ctx, gs[gi].tag)
+			}
 		}
 		jobs, err := parseJobs(r, r.arr(a[1], 0))
 		if err != nil {
@@ -289,8 +292,6 @@ func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.Re
 		v, err := s.r.run(ctx, c)
 		if err == nil {
 			_, err = absorb(gi, v, withGroup[gi], false)
-		} else {
-			err = queueErrs.mapErr(err)
 		}
 		if want > 0 {
 			var got []queue.ID
@@ -352,7 +353,7 @@ func indexOf(xs []string, x string) int {
 
 func deleteOutcome(code int64) error {
 	switch code {
-	case 1:
+	case 1, 2: // 2: kept (keep.go)
 		return nil
 	case -1:
 		return queue.ErrReserved
@@ -362,7 +363,7 @@ func deleteOutcome(code int64) error {
 }
 
 // jobValues is the length of a job reply (jobreply in lib.lua).
-const jobValues = 8
+const jobValues = 9
 
 // parseJobs reads the flat job replies of an operation (jobValues per job).
 func parseJobs(r *reply, a []any) ([]queue.Job, error) {
@@ -374,7 +375,8 @@ func parseJobs(r *reply, a []any) ([]queue.Job, error) {
 }
 
 // parseJob reads one job reply: id, tube, pri, ttr ms, reserves, body,
-// unique key, ms left on the reservation (0 but for a reserve).
+// unique key, ms left on the reservation (0 but for a reserve), trace
+// context.
 func parseJob(r *reply, v any) queue.Job {
 	a := r.arr(v, jobValues)
 	return queue.Job{
@@ -386,5 +388,7 @@ func parseJob(r *reply, v any) queue.Job {
 		Body:      []byte(r.str(a[5])),
 		UniqueKey: r.str(a[6]),
 		Left:      time.Duration(r.int(a[7])) * time.Millisecond,
+
+		TraceContext: r.str(a[8]),
 	}
 }

@@ -179,7 +179,7 @@ func (l *Limits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.
 	}
 	vs, err := l.s.r.runMany(ctx, calls)
 	if err != nil {
-		return nil, limitErrs.mapErr(err)
+		return nil, err
 	}
 	out := make([]ratelimit.Decision, len(vs))
 	for i, v := range vs {
@@ -194,7 +194,7 @@ func (l *Limits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.
 func (l *Limits) one(ctx context.Context, c call) (ratelimit.Decision, error) {
 	v, err := l.s.r.run(ctx, c)
 	if err != nil {
-		return ratelimit.Decision{}, limitErrs.mapErr(err)
+		return ratelimit.Decision{}, err
 	}
 	return decision(v)
 }

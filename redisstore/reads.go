@@ -69,6 +69,11 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 	if err != nil {
 		return queue.JobStats{}, err
 	}
+	return statsOf(j, st, lastErr, owner), nil
+}
+
+// statsOf is the JobStats of job j with peek.lua's stats st.
+func statsOf(j queue.Job, st []int64, lastErr, owner string) queue.JobStats {
 	n := func(i int) int64 { return st[i] }
 	d := func(i int) time.Duration { return time.Duration(n(i)) * time.Millisecond }
 	return queue.JobStats{
@@ -78,8 +83,8 @@ func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, erro
 		PutAt: timeMS(n(11)), ReservedAt: timeMS(n(12)), ReleasedAt: timeMS(n(13)), BuriedAt: timeMS(n(14)),
 		KickedAt: timeMS(n(15)), TimedOutAt: timeMS(n(16)), LastErrorAt: timeMS(n(17)), LastError: lastErr,
 		ReservedBy: owner,
-		UniqueKey:  j.UniqueKey, Body: j.Body,
-	}, nil
+		UniqueKey:  j.UniqueKey, Body: j.Body, TraceContext: j.TraceContext,
+	}
 }
 
 // PeekStateN implements queue.Store. For a partitioned tube it takes the
@@ -179,7 +184,7 @@ func (s *Store) hold(ctx context.Context, tag int, session, tube string, n int) 
 	ks = append(ks, s.k.holds(tag, session))
 	v, err := s.r.run(ctx, call{op: scripts.hold, keys: ks, args: []any{s.now(), tube, n}})
 	if err != nil {
-		return queueErrs.mapErr(err)
+		return err
 	}
 	r := replyOf(scripts.hold)
 	r.int(v)
@@ -188,8 +193,8 @@ func (s *Store) hold(ctx context.Context, tag int, session, tube string, n int) 
 
 // tagTubes reads every tag's registry in one pipeline: per tag, tube -> creation µs.
 func (s *Store) tagTubes(ctx context.Context) ([]map[string]int64, error) {
-	if s.closed.Load() {
-		return nil, queue.ErrClosed
+	if err := s.r.open(queueFamily); err != nil {
+		return nil, err
 	}
 	pipe := s.c.Pipeline()
 	zs := make([]*redis.ZSliceCmd, NumTags)

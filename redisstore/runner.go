@@ -59,10 +59,10 @@ type lane struct {
 
 // laneOf returns the lane of o's calls.
 func (r *runner) laneOf(o *op) *lane {
-	switch o.family.prefix {
-	case "hx_":
+	switch o.family.lane {
+	case laneHashes:
 		return &r.hashes
-	case "rl_":
+	case laneLimits:
 		return &r.limits
 	}
 	return &r.main
@@ -95,7 +95,10 @@ var errStoreClosed = errors.New("redisstore: store closed")
 // errOOM marks Redis's refusal of a write for lack of memory.
 var errOOM = errors.New("redisstore: Redis is out of memory")
 
-// mapErr gives err, a failure of the runner, the primitive's sentinel.
+// mapErr gives err, a failure of the runner, the primitive's sentinel. The
+// runner calls it for every call (run, runMany), the notifier for every
+// subscription, and fail and open for the plain commands a store sends
+// itself.
 func (t errTable) mapErr(err error) error {
 	switch {
 	case err == nil:
@@ -142,11 +145,33 @@ func (r *runner) load(ctx context.Context) error {
 
 // run runs one call, committed with whatever other calls of its lane are
 // waiting.
+// Its failures are those of the call's family (errTable).
 func (r *runner) run(ctx context.Context, c call) (any, error) {
+	errs := &c.op.family.errs
 	if r.closed.Load() {
-		return nil, errStoreClosed
+		return nil, errs.closed
 	}
-	return r.laneOf(c.op).run(ctx, c)
+	v, err := r.laneOf(c.op).run(ctx, c)
+	if err != nil {
+		return v, errs.mapErr(err)
+	}
+	return v, nil
+}
+
+// open fails with f's error for a closed store: for the plain commands a
+// store sends itself, outside the runner, which check it as the runner
+// does for every call.
+func (r *runner) open(f *family) error {
+	if r.closed.Load() {
+		return f.errs.closed
+	}
+	return nil
+}
+
+// fail gives a failure of a plain command that a store sends itself (not
+// an operation of the library) f's errors, as the runner's are.
+func (r *runner) fail(ctx context.Context, f *family, err error) error {
+	return f.errs.mapErr(r.failure(ctx, err))
 }
 
 func (r *lane) run(ctx context.Context, c call) (any, error) {
@@ -602,14 +627,18 @@ func shareOut(v any, reqs []*request, n func(q *request) int) {
 
 // runMany runs calls in one pipeline of their own, without waiting for
 // other callers: for work that is already a batch (every tag, every shard).
+// Its failures are those of the failing call's family (errTable).
 func (r *runner) runMany(ctx context.Context, calls []call) ([]any, error) {
 	if r.closed.Load() {
-		return nil, errStoreClosed
+		if len(calls) == 0 {
+			return nil, errStoreClosed
+		}
+		return nil, calls[0].op.family.errs.closed
 	}
 	vals, errs := r.exec(ctx, calls)
-	for _, err := range errs {
+	for i, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, calls[i].op.family.errs.mapErr(err)
 		}
 	}
 	return vals, nil

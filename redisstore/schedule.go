@@ -75,9 +75,9 @@ func (c *Schedules) Listen(ctx context.Context, topic string, wake func(topic st
 	if topic != schedule.TopicDue {
 		return nil, fmt.Errorf("redisstore: %w: %q (want %q)", schedule.ErrNoTopic, topic, schedule.TopicDue)
 	}
-	undo, err := c.s.notify.add(ctx, subSchedules, c.s.k.scChannel(), topic, &wake)
+	undo, err := c.s.notify.add(ctx, schedulesFamily, 0, c.s.k.scChannel(), topic, &wake)
 	if err != nil {
-		return nil, scheduleErrs.mapErr(err)
+		return nil, err
 	}
 	return undo, nil
 }
@@ -86,18 +86,13 @@ func (c *Schedules) Listen(ctx context.Context, topic string, wake func(topic st
 // commands sent outside the runner (the directory of names, the set of
 // tags, TIME) check it first, as the runner does for every script, so a
 // closed store neither answers from the directory nor writes to it.
-func (c *Schedules) open() error {
-	if c.s.closed.Load() {
-		return schedule.ErrClosed
-	}
-	return nil
-}
+func (c *Schedules) open() error { return c.s.r.open(schedulesFamily) }
 
 // call runs one schedule script: every script call of this file goes
 // through it.
 func (c *Schedules) call(ctx context.Context, o *op, ks []string, args ...any) (any, error) {
 	v, err := c.s.r.run(ctx, call{op: o, keys: ks, args: append([]any{c.s.now()}, args...)})
-	return v, scheduleErrs.mapErr(err)
+	return v, err
 }
 
 func (c *Schedules) tag(tube string) int { return tubeTag(tube, 0, c.s.partitions(tube)) }
@@ -113,7 +108,7 @@ func (c *Schedules) tubeOf(ctx context.Context, name string) (string, error) {
 		return "", schedule.ErrNotFound
 	}
 	if err != nil {
-		return "", scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+		return "", c.s.r.fail(ctx, schedulesFamily, err)
 	}
 	return tube, nil
 }
@@ -177,7 +172,7 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 			p.HSet(ctx, c.s.k.scDir(), st.Name, tube)
 			return nil
 		}); err != nil {
-			return schedule.State{}, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+			return schedule.State{}, c.s.r.fail(ctx, schedulesFamily, err)
 		}
 	}
 	v, err := c.call(ctx, scScripts.set, c.s.k.scKeys(tag), st.Name, def, micro(st.Next), st.Job.Priority, ms(cmp.Or(st.Job.TTR, queue.DefaultTTR)), st.Job.Body, st.Job.Tube)
@@ -271,7 +266,7 @@ func (c *Schedules) tags(ctx context.Context) ([]int, error) {
 	}
 	ms, err := c.s.c.SMembers(ctx, c.s.k.scTags()).Result()
 	if err != nil {
-		return nil, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+		return nil, c.s.r.fail(ctx, schedulesFamily, err)
 	}
 	out := make([]int, 0, len(ms))
 	for _, m := range ms {
@@ -321,7 +316,7 @@ func (c *Schedules) Delete(ctx context.Context, name string) error {
 		return err
 	}
 	if err := c.s.c.HDel(ctx, c.s.k.scDir(), name).Err(); err != nil {
-		return scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+		return c.s.r.fail(ctx, schedulesFamily, err)
 	}
 	r := replyOf(scScripts.del)
 	if n := r.int(v); r.done() == nil && n == 0 {
@@ -432,7 +427,7 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 	}
 	vals, err := c.s.r.runMany(ctx, calls)
 	if err != nil {
-		return schedule.DueResult{}, scheduleErrs.mapErr(err)
+		return schedule.DueResult{}, err
 	}
 	var res schedule.DueResult
 	for _, v := range vals {
@@ -477,7 +472,7 @@ func (c *Schedules) Now(ctx context.Context) (time.Time, error) {
 	}
 	t, err := c.s.c.Time(ctx).Result()
 	if err != nil {
-		return time.Time{}, scheduleErrs.mapErr(c.s.r.failure(ctx, err))
+		return time.Time{}, c.s.r.fail(ctx, schedulesFamily, err)
 	}
 	return t, nil
 }

@@ -21,7 +21,7 @@ func init() {
 	}
 	// Puts to one tube partition that wait together go out as one call:
 	// ARGV now, tube, tag, then 5 per job; the reply holds 2 per job.
-	scripts.put.merge = &itemMerger{head: 3, per: 5, replyPer: 2, max: maxBatch}
+	scripts.put.merge = &itemMerger{head: 3, per: 6, replyPer: 2, max: maxBatch}
 	// Reserves on one tag that wait together go out as one call, each
 	// request with its own owner: ARGV now, N, N tube names, then the
 	// count of requests and the requests.

@@ -30,8 +30,8 @@ func (s *Store) EndSession(ctx context.Context, session string) error {
 	if err := checkSession(session); err != nil {
 		return err
 	}
-	if s.closed.Load() {
-		return queue.ErrClosed
+	if err := s.r.open(queueFamily); err != nil {
+		return err
 	}
 	if err := s.releaseHolds(ctx, session); err != nil {
 		return err
@@ -45,8 +45,8 @@ func (s *Store) EndSession(ctx context.Context, session string) error {
 // each tube's with hold, which reads the count itself, so that processes
 // doing this at once take back each reference once.
 func (s *Store) releaseHolds(ctx context.Context, session string) error {
-	if s.closed.Load() {
-		return queue.ErrClosed
+	if err := s.r.open(queueFamily); err != nil {
+		return err
 	}
 	pipe := s.c.Pipeline()
 	cmds := make([]*redis.StringSliceCmd, NumTags)

@@ -167,8 +167,12 @@ func (s *Store) delete(ctx context.Context, owner string, ids []queue.ID) ([]err
 		r := replyOf(scripts.delete)
 		codes := r.arr(r.arr(v, 1)[0], len(idx))
 		for n, i := range idx {
-			if out[i] = deleteOutcome(r.int(codes[n])); out[i] == nil {
+			code := r.int(codes[n])
+			if out[i] = deleteOutcome(code); out[i] == nil {
 				s.held.ended(owner, ids[i])
+			}
+			if code == 2 {
+				s.keep.noteAsync(ctx, k.tag)
 			}
 		}
 		if err := r.done(); err != nil {
@@ -245,8 +249,8 @@ func (s *Store) Touch(ctx context.Context, owner string, id queue.ID) (time.Dura
 func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
 	tags, gen := s.held.tags(owner)
 	if len(tags) == 0 {
-		if s.closed.Load() {
-			return nil, queue.ErrClosed
+		if err := s.r.open(queueFamily); err != nil {
+			return nil, err
 		}
 		return []queue.Reservation{}, nil
 	}
@@ -261,7 +265,7 @@ func (s *Store) Reservations(ctx context.Context, owner string) ([]queue.Reserva
 		// closing): through the shared batches, with other callers' calls.
 		var v any
 		v, err = s.r.run(ctx, calls[0])
-		replies, err = []any{v}, queueErrs.mapErr(err)
+		replies = []any{v}
 	} else {
 		replies, err = s.runMany(ctx, calls)
 	}

@@ -64,6 +64,7 @@ type Store struct {
 	closed atomic.Bool
 	r      *runner
 	held   heldTags
+	keep   keeper // drops kept jobs at their time (keep.go)
 	// cluster: c is a Redis Cluster client (a call reaches one slot).
 	cluster bool
 }
@@ -118,6 +119,10 @@ func New(ctx context.Context, c redis.UniversalClient, opts *Options) (*Store, e
 	}
 	if err := s.r.load(ctx); err != nil {
 		return nil, fmt.Errorf("redisstore: loading the functions library: %w", err)
+	}
+	s.keep.init(s)
+	if err := s.keep.start(ctx); err != nil {
+		return nil, err
 	}
 	s.warnEviction(ctx, log)
 	warnRetries(c, log)
@@ -184,6 +189,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.notify.close()
+	s.keep.close()
 	return nil
 }
 
@@ -215,8 +221,7 @@ func (s *Store) run(ctx context.Context, o *op, tag int, tube string, args ...an
 	if tube != "" {
 		ks = append(ks, s.k.tubeKeys(tag, tube)...)
 	}
-	v, err := s.r.run(ctx, call{op: o, keys: ks, args: append([]any{s.now()}, args...)})
-	return v, queueErrs.mapErr(err)
+	return s.r.run(ctx, call{op: o, keys: ks, args: append([]any{s.now()}, args...)})
 }
 
 // idKey is the key of the counter a put takes job sequence numbers from:
@@ -243,14 +248,13 @@ func (s *Store) status(ctx context.Context, o *op, tag int, tube string, args ..
 
 // runMany runs calls of queue operations in one pipeline.
 func (s *Store) runMany(ctx context.Context, calls []call) ([]any, error) {
-	v, err := s.r.runMany(ctx, calls)
-	return v, queueErrs.mapErr(err)
+	return s.r.runMany(ctx, calls)
 }
 
 // storeErr gives a failure of a plain command (not an operation of the
 // library) the queue's sentinels.
 func (s *Store) storeErr(ctx context.Context, err error) error {
-	return queueErrs.mapErr(s.r.failure(ctx, err))
+	return s.r.fail(ctx, queueFamily, err)
 }
 
 func idhex(id queue.ID) string {

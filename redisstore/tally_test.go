@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hourglass-io/hourglass/internal/tally"
@@ -23,10 +25,14 @@ import (
 // internal/tally/errors.go and checks it).
 var tallyErrs = errTable{closed: tally.ErrClosed}
 
-// tallyFamily is the family of the ex_*.lua files, with its helper file.
+// tallyFamily is the family of the ex_*.lua files: its helper file, its
+// error table, the runner's lane its calls go out in, and its range of the
+// notifier's subscriptions (none: a tally has no listeners).
+// TestRegistries fails when any of them is left out.
 var tallyFamily = registerFamily(&family{
 	name: "tallies (the worked example)", prefix: "ex_",
 	helpers: helpers{file: "ex_lib"}, pkg: "internal/tally", errs: tallyErrs,
+	lane: laneMain, subs: noSubs,
 })
 
 func registerFamily(f *family) *family {
@@ -47,8 +53,10 @@ type Tallies struct{ s *Store }
 var _ tally.Store = (*Tallies)(nil)
 
 func (t *Tallies) run(ctx context.Context, o *op, name string, args ...any) (int64, error) {
+	// The runner gives a failure the family's errors (tally.ErrClosed for
+	// a closed store).
 	v, err := t.s.r.run(ctx, call{op: o, keys: []string{t.s.k.prefix + "ex:" + name}, args: args})
-	if err = tallyErrs.mapErr(err); err != nil {
+	if err != nil {
 		return 0, err
 	}
 	r := replyOf(o)
@@ -90,5 +98,67 @@ func TestTallyConformance(t *testing.T) {
 				return &Tallies{s}, func() { s.Close() }
 			})
 		})
+	}
+}
+
+// Every registry a primitive joins on Redis is named by its family, and
+// the test-only primitive's family, added above, names each: the helper
+// file, the error table with its closed error, the runner's lane and the
+// notifier's range (or that it has none); no two families take the same
+// prefix or overlapping ranges, and every operation belongs to a
+// registered family. Leaving any of them out of tallyFamily fails here.
+func TestRegistries(t *testing.T) {
+	if !slices.Contains(families, tallyFamily) {
+		t.Fatal("the tally's family is not in families")
+	}
+	if tallyScripts.add.family != tallyFamily {
+		t.Fatal("ex_add is not in the tally's family")
+	}
+	r := newRunner(nil, new(atomic.Bool))
+	prefixes := map[string]string{}
+	type taken struct {
+		name   string
+		lo, hi int
+	}
+	var ranges []taken
+	for _, f := range families {
+		if other, dup := prefixes[f.prefix]; dup {
+			t.Errorf("%s: prefix %q is %s's too", f.name, f.prefix, other)
+		}
+		prefixes[f.prefix] = f.name
+		if f.helpers.file == "" {
+			t.Errorf("%s: no helper file", f.name)
+		}
+		if f.errs.closed == nil {
+			t.Errorf("%s: no error table (no error for a closed store)", f.name)
+		}
+		switch f.lane {
+		case laneMain, laneHashes, laneLimits:
+			if r.laneOf(&op{family: f}) == nil {
+				t.Errorf("%s: lane %d has no queue in the runner", f.name, f.lane)
+			}
+		default:
+			t.Errorf("%s: no lane of the runner (lane %d)", f.name, f.lane)
+		}
+		switch {
+		case f.subs.none && f.subs.n != 0:
+			t.Errorf("%s: notifier range both none and %d long", f.name, f.subs.n)
+		case f.subs.none:
+		case f.subs.n <= 0:
+			t.Errorf("%s: no notifier range (noSubs when it has no listeners)", f.name)
+		default:
+			nr := taken{f.name, f.subs.lo, f.subs.lo + f.subs.n}
+			for _, o := range ranges {
+				if nr.lo < o.hi && o.lo < nr.hi {
+					t.Errorf("%s: notifier range [%d,%d) overlaps %s's [%d,%d)", f.name, nr.lo, nr.hi, o.name, o.lo, o.hi)
+				}
+			}
+			ranges = append(ranges, nr)
+		}
+	}
+	for name, o := range ops {
+		if !slices.Contains(families, o.family) {
+			t.Errorf("operation %s: its family %q is not registered", name, o.family.name)
+		}
 	}
 }

@@ -178,16 +178,14 @@ func (h *Hashes) runMany(ctx context.Context, calls []call) ([]any, error) {
 	return v, h.hxErr(err)
 }
 
-// hxErr maps a failure of the runner or of a plain command to ttlhash's
-// sentinels.
+// hxErr adds ttlhash.ErrNoGroup to Redis's refusal of a stream command for
+// a group it does not have; the runner (and fail) gave every other failure
+// ttlhash's sentinels already.
 func (h *Hashes) hxErr(err error) error {
-	if err == nil || errors.Is(err, redis.Nil) {
-		return err
-	}
-	if redis.HasErrorPrefix(err, "NOGROUP") {
+	if err != nil && redis.HasErrorPrefix(err, "NOGROUP") {
 		return fmt.Errorf("%w: %v", ttlhash.ErrNoGroup, err)
 	}
-	return hashErrs.mapErr(err)
+	return err
 }
 
 func (h *Hashes) hashCall(ctx context.Context, sc *op, hash string, args ...any) (any, error) {
@@ -443,8 +441,8 @@ func (h *Hashes) SweepShards(ctx context.Context, shards []int, max int) ([]ttlh
 
 // forShards runs f for every shard in one pipeline.
 func (h *Hashes) forShards(ctx context.Context, f func(p redis.Pipeliner, shard int) redis.Cmder) ([]redis.Cmder, error) {
-	if h.s.closed.Load() {
-		return nil, ttlhash.ErrClosed
+	if err := h.s.r.open(hashesFamily); err != nil {
+		return nil, err
 	}
 	pipe := h.s.c.Pipeline()
 	cmds := make([]redis.Cmder, h.shards)
@@ -465,7 +463,7 @@ func (h *Hashes) CreateGroup(ctx context.Context, group string) error {
 	}
 	for _, c := range cmds {
 		if err := c.Err(); err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
-			return h.hxErr(h.s.r.failure(ctx, err))
+			return h.hxErr(h.s.r.fail(ctx, hashesFamily, err))
 		}
 	}
 	return nil
@@ -483,7 +481,7 @@ func (h *Hashes) DeleteGroup(ctx context.Context, group string) error {
 	for _, c := range cmds {
 		n, err := c.(*redis.IntCmd).Result()
 		if err != nil && !strings.Contains(err.Error(), "requires the key to exist") {
-			return h.hxErr(h.s.r.failure(ctx, err))
+			return h.hxErr(h.s.r.fail(ctx, hashesFamily, err))
 		}
 		found = found || n > 0
 	}
@@ -545,8 +543,8 @@ func (h *Hashes) fill(ctx context.Context, max int, only []int, read func(p redi
 // pipeline; first's result, checked after that pipeline ran, ends the
 // fill when it is an error.
 func (h *Hashes) fillAfter(ctx context.Context, max int, only []int, first func(p redis.Pipeliner) func() error, read func(p redis.Pipeliner, shard, count int) func() ([]ttlhash.Event, error)) ([]ttlhash.Event, error) {
-	if h.s.closed.Load() {
-		return nil, ttlhash.ErrClosed
+	if err := h.s.r.open(hashesFamily); err != nil {
+		return nil, err
 	}
 	var out []ttlhash.Event
 	var full []int
@@ -664,7 +662,7 @@ func (h *Hashes) AckRead(ctx context.Context, group, consumer string, ids []stri
 		return func() ([]ttlhash.Event, error) {
 			ss, err := c.Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, h.hxErr(h.s.r.failure(ctx, err))
+				return nil, h.hxErr(h.s.r.fail(ctx, hashesFamily, err))
 			}
 			var out []ttlhash.Event
 			for _, s := range ss {
@@ -687,7 +685,7 @@ func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time
 		return func() ([]ttlhash.Event, error) {
 			ms, _, err := c.Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, h.hxErr(h.s.r.failure(ctx, err))
+				return nil, h.hxErr(h.s.r.fail(ctx, hashesFamily, err))
 			}
 			var out []ttlhash.Event
 			for _, m := range ms {
@@ -713,8 +711,8 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 	if len(by) == 0 {
 		return 0, nil
 	}
-	if h.s.closed.Load() {
-		return 0, ttlhash.ErrClosed
+	if err := h.s.r.open(hashesFamily); err != nil {
+		return 0, err
 	}
 	pipe := h.s.c.Pipeline()
 	acks := h.queueAcks(ctx, pipe, group, by)
@@ -755,7 +753,7 @@ func (h *Hashes) ackResults(ctx context.Context, acks []*redis.IntCmd) (int, err
 	for _, c := range acks {
 		a, err := c.Result()
 		if err != nil {
-			return n, h.hxErr(h.s.r.failure(ctx, err))
+			return n, h.hxErr(h.s.r.fail(ctx, hashesFamily, err))
 		}
 		n += int(a)
 	}
@@ -765,8 +763,8 @@ func (h *Hashes) ackResults(ctx context.Context, acks []*redis.IntCmd) (int, err
 // EventStats implements ttlhash.Store.
 func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
 	var st ttlhash.EventStats
-	if h.s.closed.Load() {
-		return st, ttlhash.ErrClosed
+	if err := h.s.r.open(hashesFamily); err != nil {
+		return st, err
 	}
 	pipe := h.s.c.Pipeline()
 	lens := make([]*redis.IntCmd, h.shards)
@@ -783,17 +781,17 @@ func (h *Hashes) EventStats(ctx context.Context) (ttlhash.EventStats, error) {
 	for i := range h.shards {
 		n, err := lens[i].Result()
 		if err != nil {
-			return st, h.hxErr(h.s.r.failure(ctx, err))
+			return st, h.hxErr(h.s.r.fail(ctx, hashesFamily, err))
 		}
 		st.Retained += n
 		d, err := drops[i].Int64()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return st, h.hxErr(h.s.r.failure(ctx, err))
+			return st, h.hxErr(h.s.r.fail(ctx, hashesFamily, err))
 		}
 		st.Dropped += d
 		gs, err := groups[i].Result()
 		if err != nil && !strings.Contains(err.Error(), "no such key") {
-			return st, h.hxErr(h.s.r.failure(ctx, err))
+			return st, h.hxErr(h.s.r.fail(ctx, hashesFamily, err))
 		}
 		for _, g := range gs {
 			if _, ok := pending[g.Name]; !ok {
@@ -841,12 +839,12 @@ func (h *Hashes) listen(ctx context.Context, suffix string, shard int, wake func
 			continue
 		}
 		tag := i * (NumTags / h.shards)
-		undo, err := h.s.notify.add(ctx, tag, h.base(i)+suffix, strconv.Itoa(i), hf)
+		undo, err := h.s.notify.add(ctx, hashesFamily, tag, h.base(i)+suffix, strconv.Itoa(i), hf)
 		if err != nil {
 			for _, u := range undos {
 				u()
 			}
-			return nil, hashErrs.mapErr(err)
+			return nil, err
 		}
 		undos = append(undos, undo)
 	}

@@ -124,6 +124,19 @@ var commands = []*command{
 	migrateCommand,
 }
 
+// storeCommands are the commands of each primitive, by the field of
+// hourglass.Backend that holds its store: a new primitive adds its line
+// here and its command to commands (TestRegistries checks that every
+// store of a Backend has a command, and every command named here is in
+// commands).
+var storeCommands = map[string][]*command{
+	"Queue":     {putCommand, reserveCommand, deleteCommand, buryCommand, releaseCommand, touchCommand, workCommand, kickCommand, peekCommand, statsCommand, tubesCommand, tubeLimitCommand},
+	"Limits":    {limitCommand},
+	"Hashes":    {hashCommand},
+	"Locks":     {lockCommand},
+	"Schedules": {scheduleCommand},
+}
+
 // usageError is an error in how the command was called: exit status 2.
 type usageError struct{ msg string }
 

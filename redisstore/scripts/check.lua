@@ -5,7 +5,9 @@
 -- its priority, and every past and reservation has its job; every index
 -- entry has a job of that tube, every tube
 -- with jobs is registered, and every registered tube holds a job, a
--- reference or a pause.
+-- reference, a pause or a kept job. A kept job is in T:k only, without
+-- a reservation, counted by kn, its tube in the tag's kt no later than
+-- its first drop.
 -- KEYS: m j tubes, then the 6 keys of each tube the registry lists
 -- ARGV: now (unused), the tube names in the order of KEYS
 -- Returns: an array of problems (empty when all is well).
@@ -20,10 +22,10 @@ local fields = {}
 for k = 1, #flat, 2 do
   fields[flat[k]] = flat[k + 1]
 end
-local count = {}
+local count, kcount = {}, {}
 for idh, v in pairs(fields) do
   local kind = string.sub(idh, 1, 1)
-  if kind == 'p' or kind == 'o' then
+  if kind == 'p' or kind == 'o' or kind == 'f' then
     -- a past or a reservation belongs to a job
     if not fields[string.sub(idh, 2)] then
       problems[#problems + 1] = idh .. ': no job ' .. string.sub(idh, 2)
@@ -38,8 +40,19 @@ for idh, v in pairs(fields) do
       if tonumber(redis.call('HGET', T.t, 'ix')) ~= rec[F_TUBE] then
         problems[#problems + 1] = idh .. ': tube number ' .. rec[F_TUBE] .. ' but tube ' .. name .. ' has number ' .. tostring(redis.call('HGET', T.t, 'ix'))
       end
-      count[name] = (count[name] or 0) + 1
       local found = 0
+      if rec.ended then
+        kcount[name] = (kcount[name] or 0) + 1
+        if not redis.call('ZSCORE', T.t .. ':k', idh) then
+          problems[#problems + 1] = idh .. ': ended but not kept in ' .. name .. ':k'
+        end
+        if fields['o' .. idh] then
+          problems[#problems + 1] = idh .. ': kept with a reservation (o)'
+        end
+        found = 1
+      else
+        count[name] = (count[name] or 0) + 1
+      end
       for s, f in ipairs(idx) do
         if redis.call('ZSCORE', T[f], idh) then
           found = found + 1
@@ -65,11 +78,22 @@ for name, T in pairs(byname) do
   if n ~= (count[name] or 0) then
     problems[#problems + 1] = 'tube ' .. name .. ': indexes hold ' .. n .. ' jobs, records ' .. (count[name] or 0)
   end
+  local kn = redis.call('ZCARD', T.t .. ':k')
+  if kn ~= (kcount[name] or 0) or kn ~= tonumber(redis.call('HGET', T.t, 'kn') or '0') then
+    problems[#problems + 1] = 'tube ' .. name .. ': ' .. name .. ':k holds ' .. kn .. ' jobs, records ' .. (kcount[name] or 0) .. ', kn ' .. tostring(redis.call('HGET', T.t, 'kn'))
+  end
+  if kn > 0 then
+    local first = redis.call('ZRANGE', T.t .. ':k', 0, 0, 'WITHSCORES')
+    local at = redis.call('ZSCORE', string.sub(KEYS[1], 1, -2) .. 'kt', name)
+    if not at or tonumber(at) > tonumber(first[2]) then
+      problems[#problems + 1] = 'tube ' .. name .. ': kt says ' .. tostring(at) .. ', its first drop is ' .. first[2]
+    end
+  end
   local h = redis.call('HMGET', T.t, 'live', 'nd', 'pu', 'rf')
   if tonumber(h[1] or '0') ~= n then
     problems[#problems + 1] = 'tube ' .. name .. ': live is ' .. tostring(h[1]) .. ', indexes hold ' .. n
   end
-  if n == 0 and not h[3] and not h[4] then
+  if n == 0 and not h[3] and not h[4] and kn == 0 then
     problems[#problems + 1] = 'tube ' .. name .. ': registered, but holds no job, no reference and no pause'
   end
   -- nd must not be later than anything that falls due.

@@ -10,7 +10,8 @@
 --                  id (on a cluster: the last job sequence number issued in this tag),
 --                  l:<tube> (a tube's limits, "events:per µs:burst:cap"; see
 --                  docs/tube-limits.md), lt:<tube> (its rate's theoretical arrival time, µs,
---                  while the tube does not exist)
+--                  while the tube does not exist), k:<tube> (its retention, ms: see
+--                  "Kept jobs" below)
 --   KEYS[2] j      per-tag hash: a job's fields <id>, p<id>, o<id> (id: 14 hex digits; see Layout 3)
 --   KEYS[3] tubes  per-tag sorted set: tube name -> creation time (µs)
 --   KEYS[4..]      per tube, 6 keys each:
@@ -21,7 +22,9 @@
 --                     rs/bu/to (reserves, buries and timeouts of its jobs),
 --                     lim (a copy of m's l:<tube>, the tube's limits, while it exists),
 --                     tat (its rate's theoretical arrival time, µs, while it exists),
---                     lh (reserves its limits held back)
+--                     lh (reserves its limits held back),
+--                     kr (a copy of m's k:<tube>, its retention, ms, while it exists),
+--                     kn (its kept jobs: the members of T:k)
 --                  r  ready sorted set, score priority
 --                  d  delayed sorted set, score due time (ms)
 --                  x  reserved sorted set, score TTR deadline (ms)
@@ -137,20 +140,22 @@ end
 local function open(Ts)
   local us = redis_us()
   for _, T in ipairs(Ts) do
-    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf', 'lim', 'tat', 'fm', 'rs', 'cw')
+    local h = redis.call('HMGET', T.t, 'nd', 'pu', 'live', 'total', 'deletes', 'hw', 'ix', 'rf', 'lim', 'tat', 'fm', 'rs', 'cw', 'kr', 'kn')
     T.nd, T.pu, T.live, T.total, T.deletes, T.hw = num(h[1]), num(h[2]), num(h[3]) or 0, num(h[4]) or 0, num(h[5]) or 0, num(h[6]) or 0
     T.ix, T.rf, T.lim, T.tat, T.hasfam = num(h[7]), num(h[8]) or 0, h[9] or nil, num(h[10]), h[11]
-    T.rs, T.cw = num(h[12]) or 0, h[13]
+    T.rs, T.cw, T.kr, T.kn = num(h[12]) or 0, h[13], num(h[14]), num(h[15]) or 0
     if T.hw > us then
       us = T.hw
     end
   end
+  local now = math.floor(us / 1000)
   for _, T in ipairs(Ts) do
     if us >= T.hw + 10000 then
       set(T, 'hw', us)
     end
+    T.now = now
   end
-  return us, math.floor(us / 1000)
+  return us, now
 end
 
 -- open_put is open for a put into tube T, reading only what a put uses: it
@@ -195,8 +200,12 @@ end
 local PAST_DEFAULTS = { 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, '', -1, -1, -1 }
 local NPAST = 14
 
--- pack_job is a new job's record as put stores it.
-local function pack_job(tix, pri, delay, ttr, created, ukey, body)
+-- pack_job is a new job's record as put stores it: the trailing elements
+-- (6 the unique key, 7 the trace context) left out when empty.
+local function pack_job(tix, pri, delay, ttr, created, ukey, body, tc)
+  if tc and tc ~= '' then
+    return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey, tc }, body)
+  end
   if ukey ~= '' then
     return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey }, body)
   end
@@ -211,6 +220,7 @@ local function rec_of(v, pv, ov)
   local rec = { h[1], h[2], false, h[3], h[4], h[5], 0, 0, 0, 0, 0, '', h[6] or '', -1, -1, -1, '', -1, -1, -1 }
   rec[F_STATE] = nil
   rec.hpri, rec.hdelay, rec.praw, rec.oraw, rec.preserved = h[2], h[3], pv or false, ov or false, -1
+  rec.tc = h[7] or ''
   if pv then
     local p = cmsgpack.unpack(pv)
     for i = #p + 1, NPAST do
@@ -221,6 +231,10 @@ local function rec_of(v, pv, ov)
     if p[7] >= 0 then rec[F_DELAY] = p[7] end
     rec[14], rec[15], rec[16], rec[17], rec[18], rec[19], rec[20] = p[8], p[9], p[10], p[11], p[12], p[13], p[14]
     rec.preserved = p[8]
+    if p[15] and p[15] > 0 then
+      -- a kept job (see "Kept jobs"): how it ended, and when (ms after the put)
+      rec.ended, rec.endedat = p[15], p[16] or 0
+    end
   end
   if ov then
     local i = string.find(ov, ':', 1, true)
@@ -232,12 +246,17 @@ local function rec_of(v, pv, ov)
   return rec, body
 end
 
+-- load reads a live job: nil when there is none (a kept job is not live).
 local function load(idh)
   local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
   if not v[1] then
     return nil
   end
-  return rec_of(v[1], v[2], v[3])
+  local rec, body = rec_of(v[1], v[2], v[3])
+  if rec.ended then
+    return nil
+  end
+  return rec, body
 end
 
 -- resolve fills in the state of a job of tube T that is not reserved: the
@@ -542,6 +561,13 @@ local function gc(T, tube, now)
   if T.live > 0 or T.rf > 0 or paused_until(T, now) then
     return
   end
+  if T.kn == nil then
+    -- opened without its kept jobs' count (a group's tube a reserve reached)
+    T.kn = num(redis.call('HGET', T.t, 'kn')) or 0
+  end
+  if T.kn > 0 then
+    return -- it keeps finished jobs
+  end
   if T.tat then
     -- The rate's state outlives the tube, in the tag's m, for when it comes back.
     redis.call('HSET', KEYS[1], 'lt:' .. tube, T.tat)
@@ -567,7 +593,7 @@ end
 -- went: a tube that holds neither is gone, its pause with it, as beanstalkd
 -- frees a tube.
 local function free(T, tube, now)
-  if T.live == 0 and T.rf == 0 then
+  if T.live == 0 and T.rf == 0 and (T.kn or 0) == 0 then
     T.pu = nil
   end
   gc(T, tube, now)
@@ -592,8 +618,13 @@ local function register(T, tube, us)
         set(T, 'fm', 1)
         T.hasfam = '1'
       end
-      -- A new tube: it takes the limits its name has in the tag.
-      local lim = redis.call('HGET', KEYS[1], 'l:' .. tube)
+      -- A new tube: it takes the limits and the retention its name has in the tag.
+      local lk = redis.call('HMGET', KEYS[1], 'l:' .. tube, 'k:' .. tube)
+      local lim = lk[1]
+      if lk[2] then
+        set(T, 'kr', lk[2])
+        T.kr = tonumber(lk[2])
+      end
       if lim then
         set(T, 'lim', lim)
         T.lim = lim
@@ -676,7 +707,8 @@ local function tick(T, tube, now)
     local v = redis.call('HMGET', KEYS[2], unpack(f))
     local z = {}
     for i, idh in ipairs(due) do
-      local pri = (cmsgpack.unpack(v[2 * i - 1]))[2]
+      local _, h = cmsgpack.unpack_one(v[2 * i - 1])
+      local pri = h[2]
       if v[2 * i] then
         local p = cmsgpack.unpack(v[2 * i])
         if p[6] and p[6] >= 0 then
@@ -684,6 +716,14 @@ local function tick(T, tube, now)
         end
       end
       z[2 * i - 1], z[2 * i] = pri, idh
+    end
+    -- A reserve in this call takes some of them at once: it reads what was
+    -- read here (a record is never rewritten, and a past only by
+    -- transitions a reserve does not make).
+    T.seen = v
+    T.seenix = {}
+    for i, idh in ipairs(due) do
+      T.seenix[idh] = i
     end
     redis.call('ZADD', T.r, unpack(z))
     fam_ready(T)
@@ -780,11 +820,18 @@ end
 -- priority pri, for owner at now: its record is read, not written; its
 -- reservation is o<id>. It returns the job as jobreply does.
 local function take(T, idh, pri, owner, now, tube)
-  local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh)
-  local h, body = cmsgpack.unpack(v[1])
+  local rv, pv
+  local i = T.seenix and T.seenix[idh]
+  if i then
+    rv, pv = T.seen[2 * i - 1], T.seen[2 * i]
+  else
+    local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh)
+    rv, pv = v[1], v[2]
+  end
+  local h, body = cmsgpack.unpack(rv)
   local ended = 0
-  if v[2] then
-    ended = (cmsgpack.unpack(v[2]))[1]
+  if pv then
+    ended = (cmsgpack.unpack(pv))[1]
   end
   local deadline = now + h[4]
   reserved(T, idh, deadline)
@@ -793,7 +840,7 @@ local function take(T, idh, pri, owner, now, tube)
     at = 0
   end
   redis.call('HSET', KEYS[2], 'o' .. idh, at .. ':' .. owner)
-  return { idnum(idh), tube, pri, h[4], ended + 1, body, h[6] or '', deadline - now }
+  return { idnum(idh), tube, pri, h[4], ended + 1, body, h[6] or '', deadline - now, h[7] or '' }
 end
 
 -- Tube limits (docs/tube-limits.md). A tube T opened with limits has T.lim,
@@ -876,16 +923,61 @@ end
 
 -- jobreply is how a job travels back to Go: id, tube, pri, ttr ms, reserves,
 -- body, unique key ('' for none), ms left on the reservation (left: a
--- reserve's, else 0).
+-- reserve's, else 0), trace context ('' for none).
 local function jobreply(idh, rec, body, tube, left)
-  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body, rec[F_UKEY], left or 0 }
+  return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body, rec[F_UKEY], left or 0, rec.tc }
 end
 
--- delete_one deletes a job of tube T for owner: 1 deleted, 0 no such job,
--- -1 reserved by another owner, -2 the job is in another tube; given now
--- (ms) by a caller that has not ticked T, -3 when the job's reservation
--- has run out (tick, then call again).
-local function delete_one(T, tube, idh, owner, now)
+-- Kept jobs (docs/redis-data-model.md, "Kept jobs"). A tube with a
+-- retention (kr in its hash, ms; m's k:<tube> while it does not exist)
+-- keeps the jobs that end in it until the retention has passed:
+--   T:k        sorted set: kept job id -> the time it is dropped (ms)
+--   <base>kt   per-tag sorted set: tube -> a time (ms) no later than the
+--              first drop of T:k, so that dropkept finds the due tubes
+--   j p<id>    the past gains element 15, how the job ended (1 finished;
+--              2 cancelled), and 16, when (ms after the put)
+--   j f<id>    the result, when it has one
+--   T:u        a kept job's key maps to '<id>k' while the job holds it, so
+--              that a put with the key is not its duplicate
+-- A kept job is out of r/d/x/b and live, has no o<id>, and load does not
+-- see it; kn in T's hash counts them, and a tube lives while kn > 0.
+local KEPT_FINISHED = 1
+
+-- keep_index names the tag's index of tubes with kept jobs.
+local function keep_index()
+  return string.sub(KEYS[1], 1, -2) .. 'kt'
+end
+
+-- keep_one keeps the job idh of T (loaded, resolved and out of its
+-- index) at now (ms) for T's retention, with result ('' or nil: none).
+local function keep_one(T, tube, idh, rec, result, now)
+  local p = { rec[7], rec[8], rec[9], rec[10], rec[11], -1, -1,
+    rec[14], rec[15], rec[16], rec[17], rec[18], rec[19], rec[20], KEPT_FINISHED, math.max(now - rec[F_CREATED], 0) }
+  if rec[F_PRI] ~= rec.hpri then p[6] = rec[F_PRI] end
+  if rec[F_DELAY] ~= rec.hdelay then p[7] = rec[F_DELAY] end
+  if result and result ~= '' then
+    redis.call('HSET', KEYS[2], 'p' .. idh, cmsgpack.pack(p), 'f' .. idh, result)
+  else
+    redis.call('HSET', KEYS[2], 'p' .. idh, cmsgpack.pack(p))
+  end
+  if rec.oraw then
+    redis.call('HDEL', KEYS[2], 'o' .. idh)
+  end
+  if rec[F_UKEY] ~= '' then
+    redis.call('HSET', T.u, rec[F_UKEY], idh .. 'k')
+  end
+  local drop = now + T.kr
+  redis.call('ZADD', T.t .. ':k', drop, idh)
+  redis.call('ZADD', keep_index(), 'LT', drop, tube)
+  set(T, 'kn', (T.kn or 0) + 1)
+end
+
+-- delete_loaded deletes a job of tube T for owner: 1 deleted, 2 kept (the
+-- tube has a retention: keep_one, with result, '' or nil for none), 0 no
+-- such job, -1 reserved by another owner, -2 the job is in another tube;
+-- given now (ms) by a caller that has not ticked T, -3 when the job's
+-- reservation has run out (tick, then call again).
+local function delete_loaded(T, tube, idh, owner, now, result)
   local rec = load(idh)
   if not rec then
     return 0
@@ -905,9 +997,59 @@ local function delete_one(T, tube, idh, owner, now)
   end
   resolve(T, idh, rec)
   unindex(T, idh, rec)
+  set(T, 'deletes', T.deletes + 1)
+  set(T, 'live', T.live - 1)
+  if T.kr and T.kr > 0 then
+    keep_one(T, tube, idh, rec, result, T.now)
+    return 2
+  end
   redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
   if rec[F_UKEY] ~= '' then
     redis.call('HDEL', T.u, rec[F_UKEY])
+  end
+  return 1
+end
+
+-- delete_one deletes a job of tube T for owner, as delete_loaded says. A
+-- tube that keeps no job (no retention, no kept job) takes a shorter way:
+-- it reads only the record's head and the reservation (not the body, not
+-- the past), and finds the index that holds the job by removing it (a
+-- reserved job is in x, any other is tried in r, d and b in turn).
+local function delete_one(T, tube, idh, owner, now, result)
+  if (T.kr and T.kr > 0) or (T.kn or 0) > 0 then
+    return delete_loaded(T, tube, idh, owner, now, result)
+  end
+  local v = redis.call('HMGET', KEYS[2], idh, 'o' .. idh)
+  if not v[1] then
+    return 0
+  end
+  local _, h = cmsgpack.unpack_one(v[1])
+  if h[1] ~= T.ix then
+    return -2
+  end
+  local ov = v[2]
+  if ov then
+    if now and not (T.nd and T.nd > now) and tonumber(redis.call('ZSCORE', T.x, idh)) <= now then
+      -- its TTR has run out: the caller applies the due transitions first
+      return -3
+    end
+    if string.sub(ov, string.find(ov, ':', 1, true) + 1) ~= owner then
+      return -1
+    end
+    slot_freed(T)
+    redis.call('ZREM', T.x, idh)
+    T.ndx = nil
+    fam_reserved(T, -1)
+  elseif redis.call('ZREM', T.r, idh) == 0 then
+    if redis.call('ZREM', T.d, idh) == 1 then
+      T.ndx = nil
+    else
+      redis.call('ZREM', T.b, idh)
+    end
+  end
+  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
+  if h[6] and h[6] ~= '' then
+    redis.call('HDEL', T.u, h[6])
   end
   set(T, 'deletes', T.deletes + 1)
   set(T, 'live', T.live - 1)

@@ -1,8 +1,9 @@
 #!lua
 -- put: stores jobs in one tube partition.
 -- KEYS: m j tubes, then the 6 keys of the tube (see lib.lua), then the ID key (see alloc_ids)
--- ARGV: now, tube, tag index (0-255), then 5 per job: pri, delay ms, ttr ms, unique key, body
+-- ARGV: now, tube, tag index (0-255), then 6 per job: pri, delay ms, ttr ms, unique key, trace context ('' for none), body
 -- Returns: a flat array, 2 per job: id, 1 if a live job held the unique key (its id is returned) else 0.
+-- A job put with the key of a kept job is stored, and the key is then its.
 local T = tubekeys(1)
 local tube, tag = ARGV[2], tonumber(ARGV[3])
 local us, now = open_put(T)
@@ -12,15 +13,20 @@ if not us then
   us, now = open({ T })
   tick(T, tube, now)
 end
-local n = (#ARGV - 3) / 5
+local n = (#ARGV - 3) / 6
 
 -- First pass: which jobs are duplicates of a live job (or of an earlier job of this call).
+-- A kept job's key ('<id>k', see "Kept jobs" in lib.lua) makes no duplicate.
 local dup, fresh = {}, {}
 local stored = 0
 for i = 0, n - 1 do
-  local ukey = ARGV[4 + i * 5 + 3]
+  local ukey = ARGV[4 + i * 6 + 3]
   if ukey ~= '' then
-    dup[i] = fresh[ukey] or redis.call('HGET', T.u, ukey)
+    local d = fresh[ukey] or redis.call('HGET', T.u, ukey)
+    if type(d) == 'string' and #d > 14 then
+      d = nil
+    end
+    dup[i] = d
   end
   if not dup[i] then
     stored = stored + 1
@@ -50,7 +56,7 @@ local ready, soonest, due0 = false, nil, nil
 -- a call, well inside Lua's limit on unpack).
 local recs, readys, delayed, ukeys = {}, {}, {}, {}
 for i = 0, n - 1 do
-  local a = 4 + i * 5
+  local a = 4 + i * 6
   local d = dup[i]
   if d then
     if type(d) == 'number' then
@@ -91,7 +97,7 @@ for i = 0, n - 1 do
       ukeys[#ukeys + 1] = idh
     end
     recs[#recs + 1] = idh
-    recs[#recs + 1] = pack_job(T.ix, tonumber(ARGV[a]), delay, tonumber(ARGV[a + 2]), now, ukey, ARGV[a + 4])
+    recs[#recs + 1] = pack_job(T.ix, tonumber(ARGV[a]), delay, tonumber(ARGV[a + 2]), now, ukey, ARGV[a + 5], ARGV[a + 4])
     out[#out + 1] = id
     out[#out + 1] = 0
   end

@@ -7,7 +7,7 @@
 -- ARGV: now, tube count N, N tube names, request count R, then per request:
 --       owner, max (-1: only the deletes, a delete merged into the call),
 --       pair count D, D pairs (tube index 1..N, job id hex) to delete
--- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 8 per job as jobreply),
+-- Returns: one reply per request: { delete outcomes (1, 0, -1 per pair), jobs (flat, 9 per job as jobreply),
 --            next (µs until a job may be ready, or a rate frees a tube with ready jobs, -1 if nothing is scheduled;
 --            only when fewer than max jobs were reserved, or when drained),
 --            index of the tube next refers to,

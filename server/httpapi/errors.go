@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,11 +99,7 @@ type errorBody struct {
 // context's error of a wait that ended, ratelimit.ErrStore the store's.
 // An error not listed is a failure of the store (or a bug): 503
 // unavailable, the cause logged and not sent.
-var errorTable = []struct {
-	err    error
-	status int
-	code   string
-}{
+var errorTable = []errorLine{
 	// queue
 	{queue.ErrNotFound, http.StatusNotFound, CodeNotFound},
 	{queue.ErrNotReserved, http.StatusConflict, CodeNotReserved},
@@ -115,6 +113,8 @@ var errorTable = []struct {
 	{queue.ErrNotReplicated, http.StatusServiceUnavailable, CodeUnavailable},
 	{queue.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
 	{queue.ErrNoLimits, http.StatusBadRequest, CodeNotSupported},
+	{queue.ErrNoKeep, http.StatusBadRequest, CodeNotSupported},
+	{queue.ErrNoCancel, http.StatusBadRequest, CodeNotSupported},
 
 	// ttlhash
 	{ttlhash.ErrInvalid, http.StatusBadRequest, CodeBadRequest},
@@ -162,6 +162,13 @@ var errorTable = []struct {
 
 	// failures of a store, wrapped by the primitive
 	{ratelimit.ErrStore, http.StatusServiceUnavailable, CodeUnavailable},
+}
+
+// errorLine is one line of errorTable: the replies of an error.
+type errorLine struct {
+	err    error
+	status int
+	code   string
 }
 
 // shuttingDown is the reply of a call the server's shutdown ended.
@@ -224,8 +231,25 @@ func fieldOf(err error) string {
 }
 
 // packagePrefixes start the messages of the primitives' errors, which
-// speak to Go callers; a reply speaks to whoever sent the request.
-var packagePrefixes = []string{"queue: ", "lock: ", "ratelimit: ", "schedule: ", "ttlhash: ", "httpapi: "}
+// speak to Go callers; a reply speaks to whoever sent the request. They
+// are the primitives' packages' names (primitive.pkg) and this package's,
+// set once primitives is (a primitive's handlers reach userWords).
+var packagePrefixes []string
+
+func init() { packagePrefixes = prefixesOf(primitives) }
+
+// prefixesOf returns the prefixes of the errors of ps's packages and of
+// this package.
+func prefixesOf(ps []primitive) []string {
+	var out []string
+	for _, p := range ps {
+		pre := path.Base(p.pkg) + ": "
+		if !slices.Contains(out, pre) {
+			out = append(out, pre)
+		}
+	}
+	return append(out, "httpapi: ")
+}
 
 // userWords is a primitive's error message without the names of Go
 // packages: "queue: job not found" is "job not found",

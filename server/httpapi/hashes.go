@@ -16,6 +16,7 @@ import (
 // /v1/hashes and their expiry events under /v1/hash-groups.
 var hashesPrimitive = primitive{
 	name:    "hashes",
+	pkg:     "ttlhash",
 	enabled: func(s *Server) bool { return s.Hashes != nil },
 	routes: func(s *Server) []route {
 		s.hashMetrics() // registered with the routes, so that they show before any traffic

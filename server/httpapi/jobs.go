@@ -21,6 +21,7 @@ import (
 // jobsPrimitive serves the job queue under /v1.
 var jobsPrimitive = primitive{
 	name:    "jobs",
+	pkg:     "queue",
 	enabled: func(s *Server) bool { return s.Queue != nil },
 	routes: func(s *Server) []route {
 		return append([]route{

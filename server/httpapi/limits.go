@@ -13,6 +13,7 @@ import (
 // limitsPrimitive serves the rate limits under /v1/limits.
 var limitsPrimitive = primitive{
 	name:    "limits",
+	pkg:     "ratelimit",
 	enabled: func(s *Server) bool { return s.Limiter != nil },
 	routes: func(s *Server) []route {
 		return []route{

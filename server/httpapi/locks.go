@@ -27,6 +27,7 @@ import (
 // locksPrimitive serves locks and semaphores under /v1/locks.
 var locksPrimitive = primitive{
 	name:    "locks",
+	pkg:     "lock",
 	enabled: func(s *Server) bool { return s.Locks != nil },
 	routes: func(s *Server) []route {
 		s.locks.setup(s)

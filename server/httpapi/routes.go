@@ -21,6 +21,11 @@ type primitive struct {
 	// name (openapi/<name>.json) and the dashboard template's
 	// (dashboard/<name>.html, defining "panel-<name>").
 	name string
+	// pkg is the Go package whose sentinels the primitive's routes
+	// return, as a path from the module's root ("queue"): each of its
+	// sentinels has a line in errorTable (TestRegistries checks), and its
+	// messages' prefix in packagePrefixes is made from it.
+	pkg string
 	// enabled reports whether the Server has what the primitive needs (its
 	// store); a disabled primitive serves no route and shows no panel.
 	enabled func(s *Server) bool

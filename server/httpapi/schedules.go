@@ -31,6 +31,7 @@ import (
 // schedulesPrimitive serves schedules under /v1/schedules.
 var schedulesPrimitive = primitive{
 	name:    "schedules",
+	pkg:     "schedule",
 	enabled: func(s *Server) bool { return s.Schedules != nil },
 	routes: func(s *Server) []route {
 		return []route{

@@ -1,12 +1,16 @@
 package httpapi
 
 import (
+	"fmt"
 	"go/token"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hourglass-io/hourglass/internal/errscan"
+	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
@@ -16,6 +20,7 @@ import (
 var notInTable = map[string]string{
 	ttlhash.ErrNoTopic.Error():  "a Listen on a topic the store does not announce: the server's own bug, never a request's",
 	schedule.ErrNoTopic.Error(): "a Listen on a topic the store does not announce: the server's own bug, never a request's",
+	queue.ErrCancelled.Error():  "the cause of a cancelled job's Worker context, never an operation's error",
 }
 
 // Every sentinel error a primitive's package declares (every exported
@@ -23,31 +28,56 @@ var notInTable = map[string]string{
 // or is listed in notInTable with its reason: a new sentinel cannot fall
 // through to a 503 unnoticed.
 func TestEverySentinelInErrorTable(t *testing.T) {
+	for _, miss := range registryMisses(t, primitives, errorTable) {
+		t.Error(miss)
+	}
+}
+
+// registryMisses returns what the primitives ps miss of the registries of
+// this layer: a package (primitive.pkg) whose sentinels each have a line
+// in table (or notInTable) and whose name prefixes the messages that
+// userWords strips (packagePrefixes, made by prefixesOf), a name, and
+// routes.
+func registryMisses(t *testing.T, ps []primitive, table []errorLine) []string {
+	t.Helper()
 	inTable := map[string]bool{}
-	for _, e := range errorTable {
+	for _, e := range table {
 		inTable[e.err.Error()] = true
 	}
-	for _, pkg := range []string{"queue", "lock", "schedule", "ttlhash", "ratelimit"} {
-		files, err := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
+	prefixes := prefixesOf(ps)
+	var misses []string
+	for _, p := range ps {
+		if p.name == "" || p.enabled == nil || p.routes == nil || p.panel == nil {
+			misses = append(misses, fmt.Sprintf("primitive %q: a name, enabled, routes and panel are each required", p.name))
+		}
+		if p.pkg == "" {
+			misses = append(misses, fmt.Sprintf("primitive %q: no package (pkg)", p.name))
+			continue
+		}
+		if !slices.Contains(prefixes, path.Base(p.pkg)+": ") {
+			misses = append(misses, fmt.Sprintf("primitive %q: its package's prefix is not stripped from replies", p.name))
+		}
+		files, err := filepath.Glob(filepath.Join("..", "..", filepath.FromSlash(p.pkg), "*.go"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
 				continue
 			}
-			for name, msg := range exportedSentinels(t, path) {
+			for name, msg := range exportedSentinels(t, file) {
 				n++
 				if !inTable[msg] && notInTable[msg] == "" {
-					t.Errorf("%s.%s (%q) is not in errorTable", pkg, name, msg)
+					misses = append(misses, fmt.Sprintf("%s.%s (%q) is not in errorTable", p.pkg, name, msg))
 				}
 			}
 		}
 		if n == 0 {
-			t.Errorf("package %s declares no sentinel errors", pkg)
+			misses = append(misses, fmt.Sprintf("package %s declares no sentinel errors", p.pkg))
 		}
 	}
+	return misses
 }
 
 // exportedSentinels returns the messages of the exported errors.New

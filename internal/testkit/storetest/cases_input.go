@@ -166,6 +166,12 @@ func testBadInput(t *testing.T, s *suite) {
 		}
 	}
 
+	for _, tc := range traceContextInput {
+		rows = append(rows, row{"Put trace context " + tc, func(e *env, _ fixture) error {
+			_, err := e.q.PutMany(e.ctx, "bi", []queue.NewJob{job, {Body: []byte("y"), TraceContext: tc}})
+			return err
+		}, queue.ErrInvalid})
+	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
 			e := s.env(t)

@@ -54,6 +54,9 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			if rng.IntN(4) == 0 {
 				j.UniqueKey = fmt.Sprintf("k%d", rng.IntN(3))
 			}
+			if rng.IntN(3) == 0 {
+				j.TraceContext = []string{traceA, traceB}[rng.IntN(2)]
+			}
 			ra, rb = da.put(ctx, tube, j), db.put(ctx, tube, j)
 		case 3, 4, 5:
 			name = "Reserve"

@@ -45,7 +45,10 @@ func (s *suite) env(t *testing.T) *env {
 		t.Fatal("NewQueueStore returned a nil store")
 	}
 	rec := &recorder{Store: raw, ids: map[queue.ID]bool{}, tubes: map[string]bool{}, holds: map[holdKey]int{}}
-	store := keepNotifier(rec, raw)
+	var store queue.Store = rec
+	if n, ok := raw.(queue.Notifier); ok {
+		store = recNotifying{rec, n}
+	}
 	q, err := queue.New(store, nil)
 	if err != nil {
 		t.Fatalf("queue.New: %v", err)
@@ -164,6 +167,69 @@ type notifying struct {
 
 func (x notifying) Listen(ctx context.Context, tube string, wake func(tube string)) (func(), error) {
 	return x.n.Listen(ctx, tube, wake)
+}
+
+// recNotifying is a recorder with the Listen of the store it wraps.
+type recNotifying struct {
+	*recorder
+	n queue.Notifier
+}
+
+func (x recNotifying) Listen(ctx context.Context, tube string, wake func(tube string)) (func(), error) {
+	return x.n.Listen(ctx, tube, wake)
+}
+
+// The recorder passes on the methods of queue.KeepStore, which a Queue
+// over it finds by a type assertion (queue.ErrNoKeep when the store has
+// none).
+func (r *recorder) keep() (queue.KeepStore, error) {
+	if ks, ok := r.Store.(queue.KeepStore); ok {
+		return ks, nil
+	}
+	return nil, queue.ErrNoKeep
+}
+
+func (r *recorder) SetRetention(ctx context.Context, tube string, d time.Duration) error {
+	ks, err := r.keep()
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.noteTubeLocked(tube)
+	r.mu.Unlock()
+	return ks.SetRetention(ctx, tube, d)
+}
+
+func (r *recorder) Retention(ctx context.Context, tube string) (time.Duration, error) {
+	ks, err := r.keep()
+	if err != nil {
+		return 0, err
+	}
+	return ks.Retention(ctx, tube)
+}
+
+func (r *recorder) Finish(ctx context.Context, owner string, id queue.ID, result []byte) error {
+	ks, err := r.keep()
+	if err != nil {
+		return err
+	}
+	return ks.Finish(ctx, owner, id, result)
+}
+
+func (r *recorder) Lookup(ctx context.Context, id queue.ID) (queue.JobStats, error) {
+	ks, err := r.keep()
+	if err != nil {
+		return queue.JobStats{}, err
+	}
+	return ks.Lookup(ctx, id)
+}
+
+func (r *recorder) LookupKey(ctx context.Context, tube, key string) (queue.JobStats, error) {
+	ks, err := r.keep()
+	if err != nil {
+		return queue.JobStats{}, err
+	}
+	return ks.LookupKey(ctx, tube, key)
 }
 
 // keepNotifier returns w, with Listen when inner is a queue.Notifier.

@@ -29,7 +29,7 @@ type Checker interface {
 // and Delete, Unreserve, Close).
 func Queue(t *testing.T, newStore NewQueueStore) {
 	s := &suite{newStore: newStore}
-	for _, c := range append(append(append(queueCases(), limitCases()...), groupCases()...), cancelCases()...) {
+	for _, c := range append(append(append(append(queueCases(), limitCases()...), groupCases()...), retainCases()...), cancelCases()...) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
 	}
 }
@@ -56,6 +56,7 @@ func queueCases() []queueCase {
 		{"MultipleTubes", testMultipleTubes},
 		{"ReserveN", testReserveN},
 		{"UniqueKey", testUniqueKey},
+		{"TraceContext", testTraceContext},
 		{"Delayed", testDelayed},
 		{"PeekDelayedSoonest", testPeekDelayedSoonest},
 		{"TTRExpiry", testTTRExpiry},

@@ -1,0 +1,278 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// retainCases are the cases of finished jobs kept by their tube's
+// retention (queue.KeepStore).
+func retainCases() []queueCase {
+	return []queueCase{
+		{"RetentionSetting", testRetentionSetting},
+		{"FinishKeeps", testFinishKeeps},
+		{"DeleteKeeps", testDeleteKeeps},
+		{"FinishWithoutRetention", testFinishWithoutRetention},
+		{"FinishErrors", testFinishErrors},
+		{"KeptKeyNewJob", testKeptKeyNewJob},
+	}
+}
+
+// keepEnv is an env whose store must keep finished jobs.
+func (s *suite) keepEnv(t *testing.T) *env {
+	t.Helper()
+	e := s.env(t)
+	if _, ok := e.raw.(queue.KeepStore); !ok {
+		t.Fatal("the store does not implement queue.KeepStore")
+	}
+	return e
+}
+
+// KeptDropper is implemented by stores whose kept jobs are dropped by a
+// background loop a little after their time (Redis): DropKept drops at
+// once those whose time has come. The suite calls it before it looks at
+// what a drop changes beside the job (the tube's life); Lookup never
+// finds a job whose time has come, dropped or not.
+type KeptDropper interface {
+	DropKept(ctx context.Context) (int, error)
+}
+
+// dropKept calls the store's DropKept, if it has one.
+func (e *env) dropKept() {
+	e.t.Helper()
+	if d, ok := e.raw.(KeptDropper); ok {
+		if _, err := d.DropKept(e.ctx); err != nil {
+			e.t.Errorf("DropKept: %v", err)
+		}
+	}
+}
+
+func (e *env) lookup(id queue.ID) queue.JobStats {
+	e.t.Helper()
+	js, err := e.q.Lookup(e.ctx, id)
+	e.ok("Lookup", err)
+	return js
+}
+
+func (e *env) wantNoLookup(step string, id queue.ID, tube, key string) {
+	e.t.Helper()
+	if js, err := e.q.Lookup(e.ctx, id); !errors.Is(err, queue.ErrNotFound) {
+		e.t.Errorf("%s: Lookup(%d) = %v %v, want ErrNotFound", step, id, js.State, err)
+	}
+	if key != "" {
+		if js, err := e.q.LookupKey(e.ctx, tube, key); !errors.Is(err, queue.ErrNotFound) {
+			e.t.Errorf("%s: LookupKey(%q) = job %d %v %v, want ErrNotFound", step, key, js.ID, js.State, err)
+		}
+	}
+}
+
+// wantKept checks that job id is kept, finished at the clock's now minus
+// ago, until KeptUntil, with result.
+func (e *env) wantKept(step string, id queue.ID, result string, until time.Time) queue.JobStats {
+	e.t.Helper()
+	js := e.lookup(id)
+	if js.State != queue.Finished || string(js.Result) != result || !js.KeptUntil.Equal(until) || js.FinishedAt.IsZero() {
+		e.t.Errorf("%s: Lookup(%d) = %v result %q finished %v kept until %v; want finished, result %q, kept until %v",
+			step, id, js.State, js.Result, js.FinishedAt, js.KeptUntil, result, until)
+	}
+	if _, err := e.q.StatsJob(e.ctx, id); !errors.Is(err, queue.ErrNotFound) {
+		e.t.Errorf("%s: StatsJob(%d) of a kept job: %v, want ErrNotFound", step, id, err)
+	}
+	if _, err := e.q.Peek(e.ctx, id); !errors.Is(err, queue.ErrNotFound) {
+		e.t.Errorf("%s: Peek(%d) of a kept job: %v, want ErrNotFound", step, id, err)
+	}
+	return js
+}
+
+// testRetentionSetting: a tube's retention is 0 until set, reads back as
+// set, outlives the tube, and bad values are refused.
+func testRetentionSetting(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	r, err := e.q.Retention(e.ctx, "r")
+	e.ok("Retention", err)
+	if r != 0 {
+		t.Errorf("Retention of a new tube = %v, want 0", r)
+	}
+	e.ok("SetRetention", e.q.SetRetention(e.ctx, "r", 90*time.Second))
+	if r, err := e.q.Retention(e.ctx, "r"); err != nil || r != 90*time.Second {
+		t.Errorf("Retention = %v %v, want 1m30s", r, err)
+	}
+	for _, d := range []time.Duration{-time.Second, queue.MaxRetention + time.Millisecond, 1500 * time.Microsecond} {
+		wantErr(t, "SetRetention "+d.String(), e.q.SetRetention(e.ctx, "r", d), queue.ErrInvalid)
+	}
+	wantErr(t, "SetRetention of a bad tube", e.q.SetRetention(e.ctx, "bad tube", time.Second), queue.ErrInvalidTube)
+	if r, _ := e.q.Retention(e.ctx, "r"); r != 90*time.Second {
+		t.Errorf("Retention after refused changes = %v, want 1m30s", r)
+	}
+	if names := e.tubes(); slices.Contains(names, "r") {
+		t.Errorf("a retention alone makes a tube: %q", names)
+	}
+	// It outlives the tube: a job put after it is kept.
+	id := e.put("r", queue.NewJob{Body: []byte("a")})
+	e.ok("Delete", e.q.Delete(e.ctx, id))
+	e.wantKept("delete after the tube came and went", id, "", epoch.Add(90*time.Second))
+	e.ok("SetRetention 0", e.q.SetRetention(e.ctx, "r", 0))
+	if r, _ := e.q.Retention(e.ctx, "r"); r != 0 {
+		t.Errorf("Retention after clearing = %v", r)
+	}
+	e.wantKept("a cleared retention keeps what it kept", id, "", epoch.Add(90*time.Second))
+}
+
+// testFinishKeeps: a finished job is kept with its result, history and
+// key until its deadline, outside every count, and then is gone.
+func testFinishKeeps(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	e.ok("SetRetention", e.q.SetRetention(e.ctx, "done", 10*time.Second))
+	id := e.put("done", queue.NewJob{Body: []byte("order"), Priority: 3, UniqueKey: "order-42"})
+	e.reserveWant(e.q, id, "done")
+	e.ok("Release with a reason", e.q.ReleaseWithReason(e.ctx, id, 3, 0, "flaky"))
+	e.reserveWant(e.q, id, "done")
+	e.advance(time.Second)
+	wantErr(t, "Finish by another owner", e.q2.Finish(e.ctx, id, []byte("no")), queue.ErrReserved)
+	e.ok("Finish", e.q.Finish(e.ctx, id, []byte("shipped")))
+	finished := epoch.Add(time.Second)
+	until := finished.Add(10 * time.Second)
+	js := e.wantKept("after Finish", id, "shipped", until)
+	if !js.FinishedAt.Equal(finished) || js.Tube != "done" || js.UniqueKey != "order-42" || string(js.Body) != "order" ||
+		js.Reserves != 2 || js.Releases != 1 || js.LastError != "flaky" || js.Priority != 3 {
+		t.Errorf("kept job = %+v; want finished at %v in tube done, key order-42, body order, 2 reserves, 1 release, last error flaky, priority 3", js, finished)
+	}
+	byKey, err := e.q.LookupKey(e.ctx, "done", "order-42")
+	e.ok("LookupKey", err)
+	if byKey.ID != id || byKey.State != queue.Finished || string(byKey.Result) != "shipped" {
+		t.Errorf("LookupKey = job %d %v %q, want %d finished shipped", byKey.ID, byKey.State, byKey.Result, id)
+	}
+	// Outside every count and reply.
+	e.wantTubeStats("with a kept job", queue.TubeStats{Name: "done", TotalJobs: 1, Deletes: 1, Reserves: 2})
+	if st := e.stats(); st.Ready+st.Reserved+st.Delayed+st.Buried != 0 {
+		t.Errorf("Stats with only a kept job: %+v", st)
+	}
+	e.noReserve(e.q, "done")
+	wantErr(t, "Delete of a kept job", e.q.Delete(e.ctx, id), queue.ErrNotFound)
+	wantErr(t, "Finish of a kept job", e.q.Finish(e.ctx, id, nil), queue.ErrNotFound)
+	wantErr(t, "KickJob of a kept job", e.q.KickJob(e.ctx, id), queue.ErrNotFound)
+	if _, err := e.q.ReserveJob(e.ctx, id); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("ReserveJob of a kept job: %v, want ErrNotFound", err)
+	}
+	if names := e.tubes(); !slices.Contains(names, "done") {
+		t.Errorf("a tube keeping a job is not listed: %q", names)
+	}
+	// Until its deadline, and not after.
+	e.advance(10*time.Second - time.Millisecond)
+	e.wantKept("a millisecond before the deadline", id, "shipped", until)
+	e.advance(time.Millisecond)
+	e.wantNoLookup("at the deadline", id, "done", "order-42")
+	e.dropKept()
+	if names := e.tubes(); slices.Contains(names, "done") {
+		t.Errorf("a tube whose kept jobs are dropped is still listed: %q", names)
+	}
+}
+
+// testDeleteKeeps: a delete (a beanstalkd delete, a worker's done-next
+// delete) in a tube with a retention keeps the job, without a result.
+func testDeleteKeeps(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	e.ok("SetRetention", e.q.SetRetention(e.ctx, "del", time.Minute))
+	a := e.put("del", queue.NewJob{Body: []byte("a")})
+	b := e.put("del", queue.NewJob{Body: []byte("b")})
+	c := e.put("del", queue.NewJob{Body: []byte("c"), Delay: time.Hour})
+	e.ok("Delete of a ready job", e.q.Delete(e.ctx, a))
+	e.wantKept("deleted", a, "", epoch.Add(time.Minute))
+	res, err := e.store.Reserve(e.ctx, queue.ReserveRequest{Owner: e.q.Owner(), Tubes: []string{"del"}, Max: 1})
+	e.ok("Reserve", err)
+	if len(res.Jobs) != 1 || res.Jobs[0].ID != b {
+		t.Fatalf("Reserve = %+v, want job %d", res.Jobs, b)
+	}
+	res, err = e.store.Reserve(e.ctx, queue.ReserveRequest{Owner: e.q.Owner(), Tubes: []string{"del"}, Max: 1, Delete: []queue.ID{b}})
+	e.ok("Reserve deleting b", err)
+	if len(res.Deleted) != 1 || res.Deleted[0] != nil || len(res.Jobs) != 0 {
+		t.Errorf("Reserve deleting b = %+v, want b deleted and no job", res)
+	}
+	e.wantKept("deleted by a reserve", b, "", epoch.Add(time.Minute))
+	e.ok("Delete of a delayed job", e.q.Delete(e.ctx, c))
+	e.wantKept("deleted while delayed", c, "", epoch.Add(time.Minute))
+	e.advance(time.Minute)
+	for _, id := range []queue.ID{a, b, c} {
+		e.wantNoLookup("after the retention", id, "", "")
+	}
+}
+
+// testFinishWithoutRetention: in a tube without a retention a Finish is a
+// delete, and Lookup finds live jobs as StatsJob does.
+func testFinishWithoutRetention(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	id := e.put("plain", queue.NewJob{Body: []byte("x"), UniqueKey: "k"})
+	js := e.lookup(id)
+	if js.State != queue.Ready || js.ID != id || string(js.Body) != "x" {
+		t.Errorf("Lookup of a ready job = %+v", js)
+	}
+	if byKey, err := e.q.LookupKey(e.ctx, "plain", "k"); err != nil || byKey.ID != id || byKey.State != queue.Ready {
+		t.Errorf("LookupKey of a ready job = %d %v %v", byKey.ID, byKey.State, err)
+	}
+	e.ok("Finish", e.q.Finish(e.ctx, id, []byte("r")))
+	e.wantNoLookup("finished without a retention", id, "plain", "k")
+	e.dropKept()
+	if names := e.tubes(); slices.Contains(names, "plain") {
+		t.Errorf("tube listed after its only job finished: %q", names)
+	}
+}
+
+// testFinishErrors: bad input is refused and changes nothing.
+func testFinishErrors(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	e.ok("SetRetention", e.q.SetRetention(e.ctx, "fe", time.Minute))
+	wantErr(t, "Finish of an unknown job", e.q.Finish(e.ctx, e.unknownID(), nil), queue.ErrNotFound)
+	wantErr(t, "Finish of ID 0", e.q.Finish(e.ctx, 0, nil), queue.ErrNotFound)
+	id := e.put("fe", queue.NewJob{Body: []byte("x")})
+	wantErr(t, "Finish with a result too big", e.q.Finish(e.ctx, id, []byte(strings.Repeat("r", queue.MaxResultLen+1))), queue.ErrInvalid)
+	e.wantState(id, queue.Ready)
+	big := []byte(strings.Repeat("r", queue.MaxResultLen))
+	e.ok("Finish with the largest result", e.q.Finish(e.ctx, id, big))
+	e.wantKept("largest result", id, string(big), epoch.Add(time.Minute))
+	if _, err := e.q.LookupKey(e.ctx, "fe", ""); !errors.Is(err, queue.ErrInvalid) {
+		t.Errorf("LookupKey of an empty key: %v, want ErrInvalid", err)
+	}
+	if _, err := e.q.LookupKey(e.ctx, "fe", "nokey"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("LookupKey of a key nobody holds: %v, want ErrNotFound", err)
+	}
+	if _, err := e.q.LookupKey(e.ctx, "never", "nokey"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("LookupKey in an unknown tube: %v, want ErrNotFound", err)
+	}
+}
+
+// testKeptKeyNewJob: a put with the key of a kept job makes a new job
+// (NewJob.UniqueKept not asked), which LookupKey then finds; the kept one
+// is still found by its ID.
+func testKeptKeyNewJob(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	e.ok("SetRetention", e.q.SetRetention(e.ctx, "kk", time.Minute))
+	a := e.put("kk", queue.NewJob{Body: []byte("a"), UniqueKey: "k"})
+	e.ok("Finish", e.q.Finish(e.ctx, a, []byte("1")))
+	b := e.put("kk", queue.NewJob{Body: []byte("b"), UniqueKey: "k"})
+	if b == a {
+		t.Fatalf("a put with a kept job's key is a duplicate of it")
+	}
+	if js, err := e.q.LookupKey(e.ctx, "kk", "k"); err != nil || js.ID != b || js.State != queue.Ready {
+		t.Errorf("LookupKey = %d %v %v, want the new job %d ready", js.ID, js.State, err, b)
+	}
+	if dup := e.put("kk", queue.NewJob{Body: []byte("c"), UniqueKey: "k"}); dup != b {
+		t.Errorf("a put with the live job's key = %d, want the duplicate %d", dup, b)
+	}
+	e.wantKept("the first job", a, "1", epoch.Add(time.Minute))
+	e.advance(time.Second)
+	e.ok("Finish b", e.q.Finish(e.ctx, b, []byte("2")))
+	if js, err := e.q.LookupKey(e.ctx, "kk", "k"); err != nil || js.ID != b || string(js.Result) != "2" {
+		t.Errorf("LookupKey after both finished = %d %q %v, want %d with result 2", js.ID, js.Result, err, b)
+	}
+	e.advance(time.Minute - time.Second)
+	e.wantNoLookup("a's deadline", a, "", "")
+	if js, err := e.q.LookupKey(e.ctx, "kk", "k"); err != nil || js.ID != b {
+		t.Errorf("LookupKey after a's deadline = %d %v, want %d", js.ID, err, b)
+	}
+}

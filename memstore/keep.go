@@ -1,0 +1,310 @@
+package memstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wal"
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// Kept jobs (queue.KeepStore): the record kinds 12–17 of the queue's range.
+// A kind's layout never changes once released: a new layout is a new kind.
+const (
+	// kindRetain: a tube's retention set (log and snapshot): s tube name,
+	// v retention (ns; 0 clears it).
+	kindRetain = 12
+	// kindFinish: a live job ended and kept (log): u id, byte how (1
+	// finished), v ended at (Unix ns), v dropped at (Unix ns), s result.
+	kindFinish = 13
+	// kindKept: a kept job (snapshot): the fields of a jobH record (its
+	// tube by sequence number, state byte 5), then byte how, v ended at,
+	// v dropped at, s result; then the body.
+	kindKept = 14
+	// kindDrop: a kept job dropped at its deadline (log): u id.
+	kindDrop = 15
+)
+
+// kept is what a kept job has beyond a live one.
+type kept struct {
+	how     byte  // 1 finished
+	endedAt int64 // Unix ns
+	result  []byte
+}
+
+// keptSize estimates the bytes a kept job takes in a snapshot.
+func keptSize(j *job) int64 { return jobSize(j) + 16 + int64(len(j.more.kept.result)) }
+
+// SetRetention is the part's side of Store.SetRetention (queuestore.go).
+func (q *jobQueue) SetRetention(ctx context.Context, tube string, d time.Duration) error {
+	now, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	q.setRetentionLocked(tube, int64(d))
+	b := appendString(q.e.scratch[:0], tube)
+	b = binary.AppendVarint(b, int64(d))
+	q.e.scratch = b
+	return q.e.end(now, q.e.append(kindRetain, b, nil))
+}
+
+func (q *jobQueue) setRetentionLocked(tube string, d int64) {
+	if d <= 0 {
+		delete(q.retain, tube)
+		return
+	}
+	if q.retain == nil {
+		q.retain = map[string]int64{}
+	}
+	q.retain[tube] = d
+}
+
+// Retention is the part's side of Store.Retention (queuestore.go).
+func (q *jobQueue) Retention(ctx context.Context, tube string) (time.Duration, error) {
+	now, err := q.beginRead(ctx)
+	if err != nil {
+		return 0, err
+	}
+	d := q.retain[tube]
+	q.e.end(now, 0)
+	return durationOf(d), nil
+}
+
+// Finish is the part's side of Store.Finish (queuestore.go).
+func (q *jobQueue) Finish(ctx context.Context, owner string, id queue.ID, result []byte) error {
+	now, err := q.beginSized(ctx, smallRecord+int64(len(result)))
+	if err != nil {
+		return err
+	}
+	tk, err := q.endLocked(owner, id, result, now)
+	if eerr := q.e.end(now, tk); eerr != nil {
+		return eerr
+	}
+	return err
+}
+
+// endLocked ends job id for owner, as a delete: it keeps the job with
+// result when its tube has a retention, and deletes it otherwise.
+func (q *jobQueue) endLocked(owner string, id queue.ID, result []byte, now int64) (wal.Ticket, error) {
+	j := q.jobs[id]
+	switch {
+	case j == nil:
+		return 0, queue.ErrNotFound
+	case j.state == queue.Reserved && j.owner != owner:
+		return 0, queue.ErrReserved
+	}
+	r := q.retain[j.tube.name]
+	if r <= 0 {
+		return q.deleteLocked(owner, id)
+	}
+	k := &kept{how: 1, endedAt: now, result: slices.Clone(result)}
+	q.keepLocked(j, k, now+r)
+	b := binary.AppendUvarint(q.e.scratch[:0], uint64(id))
+	b = append(b, k.how)
+	b = binary.AppendVarint(b, k.endedAt)
+	b = binary.AppendVarint(b, j.at)
+	b = appendString(b, string(k.result))
+	q.e.scratch = b
+	return q.e.append(kindFinish, b, nil), nil
+}
+
+// keepLocked takes the live job j out of its tube's states, counting a
+// delete, and keeps it as k until drop.
+func (q *jobQueue) keepLocked(j *job, k *kept, drop int64) {
+	t := j.tube
+	q.freeSlotLocked(j)
+	q.unlink(j)
+	delete(q.jobs, j.id)
+	q.live -= jobSize(j)
+	t.deletes++
+	j.setKept(k)
+	j.state, j.at = queue.Finished, drop
+	t.kept.push(j)
+	if q.kept == nil {
+		q.kept = map[queue.ID]*job{}
+	}
+	q.kept[j.id] = j
+	q.keptBytes += keptSize(j)
+	q.resched(t)
+}
+
+// dropDueLocked drops the kept jobs of t whose deadline is not after now,
+// logging each; the ticket is the last record's.
+func (q *jobQueue) dropDueLocked(t *tube, now int64) wal.Ticket {
+	var tk wal.Ticket
+	for j := t.kept.top(); j != nil && j.at <= now; j = t.kept.top() {
+		q.dropLocked(j)
+		tk = q.e.append(kindDrop, binary.AppendUvarint(q.e.scratch[:0], uint64(j.id)), nil)
+	}
+	return tk
+}
+
+// dropLocked forgets the kept job j.
+func (q *jobQueue) dropLocked(j *job) {
+	t := j.tube
+	t.kept.remove(j)
+	delete(q.kept, j.id)
+	if k := j.key(); k != "" && t.keys[k] == j {
+		delete(t.keys, k)
+	}
+	q.keptBytes -= keptSize(j)
+	q.resched(t)
+	q.gcTube(t)
+}
+
+// Lookup is the part's side of Store.Lookup (queuestore.go).
+func (q *jobQueue) Lookup(ctx context.Context, id queue.ID) (queue.JobStats, error) {
+	now, err := q.beginRead(ctx)
+	if err != nil {
+		return queue.JobStats{}, err
+	}
+	j := q.jobs[id]
+	if j == nil {
+		j = q.kept[id]
+	}
+	out, err := q.lookupLocked(j, now)
+	q.e.end(now, 0)
+	return out, err
+}
+
+// LookupKey is the part's side of Store.LookupKey (queuestore.go).
+func (q *jobQueue) LookupKey(ctx context.Context, tube, key string) (queue.JobStats, error) {
+	now, err := q.beginRead(ctx)
+	if err != nil {
+		return queue.JobStats{}, err
+	}
+	var j *job
+	if t := q.tubes[tube]; t != nil {
+		j = t.keys[key]
+	}
+	out, err := q.lookupLocked(j, now)
+	q.e.end(now, 0)
+	return out, err
+}
+
+func (q *jobQueue) lookupLocked(j *job, now int64) (queue.JobStats, error) {
+	if j == nil || j.state == queue.Finished && j.at <= now {
+		return queue.JobStats{}, queue.ErrNotFound
+	}
+	out := j.stats(now)
+	if j.state == queue.Finished {
+		out.Result = slices.Clone(j.more.kept.result)
+		out.FinishedAt = timeOf(j.more.kept.endedAt)
+		out.KeptUntil = timeOf(j.at)
+		out.Age = durationOf(now - j.created)
+	}
+	return out, nil
+}
+
+// replayKeep applies a record of the kinds of kept jobs at Open.
+func (q *jobQueue) replayKeep(kind byte, d *decoder) error {
+	switch kind {
+	case kindRetain:
+		name := d.string()
+		r := d.varint()
+		if err := d.end(); err != nil {
+			return err
+		}
+		q.setRetentionLocked(name, r)
+		return nil
+	case kindFinish:
+		id := queue.ID(d.uvarint())
+		k := &kept{how: d.byte(), endedAt: d.varint()}
+		drop := d.varint()
+		k.result = []byte(d.string())
+		if err := d.end(); err != nil {
+			return err
+		}
+		j := q.jobs[id]
+		if j == nil {
+			return fmt.Errorf("finish of unknown job %d", id)
+		}
+		q.keepLocked(j, k, drop)
+		return nil
+	case kindDrop:
+		id := queue.ID(d.uvarint())
+		if err := d.end(); err != nil {
+			return err
+		}
+		j := q.kept[id]
+		if j == nil {
+			return fmt.Errorf("drop of unknown kept job %d", id)
+		}
+		q.dropLocked(j)
+		return nil
+	case kindKept:
+		j := &job{id: queue.ID(d.uvarint()), hidx: -1}
+		seq := d.uvarint()
+		if st := d.byte(); st != byte(queue.Finished) && d.err == nil {
+			return fmt.Errorf("kept job %d in state %d", j.id, st)
+		}
+		j.pri = d.u32()
+		j.at, j.ttr, j.delay, j.created = d.varint(), d.varint(), d.varint(), d.varint()
+		d.counters(j)
+		j.setKey(d.string())
+		d.history(j)
+		k := &kept{how: d.byte(), endedAt: d.varint()}
+		drop := d.varint()
+		k.result = []byte(d.string())
+		if d.err != nil {
+			return d.err
+		}
+		t := q.replayTubes[seq]
+		if t == nil {
+			return errors.New("kept job of an unknown tube")
+		}
+		if j.id == 0 || j.id > queue.MaxID || q.jobs[j.id] != nil || q.kept[j.id] != nil {
+			return fmt.Errorf("job %d kept twice", j.id)
+		}
+		j.tube = t
+		j.body = slices.Clone(d.b)
+		if j.body == nil {
+			j.body = []byte{}
+		}
+		q.lastID = max(q.lastID, j.id)
+		if key := j.key(); key != "" && t.keys[key] == nil {
+			if t.keys == nil {
+				t.keys = map[string]*job{}
+			}
+			t.keys[key] = j
+		}
+		j.setKept(k)
+		j.state, j.at = queue.Finished, drop
+		t.kept.push(j)
+		if q.kept == nil {
+			q.kept = map[queue.ID]*job{}
+		}
+		q.kept[j.id] = j
+		q.keptBytes += keptSize(j)
+		q.resched(t)
+		return nil
+	}
+	return fmt.Errorf("unknown record kind %d", kind)
+}
+
+// snapshotKept adds t's kept jobs to w, and snapshotRetain the tubes'
+// retentions.
+func (q *jobQueue) snapshotKept(t *tube, w *wal.SnapshotWriter) {
+	for _, j := range t.kept.s {
+		b := q.encodeJob(j, true)
+		b = append(b, j.more.kept.how)
+		b = binary.AppendVarint(b, j.more.kept.endedAt)
+		b = binary.AppendVarint(b, j.at)
+		b = appendString(b, string(j.more.kept.result))
+		q.e.scratch = b
+		w.Add(kindKept, b, j.body)
+	}
+}
+
+func (q *jobQueue) snapshotRetain(w *wal.SnapshotWriter) {
+	for _, name := range sortedKeys(q.retain) {
+		b := appendString(q.e.scratch[:0], name)
+		b = binary.AppendVarint(b, q.retain[name])
+		q.e.scratch = b
+		w.Add(kindRetain, b, nil)
+	}
+}
