@@ -116,6 +116,7 @@ var (
 	_ ttlhash.Notifier     = (*Hashes)(nil)
 	_ ttlhash.ShardSweeper = (*Hashes)(nil)
 	_ ttlhash.ShardReader  = (*Hashes)(nil)
+	_ ttlhash.AckReader    = (*Hashes)(nil)
 )
 
 // Hashes returns the Store's ttlhash.Store with the default options.
