@@ -120,8 +120,13 @@ var (
 )
 
 // Hashes returns the Store's ttlhash.Store with the default options.
+// HashesWith refuses only options out of range, which the defaults never
+// are: an error here is a defect of the defaults, and panics.
 func (s *Store) Hashes() *Hashes {
-	h, _ := s.HashesWith(nil)
+	h, err := s.HashesWith(nil)
+	if err != nil {
+		panic("redisstore: the default hash options refused: " + err.Error())
+	}
 	return h
 }
 
