@@ -176,6 +176,9 @@ func (q *jobQueue) dropLocked(j *job) {
 	t := j.tube
 	t.kept.remove(j)
 	delete(q.kept, j.id)
+	if len(q.kept) == 0 {
+		q.kept = nil // a map keeps its buckets: give them back
+	}
 	if k := j.key(); k != "" && t.keys[k] == j {
 		delete(t.keys, k)
 	}
