@@ -142,7 +142,14 @@ func durationsOf(o orderedObject) orderedObject {
 		if !ok {
 			continue
 		}
-		if s, isText := f.value.(string); isText {
+		var s string
+		switch v := f.value.(type) {
+		case string:
+			s = v
+		case json.Number:
+			s = v.String()
+		}
+		if s != "" {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
 				out[i] = field{name, (time.Duration(n) * time.Millisecond).String()}
 			}
