@@ -184,6 +184,11 @@ type PutRequest struct {
 	// Group puts the job into that group of the tube: the tube
 	// "tube;group" (docs/tube-limits.md, "Groups").
 	Group string `json:"group,omitempty"`
+	// Windows on the unique key (docs/keys.md): UniqueKept makes the put
+	// a duplicate also of a kept job with the key; UniqueForMS is a
+	// window from this put in which a put with the key is a duplicate.
+	UniqueKept  bool  `json:"unique_kept,omitempty"`
+	UniqueForMS int64 `json:"unique_for_ms,omitempty"`
 }
 
 // PutReply is the reply to a put.
@@ -221,7 +226,20 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		if err := checkTTR(int64(ttr)); err != nil {
 			return err
 		}
-		nj = queue.NewJob{Body: body, Priority: uint32(pri), Delay: ms(int64(delay)), TTR: ms(int64(ttr)), UniqueKey: q.Get("unique_key"), Group: q.Get("group")}
+		uniqueFor, err := queryUint(q.Get("unique_for_ms"), "unique_for_ms", maxMS)
+		if err != nil {
+			return err
+		}
+		var kept bool
+		switch v := q.Get("unique_kept"); v {
+		case "", "false":
+		case "true":
+			kept = true
+		default:
+			return badField("unique_kept", "is %q, want true or false", v)
+		}
+		nj = queue.NewJob{Body: body, Priority: uint32(pri), Delay: ms(int64(delay)), TTR: ms(int64(ttr)), UniqueKey: q.Get("unique_key"), Group: q.Get("group"),
+			UniqueKept: kept, UniqueFor: ms(int64(uniqueFor))}
 	case "application/json", "":
 		var req PutRequest
 		// base64 takes 4 bytes per 3, and JSON escapes up to 6 per byte of text.
@@ -247,7 +265,11 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		if err := checkTTR(req.TTRMS); err != nil {
 			return err
 		}
-		nj = queue.NewJob{Body: body, Priority: priority(req.Priority), Delay: ms(req.DelayMS), TTR: ms(req.TTRMS), UniqueKey: req.UniqueKey, Group: req.Group}
+		if err := checkMS("unique_for_ms", req.UniqueForMS); err != nil {
+			return err
+		}
+		nj = queue.NewJob{Body: body, Priority: priority(req.Priority), Delay: ms(req.DelayMS), TTR: ms(req.TTRMS), UniqueKey: req.UniqueKey, Group: req.Group,
+			UniqueKept: req.UniqueKept, UniqueFor: ms(req.UniqueForMS)}
 	default:
 		return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "a put takes application/json or application/octet-stream, not " + ct, 0}
 	}

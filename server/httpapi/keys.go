@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
 )
@@ -14,6 +16,9 @@ func (s *Server) keyRoutes() []route {
 	return []route{
 		{"GET", "/v1/jobs/{id}/lookup", "lookup", s.lookup},
 		{"GET", "/v1/tubes/{tube}/keys/{key}", "lookup-key", s.lookupKey},
+		{"POST", "/v1/jobs/{id}/finish", "finish", s.finish},
+		{"GET", "/v1/tubes/{tube}/retention", "get-retention", s.getRetention},
+		{"PUT", "/v1/tubes/{tube}/retention", "set-retention", s.setRetention},
 	}
 }
 
@@ -66,5 +71,73 @@ func (s *Server) lookupKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, lookupOf(st))
+	return nil
+}
+
+// FinishRequest is the JSON body of a finish (optional): the result, as
+// text or as base64, at most queue.MaxResultLen bytes.
+type FinishRequest struct {
+	Result       *string `json:"result,omitempty"`
+	ResultBase64 *string `json:"result_base64,omitempty"`
+}
+
+// finish ends a job as a delete does (with the lease of a reserved one)
+// and, when its tube has a retention, keeps it with the result.
+func (s *Server) finish(w http.ResponseWriter, r *http.Request) error {
+	var result []byte
+	decode := func() error {
+		var req FinishRequest
+		if err := readJSON(w, r, maxSmallBody*2, &req); err != nil {
+			return err
+		}
+		switch {
+		case req.Result != nil && req.ResultBase64 != nil:
+			return badRequest("give result or result_base64, not both")
+		case req.ResultBase64 != nil:
+			b, err := base64.StdEncoding.DecodeString(*req.ResultBase64)
+			if err != nil {
+				return badField("result_base64", "is not base64: %v", err)
+			}
+			result = b
+		case req.Result != nil:
+			result = []byte(*req.Result)
+		}
+		if len(result) > queue.MaxResultLen {
+			return badField("result", "is %d bytes, want at most %d", len(result), queue.MaxResultLen)
+		}
+		return nil
+	}
+	return s.jobCall(w, r, leaseIfGiven, decode, func(ctx context.Context, q *queue.Queue, id queue.ID) error {
+		return q.Finish(ctx, id, result)
+	})
+}
+
+// Retention is a tube's retention: how long it keeps its finished jobs,
+// 0 for not at all.
+type Retention struct {
+	RetentionMS int64 `json:"retention_ms"`
+}
+
+func (s *Server) getRetention(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.Queue.Retention(r.Context(), r.PathValue("tube"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Retention{RetentionMS: d.Milliseconds()})
+	return nil
+}
+
+func (s *Server) setRetention(w http.ResponseWriter, r *http.Request) error {
+	var req Retention
+	if err := readJSON(w, r, maxSmallBody, &req); err != nil {
+		return err
+	}
+	if max := queue.MaxRetention.Milliseconds(); req.RetentionMS < 0 || req.RetentionMS > max {
+		return badField("retention_ms", "is %d, want 0 to %d (milliseconds)", req.RetentionMS, max)
+	}
+	if err := s.Queue.SetRetention(r.Context(), r.PathValue("tube"), time.Duration(req.RetentionMS)*time.Millisecond); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

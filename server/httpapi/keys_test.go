@@ -58,3 +58,70 @@ func TestLookup(t *testing.T) {
 		c.do(req{method: "GET", path: "/v1/tubes/-bad/keys/k"}).want(t, http.StatusBadRequest, httpapi.CodeBadTube)
 	})
 }
+
+// TestFinishAndWindows: a tube's retention is set and read over HTTP; a
+// reserved job finished with its lease and a result is kept with it; a
+// put with unique_kept is a duplicate of the kept job, one with
+// unique_for_ms a duplicate within its window after its job was deleted;
+// bad input is refused and changes nothing.
+func TestFinishAndWindows(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
+		ts := startServer(t, open(t), nil)
+		c := ts.c
+		var rt httpapi.Retention
+		c.do(req{method: "GET", path: "/v1/tubes/fw/retention"}).want(t, http.StatusOK, "").decode(t, &rt)
+		if rt.RetentionMS != 0 {
+			t.Errorf("retention before any is set: %d", rt.RetentionMS)
+		}
+		c.do(req{method: "PUT", path: "/v1/tubes/fw/retention", json: map[string]any{"retention_ms": 3600000}}).want(t, http.StatusNoContent, "")
+		c.do(req{method: "PUT", path: "/v1/tubes/fw/retention", json: map[string]any{"retention_ms": -1}, offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		c.do(req{method: "GET", path: "/v1/tubes/fw/retention"}).want(t, http.StatusOK, "").decode(t, &rt)
+		if rt.RetentionMS != 3600000 {
+			t.Errorf("retention: %d ms, want 3600000", rt.RetentionMS)
+		}
+
+		id := c.put(t, "fw", map[string]any{"body": "b", "unique_key": "k1", "unique_kept": true})
+		r := c.reserve(t, []string{"fw"}, 1000)
+		if r.Job.ID != id {
+			t.Fatalf("reserved %d, want %d", r.Job.ID, id)
+		}
+		path := fmt.Sprintf("/v1/jobs/%d", id)
+		c.do(req{method: "POST", path: path + "/finish", json: map[string]any{"result": "a", "result_base64": "Yg=="}, header: lease(r.Lease)}).
+			want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		c.do(req{method: "POST", path: path + "/finish", json: map[string]any{"result": "ok"}}).want(t, http.StatusConflict, httpapi.CodeReserved)
+		c.do(req{method: "POST", path: path + "/finish", json: map[string]any{"result": "ok"}, header: lease(r.Lease)}).want(t, http.StatusNoContent, "")
+		var l httpapi.JobLookup
+		c.do(req{method: "GET", path: path + "/lookup"}).want(t, http.StatusOK, "").decode(t, &l)
+		if l.State != "finished" || l.ResultBase64 != base64.StdEncoding.EncodeToString([]byte("ok")) {
+			t.Errorf("the finished job: state %s, result_base64 %q", l.State, l.ResultBase64)
+		}
+		var p struct {
+			ID        uint64 `json:"id"`
+			Duplicate bool   `json:"duplicate"`
+		}
+		c.do(req{method: "POST", path: "/v1/tubes/fw/jobs", json: map[string]any{"body": "again", "unique_key": "k1", "unique_kept": true}}).
+			want(t, http.StatusOK, "").decode(t, &p)
+		if !p.Duplicate || p.ID != id {
+			t.Errorf("a put with unique_kept of a kept key: %+v, want a duplicate of %d", p, id)
+		}
+		c.do(req{method: "POST", path: "/v1/jobs/999999/finish"}).want(t, http.StatusNotFound, httpapi.CodeNotFound)
+
+		// A window: the job is deleted (in a tube without a retention), and
+		// a put with the key within the window is still a duplicate.
+		c.do(req{method: "POST", path: "/v1/tubes/win/jobs?unique_key=k2&unique_for_ms=3600000", raw: []byte("raw"), contentType: "application/octet-stream"}).
+			want(t, http.StatusCreated, "").decode(t, &p)
+		first := p.ID
+		c.do(req{method: "DELETE", path: fmt.Sprintf("/v1/jobs/%d", first)}).want(t, http.StatusNoContent, "")
+		c.do(req{method: "POST", path: "/v1/tubes/win/jobs", json: map[string]any{"body": "x", "unique_key": "k2"}}).
+			want(t, http.StatusOK, "").decode(t, &p)
+		if !p.Duplicate || p.ID != first {
+			t.Errorf("a put inside the key's window: %+v, want a duplicate of %d", p, first)
+		}
+		c.do(req{method: "POST", path: "/v1/tubes/win/jobs", json: map[string]any{"body": "x", "unique_key": "k3", "unique_for_ms": -1}, offSpec: true}).
+			want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		c.do(req{method: "POST", path: "/v1/tubes/win/jobs?unique_key=k3&unique_kept=maybe", raw: []byte("raw"), contentType: "application/octet-stream", offSpec: true}).
+			want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		c.do(req{method: "POST", path: "/v1/tubes/win/jobs", json: map[string]any{"body": "x", "unique_for_ms": 1000}}).
+			want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+	})
+}
