@@ -10,6 +10,7 @@
 //	hourglass work     [flags] -- CMD ARGS...   run CMD for each job, the body on its standard input
 //	hourglass kick     [flags] N            kick up to N buried (else delayed) jobs of a tube
 //	hourglass kick     [flags] --job ID     kick one job
+//	hourglass job      [flags] ID | --tube T --key K   look up a job, live or kept after it finished
 //	hourglass peek     [flags] ID           show a job
 //	hourglass peek     [flags] --ready | --delayed | --buried
 //	hourglass stats    [flags]              server, tube (--tube) or job (--job) statistics
@@ -112,6 +113,7 @@ var commands = []*command{
 	workCommand,
 	kickCommand,
 	cancelCommand,
+	jobCommand,
 	peekCommand,
 	statsCommand,
 	tubesCommand,

@@ -87,7 +87,7 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request) error {
 	var result []byte
 	decode := func() error {
 		var req FinishRequest
-		if err := readJSON(w, r, maxSmallBody*2, &req); err != nil {
+		if err := readJSON(w, r, int64(queue.MaxResultLen)*6+maxSmallBody, &req); err != nil {
 			return err
 		}
 		switch {
