@@ -74,6 +74,13 @@ var exitCases = map[string][]exitCase{
 		{3, []string{"cancel", "999999"}, false},
 		{1, []string{"cancel", "1"}, true},
 	},
+	"job": {
+		{2, []string{"job", "abc"}, false},
+		{2, []string{"job", "--key", "k"}, false},
+		{3, []string{"job", "999999"}, false},
+		{3, []string{"job", "--tube", "t", "--key", "nope"}, false},
+		{1, []string{"job", "1"}, true},
+	},
 	"peek": {
 		{2, []string{"peek", "0"}, false},
 		{3, []string{"peek", "999999"}, false},
