@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
 var putCommand = &command{
@@ -25,6 +29,12 @@ are whole seconds, as the protocol counts. --group puts the job into that
 group of the tube, the tube TUBE;GROUP, whose jobs a reserve of TUBE serves
 in turn with its other groups' (docs/tube-limits.md).
 
+With --http URL the job goes over the HTTP API of an hourglass server,
+and carries the W3C trace context in the environment's TRACEPARENT (and
+TRACESTATE), as OpenTelemetry's SDKs and otel-cli set them: the worker that
+runs the job joins that trace (docs/tracing.md). The beanstalkd protocol
+has no place for it, so without --http they are not sent.
+
 Prints the new job's ID and tube.
 
 Examples:
@@ -34,10 +44,14 @@ Examples:
   hourglass put --tube emails --group customer-42 'hello'
   gzip -c report.csv | hourglass put --tube reports -
   id=$(hourglass put --json hello | jq .id)
+  TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 hourglass put --http http://127.0.0.1:11301 hello
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var cf clientFlags
 		cf.define(fs)
+		var hf jobHTTP
+		fs.StringVar(&hf.url, "http", "", "put over the HTTP API at `URL` (an hourglass server) instead of the beanstalkd protocol, with the trace context of TRACEPARENT and TRACESTATE")
+		fs.StringVar(&hf.token, "auth-token", "", "bearer `token` of the HTTP API")
 		tube := fs.String("tube", "default", "`tube` to put the job into")
 		group := fs.String("group", "", "the `group` of the tube to put the job into (the tube TUBE;GROUP)")
 		pri := fs.Uint64("priority", queue.DefaultPriority, "`priority`, 0 (most urgent) to 4294967295; below 1024 counts as urgent")
@@ -67,6 +81,9 @@ Examples:
 			body, err := c.body(args)
 			if err != nil {
 				return err
+			}
+			if hf.url != "" {
+				return c.putHTTP(ctx, hf, cf.json, *tube, uint32(*pri), *delay, *ttr, body)
 			}
 			return c.put(ctx, cf, *tube, uint32(*pri), *delay, *ttr, body)
 		}
@@ -129,4 +146,33 @@ func isTerminal(r any) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// putHTTP is put over the HTTP API, with the environment's trace context
+// in the traceparent and tracestate headers.
+func (c *cli) putHTTP(ctx context.Context, hf jobHTTP, asJSON bool, tube string, pri uint32, delay, ttr time.Duration, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	hc := hf.client()
+	if tp := os.Getenv("TRACEPARENT"); tp != "" {
+		hc.header = map[string]string{"traceparent": tp}
+		if ts := os.Getenv("TRACESTATE"); ts != "" {
+			hc.header["tracestate"] = ts
+		}
+	}
+	b64 := base64.StdEncoding.EncodeToString(body)
+	req := httpapi.PutRequest{BodyBase64: &b64, Priority: &pri, DelayMS: delay.Milliseconds(), TTRMS: ttr.Milliseconds()}
+	_, reply, err := hc.call(ctx, "POST", "/v1/tubes/"+url.PathEscape(tube)+"/jobs", req)
+	if err != nil {
+		return err
+	}
+	var r httpapi.PutReply
+	if err := json.Unmarshal(reply, &r); err != nil {
+		return fmt.Errorf("the server's reply: %w", err)
+	}
+	o := object{{"id", r.ID}, {"tube", tube}}
+	if asJSON {
+		return writeJSON(c.stdout, o)
+	}
+	return writeKV(c.stdout, o)
 }
