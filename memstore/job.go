@@ -41,6 +41,16 @@ type jobMore struct {
 	trace string // the trace context (queue.NewJob.TraceContext); "" for none
 	history
 	kept *kept // a kept job's end and result (keep.go); nil while live
+	ufor int64 // NewJob.UniqueFor, ns; 0 for none
+}
+
+// window is the end (Unix ns) of the window j's put opened on its key,
+// 0 for none.
+func (j *job) window() int64 {
+	if j.more == nil || j.more.ufor == 0 {
+		return 0
+	}
+	return j.created + j.more.ufor
 }
 
 // setKept marks j as kept with k.

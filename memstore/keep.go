@@ -27,7 +27,21 @@ const (
 	kindKept = 14
 	// kindDrop: a kept job dropped at its deadline (log): u id.
 	kindDrop = 15
+	// kindKeyX: what a job has of the keys in time, after the record that
+	// puts or holds it (log and snapshot): u id, v UniqueFor (ns), v the
+	// first put of its debounce burst (Unix ns; 0 none), v its max wait
+	// (ns; 0 none).
+	kindKeyX = 16
 )
+
+func (q *jobQueue) encodeKeyX(j *job) []byte {
+	b := binary.AppendUvarint(q.e.scratch[:0], uint64(j.id))
+	b = binary.AppendVarint(b, j.more.ufor)
+	b = binary.AppendVarint(b, 0)
+	b = binary.AppendVarint(b, 0)
+	q.e.scratch = b
+	return b
+}
 
 // kept is what a kept job has beyond a live one.
 type kept struct {
@@ -97,12 +111,17 @@ func (q *jobQueue) endLocked(owner string, id queue.ID, result []byte, now int64
 	case j.state == queue.Reserved && j.owner != owner:
 		return 0, queue.ErrReserved
 	}
-	r := q.retain[j.tube.name]
-	if r <= 0 {
+	r, w := q.retain[j.tube.name], j.window()
+	if r <= 0 && w <= now {
 		return q.deleteLocked(owner, id)
 	}
+	drop := now + r
+	if r <= 0 {
+		drop = w // kept while its key's window holds, not beyond
+	}
+	drop = max(drop, w)
 	k := &kept{how: 1, endedAt: now, result: slices.Clone(result)}
-	q.keepLocked(j, k, now+r)
+	q.keepLocked(j, k, drop)
 	b := binary.AppendUvarint(q.e.scratch[:0], uint64(id))
 	b = append(b, k.how)
 	b = binary.AppendVarint(b, k.endedAt)
@@ -225,6 +244,23 @@ func (q *jobQueue) replayKeep(kind byte, d *decoder) error {
 		}
 		q.keepLocked(j, k, drop)
 		return nil
+	case kindKeyX:
+		id := queue.ID(d.uvarint())
+		ufor := d.varint()
+		d.varint()
+		d.varint()
+		if err := d.end(); err != nil {
+			return err
+		}
+		j := q.jobs[id]
+		if j == nil {
+			j = q.kept[id]
+		}
+		if j == nil || j.more == nil {
+			return fmt.Errorf("keys in time of unknown job %d", id)
+		}
+		j.more.ufor = ufor
+		return nil
 	case kindDrop:
 		id := queue.ID(d.uvarint())
 		if err := d.end(); err != nil {
@@ -297,6 +333,9 @@ func (q *jobQueue) snapshotKept(t *tube, w *wal.SnapshotWriter) {
 		b = appendString(b, string(j.more.kept.result))
 		q.e.scratch = b
 		w.Add(kindKept, b, j.body)
+		if j.more.ufor > 0 {
+			w.Add(kindKeyX, q.encodeKeyX(j), nil)
+		}
 	}
 }
 

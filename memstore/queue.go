@@ -47,7 +47,7 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 	var batch map[string]bool // unique keys earlier in this batch
 	for _, nj := range jobs {
 		if k := nj.UniqueKey; k != "" {
-			if t.holder(k) != nil || batch[k] {
+			if t.dupOf(nj, now) != nil || batch[k] {
 				continue
 			}
 			if batch == nil {
@@ -73,8 +73,8 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 			t = q.tubeFor(tube)
 		}
 		if k := nj.UniqueKey; k != "" {
-			if old := t.holder(k); old != nil {
-				res[i] = queue.PutResult{ID: old.id, Duplicate: true}
+			if old := t.dupOf(nj, now); old != nil {
+				res[i] = queue.PutResult{ID: old.id, Duplicate: true, State: old.state}
 				continue
 			}
 		}
@@ -131,6 +131,10 @@ func (q *jobQueue) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.
 		q.e.scratch = b
 	}
 	tk := q.e.append(kind, b, j.body)
+	if nj.UniqueFor > 0 {
+		j.more.ufor = int64(nj.UniqueFor)
+		tk = q.e.append(kindKeyX, q.encodeKeyX(j), nil)
+	}
 	return j, tk
 }
 
@@ -141,7 +145,7 @@ func (q *jobQueue) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.
 // (queue.ErrFull) and when job IDs are exhausted.
 func (q *jobQueue) putOnce(tube string, nj queue.NewJob, now int64) (queue.ID, wal.Ticket, error) {
 	t := q.tubes[tube]
-	if old := t.holder(nj.UniqueKey); old != nil {
+	if old := t.dupOf(nj, now); old != nil {
 		return old.id, 0, nil
 	}
 	if q.maxJobs > 0 && len(q.jobs)+1 > q.maxJobs {

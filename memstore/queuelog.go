@@ -194,6 +194,9 @@ func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 					q.e.scratch = b
 				}
 				w.Add(kind, b, j.body)
+				if j.more != nil && j.more.ufor > 0 {
+					w.Add(kindKeyX, q.encodeKeyX(j), nil)
+				}
 			}
 		}
 		q.snapshotKept(t, w)
@@ -392,7 +395,7 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 	case kindLimit:
 		return q.replayLimit(d)
 
-	case kindRetain, kindFinish, kindKept, kindDrop:
+	case kindRetain, kindFinish, kindKept, kindDrop, kindKeyX:
 		return q.replayKeep(kind, d)
 
 	case kindCancel:

@@ -88,6 +88,20 @@ func (t *tube) holder(k string) *job {
 	return nil
 }
 
+// dupOf returns the job of t (nil: none) of which a put of nj at now is a
+// duplicate: the live job holding its key, or the kept one holding it
+// while its window holds or when nj asks UniqueKept. t may be nil.
+func (t *tube) dupOf(nj queue.NewJob, now int64) *job {
+	if t == nil || nj.UniqueKey == "" {
+		return nil
+	}
+	j := t.keys[nj.UniqueKey]
+	if j == nil || j.state == queue.Finished && !nj.UniqueKept && now >= j.window() {
+		return nil
+	}
+	return j
+}
+
 func (t *tube) jobs() int {
 	return t.ready.len() + t.delayed.len() + t.reserved.len() + t.buried.len()
 }

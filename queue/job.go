@@ -112,7 +112,24 @@ type NewJob struct {
 	// tracing is on); a store keeps it with the job and returns it in
 	// Job.TraceContext.
 	TraceContext string
+
+	// Keys in time (docs/keys.md): windows on the UniqueKey, which they
+	// need. A store that keeps jobs (KeepStore) honours them.
+	//
+	// UniqueKept makes the put a duplicate also while a finished job with
+	// the key is kept by its tube's retention.
+	UniqueKept bool
+	// UniqueFor opens a window on the key from this job's put: until
+	// UniqueFor has passed, a put with the key is a duplicate of this job,
+	// whether it is live, kept or ended (a throttle: at most one job per
+	// key per window). An ended job is kept (without counting in any
+	// retention) until its window closes. 0 for none; whole milliseconds
+	// up to MaxRetention.
+	UniqueFor time.Duration
 }
+
+// HasKeyOptions reports whether j asks for a window on its key.
+func (j NewJob) HasKeyOptions() bool { return j.UniqueKept || j.UniqueFor > 0 }
 
 // MaxUniqueKey is the most bytes of a NewJob.UniqueKey.
 const MaxUniqueKey = 1024
@@ -121,6 +138,10 @@ const MaxUniqueKey = 1024
 type PutResult struct {
 	ID        ID
 	Duplicate bool // a job with the same UniqueKey existed; ID is that job's
+	// State is, for a duplicate, the state of the job it duplicates:
+	// Finished for a kept job (or one whose key's window holds), 0 when
+	// the store does not say.
+	State State
 }
 
 // JobStats describes one job, as beanstalkd's stats-job does.

@@ -48,6 +48,26 @@ type KeepStore interface {
 	LookupKey(ctx context.Context, tube, key string) (JobStats, error)
 }
 
+// checkKeyOptions validates the windows of a NewJob's key.
+func checkKeyOptions(j NewJob) error {
+	if len(j.UniqueKey) > 0 && j.UniqueKey[0] == 0 {
+		return invalid("UniqueKey", "begins with a NUL byte")
+	}
+	if j.UniqueFor < 0 {
+		return invalid("UniqueFor", "%v, want 0 or more", j.UniqueFor)
+	}
+	if !j.HasKeyOptions() {
+		return nil
+	}
+	if j.UniqueKey == "" {
+		return invalid("UniqueKey", "is empty, and UniqueKept or UniqueFor needs one")
+	}
+	if j.UniqueFor < 0 || j.UniqueFor > MaxRetention || j.UniqueFor%time.Millisecond != 0 {
+		return invalid("UniqueFor", "%v, want whole milliseconds from 0 to %v", j.UniqueFor, MaxRetention)
+	}
+	return nil
+}
+
 func (q *Queue) keepStore() (KeepStore, error) {
 	ks, ok := q.store.(KeepStore)
 	if !ok {

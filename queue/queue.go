@@ -123,6 +123,9 @@ func (q *Queue) putMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 		if err := checkGroup(tube, j.Group); err != nil {
 			return nil, err
 		}
+		if err := checkKeyOptions(j); err != nil {
+			return nil, err
+		}
 		if j.TraceContext == "" {
 			if !tcRead {
 				tc, tcRead = TraceContextOf(ctx), true

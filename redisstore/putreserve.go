@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
@@ -43,7 +44,7 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 			args = append(args, tube, tag)
 			for _, i := range idx[start:end] {
 				j := jobs[i]
-				args = append(args, j.Priority, ms(j.Delay), ms(j.TTR), j.UniqueKey, j.TraceContext, j.Body)
+				args = append(args, j.Priority, ms(j.Delay), ms(j.TTR), putKey(j), j.TraceContext, j.Body)
 			}
 			ks := append(s.k.tagKeys(tag), s.k.tubeKeys(tag, tube)...)
 			ks = append(ks, s.idKey(ks[0]))
@@ -55,7 +56,13 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 			a := r.arr(v, 2*(end-start))
 			for n, i := range idx[start:end] {
 				id := queue.ID(r.int(a[2*n]))
-				out[i] = queue.PutResult{ID: id, Duplicate: r.int(a[2*n+1]) == 1}
+				out[i] = queue.PutResult{ID: id}
+				switch f := r.int(a[2*n+1]); {
+				case f >= 10:
+					out[i].Duplicate, out[i].State = true, queue.State(f-10)
+				case f > 0:
+					out[i].Duplicate, out[i].State = true, queue.Finished
+				}
 			}
 			if err := r.done(); err != nil {
 				return nil, err
@@ -66,6 +73,19 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 		}
 	}
 	return out, nil
+}
+
+// putKey is the unique key argument of put.lua: the key, or for a job
+// with windows on its key NUL, "<unique for ms>:<kept 1|0>", NUL, the key.
+func putKey(j queue.NewJob) string {
+	if !j.HasKeyOptions() {
+		return j.UniqueKey
+	}
+	kept := "0"
+	if j.UniqueKept {
+		kept = "1"
+	}
+	return "\x00" + strconv.FormatInt(j.UniqueFor.Milliseconds(), 10) + ":" + kept + "\x00" + j.UniqueKey
 }
 
 func fnv32(s string) uint32 {

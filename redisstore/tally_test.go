@@ -47,7 +47,8 @@ var tallyScripts = func(*family) struct{ add, get *op } {
 }(tallyFamily)
 
 // Tallies is the tally.Store on Redis: the tally n lives in the string
-// "<prefix>ex:n", one key a call, so every call touches one cluster slot.
+// "<prefix>ex:{n}", on the hash tag of its name, one key a call, so every
+// call touches one cluster slot.
 type Tallies struct{ s *Store }
 
 var _ tally.Store = (*Tallies)(nil)
@@ -55,7 +56,10 @@ var _ tally.Store = (*Tallies)(nil)
 func (t *Tallies) run(ctx context.Context, o *op, name string, args ...any) (int64, error) {
 	// The runner gives a failure the family's errors (tally.ErrClosed for
 	// a closed store).
-	v, err := t.s.r.run(ctx, call{op: o, keys: []string{t.s.k.prefix + "ex:" + name}, args: args})
+	// ARGV[1] is the time, as for every operation (the store's injected
+	// clock, or "" for Redis's TIME).
+	argv := append([]any{t.s.now()}, args...)
+	v, err := t.s.r.run(ctx, call{op: o, keys: []string{t.s.k.prefix + "ex:{" + name + "}"}, args: argv})
 	if err != nil {
 		return 0, err
 	}

@@ -109,198 +109,239 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		return err
 	}
 	defer h.leaveGroup(group, g)
-	var (
-		cw           = &consumerWait{w: wait.New()}
-		sharded, _   = h.s.(ShardReader)
-		ackReader, _ = h.s.(AckReader)
-		readAll      = true
-		// carried are the handled events of the batch before, when the
-		// loop read again at once and the store acknowledges them in the
-		// read's round trip (AckReader); carriedTrace is that batch's trace.
-		carried      []string
-		carriedTrace evtrace.Batch
-	)
-	// Acknowledgements go out while the next batches are read: up to
-	// maxAcks in flight, so that a slow one does not hold the next read;
-	// each result is taken before Consume sleeps or returns.
-	var acks ackFlight
-	defer func() { _ = acks.drain() }()
-	// startAck sends ids' acknowledgement on its own, reporting trace tr.
-	startAck := func(ids []string, tr evtrace.Batch, report bool) error {
-		if report {
-			tr.AckStart = time.Now()
-		}
-		return acks.start(func() error {
-			_, err := h.s.Ack(context.WithoutCancel(ctx), group, ids)
-			if report {
-				tr.AckEnd = time.Now()
-				evtrace.OnBatch(tr)
-			}
-			return err
-		})
+	c := &consuming{
+		h: h, ctx: ctx, group: group, consumer: consumer, handle: handle,
+		g: g, cw: &consumerWait{w: wait.New()}, readAll: true,
 	}
-	// sendCarried sends the carried acknowledgement on its own.
-	sendCarried := func() error {
-		if len(carried) == 0 {
-			return nil
-		}
-		ids := carried
-		carried = nil
-		return startAck(ids, carriedTrace, evtrace.OnBatch != nil)
-	}
-	read := func() ([]Event, error) {
-		shards, all := g.take()
-		if readAll || all || sharded == nil {
-			readAll = false
-			shards = nil
-		} else if len(shards) == 0 {
-			return nil, sendCarried() // another consumer took them
-		}
-		if len(carried) > 0 {
-			ids, tr := carried, carriedTrace
-			carried = nil
-			tr.AckStart = time.Now()
-			evs, err := ackReader.AckRead(context.WithoutCancel(ctx), group, consumer, ids, shards, h.opts.batch())
-			if evtrace.OnBatch != nil {
-				tr.AckEnd = time.Now()
-				evtrace.OnBatch(tr)
-			}
-			return evs, err
-		}
-		if shards == nil {
-			return h.s.Read(ctx, group, consumer, h.opts.batch())
-		}
-		return sharded.ReadShards(ctx, group, consumer, shards, h.opts.batch())
-	}
-	// Events whose visibility timeout ran out are looked for at most every
-	// half timeout (and when there is nothing new): a claim scans pending
-	// entries.
-	var lastClaim, wokeAt time.Time
-	fail := func(err error) error {
-		if cerr := sendCarried(); cerr != nil && err == nil {
-			err = cerr
-		}
-		if aerr := acks.drain(); aerr != nil && ctx.Err() == nil {
-			return aerr
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
-	}
+	c.sharded, _ = h.s.(ShardReader)
+	c.ackReader, _ = h.s.(AckReader)
+	defer func() { _ = c.acks.drain() }()
 	for {
-		var evs []Event
-		var err error
-		var tr evtrace.Batch
-		if evtrace.OnBatch != nil {
-			tr = evtrace.Batch{Consumer: consumer, Woken: wokeAt, ReadStart: time.Now()}
-		}
-		if time.Since(lastClaim) >= h.opts.visibility()/2 {
-			lastClaim = time.Now()
-			if err = sendCarried(); err == nil {
-				evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
-			}
-		}
-		if err == nil && len(evs) == 0 {
-			evs, err = read()
-		}
-		if err == nil && len(evs) == 0 && !lastClaim.IsZero() && time.Since(lastClaim) >= h.opts.visibility()/8 {
-			lastClaim = time.Now()
-			evs, err = h.s.Claim(ctx, group, consumer, h.opts.visibility(), h.opts.batch())
-		}
+		tr := c.traceStart()
+		evs, err := c.fetch()
 		if err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
-		if evtrace.OnBatch != nil {
-			tr.ReadEnd = time.Now()
+		c.traceRead(&tr)
+		if err := c.handleBatch(evs, &tr); err != nil {
+			return c.fail(err)
 		}
-		// One Ack for the batch, or sooner when half the visibility
-		// timeout has passed; handled events are acknowledged even when
-		// ctx has just ended.
-		var done []string
-		read := time.Now()
-		ack := func(last bool) error {
-			if len(done) == 0 {
-				return nil
-			}
-			ids := done
-			done, read = nil, time.Now()
-			return startAck(ids, tr, last && evtrace.OnBatch != nil)
-		}
-		for _, e := range evs {
-			if ctx.Err() != nil {
-				break // the rest come back after the visibility timeout
-			}
-			if err := handle(ctx, e); err == nil {
-				done = append(done, e.ID)
-			}
-			if evtrace.OnBatch != nil {
-				tr.IDs, tr.Handled = append(tr.IDs, e.ID), append(tr.Handled, time.Now())
-			}
-			if time.Since(read) > h.opts.visibility()/2 {
-				if err := ack(false); err != nil {
-					return fail(err)
-				}
-			}
-		}
-		if ackReader != nil && ctx.Err() == nil {
-			// Kept for the next read if it comes at once (below), sent on
-			// its own before a wait.
-			carried, carriedTrace, done = done, tr, nil
-		} else if err := ack(true); err != nil {
-			return fail(err)
-		}
-		wokeAt = time.Time{}
+		c.wokeAt = time.Time{}
 		if ctx.Err() != nil {
-			return fail(nil)
+			return c.fail(nil)
 		}
 		if len(evs) == h.opts.batch() {
 			// There may be more at once, in any shard: read again, and
 			// wake another consumer to help.
-			readAll = true
+			c.readAll = true
 			g.passOn()
 			continue
 		}
 		// A failed acknowledgement ends Consume before it sleeps.
-		if err := acks.done(); err != nil {
-			return fail(err)
+		if err := c.acks.done(); err != nil {
+			return c.fail(err)
 		}
-		// Fewer than a batch: wait for the next wake-up (one that came while
-		// these were handled is kept) rather than read again at once, or
-		// for the next look at events whose visibility timeout ran out (no
-		// store announces those). The poll is for a store that cannot wake.
-		var poll time.Duration
-		if !g.notified {
-			poll = h.opts.poll()
-		}
-		if !g.idleWait(cw) {
-			continue // shards were woken while these were handled: read them (with these acknowledged)
-		}
-		look := lastClaim.Add(h.opts.visibility() / 8)
-		var r wait.Reason
-		if len(carried) > 0 {
-			// The acknowledgement waits for the read of a wake-up that
-			// comes within ackHold, and goes on its own after that.
-			hold := time.Now().Add(ackHold)
-			if r, err = cw.w.Wait(ctx, hold, 0); err == nil && r == wait.Deadline && hold.Before(look) {
-				if err = sendCarried(); err == nil {
-					r, err = cw.w.Wait(ctx, look, poll)
-				}
-			}
-		} else {
-			r, err = cw.w.Wait(ctx, look, poll)
-		}
-		g.awake(cw)
-		if err != nil {
-			return fail(err)
-		}
-		if evtrace.OnBatch != nil {
-			wokeAt = time.Now()
-		}
-		if r != wait.Woken {
-			readAll = true // a timed look reads every shard
+		if err := c.sleep(); err != nil {
+			return c.fail(err)
 		}
 	}
+}
+
+// consuming is the state of one Consume: its loop reads a batch (fetch),
+// hands it to the handler and acknowledges it (handleBatch), then, when
+// the batch was not full, waits for a wake-up (sleep).
+type consuming struct {
+	h               *Hashes
+	ctx             context.Context
+	group, consumer string
+	handle          Handler
+	g               *groupConsumers
+	cw              *consumerWait
+	sharded         ShardReader // nil when the store reads every shard at once
+	ackReader       AckReader   // nil when the store cannot acknowledge in a read
+	readAll         bool        // the next read reads every shard
+	// carried are the handled events of the batch before, when the loop
+	// read again at once and the store acknowledges them in the read's
+	// round trip (AckReader); carriedTrace is that batch's trace.
+	carried      []string
+	carriedTrace evtrace.Batch
+	// Acknowledgements go out while the next batches are read: up to
+	// maxAcks in flight, so that a slow one does not hold the next read;
+	// each result is taken before Consume sleeps or returns.
+	acks ackFlight
+	// Events whose visibility timeout ran out are looked for at most
+	// every half timeout (and when there is nothing new): a claim scans
+	// pending entries. lastClaim is the last look; wokeAt is when the
+	// wait before this pass ended (for the trace).
+	lastClaim, wokeAt time.Time
+}
+
+// startAck sends ids' acknowledgement on its own, reporting trace tr when
+// report is set.
+func (c *consuming) startAck(ids []string, tr evtrace.Batch, report bool) error {
+	if report {
+		tr.AckStart = time.Now()
+	}
+	return c.acks.start(func() error {
+		_, err := c.h.s.Ack(context.WithoutCancel(c.ctx), c.group, ids)
+		if report {
+			tr.AckEnd = time.Now()
+			evtrace.OnBatch(tr)
+		}
+		return err
+	})
+}
+
+// sendCarried sends the carried acknowledgement on its own.
+func (c *consuming) sendCarried() error {
+	if len(c.carried) == 0 {
+		return nil
+	}
+	ids := c.carried
+	c.carried = nil
+	return c.startAck(ids, c.carriedTrace, evtrace.OnBatch != nil)
+}
+
+// fetch returns the next batch: events whose visibility timeout ran out
+// when it is time to look for them, else new ones, else (when there are
+// none and the last look is an eighth of the timeout old) those again.
+func (c *consuming) fetch() ([]Event, error) {
+	h := c.h
+	var evs []Event
+	var err error
+	if time.Since(c.lastClaim) >= h.opts.visibility()/2 {
+		c.lastClaim = time.Now()
+		if err = c.sendCarried(); err == nil {
+			evs, err = h.s.Claim(c.ctx, c.group, c.consumer, h.opts.visibility(), h.opts.batch())
+		}
+	}
+	if err == nil && len(evs) == 0 {
+		evs, err = c.read()
+	}
+	if err == nil && len(evs) == 0 && !c.lastClaim.IsZero() && time.Since(c.lastClaim) >= h.opts.visibility()/8 {
+		c.lastClaim = time.Now()
+		evs, err = h.s.Claim(c.ctx, c.group, c.consumer, h.opts.visibility(), h.opts.batch())
+	}
+	return evs, err
+}
+
+// read reads new events: of the shards woken since the last read, or of
+// every shard, acknowledging the carried batch in the same round trip.
+func (c *consuming) read() ([]Event, error) {
+	h := c.h
+	shards, all := c.g.take()
+	if c.readAll || all || c.sharded == nil {
+		c.readAll = false
+		shards = nil
+	} else if len(shards) == 0 {
+		return nil, c.sendCarried() // another consumer took them
+	}
+	if len(c.carried) > 0 {
+		ids, tr := c.carried, c.carriedTrace
+		c.carried = nil
+		tr.AckStart = time.Now()
+		evs, err := c.ackReader.AckRead(context.WithoutCancel(c.ctx), c.group, c.consumer, ids, shards, h.opts.batch())
+		c.traceAcked(tr)
+		return evs, err
+	}
+	if shards == nil {
+		return h.s.Read(c.ctx, c.group, c.consumer, h.opts.batch())
+	}
+	return c.sharded.ReadShards(c.ctx, c.group, c.consumer, shards, h.opts.batch())
+}
+
+// handleBatch hands evs to the handler one at a time and acknowledges
+// those handled without error: once for the batch, or sooner when half
+// the visibility timeout has passed; handled events are acknowledged even
+// when ctx has just ended. With an AckReader the batch's acknowledgement
+// is carried to the next read instead, when that comes at once.
+func (c *consuming) handleBatch(evs []Event, tr *evtrace.Batch) error {
+	var done []string
+	since := time.Now()
+	ack := func(last bool) error {
+		if len(done) == 0 {
+			return nil
+		}
+		ids := done
+		done, since = nil, time.Now()
+		return c.startAck(ids, *tr, last && evtrace.OnBatch != nil)
+	}
+	for _, e := range evs {
+		if c.ctx.Err() != nil {
+			break // the rest come back after the visibility timeout
+		}
+		if err := c.handle(c.ctx, e); err == nil {
+			done = append(done, e.ID)
+		}
+		c.traceHandled(tr, e.ID)
+		if time.Since(since) > c.h.opts.visibility()/2 {
+			if err := ack(false); err != nil {
+				return err
+			}
+		}
+	}
+	if c.ackReader != nil && c.ctx.Err() == nil {
+		// Kept for the next read if it comes at once, sent on its own
+		// before a wait.
+		c.carried, c.carriedTrace = done, *tr
+		return nil
+	}
+	return ack(true)
+}
+
+// sleep waits, after a batch of fewer than a full one, for the next
+// wake-up (one that came while the batch was handled is kept) rather than
+// reading again at once, or for the next look at events whose visibility
+// timeout ran out (no store announces those). The poll is for a store
+// that cannot wake.
+func (c *consuming) sleep() error {
+	h := c.h
+	var poll time.Duration
+	if !c.g.notified {
+		poll = h.opts.poll()
+	}
+	if !c.g.idleWait(c.cw) {
+		return nil // shards were woken while these were handled: read them (with these acknowledged)
+	}
+	look := c.lastClaim.Add(h.opts.visibility() / 8)
+	var r wait.Reason
+	var err error
+	if len(c.carried) > 0 {
+		// The acknowledgement waits for the read of a wake-up that comes
+		// within ackHold, and goes on its own after that.
+		hold := time.Now().Add(ackHold)
+		if r, err = c.cw.w.Wait(c.ctx, hold, 0); err == nil && r == wait.Deadline && hold.Before(look) {
+			if err = c.sendCarried(); err == nil {
+				r, err = c.cw.w.Wait(c.ctx, look, poll)
+			}
+		}
+	} else {
+		r, err = c.cw.w.Wait(c.ctx, look, poll)
+	}
+	c.g.awake(c.cw)
+	if err != nil {
+		return err
+	}
+	c.traceWoken()
+	if r != wait.Woken {
+		c.readAll = true // a timed look reads every shard
+	}
+	return nil
+}
+
+// fail ends Consume with err: the carried acknowledgement is sent and
+// every one in flight awaited; ctx's error wins once it has ended.
+func (c *consuming) fail(err error) error {
+	if cerr := c.sendCarried(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if aerr := c.acks.drain(); aerr != nil && c.ctx.Err() == nil {
+		return aerr
+	}
+	if c.ctx.Err() != nil {
+		return c.ctx.Err()
+	}
+	return err
 }
 
 // maxAcks is how many acknowledgements one Consume keeps in flight.

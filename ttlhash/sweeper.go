@@ -218,11 +218,12 @@ func (w *Sweeper) run(ctx context.Context) {
 // a call of others is out (one whose work is large, or a slow round trip)
 // is swept at once, not after it.
 func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter *wait.Waiter, announced *shardSet, interval time.Duration) {
-	next := make([]time.Time, n) // zero: sweep at once
-	backup := make([]bool, n)    // another Sweeper sweeps the shard
-	out := make([]bool, n)       // in a call in flight
-	again := make([]bool, n)     // announced while out: sweep again at once
-	never := time.Now().Add(MaxTTL)
+	l := &shardSweep{
+		w: w, ctx: ctx, sh: sh, interval: interval,
+		next: make([]time.Time, n), backup: make([]bool, n), out: make([]bool, n), again: make([]bool, n),
+		storeDue: make([]time.Time, n), never: time.Now().Add(MaxTTL),
+		ended: make(chan *sweepPass, maxPasses),
+	}
 	var due []int
 	var wokeAt time.Time
 	// The next deadline wakes the Sweeper through a precise timer (the
@@ -230,158 +231,20 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 	tm := ptimer.AfterFunc(time.Hour, func() { waiter.Wake() })
 	defer tm.Close()
 	tm.Stop()
-	// A call's shards, the time it started, whether each was swept at its
-	// deadline, and its results; a call that ends wakes the loop.
-	type pass struct {
-		shards  []int
-		planned []bool
-		start   time.Time
-		end     time.Time // when the call returned
-		rs      []SweepResult
-		err     error
-		tr      evtrace.Pass
-	}
-	// A deadline on the store's clock, of a shard whose sweep reported
-	// one (zero otherwise), and the estimate that turns it into next: all
-	// of them are converted again with each new estimate, so that shards
-	// due at one millisecond of the store's stay due at one moment here
-	// and go in one call.
-	var ahead clockAhead
-	storeDue := make([]time.Time, n)
-	ended := make(chan *pass, maxPasses)
-	flying := 0
-	defer func() {
-		// The calls still out are waited for, and what they expired counted.
-		for ; flying > 0; flying-- {
-			if p := <-ended; p.err == nil {
-				for _, r := range p.rs {
-					w.count(r)
-				}
-			}
-		}
-	}()
-	take := func(p *pass) bool {
-		flying--
-		for _, s := range p.shards {
-			out[s] = false
-		}
-		if p.err != nil {
-			if ctx.Err() != nil || errors.Is(p.err, ErrClosed) {
-				return false
-			}
-			w.log.Warn("ttlhash: sweep failed", "err", p.err)
-			for _, s := range p.shards {
-				next[s], storeDue[s] = p.start.Add(interval), time.Time{}
-			}
-			return true
-		}
-		converted := false
-		for k, r := range p.rs {
-			w.count(r)
-			p.tr.Expired += r.Expired
-			p.tr.Looked += r.Looked
-			s := p.shards[k]
-			// A shard swept at its deadline with nothing due was swept by
-			// another Sweeper first: this one stands by, sweeping it at
-			// most every backupEvery, until a sweep of its expires fields
-			// again (the other stopped, or this one came first).
-			switch {
-			case r.Expired > 0:
-				backup[s] = false
-			case p.planned[k] && r.Looked == 0 && !r.More:
-				backup[s] = true
-			}
-			storeDue[s] = time.Time{}
-			switch {
-			case r.More || again[s]:
-				next[s] = time.Time{}
-			case r.Next >= 0 && !r.At.IsZero():
-				// The deadline, on the store's clock, at the next point of
-				// the gathering grid, then on this clock: the store's
-				// clock less what it is at least ahead of this one.
-				d := onGrid(r.At.Truncate(time.Millisecond).Add(r.Next), w.gather)
-				if backup[s] {
-					// Half way between two points of the grid, when the
-					// Sweeper sweeping the shard has swept it: a look
-					// that finds nothing unless that one stopped.
-					d = onGrid(r.At.Add(max(r.Next, backupEvery)), w.gather).Add(w.gather / 2)
-				}
-				storeDue[s] = d
-				ahead.of(r.At, p.end)
-				converted = true
-			case r.Next >= 0 && backup[s]:
-				next[s] = p.start.Add(max(r.Next, backupEvery))
-			case r.Next >= 0:
-				// From the call's start: the store's clock read the due
-				// time then, to the millisecond.
-				next[s] = p.start.Add(r.Next)
-			default:
-				next[s] = never
-			}
-			again[s] = false
-		}
-		if converted {
-			est := ahead.est()
-			for s, d := range storeDue {
-				if !d.IsZero() {
-					next[s] = d.Add(-est)
-				}
-			}
-		}
-		if evtrace.OnPass != nil {
-			evtrace.OnPass(p.tr)
-		}
-		return true
-	}
+	defer l.drain()
 	for {
-		for done := false; !done; {
-			select {
-			case p := <-ended:
-				if !take(p) {
-					return
-				}
-			default:
-				done = true
-			}
+		if !l.takeEnded() {
+			return
 		}
 		now := time.Now()
-		due = due[:0]
-		earliest := never
-		for i, t := range next {
-			switch {
-			case out[i]:
-			case !t.After(now):
-				due = append(due, i)
-			case t.Before(earliest):
-				earliest = t
-			}
-		}
-		if len(due) > 0 && flying < maxPasses {
-			p := &pass{shards: slices.Clone(due), planned: make([]bool, len(due)), start: now}
-			for k, s := range due {
-				out[s] = true
-				p.planned[k] = !next[s].IsZero()
-			}
-			if evtrace.OnPass != nil {
-				p.tr = evtrace.Pass{Woken: wokeAt, Calls: 1, Start: now}
-				for _, s := range due {
-					if !next[s].IsZero() && (p.tr.Planned.IsZero() || next[s].Before(p.tr.Planned)) {
-						p.tr.Planned = next[s]
-					}
-				}
-			}
+		var earliest time.Time
+		due, earliest = l.dueAt(now, due[:0])
+		if len(due) > 0 && l.flying < maxPasses {
+			l.start(due, now, wokeAt, waiter)
 			wokeAt = time.Time{} // the calls after the first follow at once
-			flying++
-			go func() {
-				p.rs, p.err = sh.SweepShards(ctx, p.shards, w.batch)
-				p.end = time.Now()
-				p.tr.End = p.end
-				ended <- p
-				waiter.Wake()
-			}()
 			continue
 		}
-		if earliest.Before(never) {
+		if earliest.Before(l.never) {
 			tm.Reset(earliest.Sub(now))
 		}
 		r, err := waiter.Wait(ctx, time.Time{}, interval)
@@ -391,18 +254,214 @@ func (w *Sweeper) runShards(ctx context.Context, sh ShardSweeper, n int, waiter 
 		wokeAt = time.Now()
 		if r == wait.Polled || !announced.empty() {
 			shards, all := announced.take()
-			all = all || r == wait.Polled
-			for s := range next {
-				if all || slices.Contains(shards, s) {
-					if out[s] {
-						again[s] = true
-					} else {
-						next[s], storeDue[s] = time.Time{}, time.Time{}
-					}
-				}
+			l.announce(shards, all || r == wait.Polled)
+		}
+	}
+}
+
+// shardSweep is the state of runShards: each shard's next deadline and
+// the calls in flight.
+type shardSweep struct {
+	w        *Sweeper
+	ctx      context.Context
+	sh       ShardSweeper
+	interval time.Duration
+
+	next   []time.Time // per shard; zero: sweep at once
+	backup []bool      // another Sweeper sweeps the shard
+	out    []bool      // in a call in flight
+	again  []bool      // announced while out: sweep again at once
+	never  time.Time
+
+	// A deadline on the store's clock, of a shard whose sweep reported
+	// one (zero otherwise), and the estimate that turns it into next: all
+	// of them are converted again with each new estimate, so that shards
+	// due at one millisecond of the store's stay due at one moment here
+	// and go in one call.
+	ahead    clockAhead
+	storeDue []time.Time
+
+	ended  chan *sweepPass // calls that ended
+	flying int             // calls in flight
+}
+
+// sweepPass is a call's shards, the time it started, whether each was
+// swept at its deadline, and its results; a call that ends wakes the
+// loop.
+type sweepPass struct {
+	shards  []int
+	planned []bool
+	start   time.Time
+	end     time.Time // when the call returned
+	rs      []SweepResult
+	err     error
+	tr      evtrace.Pass
+}
+
+// drain waits for the calls still out, and counts what they expired.
+func (l *shardSweep) drain() {
+	for ; l.flying > 0; l.flying-- {
+		if p := <-l.ended; p.err == nil {
+			for _, r := range p.rs {
+				l.w.count(r)
 			}
 		}
 	}
+}
+
+// takeEnded takes the results of the calls that ended, without waiting;
+// false when the loop must stop.
+func (l *shardSweep) takeEnded() bool {
+	for {
+		select {
+		case p := <-l.ended:
+			if !l.take(p) {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+}
+
+// dueAt appends to due the shards due at now and not out, and returns the
+// earliest deadline of the others (never when none).
+func (l *shardSweep) dueAt(now time.Time, due []int) ([]int, time.Time) {
+	earliest := l.never
+	for i, t := range l.next {
+		switch {
+		case l.out[i]:
+		case !t.After(now):
+			due = append(due, i)
+		case t.Before(earliest):
+			earliest = t
+		}
+	}
+	return due, earliest
+}
+
+// start sends a call sweeping the shards due.
+func (l *shardSweep) start(due []int, now, wokeAt time.Time, waiter *wait.Waiter) {
+	p := &sweepPass{shards: slices.Clone(due), planned: make([]bool, len(due)), start: now}
+	for k, s := range due {
+		l.out[s] = true
+		p.planned[k] = !l.next[s].IsZero()
+	}
+	if evtrace.OnPass != nil {
+		p.tr = evtrace.Pass{Woken: wokeAt, Calls: 1, Start: now}
+		for _, s := range due {
+			if !l.next[s].IsZero() && (p.tr.Planned.IsZero() || l.next[s].Before(p.tr.Planned)) {
+				p.tr.Planned = l.next[s]
+			}
+		}
+	}
+	l.flying++
+	go func() {
+		p.rs, p.err = l.sh.SweepShards(l.ctx, p.shards, l.w.batch)
+		p.end = time.Now()
+		p.tr.End = p.end
+		l.ended <- p
+		waiter.Wake()
+	}()
+}
+
+// announce makes the shards announced (every one when all) due at once,
+// or again at once when they are out.
+func (l *shardSweep) announce(shards []int, all bool) {
+	for s := range l.next {
+		if all || slices.Contains(shards, s) {
+			if l.out[s] {
+				l.again[s] = true
+			} else {
+				l.next[s], l.storeDue[s] = time.Time{}, time.Time{}
+			}
+		}
+	}
+}
+
+// take records what an ended call found: each shard's next deadline;
+// false when the loop must stop (ctx ended, the store closed).
+func (l *shardSweep) take(p *sweepPass) bool {
+	l.flying--
+	for _, s := range p.shards {
+		l.out[s] = false
+	}
+	if p.err != nil {
+		if l.ctx.Err() != nil || errors.Is(p.err, ErrClosed) {
+			return false
+		}
+		l.w.log.Warn("ttlhash: sweep failed", "err", p.err)
+		for _, s := range p.shards {
+			l.next[s], l.storeDue[s] = p.start.Add(l.interval), time.Time{}
+		}
+		return true
+	}
+	converted := false
+	for k, r := range p.rs {
+		l.w.count(r)
+		p.tr.Expired += r.Expired
+		p.tr.Looked += r.Looked
+		if l.record(p, k, r) {
+			converted = true
+		}
+	}
+	if converted {
+		est := l.ahead.est()
+		for s, d := range l.storeDue {
+			if !d.IsZero() {
+				l.next[s] = d.Add(-est)
+			}
+		}
+	}
+	if evtrace.OnPass != nil {
+		evtrace.OnPass(p.tr)
+	}
+	return true
+}
+
+// record sets the next deadline of the k-th shard of p from its result r;
+// true when r gave a deadline on the store's clock (storeDue).
+func (l *shardSweep) record(p *sweepPass, k int, r SweepResult) (converted bool) {
+	w, s := l.w, p.shards[k]
+	// A shard swept at its deadline with nothing due was swept by
+	// another Sweeper first: this one stands by, sweeping it at
+	// most every backupEvery, until a sweep of its expires fields
+	// again (the other stopped, or this one came first).
+	switch {
+	case r.Expired > 0:
+		l.backup[s] = false
+	case p.planned[k] && r.Looked == 0 && !r.More:
+		l.backup[s] = true
+	}
+	l.storeDue[s] = time.Time{}
+	switch {
+	case r.More || l.again[s]:
+		l.next[s] = time.Time{}
+	case r.Next >= 0 && !r.At.IsZero():
+		// The deadline, on the store's clock, at the next point of
+		// the gathering grid, then on this clock: the store's
+		// clock less what it is at least ahead of this one.
+		d := onGrid(r.At.Truncate(time.Millisecond).Add(r.Next), w.gather)
+		if l.backup[s] {
+			// Half way between two points of the grid, when the
+			// Sweeper sweeping the shard has swept it: a look
+			// that finds nothing unless that one stopped.
+			d = onGrid(r.At.Add(max(r.Next, backupEvery)), w.gather).Add(w.gather / 2)
+		}
+		l.storeDue[s] = d
+		l.ahead.of(r.At, p.end)
+		converted = true
+	case r.Next >= 0 && l.backup[s]:
+		l.next[s] = p.start.Add(max(r.Next, backupEvery))
+	case r.Next >= 0:
+		// From the call's start: the store's clock read the due
+		// time then, to the millisecond.
+		l.next[s] = p.start.Add(r.Next)
+	default:
+		l.next[s] = l.never
+	}
+	l.again[s] = false
+	return converted
 }
 
 // clockAhead estimates how far a store's clock is ahead of this process's

@@ -69,6 +69,11 @@ var exitCases = map[string][]exitCase{
 		{3, []string{"kick", "--job", "999999"}, false},
 		{1, []string{"kick", "1"}, true},
 	},
+	"cancel": {
+		{2, []string{"cancel", "0"}, false},
+		{3, []string{"cancel", "999999"}, false},
+		{1, []string{"cancel", "1"}, true},
+	},
 	"peek": {
 		{2, []string{"peek", "0"}, false},
 		{3, []string{"peek", "999999"}, false},

@@ -111,6 +111,7 @@ var commands = []*command{
 	touchCommand,
 	workCommand,
 	kickCommand,
+	cancelCommand,
 	peekCommand,
 	statsCommand,
 	tubesCommand,

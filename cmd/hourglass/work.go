@@ -45,7 +45,10 @@ standard output and error.
 
 While CMD runs the worker touches the job at half its TTR, so a long run
 keeps it. If a touch fails (the TTR ran out first, and the job may be
-another worker's now) CMD is stopped.
+another worker's now) CMD is stopped. While CMD runs the worker also waits
+to hear that its job was cancelled ("hourglass cancel", from any client of
+any server on the store): it then sends SIGTERM to CMD's process group and
+SIGKILL after --grace, and leaves the job alone (it is gone).
 
 SIGTERM or SIGINT stops the worker: it takes no new job, sends SIGTERM to
 each running CMD (to its process group), waits --grace for them, then kills
@@ -233,10 +236,15 @@ func (w *shellWorker) handle(stopping context.Context, lease string, job wireJob
 	ttr := time.Duration(job.TTRMS) * time.Millisecond
 	touch := time.NewTicker(max(ttr/2, 100*time.Millisecond))
 	defer touch.Stop()
+	watching, stopWatching := context.WithCancel(context.WithoutCancel(stopping))
+	defer stopWatching()
+	cancelled := make(chan string, 1)
+	go w.watch(watching, &hc, job.ID, cancelled)
 	var (
 		runErr      error
 		interrupted bool // stopped by the worker: the job goes back
 		killAt      <-chan time.Time
+		wasCancel   bool // the job was cancelled: it is gone
 	)
 	stopCh := stopping.Done()
 wait:
@@ -244,6 +252,18 @@ wait:
 		select {
 		case runErr = <-exited:
 			break wait
+		case reason := <-cancelled:
+			wasCancel = true
+			if reason != "" {
+				w.logf("job %d: cancelled (%s); stopping %s", job.ID, reason, w.cmd[0])
+			} else {
+				w.logf("job %d: cancelled; stopping %s", job.ID, w.cmd[0])
+			}
+			if !interrupted {
+				interrupted = true
+				terminate(cmd)
+				killAt = time.After(w.grace)
+			}
 		case <-touch.C:
 			tctx, cancel := context.WithTimeout(context.WithoutCancel(stopping), max(ttr/4, time.Second))
 			_, _, err := hc.call(tctx, "POST", fmt.Sprintf("/v1/jobs/%d/touch", job.ID), struct{}{})
@@ -265,7 +285,48 @@ wait:
 			kill(cmd)
 		}
 	}
+	if wasCancel {
+		w.logf("job %d: cancelled; %s stopped (%v)", job.ID, w.cmd[0], runErr)
+		return // the job is gone: nothing to delete or give back
+	}
 	w.finish(&hc, job, runErr, tail.String(), interrupted)
+}
+
+// watch keeps a long poll open in which the server tells the lease's
+// holder that job id was cancelled, and then sends the reason on
+// cancelled (once), until ctx ends. A job found gone counts as cancelled.
+func (w *shellWorker) watch(ctx context.Context, hc *httpClient, id uint64, cancelled chan<- string) {
+	path := fmt.Sprintf("/v1/jobs/%d/watch", id)
+	failures := 0
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second+commandTimeout)
+		status, body, err := hc.call(wctx, "POST", path, httpapi.WatchRequest{TimeoutMS: 30000})
+		cancel()
+		var ae *apiError
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil && status == http.StatusOK:
+			var r httpapi.WatchReply
+			_ = json.Unmarshal(body, &r)
+			cancelled <- r.Reason
+			return
+		case errors.As(err, &ae) && ae.Code == httpapi.CodeNotFound:
+			cancelled <- ""
+			return
+		case errors.As(err, &ae) && ae.Status < 500 && ae.Code != httpapi.CodeTooManyWaits:
+			return // not held under this lease: the touch says so
+		case err != nil:
+			failures++
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(min(100*time.Millisecond<<min(failures-1, 8), 10*time.Second)):
+			}
+		default:
+			failures = 0 // 204: still held; watch again
+		}
+	}
 }
 
 // finish deletes the job when the command succeeded, gives it back when the

@@ -23,7 +23,8 @@ for _, tube in ipairs(due) do
       if recs[i] then
         local h = cmsgpack.unpack(recs[i])
         local ukey = h[6]
-        if ukey and ukey ~= '' and redis.call('HGET', T.u, ukey) == idh .. 'k' then
+        local held = ukey and ukey ~= '' and redis.call('HGET', T.u, ukey)
+        if held and string.sub(held, 1, 15) == idh .. 'k' then
           redis.call('HDEL', T.u, ukey)
         end
       end

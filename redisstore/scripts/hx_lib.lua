@@ -1,5 +1,7 @@
--- hx_lib.lua: helpers of the expiring-hash (ttlhash) scripts. The loader
--- inserts this file after each hx_ script's shebang line.
+-- hx_lib.lua: helpers of the expiring-hash (ttlhash) scripts. The library
+-- (library.go) defines them once, when it loads, for the hx_ family's
+-- operations, and the entry of every hx_ call runs hx_enter first
+-- (families.go); an operation's body runs with them in scope.
 --
 -- Every hx_ script works in one shard; every key of the shard shares one
 -- hash tag {T}, so a script touches one cluster slot:

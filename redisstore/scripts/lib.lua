@@ -201,8 +201,12 @@ local PAST_DEFAULTS = { 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, '', -1, -1, -1 }
 local NPAST = 14
 
 -- pack_job is a new job's record as put stores it: the trailing elements
--- (6 the unique key, 7 the trace context) left out when empty.
-local function pack_job(tix, pri, delay, ttr, created, ukey, body, tc)
+-- (6 the unique key, 7 the trace context, 8 the window on the key, ms) left
+-- out when empty.
+local function pack_job(tix, pri, delay, ttr, created, ukey, body, tc, ufor)
+  if ufor and ufor > 0 then
+    return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey, tc or '', ufor }, body)
+  end
   if tc and tc ~= '' then
     return cmsgpack.pack({ tix, pri, delay, ttr, created, ukey, tc }, body)
   end
@@ -221,6 +225,7 @@ local function rec_of(v, pv, ov)
   rec[F_STATE] = nil
   rec.hpri, rec.hdelay, rec.praw, rec.oraw, rec.preserved = h[2], h[3], pv or false, ov or false, -1
   rec.tc = h[7] or ''
+  rec.ufor = h[8] or 0
   if pv then
     local p = cmsgpack.unpack(pv)
     for i = #p + 1, NPAST do
@@ -257,6 +262,18 @@ local function load(idh)
     return nil
   end
   return rec, body
+end
+
+-- job_state is the state of live job idh of T (a duplicate's, for a put).
+local function job_state(T, idh)
+  if redis.call('HEXISTS', KEYS[2], 'o' .. idh) == 1 then
+    return RESERVED
+  elseif redis.call('ZSCORE', T.r, idh) then
+    return READY
+  elseif redis.call('ZSCORE', T.d, idh) then
+    return DELAYED
+  end
+  return BURIED
 end
 
 -- resolve fills in the state of a job of tube T that is not reserved: the
@@ -937,8 +954,10 @@ end
 --   j p<id>    the past gains element 15, how the job ended (1 finished;
 --              2 cancelled), and 16, when (ms after the put)
 --   j f<id>    the result, when it has one
---   T:u        a kept job's key maps to '<id>k' while the job holds it, so
---              that a put with the key is not its duplicate
+--   T:u        a kept job's key maps to '<id>k<window end>:<drop>' (ms;
+--              window end 0 for none) while the job holds it: a put with
+--              the key is its duplicate only inside the window, or when it
+--              asks UniqueKept before the drop
 -- A kept job is out of r/d/x/b and live, has no o<id>, and load does not
 -- see it; kn in T's hash counts them, and a tube lives while kn > 0.
 local KEPT_FINISHED = 1
@@ -963,10 +982,18 @@ local function keep_one(T, tube, idh, rec, result, now)
   if rec.oraw then
     redis.call('HDEL', KEYS[2], 'o' .. idh)
   end
-  if rec[F_UKEY] ~= '' then
-    redis.call('HSET', T.u, rec[F_UKEY], idh .. 'k')
+  local w = 0
+  if rec.ufor > 0 then
+    w = rec[F_CREATED] + rec.ufor
   end
-  local drop = now + T.kr
+  local drop = now + (T.kr or 0)
+  if not T.kr or T.kr <= 0 then
+    drop = w -- kept while its key's window holds, not beyond
+  end
+  drop = math.max(drop, w)
+  if rec[F_UKEY] ~= '' then
+    redis.call('HSET', T.u, rec[F_UKEY], idh .. 'k' .. w .. ':' .. drop)
+  end
   redis.call('ZADD', T.t .. ':k', drop, idh)
   redis.call('ZADD', keep_index(), 'LT', drop, tube)
   set(T, 'kn', (T.kn or 0) + 1)
@@ -999,7 +1026,7 @@ local function delete_loaded(T, tube, idh, owner, now, result)
   unindex(T, idh, rec)
   set(T, 'deletes', T.deletes + 1)
   set(T, 'live', T.live - 1)
-  if T.kr and T.kr > 0 then
+  if T.kr and T.kr > 0 or rec.ufor > 0 and rec[F_CREATED] + rec.ufor > T.now then
     keep_one(T, tube, idh, rec, result, T.now)
     return 2
   end
@@ -1026,6 +1053,10 @@ local function delete_one(T, tube, idh, owner, now, result)
   local _, h = cmsgpack.unpack_one(v[1])
   if h[1] ~= T.ix then
     return -2
+  end
+  if h[8] and h[8] > 0 and h[5] + h[8] > T.now then
+    -- a window on its key holds: it is kept until the window closes
+    return delete_loaded(T, tube, idh, owner, now, result)
   end
   local ov = v[2]
   if ov then

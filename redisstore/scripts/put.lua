@@ -2,8 +2,12 @@
 -- put: stores jobs in one tube partition.
 -- KEYS: m j tubes, then the 6 keys of the tube (see lib.lua), then the ID key (see alloc_ids)
 -- ARGV: now, tube, tag index (0-255), then 6 per job: pri, delay ms, ttr ms, unique key, trace context ('' for none), body
--- Returns: a flat array, 2 per job: id, 1 if a live job held the unique key (its id is returned) else 0.
--- A job put with the key of a kept job is stored, and the key is then its.
+--   A unique key that begins with a NUL byte carries the key's windows
+--   (NewJob.UniqueFor, UniqueKept): NUL, "<unique for ms>:<1 kept, 0 not>", NUL, the key.
+-- Returns: a flat array, 2 per job: id, then 0 stored, or for a duplicate (its id is returned)
+-- 10 + the state of the live job that holds the key, or 5 (finished) for a kept one.
+-- A job put with the key of a kept job is stored, and the key is then its,
+-- unless the kept job's window holds or the put asks UniqueKept.
 local T = tubekeys(1)
 local tube, tag = ARGV[2], tonumber(ARGV[3])
 local us, now = open_put(T)
@@ -17,14 +21,29 @@ local n = (#ARGV - 3) / 6
 
 -- First pass: which jobs are duplicates of a live job (or of an earlier job of this call).
 -- A kept job's key ('<id>k', see "Kept jobs" in lib.lua) makes no duplicate.
-local dup, fresh = {}, {}
+local dup, fresh, kdup, xkey, xfor = {}, {}, {}, {}, {}
 local stored = 0
 for i = 0, n - 1 do
   local ukey = ARGV[4 + i * 6 + 3]
+  local ukept = false
+  if ukey ~= '' and string.byte(ukey, 1) == 0 then
+    local e = string.find(ukey, '\0', 2, true)
+    local c = string.find(ukey, ':', 2, true)
+    xfor[i], ukept = tonumber(string.sub(ukey, 2, c - 1)), string.sub(ukey, c + 1, e - 1) == '1'
+    ukey = string.sub(ukey, e + 1)
+    xkey[i] = ukey
+  end
   if ukey ~= '' then
     local d = fresh[ukey] or redis.call('HGET', T.u, ukey)
     if type(d) == 'string' and #d > 14 then
-      d = nil
+      -- a kept job's: '<id>k<end of its window>:<its drop>' (ms)
+      local c = string.find(d, ':', 16, true)
+      if now < tonumber(string.sub(d, 16, c - 1)) or ukept and now < tonumber(string.sub(d, c + 1)) then
+        d = string.sub(d, 1, 14)
+        kdup[i] = true
+      else
+        d = nil
+      end
     end
     dup[i] = d
   end
@@ -59,13 +78,18 @@ for i = 0, n - 1 do
   local a = 4 + i * 6
   local d = dup[i]
   if d then
+    local st = 5
     if type(d) == 'number' then
       d = ids[d] -- an earlier job of this call
+      st = 10 + READY
+      if tonumber(ARGV[4 + dup[i] * 6 + 1]) > 0 then st = 10 + DELAYED end
+    elseif not kdup[i] then
+      st = 10 + job_state(T, d)
     end
     out[#out + 1] = idnum(d)
-    out[#out + 1] = 1
+    out[#out + 1] = st
   else
-    local delay, ukey = tonumber(ARGV[a + 1]), ARGV[a + 3]
+    local delay, ukey = tonumber(ARGV[a + 1]), xkey[i] or ARGV[a + 3]
     seq = seq + 1
     local id = seq * 256 + tag
     local idh = idhex(id)
@@ -97,7 +121,7 @@ for i = 0, n - 1 do
       ukeys[#ukeys + 1] = idh
     end
     recs[#recs + 1] = idh
-    recs[#recs + 1] = pack_job(T.ix, tonumber(ARGV[a]), delay, tonumber(ARGV[a + 2]), now, ukey, ARGV[a + 5], ARGV[a + 4])
+    recs[#recs + 1] = pack_job(T.ix, tonumber(ARGV[a]), delay, tonumber(ARGV[a + 2]), now, ukey, ARGV[a + 5], ARGV[a + 4], xfor[i])
     out[#out + 1] = id
     out[#out + 1] = 0
   end

@@ -1,5 +1,6 @@
--- rl_lib.lua: helpers of the rate limit scripts (rl_*.lua). The loader
--- inserts this file after each script's shebang line.
+-- rl_lib.lua: helpers of the rate limit scripts (rl_*.lua). The library
+-- (library.go) defines them once, when it loads, for the rl_ family's
+-- operations; an operation's body runs with them in scope.
 --
 -- Conventions of every rate limit script:
 --   KEYS        one key per limit of the call, all under the limiter key's

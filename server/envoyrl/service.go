@@ -229,19 +229,60 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		}
 		return resp, nil
 	}
-	// Per descriptor: its limit, whether it has one, its hits, and the
-	// decision when made together with others.
-	type item struct {
-		m       match
-		found   bool
-		hits    int
-		decided bool
-		res     ratelimit.Result
-		err     error
+	items, err := matchDescriptors(domain, top, ds)
+	if err != nil {
+		return nil, err
 	}
-	items := make([]item, len(ds))
+	limited, group := planDescriptors(req, items, resp)
+	s.decideTogether(ctx, items, group)
+	hs := headerStatus{min: uint32(unlimitedRemaining)}
+	for _, i := range limited {
+		st := resp.Statuses[i]
+		over, err := s.decide(ctx, domain, &items[i], st)
+		if err != nil {
+			return nil, err
+		}
+		r := items[i].m.r
+		switch {
+		case over && r.quota:
+			hs.note(st)
+			// Quota mode: answered OK, without a time to wait.
+			st.DurationUntilReset = nil
+		case over && r.shadow:
+			hs.note(st)
+		case over:
+			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+			hs.st, hs.min = st, 0
+		default:
+			hs.note(st)
+		}
+	}
+	if s.ResponseHeaders && hs.st != nil {
+		resp.ResponseHeadersToAdd = headers(hs.st)
+	}
+	return resp, nil
+}
+
+// descriptor is one descriptor of a request: its limit, whether it has
+// one, its hits, and the decision when made together with others.
+type descriptor struct {
+	d       *rlv3.RateLimitDescriptor
+	m       match
+	found   bool
+	hits    int
+	decided bool
+	res     ratelimit.Result
+	err     error
+}
+
+// matchDescriptors finds the limit of each descriptor of ds (or the one it
+// gives itself), and leaves out those replaced by another's.
+func matchDescriptors(domain string, top []*rule, ds []*rlv3.RateLimitDescriptor) ([]descriptor, error) {
+	items := make([]descriptor, len(ds))
 	var replaced map[string]bool
 	for i, d := range ds {
+		items[i].d = d
 		if d.GetLimit() != nil {
 			m, err := override(domain, d)
 			if err != nil {
@@ -260,139 +301,143 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			}
 		}
 	}
-	// The descriptors to decide, and those decided together.
-	var (
-		limited []int
-		group   []int
-		reqs    []ratelimit.Request
-	)
-	for i, d := range ds {
+	for i := range items {
+		if m := items[i].m; items[i].found && !m.r.unlimited && m.r.name != "" && replaced[m.r.name] {
+			items[i].found, items[i].m = false, match{}
+		}
+	}
+	return items, nil
+}
+
+// planDescriptors gives every descriptor its status in resp (OK, the
+// unlimited ones' remaining) and returns those to decide, and of them
+// those decided together (GCRA limits outside shadow and quota mode that
+// charge hits).
+func planDescriptors(req *rlsv3.RateLimitRequest, items []descriptor, resp *rlsv3.RateLimitResponse) (limited, group []int) {
+	for i := range items {
+		it := &items[i]
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		resp.Statuses[i] = st
-		m := items[i].m
+		m := it.m
 		switch {
-		case !items[i].found:
+		case !it.found:
 			continue
 		case m.r.unlimited:
 			st.LimitRemaining = unlimitedRemaining
 			continue
-		case m.r.name != "" && replaced[m.r.name]:
-			continue
 		}
 		n := uint64(max(req.GetHitsAddend(), 1))
-		if h := d.GetHitsAddend(); h != nil {
+		if h := it.d.GetHitsAddend(); h != nil {
 			n = h.GetValue()
 		}
-		items[i].hits = int(min(n, 1<<31-1))
+		it.hits = int(min(n, 1<<31-1))
 		limited = append(limited, i)
-		if items[i].hits > 0 && m.r.limit != nil && !m.r.shadow && !m.r.quota && m.r.limit.Algorithm == ratelimit.GCRA {
+		if it.hits > 0 && m.r.limit != nil && !m.r.shadow && !m.r.quota && m.r.limit.Algorithm == ratelimit.GCRA {
 			group = append(group, i)
 		}
 	}
-	if len(group) > 1 { // one alone is decided by AllowN below
-		reqs = make([]ratelimit.Request, len(group))
-		for j, i := range group {
-			reqs[j] = ratelimit.Request{Key: items[i].m.key, N: items[i].hits, Limits: items[i].m.r.limits}
-		}
-		_, got, err := s.Limiter.AllowAll(ctx, reqs)
-		if err == nil || errors.Is(err, ratelimit.ErrStore) {
-			for j, i := range group {
-				items[i].decided = true
-				if err != nil {
-					items[i].err = err
-				} else {
-					items[i].res = got[j]
-				}
-			}
-		}
-		// Otherwise one bad limit: decide each on its own below, so the
-		// others are still answered and the bad one reports its error.
+	return limited, group
+}
+
+// decideTogether decides the group's descriptors in one round trip,
+// charged all or none, when there are more than one (one alone is decided
+// by AllowN). When one limit is bad, none is decided: each is then
+// decided on its own, so the others are still answered and the bad one
+// reports its error.
+func (s *Server) decideTogether(ctx context.Context, items []descriptor, group []int) {
+	if len(group) < 2 {
+		return
 	}
-	var headerStatus *rlsv3.RateLimitResponse_DescriptorStatus
-	minRemaining := uint32(unlimitedRemaining)
-	for _, i := range limited {
-		st := resp.Statuses[i]
-		m := items[i].m
-		n := items[i].hits
-		st.CurrentLimit = m.r.pb
-		events := int(m.r.pb.GetRequestsPerUnit())
-		var (
-			res    ratelimit.Result
-			err    error
-			over   bool
-			failed bool
-			used   = events // before this call's hits
-		)
-		switch {
-		case m.r.limit == nil: // requests_per_unit 0: nothing passes
-			over = n > 0
-			res.ResetAfter, res.RetryAfter = m.r.period, m.r.period
-		case n == 0:
-			res, err = s.Limiter.Peek(ctx, m.key, m.r.limits...)
-		case items[i].decided:
-			res, err = items[i].res, items[i].err
-		default:
-			res, err = s.Limiter.AllowN(ctx, m.key, n, m.r.limits...)
-		}
-		switch {
-		case m.r.limit == nil:
-		case errors.Is(err, ratelimit.ErrImpossible):
-			over = true
-			used = 0
-			res.RetryAfter = m.r.limit.Per
-		case errors.Is(err, ratelimit.ErrStore):
-			s.metrics.storeError(domain, "closed")
-			s.logger().Warn("rate limit store failed: answering OVER_LIMIT (fail closed)", "domain", domain, "err", err)
-			over, failed = true, true
-		case err != nil:
-			return nil, status.Error(codes.Internal, err.Error())
-		case res.StoreErr != nil:
-			s.metrics.storeError(domain, "open")
-			failed = true
-		case n == 0:
-			used = events - res.Remaining
-		case res.Allowed:
-			used = events - res.Remaining - n
-		default:
-			over = true
-			used = events - res.Remaining
-		}
-		s.metrics.decided(domain, m.statKey, events, max(used, 0), n, over, m.r.shadow, failed)
-		reset := res.ResetAfter
-		if over {
-			reset = res.RetryAfter
-			st.LimitRemaining = 0
+	reqs := make([]ratelimit.Request, len(group))
+	for j, i := range group {
+		reqs[j] = ratelimit.Request{Key: items[i].m.key, N: items[i].hits, Limits: items[i].m.r.limits}
+	}
+	_, got, err := s.Limiter.AllowAll(ctx, reqs)
+	if err != nil && !errors.Is(err, ratelimit.ErrStore) {
+		return
+	}
+	for j, i := range group {
+		items[i].decided = true
+		if err != nil {
+			items[i].err = err
 		} else {
-			st.LimitRemaining = uint32(min(max(res.Remaining, 0), math.MaxUint32))
-		}
-		st.DurationUntilReset = durationpb.New(reset)
-		// The headers: the descriptor with the least remaining, or the
-		// last one over its limit.
-		switch {
-		case over && m.r.quota:
-			if st.LimitRemaining < minRemaining {
-				headerStatus, minRemaining = st, st.LimitRemaining
-			}
-			// Quota mode: answered OK, without a time to wait.
-			st.DurationUntilReset = nil
-		case over && m.r.shadow:
-			if st.LimitRemaining < minRemaining {
-				headerStatus, minRemaining = st, st.LimitRemaining
-			}
-		case over:
-			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
-			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-			headerStatus, minRemaining = st, 0
-		default:
-			if st.LimitRemaining < minRemaining {
-				headerStatus, minRemaining = st, st.LimitRemaining
-			}
+			items[i].res = got[j]
 		}
 	}
-	if s.ResponseHeaders && headerStatus != nil {
-		resp.ResponseHeadersToAdd = headers(headerStatus)
+}
+
+// decide decides one descriptor (unless decided together), counts it and
+// fills in st but for its code; over reports whether it is over its
+// limit. An error is the reply's (a limit the store refuses).
+func (s *Server) decide(ctx context.Context, domain string, it *descriptor, st *rlsv3.RateLimitResponse_DescriptorStatus) (over bool, _ error) {
+	m := it.m
+	n := it.hits
+	st.CurrentLimit = m.r.pb
+	events := int(m.r.pb.GetRequestsPerUnit())
+	var (
+		res    ratelimit.Result
+		err    error
+		failed bool
+		used   = events // before this call's hits
+	)
+	switch {
+	case m.r.limit == nil: // requests_per_unit 0: nothing passes
+		over = n > 0
+		res.ResetAfter, res.RetryAfter = m.r.period, m.r.period
+	case n == 0:
+		res, err = s.Limiter.Peek(ctx, m.key, m.r.limits...)
+	case it.decided:
+		res, err = it.res, it.err
+	default:
+		res, err = s.Limiter.AllowN(ctx, m.key, n, m.r.limits...)
 	}
-	return resp, nil
+	switch {
+	case m.r.limit == nil:
+	case errors.Is(err, ratelimit.ErrImpossible):
+		over = true
+		used = 0
+		res.RetryAfter = m.r.limit.Per
+	case errors.Is(err, ratelimit.ErrStore):
+		s.metrics.storeError(domain, "closed")
+		s.logger().Warn("rate limit store failed: answering OVER_LIMIT (fail closed)", "domain", domain, "err", err)
+		over, failed = true, true
+	case err != nil:
+		return false, status.Error(codes.Internal, err.Error())
+	case res.StoreErr != nil:
+		s.metrics.storeError(domain, "open")
+		failed = true
+	case n == 0:
+		used = events - res.Remaining
+	case res.Allowed:
+		used = events - res.Remaining - n
+	default:
+		over = true
+		used = events - res.Remaining
+	}
+	s.metrics.decided(domain, m.statKey, events, max(used, 0), n, over, m.r.shadow, failed)
+	reset := res.ResetAfter
+	if over {
+		reset = res.RetryAfter
+		st.LimitRemaining = 0
+	} else {
+		st.LimitRemaining = uint32(min(max(res.Remaining, 0), math.MaxUint32))
+	}
+	st.DurationUntilReset = durationpb.New(reset)
+	return over, nil
+}
+
+// headerStatus picks the descriptor whose status the response headers
+// give: the one with the least remaining, or the last one over its limit.
+type headerStatus struct {
+	st  *rlsv3.RateLimitResponse_DescriptorStatus
+	min uint32
+}
+
+// note takes st when it has less remaining than the one taken.
+func (h *headerStatus) note(st *rlsv3.RateLimitResponse_DescriptorStatus) {
+	if st.LimitRemaining < h.min {
+		h.st, h.min = st, st.LimitRemaining
+	}
 }
 
 // currentLimit states a limit given by the extension per as Envoy's

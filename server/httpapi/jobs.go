@@ -43,7 +43,7 @@ var jobsPrimitive = primitive{
 			{"POST", "/v1/tubes/{tube}/kick", "kick", s.kick},
 			{"POST", "/v1/tubes/{tube}/pause", "pause-tube", s.pause},
 			{"GET", "/v1/stats", "stats", s.stats},
-		}, s.tubeLimitRoutes()...)
+		}, append(s.tubeLimitRoutes(), s.cancelRoutes()...)...)
 	},
 	panel: jobsPanel,
 }
@@ -684,6 +684,8 @@ type TubeStats struct {
 	// the tube's ready jobs (docs/tube-limits.md).
 	Limits     *TubeLimits `json:"limits,omitempty"`
 	LimitHolds int64       `json:"limit_holds"`
+	// Cancels counts the tube's jobs cancelled (POST /v1/jobs/{id}/cancel).
+	Cancels int64 `json:"cancels"`
 	// Groups, GroupReady and GroupReserved describe the tube's groups
 	// (queue.TubeStats), absent when it has none.
 	Groups        int64 `json:"groups,omitempty"`
@@ -695,7 +697,7 @@ func tubeStatsOf(st queue.TubeStats) TubeStats {
 	return TubeStats{Name: st.Name, Urgent: st.Urgent, Ready: st.Ready, Reserved: st.Reserved, Delayed: st.Delayed,
 		Buried: st.Buried, TotalJobs: st.TotalJobs, Deletes: st.Deletes, Pauses: st.Pauses, Paused: st.Pause > 0,
 		PauseMS: st.Pause.Milliseconds(), PauseTimeLeftMS: st.PauseTimeLeft.Milliseconds(),
-		Limits: tubeLimitsField(st.Limits), LimitHolds: st.LimitHolds,
+		Limits: tubeLimitsField(st.Limits), LimitHolds: st.LimitHolds, Cancels: st.Cancels,
 		Groups: st.Groups, GroupReady: st.GroupReady, GroupReserved: st.GroupReserved}
 }
 

@@ -51,6 +51,11 @@ const (
 	MetricStoreUp = "hourglass_store_up"
 	// MetricTubePaused is 1 for a paused tube, 0 otherwise.
 	MetricTubePaused = "hourglass_tube_paused"
+	// MetricTubeCancels counts the jobs of a tube cancelled
+	// (queue.TubeStats.Cancels, read at scrape time), by tube: a counter
+	// that starts again when the tube does (or, on the embedded engine,
+	// when the server starts).
+	MetricTubeCancels = "hourglass_tube_cancels_total"
 	// MetricDeliveryLateness is the histogram, in seconds, of how late a
 	// job reached a worker over HTTP: the time of its reserve minus the
 	// time it became due (its put plus its delay). It is observed for a
@@ -256,14 +261,16 @@ func (m *Metrics) lateness(w http.ResponseWriter, ctx context.Context, q *queue.
 type jobsCollector struct{ m *Metrics }
 
 var (
-	jobsDesc   = prometheus.NewDesc(MetricJobs, "Jobs by tube and state, read from the store at scrape time.", []string{"tube", "state"}, nil)
-	pausedDesc = prometheus.NewDesc(MetricTubePaused, "1 for a paused tube.", []string{"tube"}, nil)
-	upDesc     = prometheus.NewDesc(MetricStoreUp, "1 when the scrape read the job counts from the store.", nil, nil)
+	jobsDesc    = prometheus.NewDesc(MetricJobs, "Jobs by tube and state, read from the store at scrape time.", []string{"tube", "state"}, nil)
+	pausedDesc  = prometheus.NewDesc(MetricTubePaused, "1 for a paused tube.", []string{"tube"}, nil)
+	cancelsDesc = prometheus.NewDesc(MetricTubeCancels, "Jobs of the tube cancelled, read from the store at scrape time.", []string{"tube"}, nil)
+	upDesc      = prometheus.NewDesc(MetricStoreUp, "1 when the scrape read the job counts from the store.", nil, nil)
 )
 
 func (c jobsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- jobsDesc
 	ch <- pausedDesc
+	ch <- cancelsDesc
 	ch <- upDesc
 	describeTubeLimits(ch)
 }
@@ -300,6 +307,7 @@ func (c jobsCollector) Collect(ch chan<- prometheus.Metric) {
 			paused = 1
 		}
 		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, t)
+		ch <- prometheus.MustNewConstMetric(cancelsDesc, prometheus.CounterValue, float64(st.Cancels), t)
 		collectTubeLimits(ch, st)
 	}
 }

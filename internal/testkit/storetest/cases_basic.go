@@ -310,7 +310,7 @@ func testUniqueKey(t *testing.T, s *suite) {
 	}
 	total := e.stats().TotalJobs
 	dup := putKey("uniq", "k", "second")
-	if diff := gocmp.Diff(queue.PutResult{ID: first.ID, Duplicate: true}, dup); diff != "" {
+	if diff := gocmp.Diff(queue.PutResult{ID: first.ID, Duplicate: true, State: queue.Ready}, dup); diff != "" {
 		t.Errorf("second put of key k (-want +got):\n%s", diff)
 	}
 	if got := e.stats().TotalJobs; got != total {
@@ -341,22 +341,22 @@ func testUniqueKey(t *testing.T, s *suite) {
 		{Body: []byte("b2"), UniqueKey: "k2"},
 		{Body: []byte("b3"), UniqueKey: "k"},
 	})
-	want := []queue.PutResult{{ID: batch[0].ID}, {ID: batch[0].ID, Duplicate: true}, {ID: first.ID, Duplicate: true}}
+	want := []queue.PutResult{{ID: batch[0].ID}, {ID: batch[0].ID, Duplicate: true, State: queue.Ready}, {ID: first.ID, Duplicate: true, State: queue.Ready}}
 	if diff := gocmp.Diff(want, batch); diff != "" {
 		t.Errorf("PutMany with a key repeated in the batch (-want +got):\n%s", diff)
 	}
 
 	// The key stays held while the job is reserved, buried or delayed.
 	e.reserveJob(e.q, first.ID)
-	if r := putKey("uniq", "k", "while reserved"); r != (queue.PutResult{ID: first.ID, Duplicate: true}) {
+	if r := putKey("uniq", "k", "while reserved"); r != (queue.PutResult{ID: first.ID, Duplicate: true, State: queue.Reserved}) {
 		t.Errorf("put of key k while its job is reserved: %+v", r)
 	}
 	e.ok("Bury", e.q.Bury(e.ctx, first.ID, 0))
-	if r := putKey("uniq", "k", "while buried"); r != (queue.PutResult{ID: first.ID, Duplicate: true}) {
+	if r := putKey("uniq", "k", "while buried"); r != (queue.PutResult{ID: first.ID, Duplicate: true, State: queue.Buried}) {
 		t.Errorf("put of key k while its job is buried: %+v", r)
 	}
 	delayed := e.putMany("uniq", []queue.NewJob{{Body: []byte("d"), UniqueKey: "kd", Delay: time.Minute}})[0]
-	if r := putKey("uniq", "kd", "while delayed"); r != (queue.PutResult{ID: delayed.ID, Duplicate: true}) {
+	if r := putKey("uniq", "kd", "while delayed"); r != (queue.PutResult{ID: delayed.ID, Duplicate: true, State: queue.Delayed}) {
 		t.Errorf("put of key kd while its job is delayed: %+v", r)
 	}
 

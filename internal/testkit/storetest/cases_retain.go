@@ -21,6 +21,10 @@ func retainCases() []queueCase {
 		{"FinishWithoutRetention", testFinishWithoutRetention},
 		{"FinishErrors", testFinishErrors},
 		{"KeptKeyNewJob", testKeptKeyNewJob},
+		{"KeyWindow", testKeyWindow},
+		{"UniqueKept", testUniqueKept},
+		{"DuplicateState", testDuplicateState},
+		{"KeyOptionsBadInput", testKeyOptionsBadInput},
 	}
 }
 
@@ -274,5 +278,129 @@ func testKeptKeyNewJob(t *testing.T, s *suite) {
 	e.wantNoLookup("a's deadline", a, "", "")
 	if js, err := e.q.LookupKey(e.ctx, "kk", "k"); err != nil || js.ID != b {
 		t.Errorf("LookupKey after a's deadline = %d %v, want %d", js.ID, err, b)
+	}
+}
+
+func (e *env) putRes(tube string, j queue.NewJob) queue.PutResult {
+	e.t.Helper()
+	res, err := e.q.PutMany(e.ctx, tube, []queue.NewJob{j})
+	e.ok("Put", err)
+	return res[0]
+}
+
+// testKeyWindow: a job put with UniqueFor makes every put with its key a
+// duplicate until its window closes, whether it is live or ended; ended,
+// it is kept (without a retention) until then.
+func testKeyWindow(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	a := e.put("w", queue.NewJob{Body: []byte("a"), UniqueKey: "k", UniqueFor: 10 * time.Second})
+	if r := e.putRes("w", queue.NewJob{Body: []byte("b"), UniqueKey: "k"}); r.ID != a || !r.Duplicate || r.State != queue.Ready {
+		t.Errorf("a put while the job is live = %+v, want a duplicate of %d, ready", r, a)
+	}
+	e.reserveWant(e.q, a, "w")
+	e.advance(time.Second)
+	e.ok("Delete", e.q.Delete(e.ctx, a))
+	e.wantKept("ended inside its window", a, "", epoch.Add(10*time.Second))
+	e.advance(time.Second)
+	if r := e.putRes("w", queue.NewJob{Body: []byte("c"), UniqueKey: "k"}); r.ID != a || !r.Duplicate || r.State != queue.Finished {
+		t.Errorf("a put inside the window after the job ended = %+v, want a duplicate of %d, finished", r, a)
+	}
+	e.noReserve(e.q, "w")
+	e.advance(8*time.Second - time.Millisecond)
+	if r := e.putRes("w", queue.NewJob{Body: []byte("d"), UniqueKey: "k"}); r.ID != a || !r.Duplicate {
+		t.Errorf("a put a millisecond before the window closes = %+v, want a duplicate of %d", r, a)
+	}
+	e.advance(time.Millisecond)
+	r := e.putRes("w", queue.NewJob{Body: []byte("e"), UniqueKey: "k", UniqueFor: 5 * time.Second})
+	if r.Duplicate || r.ID == a {
+		t.Fatalf("a put when the window closed = %+v, want a new job", r)
+	}
+	e.wantNoLookup("the first job after its window", a, "", "")
+	// Ended without a retention and outside its window: deleted.
+	e.reserveWant(e.q, r.ID, "w")
+	e.advance(5 * time.Second)
+	e.ok("Delete after the window", e.q.Delete(e.ctx, r.ID))
+	e.wantNoLookup("ended after its window", r.ID, "w", "k")
+	// A window with a retention: kept for the longer of the two.
+	e.ok("SetRetention", e.q.SetRetention(e.ctx, "w2", 3*time.Second))
+	b := e.put("w2", queue.NewJob{Body: []byte("b"), UniqueKey: "k", UniqueFor: 10 * time.Second})
+	e.ok("Finish", e.q.Finish(e.ctx, b, []byte("r")))
+	e.wantKept("window longer than the retention", b, "r", e.clock.Now().Add(10*time.Second))
+	c := e.put("w2", queue.NewJob{Body: []byte("c"), UniqueKey: "q", UniqueFor: time.Second})
+	e.ok("Finish", e.q.Finish(e.ctx, c, nil))
+	e.wantKept("retention longer than the window", c, "", e.clock.Now().Add(3*time.Second))
+}
+
+// testUniqueKept: a put asking UniqueKept is a duplicate of a kept job
+// with its key; one that does not ask is a new job.
+func testUniqueKept(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	e.ok("SetRetention", e.q.SetRetention(e.ctx, "uk", time.Minute))
+	a := e.put("uk", queue.NewJob{Body: []byte("a"), UniqueKey: "order-1"})
+	e.ok("Finish", e.q.Finish(e.ctx, a, []byte("done")))
+	if r := e.putRes("uk", queue.NewJob{Body: []byte("b"), UniqueKey: "order-1", UniqueKept: true}); r.ID != a || !r.Duplicate || r.State != queue.Finished {
+		t.Errorf("UniqueKept put while the job is kept = %+v, want a duplicate of %d, finished", r, a)
+	}
+	e.noReserve(e.q, "uk")
+	e.advance(time.Minute)
+	r := e.putRes("uk", queue.NewJob{Body: []byte("c"), UniqueKey: "order-1", UniqueKept: true})
+	if r.Duplicate {
+		t.Errorf("UniqueKept put after the job was dropped = %+v, want a new job", r)
+	}
+	e.ok("Finish", e.q.Finish(e.ctx, r.ID, nil))
+	if r2 := e.putRes("uk", queue.NewJob{Body: []byte("d"), UniqueKey: "order-1"}); r2.Duplicate {
+		t.Errorf("a put without UniqueKept while a job is kept = %+v, want a new job", r2)
+	}
+}
+
+// testDuplicateState: a duplicate says the state of the job it found.
+func testDuplicateState(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	for _, c := range []struct {
+		name string
+		job  queue.NewJob
+		then func(id queue.ID)
+		want queue.State
+	}{
+		{"ready", queue.NewJob{}, func(queue.ID) {}, queue.Ready},
+		{"delayed", queue.NewJob{Delay: time.Minute}, func(queue.ID) {}, queue.Delayed},
+		{"reserved", queue.NewJob{}, func(id queue.ID) { e.reserveWant(e.q, id, "ds-reserved") }, queue.Reserved},
+		{"buried", queue.NewJob{}, func(id queue.ID) {
+			e.reserveWant(e.q, id, "ds-buried")
+			e.ok("Bury", e.q.Bury(e.ctx, id, 0))
+		}, queue.Buried},
+	} {
+		c.job.UniqueKey = "k"
+		id := e.put("ds-"+c.name, c.job)
+		c.then(id)
+		if r := e.putRes("ds-"+c.name, queue.NewJob{UniqueKey: "k"}); r.ID != id || !r.Duplicate || r.State != c.want {
+			t.Errorf("%s: duplicate = %+v, want of %d, %v", c.name, r, id, c.want)
+		}
+	}
+	res, err := e.q.PutMany(e.ctx, "ds-batch", []queue.NewJob{{UniqueKey: "b", Delay: time.Second}, {UniqueKey: "b"}})
+	e.ok("PutMany", err)
+	if !res[1].Duplicate || res[1].ID != res[0].ID || res[1].State != queue.Delayed {
+		t.Errorf("a duplicate of an earlier job of the same put = %+v, want of %d, delayed", res[1], res[0].ID)
+	}
+}
+
+// testKeyOptionsBadInput: windows without a key, bad windows and keys
+// beginning with NUL are refused and store nothing.
+func testKeyOptionsBadInput(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	for _, j := range []queue.NewJob{
+		{UniqueFor: time.Second},
+		{UniqueKept: true},
+		{UniqueKey: "k", UniqueFor: -time.Second},
+		{UniqueKey: "k", UniqueFor: 1500 * time.Microsecond},
+		{UniqueKey: "k", UniqueFor: queue.MaxRetention + time.Millisecond},
+		{UniqueKey: "\x00k"},
+	} {
+		if _, err := e.q.Put(e.ctx, "bad", j); !errors.Is(err, queue.ErrInvalid) {
+			t.Errorf("Put(%+v): %v, want ErrInvalid", j, err)
+		}
+	}
+	if names := e.tubes(); slices.Contains(names, "bad") {
+		t.Errorf("refused puts made the tube: %q", names)
 	}
 }
