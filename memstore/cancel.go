@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/hourglass-io/hourglass/internal/wal"
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-// Record kinds of cancels (the queue's range; issue of kinds 18–21).
+// Record kinds of cancels: 18–21 of the queue's range. A kind's layout
+// never changes once released: a new layout is a new kind.
 const (
 	kindCancel = 18 // log: a job cancelled: u id, s reason
+	// kindCancelKept: a job cancelled and kept by its tube's retention
+	// (log): u id, s reason, v ended at (Unix ns), v dropped at (Unix ns).
+	// A snapshot writes it as any kept job (kindKept, how 2).
+	kindCancelKept = 19
 )
 
 var _ queue.CancelStore = (*Store)(nil)
@@ -49,10 +55,22 @@ func (q *jobQueue) Cancel(ctx context.Context, id queue.ID, reason string) (queu
 		return 0, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
 	}
 	was, t := j.state, j.tube
-	q.freeSlotLocked(j)
-	q.dropJob(j)
+	var tk wal.Ticket
+	if r := q.retain[t.name]; r > 0 {
+		// Kept like a finished job, its reason as its last error.
+		j.noteError(reason, now)
+		q.keepLocked(j, &kept{how: keptCancelled, endedAt: now}, now+r)
+		b := q.encodeCancel(id, reason)
+		b = binary.AppendVarint(b, now)
+		b = binary.AppendVarint(b, j.at)
+		q.e.scratch = b
+		tk = q.e.append(kindCancelKept, b, nil)
+	} else {
+		q.freeSlotLocked(j)
+		q.dropJob(j)
+		tk = q.e.append(kindCancel, q.encodeCancel(id, reason), nil)
+	}
 	t.cancels++
-	tk := q.e.append(kindCancel, q.encodeCancel(id, reason), nil)
 	if t.jobs() == 0 {
 		tk = max(tk, q.freeLocked(t))
 	}
@@ -112,9 +130,13 @@ func (q *jobQueue) encodeCancel(id queue.ID, reason string) []byte {
 }
 
 // replayCancel applies a cancel record at Open.
-func (q *jobQueue) replayCancel(d *decoder) error {
+func (q *jobQueue) replayCancel(kind byte, d *decoder) error {
 	id := queue.ID(d.uvarint())
 	reason := d.string()
+	var ended, drop int64
+	if kind == kindCancelKept {
+		ended, drop = d.varint(), d.varint()
+	}
 	if err := d.end(); err != nil {
 		return err
 	}
@@ -124,6 +146,11 @@ func (q *jobQueue) replayCancel(d *decoder) error {
 	j := q.jobs[id]
 	if j == nil {
 		return fmt.Errorf("cancel of unknown job %d", id)
+	}
+	if kind == kindCancelKept {
+		j.noteError(reason, ended)
+		q.keepLocked(j, &kept{how: keptCancelled, endedAt: ended}, drop)
+		return nil
 	}
 	q.dropJob(j)
 	return nil

@@ -34,6 +34,12 @@ const (
 	kindKeyX = 16
 )
 
+// How a kept job ended (kept.how).
+const (
+	keptFinished  = 1
+	keptCancelled = 2 // cancel.go
+)
+
 func (q *jobQueue) encodeKeyX(j *job) []byte {
 	b := binary.AppendUvarint(q.e.scratch[:0], uint64(j.id))
 	b = binary.AppendVarint(b, j.more.ufor)
@@ -45,7 +51,7 @@ func (q *jobQueue) encodeKeyX(j *job) []byte {
 
 // kept is what a kept job has beyond a live one.
 type kept struct {
-	how     byte  // 1 finished
+	how     byte  // keptFinished, keptCancelled
 	endedAt int64 // Unix ns
 	result  []byte
 }
@@ -120,7 +126,7 @@ func (q *jobQueue) endLocked(owner string, id queue.ID, result []byte, now int64
 		drop = w // kept while its key's window holds, not beyond
 	}
 	drop = max(drop, w)
-	k := &kept{how: 1, endedAt: now, result: slices.Clone(result)}
+	k := &kept{how: keptFinished, endedAt: now, result: slices.Clone(result)}
 	q.keepLocked(j, k, drop)
 	b := binary.AppendUvarint(q.e.scratch[:0], uint64(id))
 	b = append(b, k.how)
@@ -132,14 +138,17 @@ func (q *jobQueue) endLocked(owner string, id queue.ID, result []byte, now int64
 }
 
 // keepLocked takes the live job j out of its tube's states, counting a
-// delete, and keeps it as k until drop.
+// delete when it was finished (a cancel counts itself), and keeps it as k
+// until drop.
 func (q *jobQueue) keepLocked(j *job, k *kept, drop int64) {
 	t := j.tube
 	q.freeSlotLocked(j)
 	q.unlink(j)
 	delete(q.jobs, j.id)
 	q.live -= jobSize(j)
-	t.deletes++
+	if k.how == keptFinished {
+		t.deletes++
+	}
 	j.setKept(k)
 	j.state, j.at = queue.Finished, drop
 	t.kept.push(j)
@@ -167,6 +176,9 @@ func (q *jobQueue) dropLocked(j *job) {
 	t := j.tube
 	t.kept.remove(j)
 	delete(q.kept, j.id)
+	if len(q.kept) == 0 {
+		q.kept = nil // a map keeps its buckets: give them back
+	}
 	if k := j.key(); k != "" && t.keys[k] == j {
 		delete(t.keys, k)
 	}
@@ -214,6 +226,7 @@ func (q *jobQueue) lookupLocked(j *job, now int64) (queue.JobStats, error) {
 		out.Result = slices.Clone(j.more.kept.result)
 		out.FinishedAt = timeOf(j.more.kept.endedAt)
 		out.KeptUntil = timeOf(j.at)
+		out.Cancelled = j.more.kept.how == keptCancelled
 		out.Age = durationOf(now - j.created)
 	}
 	return out, nil

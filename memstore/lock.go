@@ -176,6 +176,18 @@ func (l *Locks) end(now int64, names ...string) {
 	l.e.end(now, 0)
 }
 
+// update runs f between begin and end, at the time begin read: f returns
+// the names whose listeners to wake, and its outcome.
+func (l *Locks) update(ctx context.Context, f func(now int64) (wake []string, err error)) error {
+	now, err := l.begin(ctx)
+	if err != nil {
+		return err
+	}
+	wake, err := f(now)
+	l.end(now, wake...)
+	return err
+}
+
 // Acquire implements lock.Store.
 func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Grant, error) {
 	now, err := l.begin(ctx)
@@ -248,36 +260,28 @@ func (l *Locks) held(name, token string, now int64) (st *lockState, until int64,
 
 // Release implements lock.Store.
 func (l *Locks) Release(ctx context.Context, name, token string) error {
-	now, err := l.begin(ctx)
-	if err != nil {
-		return err
-	}
-	st, _, ok := l.held(name, token, now)
-	if !ok {
-		l.end(now)
-		return lock.ErrNotHeld
-	}
-	delete(st.holders, token)
-	l.tidy(name, st)
-	l.end(now, name)
-	return nil
+	return l.update(ctx, func(now int64) ([]string, error) {
+		st, _, ok := l.held(name, token, now)
+		if !ok {
+			return nil, lock.ErrNotHeld
+		}
+		delete(st.holders, token)
+		l.tidy(name, st)
+		return []string{name}, nil
+	})
 }
 
 // Refresh implements lock.Store.
 func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Duration) error {
-	now, err := l.begin(ctx)
-	if err != nil {
-		return err
-	}
-	st, _, ok := l.held(name, token, now)
-	if !ok {
-		l.end(now)
-		return lock.ErrNotHeld
-	}
-	st.holders[token] = now + int64(ttl)
-	l.schedule(name, now+int64(ttl))
-	l.end(now)
-	return nil
+	return l.update(ctx, func(now int64) ([]string, error) {
+		st, _, ok := l.held(name, token, now)
+		if !ok {
+			return nil, lock.ErrNotHeld
+		}
+		st.holders[token] = now + int64(ttl)
+		l.schedule(name, now+int64(ttl))
+		return nil, nil
+	})
 }
 
 // TTL implements lock.Store.
@@ -296,25 +300,20 @@ func (l *Locks) TTL(ctx context.Context, name, token string) (time.Duration, err
 
 // Leave implements lock.Store.
 func (l *Locks) Leave(ctx context.Context, name, token string) error {
-	now, err := l.begin(ctx)
-	if err != nil {
-		return err
-	}
-	st := l.state(name, now)
-	if st == nil {
-		l.end(now)
-		return nil
-	}
-	n := len(st.queue)
-	st.queue = slices.DeleteFunc(st.queue, func(w waiter) bool { return w.token == token })
-	left := len(st.queue) != n
-	l.tidy(name, st)
-	if !left {
-		l.end(now)
-		return nil
-	}
-	l.end(now, name)
-	return nil
+	return l.update(ctx, func(now int64) ([]string, error) {
+		st := l.state(name, now)
+		if st == nil {
+			return nil, nil
+		}
+		n := len(st.queue)
+		st.queue = slices.DeleteFunc(st.queue, func(w waiter) bool { return w.token == token })
+		left := len(st.queue) != n
+		l.tidy(name, st)
+		if !left {
+			return nil, nil
+		}
+		return []string{name}, nil
+	})
 }
 
 // Listen implements lock.Notifier: wake(name) is called after each release

@@ -398,8 +398,8 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 	case kindRetain, kindFinish, kindKept, kindDrop, kindKeyX:
 		return q.replayKeep(kind, d)
 
-	case kindCancel:
-		return q.replayCancel(d)
+	case kindCancel, kindCancelKept:
+		return q.replayCancel(kind, d)
 
 	case kindHold:
 		name := d.string()

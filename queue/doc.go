@@ -21,6 +21,25 @@
 //	  │ delay passes     │ release with delay ──► delayed
 //	delayed              │ bury ──► buried ──kick──► ready
 //
+// # Cancel
+//
+// Cancel (CancelStore; both back ends are) stops a job wherever it is: a
+// ready, delayed or buried job is removed; a reserved job is removed and
+// its holder told, pushed through the store to whatever process holds it
+// (ListenCancel; on Redis a shard channel of the job's tag). A Worker's
+// handler context then ends with a *CancelError (errors.Is ErrCancelled)
+// carrying the reason, and the Worker neither deletes, releases nor buries
+// the job; any other holder's later Delete, Release, Bury or Touch finds no
+// job (ErrNotFound; beanstalkd NOT_FOUND at the client's next command on
+// it; HTTP 404 not_found), and the job is never retried or made ready
+// again. A reservation whose TTR had run out ended first: the job was
+// ready, and nobody is told. Cancels are counted per tube
+// (TubeStats.Cancels), not as deletes. In a tube that keeps finished jobs
+// (KeepStore) a cancelled job is kept like a finished one, with
+// JobStats.Cancelled set and the reason as its last error.
+//
+//	any state ──cancel──► gone (or kept); a reserved job's holder is told
+//
 // # Limits
 //
 // A tube may carry limits (SetLimits, LimitStore): a rate, at most so many

@@ -192,6 +192,9 @@ type JobStats struct {
 	Result     []byte
 	FinishedAt time.Time
 	KeptUntil  time.Time
+	// Cancelled (Queue.Cancel) says that a kept job ended by a cancel,
+	// not a finish; its reason is LastError, and FinishedAt when.
+	Cancelled bool
 
 	// Trace context (docs/tracing.md).
 

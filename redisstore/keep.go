@@ -119,7 +119,7 @@ func (s *Store) Lookup(ctx context.Context, id queue.ID) (queue.JobStats, error)
 		}
 		return queue.JobStats{}, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
 	}
-	a = r.arr(a, 7)
+	a = r.arr(a, 8)
 	j := parseJob(r, a[2])
 	st := r.arr(a[3], peekStats+2)
 	n := make([]int64, peekStats)
@@ -128,7 +128,7 @@ func (s *Store) Lookup(ctx context.Context, id queue.ID) (queue.JobStats, error)
 	}
 	lastErr := r.str(st[peekStats])
 	result := r.str(a[4])
-	ended, drop := r.int(a[5]), r.int(a[6])
+	ended, drop, how := r.int(a[5]), r.int(a[6]), r.int(a[7])
 	if err := r.done(); err != nil {
 		return queue.JobStats{}, err
 	}
@@ -138,6 +138,7 @@ func (s *Store) Lookup(ctx context.Context, id queue.ID) (queue.JobStats, error)
 		out.Result = []byte(result)
 	}
 	out.FinishedAt, out.KeptUntil = timeMS(ended), timeMS(drop)
+	out.Cancelled = how == 2
 	return out, nil
 }
 

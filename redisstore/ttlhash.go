@@ -116,11 +116,17 @@ var (
 	_ ttlhash.Notifier     = (*Hashes)(nil)
 	_ ttlhash.ShardSweeper = (*Hashes)(nil)
 	_ ttlhash.ShardReader  = (*Hashes)(nil)
+	_ ttlhash.AckReader    = (*Hashes)(nil)
 )
 
 // Hashes returns the Store's ttlhash.Store with the default options.
+// HashesWith refuses only options out of range, which the defaults never
+// are: an error here is a defect of the defaults, and panics.
 func (s *Store) Hashes() *Hashes {
-	h, _ := s.HashesWith(nil)
+	h, err := s.HashesWith(nil)
+	if err != nil {
+		panic("redisstore: the default hash options refused: " + err.Error())
+	}
 	return h
 }
 

@@ -221,7 +221,7 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%v printed %q", args, r.stdout)
 		}
 	}
-	expect(t, nil, 2, []string{"put", "--delay", "1500ms", "a"}, "whole seconds")
+	expect(t, nil, 2, []string{"put", "--delay", "-1500ms", "a"}, "want 0 or more")
 	expect(t, nil, 2, []string{"put", "--tube", "-x", "a"}, `bad tube name "-x"`)
 	expect(t, nil, 2, []string{"serve", "--fsync", "sometimes"}, "want always, everysec or no")
 	expect(t, []string{"HOURGLASS_MAX_JOB_SIZE=big"}, 2, []string{"serve"}, "HOURGLASS_MAX_JOB_SIZE")

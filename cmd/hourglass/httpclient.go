@@ -62,17 +62,23 @@ func (e *apiError) Error() string { return fmt.Sprintf("%s (%s)", e.Message, e.C
 // call sends in (JSON, when not nil) to path with method, and returns the
 // reply's body: JSON, or nothing for 204. An error reply is an *apiError.
 func (c *httpClient) call(ctx context.Context, method, path string, in any) (status int, body []byte, err error) {
+	status, body, _, err = c.callHeader(ctx, method, path, in)
+	return status, body, err
+}
+
+// callHeader is call that returns the reply's header too.
+func (c *httpClient) callHeader(ctx context.Context, method, path string, in any) (status int, body []byte, header http.Header, err error) {
 	var rd io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -85,24 +91,25 @@ func (c *httpClient) call(ctx context.Context, method, path string, in any) (sta
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("cannot reach %s: %w", c.base, errors.Unwrap(err))
+		return 0, nil, nil, fmt.Errorf("cannot reach %s: %w", c.base, errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
+	header = resp.Header
 	body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return 0, nil, fmt.Errorf("reading the reply of %s: %w", c.base, err)
+		return 0, nil, nil, fmt.Errorf("reading the reply of %s: %w", c.base, err)
 	}
 	if resp.StatusCode >= 400 {
 		var e struct {
 			Error apiError `json:"error"`
 		}
 		if json.Unmarshal(body, &e) != nil || e.Error.Code == "" {
-			return resp.StatusCode, body, fmt.Errorf("%s %s: %s", method, path, resp.Status)
+			return resp.StatusCode, body, header, fmt.Errorf("%s %s: %s", method, path, resp.Status)
 		}
 		e.Error.Status = resp.StatusCode
-		return resp.StatusCode, body, &e.Error
+		return resp.StatusCode, body, header, &e.Error
 	}
-	return resp.StatusCode, body, nil
+	return resp.StatusCode, body, header, nil
 }
 
 // show prints a JSON reply: as it is with --json, else as aligned
@@ -135,7 +142,14 @@ func durationsOf(o orderedObject) orderedObject {
 		if !ok {
 			continue
 		}
-		if s, isText := f.value.(string); isText {
+		var s string
+		switch v := f.value.(type) {
+		case string:
+			s = v
+		case json.Number:
+			s = v.String()
+		}
+		if s != "" {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
 				out[i] = field{name, (time.Duration(n) * time.Millisecond).String()}
 			}

@@ -133,5 +133,5 @@ func (c *cli) showJobText(body []byte) error {
 			out = append(out, f)
 		}
 	}
-	return writeKV(c.stdout, out)
+	return writeKV(c.stdout, durationsOf(out))
 }

@@ -75,6 +75,15 @@ func TestJobHistoryCommands(t *testing.T) {
 				t.Errorf("%s: %s is %q, want RFC 3339 with milliseconds", what, k, got[k])
 			}
 		}
+		// Durations with their unit, as in every text output.
+		for k, v := range got {
+			if strings.HasSuffix(k, "_ms") {
+				t.Errorf("%s: %s: %s, want a duration with its unit", what, k, v)
+			}
+		}
+		if got["ttr"] != "1m0s" {
+			t.Errorf("%s: ttr %q, want 1m0s", what, got["ttr"])
+		}
 	}
 	id := fmt.Sprint(r.Job.ID)
 	got := kv(t, ok(t, env, "peek", id, "--http", base))

@@ -289,7 +289,7 @@ func (c *cli) reserveKept(ctx context.Context, lf leaseFlags, tubes []string, wa
 		}
 		poll := min(left, 5*time.Minute)
 		rctx, cancel := context.WithTimeout(ctx, poll+commandTimeout)
-		status, body, err := hc.call(rctx, "POST", "/v1/reserve", httpapi.ReserveRequest{Tubes: tubes, TimeoutMS: poll.Milliseconds()})
+		status, body, header, err := hc.callHeader(rctx, "POST", "/v1/reserve", httpapi.ReserveRequest{Tubes: tubes, TimeoutMS: poll.Milliseconds(), Explain: true})
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -301,7 +301,11 @@ func (c *cli) reserveKept(ctx context.Context, lf leaseFlags, tubes []string, wa
 			return c.showKept(body, asJSON)
 		}
 		if wait >= 0 && time.Until(deadline) <= 0 {
-			return missf("no job in %s within %v", tubeNames(tubes), wait)
+			held, err := parseHeldBack(header.Get(httpapi.HeaderHeldBack))
+			if err != nil {
+				return err
+			}
+			return noJob(tubes, wait, held)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
 	"github.com/hourglass-io/hourglass/queue"
@@ -25,7 +26,9 @@ var putCommand = &command{
 	summary: "put a job into a tube",
 	help: `The body is BODY, or standard input when BODY is - or missing. It is sent
 as it is, without a trailing newline added or removed. --delay and --ttr
-are whole seconds, as the protocol counts. --group puts the job into that
+take milliseconds too (--delay 500ms, --delay 1.5s): a put whose --delay
+or --ttr is not whole seconds, which the beanstalkd protocol cannot carry,
+goes over the HTTP API (--http, or HOURGLASS_HTTP). --group puts the job into that
 group of the tube, the tube TUBE;GROUP, whose jobs a reserve of TUBE serves
 in turn with its other groups' (docs/tube-limits.md).
 
@@ -41,6 +44,7 @@ Examples:
 
   hourglass put 'hello'
   hourglass put --tube emails --priority 10 --delay 30s --ttr 2m '{"to":"ada@example.com"}'
+  hourglass put --tube retries --delay 250ms 'again'
   hourglass put --tube emails --group customer-42 'hello'
   gzip -c report.csv | hourglass put --tube reports -
   id=$(hourglass put --json hello | jq .id)
@@ -58,7 +62,10 @@ Examples:
 		alias(fs, "pri", "priority")
 		delay := secondsVar(fs, "delay", 0, "how long the job waits before it is ready (a `duration` such as 30s or 5m; a bare number is seconds)")
 		ttr := secondsVar(fs, "ttr", time.Minute, "time to run: how long a reservation lasts (a `duration`; a bare number is seconds)")
+		var lf leaseFlags
+		lf.define(fs, false)
 		return func(ctx context.Context, c *cli, args []string) error {
+			base := *tube
 			if err := checkTube(*tube); err != nil {
 				return err
 			}
@@ -71,6 +78,21 @@ Examples:
 			}
 			if *pri > math.MaxUint32 {
 				return usagef("--priority %d: want 0 to %d", *pri, uint64(math.MaxUint32))
+			}
+			if *delay%time.Second != 0 || *ttr%time.Second != 0 {
+				// Milliseconds: over HTTP.
+				switch {
+				case *delay < 0:
+					return usagef("--delay %v: want 0 or more", *delay)
+				case *ttr < time.Millisecond:
+					return usagef("--ttr %v: want at least 1ms", *ttr)
+				}
+				body, err := c.body(args)
+				if err != nil {
+					return err
+				}
+				lf.json = cf.json
+				return c.putHTTP(ctx, lf, base, *group, uint32(*pri), *delay, *ttr, body)
 			}
 			if err := wholeSeconds("delay", *delay, 0); err != nil {
 				return err
@@ -133,6 +155,37 @@ func (c *cli) put(ctx context.Context, cf clientFlags, tube string, pri uint32, 
 	}
 	o := object{{"id", id}, {"tube", tube}}
 	if cf.json {
+		return writeJSON(c.stdout, o)
+	}
+	return writeKV(c.stdout, o)
+}
+
+// putHTTP puts a job over the HTTP API, which counts milliseconds, and
+// prints what put prints.
+func (c *cli) putHTTP(ctx context.Context, lf leaseFlags, tube, group string, pri uint32, delay, ttr time.Duration, body []byte) error {
+	req := httpapi.PutRequest{Priority: &pri, DelayMS: delay.Milliseconds(), TTRMS: ttr.Milliseconds(), Group: group}
+	if utf8.Valid(body) {
+		s := string(body)
+		req.Body = &s
+	} else {
+		s := base64.StdEncoding.EncodeToString(body)
+		req.BodyBase64 = &s
+	}
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	_, reply, err := lf.client().call(ctx, "POST", "/v1/tubes/"+url.PathEscape(tube)+"/jobs", req)
+	if err != nil {
+		return err
+	}
+	var r httpapi.PutReply
+	if err := json.Unmarshal(reply, &r); err != nil {
+		return fmt.Errorf("put: the server's reply: %w", err)
+	}
+	if group != "" {
+		tube = queue.GroupTube(tube, group)
+	}
+	o := object{{"id", r.ID}, {"tube", tube}}
+	if lf.json {
 		return writeJSON(c.stdout, o)
 	}
 	return writeKV(c.stdout, o)

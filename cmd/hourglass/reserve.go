@@ -32,6 +32,10 @@ it: hourglass bury, release, touch (renews the TTR) and delete, each with
 --lease or HOURGLASS_LEASE. A job neither deleted, buried, released nor
 touched goes back to ready when its TTR runs out.
 
+A reserve that gets no job while jobs are ready says what held them back:
+the tube's pause, its cap (and when a reservation ends by its TTR) or its
+rate (and when the next reserve passes), asking the HTTP API (--http).
+
 Examples:
 
   hourglass reserve --timeout 5s
@@ -85,14 +89,14 @@ Examples:
 				}
 				return c.reserveKept(ctx, lf, tubes, wait, cf.json)
 			}
-			return c.reserve(ctx, cf, tubes, wait, *del, *raw)
+			return c.reserve(ctx, cf, lf, tubes, wait, *del, *raw)
 		}
 	},
 }
 
 // reserve reserves a job from tubes, waiting up to wait (for ever when
 // negative), prints it, and deletes it when del is set.
-func (c *cli) reserve(ctx context.Context, cf clientFlags, tubes []string, wait time.Duration, del, raw bool) error {
+func (c *cli) reserve(ctx context.Context, cf clientFlags, lf leaseFlags, tubes []string, wait time.Duration, del, raw bool) error {
 	setup, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	conn, err := dial(setup, cf.addr)
@@ -125,7 +129,7 @@ func (c *cli) reserve(ctx context.Context, cf clientFlags, tubes []string, wait 
 	}
 	switch {
 	case errors.Is(err, beanstalkc.ErrTimedOut):
-		return missf("no job in %s within %v", tubeNames(tubes), wait)
+		return noJob(tubes, wait, heldBackByStats(ctx, lf.client(), tubes))
 	case err != nil:
 		return describe(err)
 	}

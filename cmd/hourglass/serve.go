@@ -307,40 +307,55 @@ func authenticated(token string, tlsCfg *tls.Config) bool {
 	return token != "" || (tlsCfg != nil && tlsCfg.ClientAuth == tls.RequireAndVerifyClientCert)
 }
 
-// serve runs the server until ctx ends (SIGINT, SIGTERM), then shuts it down.
-func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
+// serveConfig is what serve reads from its flags and files before it
+// opens anything.
+type serveConfig struct {
+	token       string
+	tls         *tls.Config
+	namedLimits map[string][]ratelimit.Limit
+	tubeLimits  map[string]queue.Limits
+	schedules   []schedule.Schedule // of --schedules-file
+}
+
+// load checks the options and reads the files they name, whole, before
+// the store opens: a bad flag or file changes nothing.
+func (o *serveOptions) load() (cfg serveConfig, err error) {
 	if err := o.validate(); err != nil {
-		return err
+		return cfg, err
 	}
 	if err := o.tracing.validate(); err != nil {
 		return err
 	}
 	if err := o.envoy.validate(); err != nil {
-		return err
+		return cfg, err
 	}
-	token, err := o.token()
-	if err != nil {
-		return err
+	if cfg.token, err = o.token(); err != nil {
+		return cfg, err
 	}
-	tlsCfg, err := o.tlsConfig()
-	if err != nil {
-		return err
+	if cfg.tls, err = o.tlsConfig(); err != nil {
+		return cfg, err
 	}
-	namedLimits, err := o.namedLimits()
-	if err != nil {
-		return err
+	if cfg.namedLimits, err = o.namedLimits(); err != nil {
+		return cfg, err
 	}
-	tubeLimits, err := o.tubeLimits.load()
-	if err != nil {
-		return err
+	if cfg.tubeLimits, err = o.tubeLimits.load(); err != nil {
+		return cfg, err
 	}
-	var fileSchedules []schedule.Schedule
 	if o.schedulesFile != "" {
-		// Checked whole before the store opens: a bad file changes nothing.
-		if fileSchedules, err = loadSchedulesFile(o.schedulesFile); err != nil {
-			return err
+		if cfg.schedules, err = loadSchedulesFile(o.schedulesFile); err != nil {
+			return cfg, err
 		}
 	}
+	return cfg, nil
+}
+
+// serve runs the server until ctx ends (SIGINT, SIGTERM), then shuts it down.
+func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
+	cfg, err := o.load()
+	if err != nil {
+		return err
+	}
+	token, tlsCfg, namedLimits, tubeLimits, fileSchedules := cfg.token, cfg.tls, cfg.namedLimits, cfg.tubeLimits, cfg.schedules
 	h, err := logging.New(c.stderr, o.logFormat, o.level)
 	if err != nil {
 		return err
@@ -392,16 +407,9 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		return err
 	}
 
-	bl, err := net.Listen("tcp", o.beanstalkAddr)
+	bl, hl, err := listen(o, token, tlsCfg)
 	if err != nil {
-		return fmt.Errorf("--addr: %w", err)
-	}
-	var hl net.Listener
-	if o.httpAddr != "" {
-		if hl, err = net.Listen("tcp", o.httpAddr); err != nil {
-			bl.Close()
-			return fmt.Errorf("--http-addr: %w", err)
-		}
+		return err
 	}
 	// The listeners are closed on the way out unless serving began (the
 	// servers then close them as they shut down).
@@ -414,22 +422,6 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 			}
 		}
 	}()
-	if !authenticated(token, tlsCfg) {
-		for _, l := range []struct {
-			flag string
-			l    net.Listener
-		}{{"--addr", bl}, {"--http-addr", hl}} {
-			if l.l != nil && !loopback(l.l.Addr()) {
-				return fmt.Errorf("%s %s is beyond loopback: refusing to serve it without --auth-token, --auth-token-file, HOURGLASS_AUTH_TOKEN or --tls-client-ca", l.flag, l.l.Addr())
-			}
-		}
-	}
-	if tlsCfg != nil {
-		bl = tls.NewListener(bl, tlsCfg)
-		if hl != nil {
-			hl = tls.NewListener(hl, tlsCfg)
-		}
-	}
 
 	metrics := httpapi.NewMetrics(nil)
 	hashes, sweeper, err := openHashes(b, log, metrics)
@@ -488,6 +480,53 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	}
 	hs.EnvoyDescriptors = envoyDescriptors(es)
 
+	logServing(log, o, b, bl, hl, token != "", tlsCfg != nil, len(namedLimits))
+
+	serving = true
+	return c.run(ctx, o, log, drain, servers{bl: bl, hl: hl, el: el, beanstalk: srv, http: hs, envoy: es})
+}
+
+// listen opens serve's listeners: the beanstalkd protocol's and, with
+// --http-addr, HTTP's (nil without), with TLS when it is set up. Without
+// authentication it refuses a listener beyond loopback. On failure it
+// closes what it opened.
+func listen(o serveOptions, token string, tlsCfg *tls.Config) (bl, hl net.Listener, err error) {
+	bl, err = net.Listen("tcp", o.beanstalkAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--addr: %w", err)
+	}
+	if o.httpAddr != "" {
+		if hl, err = net.Listen("tcp", o.httpAddr); err != nil {
+			bl.Close()
+			return nil, nil, fmt.Errorf("--http-addr: %w", err)
+		}
+	}
+	if !authenticated(token, tlsCfg) {
+		for _, l := range []struct {
+			flag string
+			l    net.Listener
+		}{{"--addr", bl}, {"--http-addr", hl}} {
+			if l.l != nil && !loopback(l.l.Addr()) {
+				bl.Close()
+				if hl != nil {
+					hl.Close()
+				}
+				return nil, nil, fmt.Errorf("%s %s is beyond loopback: refusing to serve it without --auth-token, --auth-token-file, HOURGLASS_AUTH_TOKEN or --tls-client-ca", l.flag, l.l.Addr())
+			}
+		}
+	}
+	if tlsCfg != nil {
+		bl = tls.NewListener(bl, tlsCfg)
+		if hl != nil {
+			hl = tls.NewListener(hl, tlsCfg)
+		}
+	}
+	return bl, hl, nil
+}
+
+// logServing says that serve serves, where and how, and warns of flags
+// that do not apply and of listeners open to anyone.
+func logServing(log *slog.Logger, o serveOptions, b *hourglass.Backend, bl, hl net.Listener, auth, withTLS bool, limits int) {
 	attrs := []any{"store", b.Kind, "url", redact(o.store), "beanstalk_addr", bl.Addr().String()}
 	if hl != nil {
 		attrs = append(attrs, "http_addr", hl.Addr().String())
@@ -496,7 +535,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		attrs = append(attrs, "fsync", o.fsync)
 	}
 	attrs = append(attrs, "max_job_size", o.maxJobSize, "max_jobs", o.maxJobs, "max_conns", o.maxConns,
-		"auth", token != "", "tls", tlsCfg != nil, "client_certs", o.tlsClientCA != "", "limits", len(namedLimits), "pid", os.Getpid())
+		"auth", auth, "tls", withTLS, "client_certs", o.tlsClientCA != "", "limits", limits, "pid", os.Getpid())
 	log.Info("hourglass serving", attrs...)
 	if o.fsyncSet && b.Kind != "file" {
 		log.Warn("--fsync is ignored: it applies to the embedded engine on disk", "store", b.Kind)
@@ -508,8 +547,22 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	if hl != nil {
 		warnExposed(log, "http_addr", hl.Addr(), "it needs the bearer token, which travels in clear text without --tls-cert")
 	}
+}
 
-	serving = true
+// servers are what serve runs: the beanstalkd protocol's server, and
+// HTTP's and Envoy's when their listeners (hl, el) are set.
+type servers struct {
+	bl, hl, el net.Listener
+	beanstalk  *beanstalk.Server
+	http       *httpapi.Server
+	envoy      *envoyrl.Server
+}
+
+// run serves until ctx ends or a server fails, putting the beanstalkd
+// server in drain mode on a drain signal, then shuts the servers down
+// within the shutdown timeout.
+func (c *cli) run(ctx context.Context, o serveOptions, log *slog.Logger, drain <-chan os.Signal, sv servers) error {
+	srv, hs, es, bl, hl, el := sv.beanstalk, sv.http, sv.envoy, sv.bl, sv.hl, sv.el
 	var wg sync.WaitGroup
 	failed := make(chan error, 3)
 	wg.Go(func() {

@@ -1,6 +1,8 @@
 #!lua
 -- cancel: cancels one job of a tube, in whatever state it is: the job is
--- removed, as a delete removes it, and a cancel counted in the tube's cn;
+-- removed, as a delete removes it (kept, when the tube keeps finished jobs:
+-- ended by a cancel, the reason its last error), and a cancel counted in
+-- the tube's cn;
 -- when it was reserved, its holder is told on the tag's cancel channel
 -- (<base>c, a shard channel of the tag's slot): "<id> <reason>", the id
 -- in hex as in j.
@@ -21,9 +23,14 @@ if was == RESERVED then
   slot_freed(T)
 end
 unindex(T, idh, rec)
-redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
-if rec[F_UKEY] ~= '' then
-  redis.call('HDEL', T.u, rec[F_UKEY])
+if T.kr and T.kr > 0 then
+  stamp_error(rec, reason, now)
+  keep_one(T, tube, idh, rec, nil, now, KEPT_CANCELLED)
+else
+  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
+  if rec[F_UKEY] ~= '' then
+    redis.call('HDEL', T.u, rec[F_UKEY])
+  end
 end
 redis.call('HINCRBY', T.t, 'cn', 1)
 set(T, 'live', T.live - 1)

@@ -960,7 +960,7 @@ end
 --              asks UniqueKept before the drop
 -- A kept job is out of r/d/x/b and live, has no o<id>, and load does not
 -- see it; kn in T's hash counts them, and a tube lives while kn > 0.
-local KEPT_FINISHED = 1
+local KEPT_FINISHED, KEPT_CANCELLED = 1, 2
 
 -- keep_index names the tag's index of tubes with kept jobs.
 local function keep_index()
@@ -968,10 +968,11 @@ local function keep_index()
 end
 
 -- keep_one keeps the job idh of T (loaded, resolved and out of its
--- index) at now (ms) for T's retention, with result ('' or nil: none).
-local function keep_one(T, tube, idh, rec, result, now)
+-- index) at now (ms) for T's retention, with result ('' or nil: none);
+-- how is how it ended (nil: KEPT_FINISHED).
+local function keep_one(T, tube, idh, rec, result, now, how)
   local p = { rec[7], rec[8], rec[9], rec[10], rec[11], -1, -1,
-    rec[14], rec[15], rec[16], rec[17], rec[18], rec[19], rec[20], KEPT_FINISHED, math.max(now - rec[F_CREATED], 0) }
+    rec[14], rec[15], rec[16], rec[17], rec[18], rec[19], rec[20], how or KEPT_FINISHED, math.max(now - rec[F_CREATED], 0) }
   if rec[F_PRI] ~= rec.hpri then p[6] = rec[F_PRI] end
   if rec[F_DELAY] ~= rec.hdelay then p[7] = rec[F_DELAY] end
   if result and result ~= '' then

@@ -143,6 +143,17 @@ func writeEntry(b *strings.Builder, k, v string) {
 	}
 }
 
+// overrideUnits are the names of the units a limit override may give.
+var overrideUnits = map[typev3.RateLimitUnit]string{
+	typev3.RateLimitUnit_SECOND:                                  "second",
+	typev3.RateLimitUnit_MINUTE:                                  "minute",
+	typev3.RateLimitUnit_HOUR:                                    "hour",
+	typev3.RateLimitUnit_DAY:                                     "day",
+	typev3.RateLimitUnit_MONTH:                                   "month",
+	typev3.RateLimitUnit_YEAR:                                    "year",
+	typev3.RateLimitUnit(rlsv3.RateLimitResponse_RateLimit_WEEK): "week",
+}
+
 // override is the rule of a descriptor's own limit (RateLimitDescriptor.
 // limit, set by Envoy from route metadata): it takes the place of the
 // configuration for that descriptor, known to it or not, without shadow
@@ -150,23 +161,8 @@ func writeEntry(b *strings.Builder, k, v string) {
 // lengthens the period.
 func override(domain string, d *rlv3.RateLimitDescriptor) (match, error) {
 	o := d.GetLimit()
-	var unitName string
-	switch o.GetUnit() {
-	case typev3.RateLimitUnit_SECOND:
-		unitName = "second"
-	case typev3.RateLimitUnit_MINUTE:
-		unitName = "minute"
-	case typev3.RateLimitUnit_HOUR:
-		unitName = "hour"
-	case typev3.RateLimitUnit_DAY:
-		unitName = "day"
-	case typev3.RateLimitUnit_MONTH:
-		unitName = "month"
-	case typev3.RateLimitUnit_YEAR:
-		unitName = "year"
-	case typev3.RateLimitUnit(rlsv3.RateLimitResponse_RateLimit_WEEK):
-		unitName = "week"
-	default:
+	unitName, ok := overrideUnits[o.GetUnit()]
+	if !ok {
 		return match{}, fmt.Errorf("limit override unit %v: want SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR", o.GetUnit())
 	}
 	u := units[unitName]

@@ -336,6 +336,11 @@ type ReserveRequest struct {
 	// TimeoutMS is how long to wait for a job: 0 does not wait. It is cut
 	// to the server's maximum wait.
 	TimeoutMS int64 `json:"timeout_ms"`
+	// Explain asks a reserve that gets no job to say which tubes had
+	// ready jobs that their pause or limits held back, in the 204's
+	// Hourglass-Held-Back header (HeaderHeldBack). It costs a look at each
+	// tube after the reserve, which is why it is asked for.
+	Explain bool `json:"explain,omitempty"`
 }
 
 // ReserveReply is the reply to a reserve that got a job.
@@ -374,6 +379,11 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
 	q := s.Queue.WithOwner(lease)
 	j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: req.Tubes, Timeout: timeout})
 	if errors.Is(err, queue.ErrTimeout) {
+		if req.Explain {
+			if hs := s.explainEmpty(r.Context(), req.Tubes); len(hs) > 0 {
+				w.Header().Set(HeaderHeldBack, heldBackHeader(hs))
+			}
+		}
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
@@ -691,6 +701,10 @@ type TubeStats struct {
 	Groups        int64 `json:"groups,omitempty"`
 	GroupReady    int64 `json:"group_ready,omitempty"`
 	GroupReserved int64 `json:"group_reserved,omitempty"`
+	// HeldBack says why the tube's ready jobs are not handed out now, in
+	// GET /v1/tubes/{tube}: its pause or its cap reached (a rate is named
+	// only by a reserve's explain); absent when nothing holds them.
+	HeldBack *HeldBack `json:"held_back,omitempty"`
 }
 
 func tubeStatsOf(st queue.TubeStats) TubeStats {
@@ -709,7 +723,9 @@ func (s *Server) statsTube(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tubeStatsOf(st))
+	ts := tubeStatsOf(st)
+	ts.HeldBack = heldBack(r.Context(), s.Queue, st, false)
+	writeJSON(w, http.StatusOK, ts)
 	return nil
 }
 

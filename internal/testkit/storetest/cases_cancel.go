@@ -59,6 +59,7 @@ func cancelCases() []queueCase {
 		{"CancelFreesTubeAndKey", testCancelFreesTubeAndKey},
 		{"CancelListen", testCancelListen},
 		{"CancelWorker", testCancelWorker},
+		{"CancelKept", testCancelKept},
 	}
 }
 
@@ -296,4 +297,46 @@ func testCancelWorker(t *testing.T, s *suite) {
 	if st.Cancels != 1 || st.Deletes != 1 || st.Buries != 0 {
 		t.Errorf("StatsTube: %d cancels, %d deletes, %d buries; want 1, 1, 0", st.Cancels, st.Deletes, st.Buries)
 	}
+}
+
+// testCancelKept: in a tube that keeps finished jobs, a cancelled job is
+// kept like a finished one: Lookup finds it finished, Cancelled, with the
+// reason as its last error, until the retention has passed; the cancel
+// counts as a cancel, not a delete; the holder still finds no job.
+func testCancelKept(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	e.ok("SetRetention", e.q.SetRetention(e.ctx, "ck", time.Minute))
+	e.put("ck", queue.NewJob{Body: []byte("keeps the tube"), Delay: time.Hour})
+	ready := e.putPri("ck", 5, "ready")
+	held := e.reserved(e.q2, "ck", queue.NewJob{Body: []byte("held")})
+	e.advance(time.Second)
+	e.cancel(ready, "", queue.Ready)
+	e.cancel(held, "account closed", queue.Reserved)
+	for _, c := range []struct {
+		id     queue.ID
+		reason string
+	}{{ready, ""}, {held, "account closed"}} {
+		js := e.lookup(c.id)
+		if js.State != queue.Finished || !js.Cancelled || js.LastError != c.reason || js.FinishedAt.IsZero() {
+			t.Errorf("Lookup(%d) of a cancelled kept job: %v, cancelled %v, last error %q, finished at %v; want finished, cancelled, %q",
+				c.id, js.State, js.Cancelled, js.LastError, js.FinishedAt, c.reason)
+		}
+		e.wantGone(c.id)
+	}
+	if err := e.q2.Delete(e.ctx, held); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("the holder's Delete of a cancelled kept job: %v, want ErrNotFound", err)
+	}
+	if _, err := e.q2.Touch(e.ctx, held); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("the holder's Touch of a cancelled kept job: %v, want ErrNotFound", err)
+	}
+	if _, err := e.q.Cancel(e.ctx, held, "again"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("a second Cancel of a kept job: %v, want ErrNotFound", err)
+	}
+	st := e.statsTube("ck")
+	if st.Cancels != 2 || st.Deletes != 0 || st.Ready+st.Reserved != 0 {
+		t.Errorf("StatsTube: %d cancels, %d deletes, %d ready, %d reserved; want 2, 0, 0, 0", st.Cancels, st.Deletes, st.Ready, st.Reserved)
+	}
+	e.advance(time.Minute)
+	e.dropKept()
+	e.wantNoLookup("after the retention", held, "", "")
 }

@@ -1,0 +1,58 @@
+package redisstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// BenchmarkKeyWindows: 10,000 keys, each put, finished and put again
+// inside and outside its window (10 s on an injected clock) by 8 stores
+// (as 8 processes would) on one redis-server of its own.
+//
+//	go test -run '^$' -bench KeyWindows -benchtime 1x ./redisstore/
+func BenchmarkKeyWindows(b *testing.B) {
+	srv := redistest.Standalone(b)
+	clock := storetest.NewClock(time.Now().Truncate(time.Millisecond))
+	stores := make([]queue.Store, 8)
+	for i := range stores {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+		b.Cleanup(func() { c.Close() })
+		s, err := redisstore.New(context.Background(), c, &redisstore.Options{Clock: clock.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	for range b.N {
+		storetest.BenchKeyWindows(b, stores, clock.Advance, 10000)
+	}
+}
+
+// BenchmarkRetention: 100,000 jobs finished with a result in a tube that
+// keeps them 60 s, on a redis-server of its own: bytes per kept job
+// (used_memory), every job found by its key, and the tube gone (every job
+// dropped by the store's keeper, nothing else running) after the last
+// deadline.
+//
+//	go test -run '^$' -bench Retention -benchtime 1x ./redisstore/
+func BenchmarkRetention(b *testing.B) {
+	srv := redistest.Standalone(b)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	b.Cleanup(func() { c.Close() })
+	s, err := redisstore.New(context.Background(), c, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	for range b.N {
+		storetest.BenchRetention(b, s, func() int64 { return usedMemory(b, c) }, 100000, 8, 60*time.Second)
+	}
+}
