@@ -32,11 +32,10 @@ goes over the HTTP API (--http, or HOURGLASS_HTTP). --group puts the job into th
 group of the tube, the tube TUBE;GROUP, whose jobs a reserve of TUBE serves
 in turn with its other groups' (docs/tube-limits.md).
 
-With --http URL the job goes over the HTTP API of an hourglass server,
-and carries the W3C trace context in the environment's TRACEPARENT (and
-TRACESTATE), as OpenTelemetry's SDKs and otel-cli set them: the worker that
-runs the job joins that trace (docs/tracing.md). The beanstalkd protocol
-has no place for it, so without --http they are not sent.
+When the environment has TRACEPARENT (and TRACESTATE), as OpenTelemetry's
+SDKs and otel-cli set them, the put goes over the HTTP API too, carrying
+that W3C trace context to the job: the worker that runs the job joins the
+trace (docs/tracing.md). The beanstalkd protocol has no place for it.
 
 Prints the new job's ID and tube.
 
@@ -48,14 +47,11 @@ Examples:
   hourglass put --tube emails --group customer-42 'hello'
   gzip -c report.csv | hourglass put --tube reports -
   id=$(hourglass put --json hello | jq .id)
-  TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 hourglass put --http http://127.0.0.1:11301 hello
+  TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 hourglass put --http http://127.0.0.1:7480 hello
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var cf clientFlags
 		cf.define(fs)
-		var hf jobHTTP
-		fs.StringVar(&hf.url, "http", "", "put over the HTTP API at `URL` (an hourglass server) instead of the beanstalkd protocol, with the trace context of TRACEPARENT and TRACESTATE")
-		fs.StringVar(&hf.token, "auth-token", "", "bearer `token` of the HTTP API")
 		tube := fs.String("tube", "default", "`tube` to put the job into")
 		group := fs.String("group", "", "the `group` of the tube to put the job into (the tube TUBE;GROUP)")
 		pri := fs.Uint64("priority", queue.DefaultPriority, "`priority`, 0 (most urgent) to 4294967295; below 1024 counts as urgent")
@@ -79,8 +75,8 @@ Examples:
 			if *pri > math.MaxUint32 {
 				return usagef("--priority %d: want 0 to %d", *pri, uint64(math.MaxUint32))
 			}
-			if *delay%time.Second != 0 || *ttr%time.Second != 0 {
-				// Milliseconds: over HTTP.
+			if *delay%time.Second != 0 || *ttr%time.Second != 0 || os.Getenv("TRACEPARENT") != "" {
+				// Milliseconds, or a trace context: over HTTP.
 				switch {
 				case *delay < 0:
 					return usagef("--delay %v: want 0 or more", *delay)
@@ -103,9 +99,6 @@ Examples:
 			body, err := c.body(args)
 			if err != nil {
 				return err
-			}
-			if hf.url != "" {
-				return c.putHTTP(ctx, hf, cf.json, *tube, uint32(*pri), *delay, *ttr, body)
 			}
 			return c.put(ctx, cf, *tube, uint32(*pri), *delay, *ttr, body)
 		}
@@ -173,7 +166,14 @@ func (c *cli) putHTTP(ctx context.Context, lf leaseFlags, tube, group string, pr
 	}
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
-	_, reply, err := lf.client().call(ctx, "POST", "/v1/tubes/"+url.PathEscape(tube)+"/jobs", req)
+	hc := lf.client()
+	if tp := os.Getenv("TRACEPARENT"); tp != "" {
+		hc.header = map[string]string{"traceparent": tp}
+		if ts := os.Getenv("TRACESTATE"); ts != "" {
+			hc.header["tracestate"] = ts
+		}
+	}
+	_, reply, err := hc.call(ctx, "POST", "/v1/tubes/"+url.PathEscape(tube)+"/jobs", req)
 	if err != nil {
 		return err
 	}
@@ -199,33 +199,4 @@ func isTerminal(r any) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// putHTTP is put over the HTTP API, with the environment's trace context
-// in the traceparent and tracestate headers.
-func (c *cli) putHTTP(ctx context.Context, hf jobHTTP, asJSON bool, tube string, pri uint32, delay, ttr time.Duration, body []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	hc := hf.client()
-	if tp := os.Getenv("TRACEPARENT"); tp != "" {
-		hc.header = map[string]string{"traceparent": tp}
-		if ts := os.Getenv("TRACESTATE"); ts != "" {
-			hc.header["tracestate"] = ts
-		}
-	}
-	b64 := base64.StdEncoding.EncodeToString(body)
-	req := httpapi.PutRequest{BodyBase64: &b64, Priority: &pri, DelayMS: delay.Milliseconds(), TTRMS: ttr.Milliseconds()}
-	_, reply, err := hc.call(ctx, "POST", "/v1/tubes/"+url.PathEscape(tube)+"/jobs", req)
-	if err != nil {
-		return err
-	}
-	var r httpapi.PutReply
-	if err := json.Unmarshal(reply, &r); err != nil {
-		return fmt.Errorf("the server's reply: %w", err)
-	}
-	o := object{{"id", r.ID}, {"tube", tube}}
-	if asJSON {
-		return writeJSON(c.stdout, o)
-	}
-	return writeKV(c.stdout, o)
 }

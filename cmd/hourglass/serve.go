@@ -324,7 +324,7 @@ func (o *serveOptions) load() (cfg serveConfig, err error) {
 		return cfg, err
 	}
 	if err := o.tracing.validate(); err != nil {
-		return err
+		return cfg, err
 	}
 	if err := o.envoy.validate(); err != nil {
 		return cfg, err
