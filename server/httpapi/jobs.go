@@ -43,7 +43,7 @@ var jobsPrimitive = primitive{
 			{"POST", "/v1/tubes/{tube}/kick", "kick", s.kick},
 			{"POST", "/v1/tubes/{tube}/pause", "pause-tube", s.pause},
 			{"GET", "/v1/stats", "stats", s.stats},
-		}, append(s.tubeLimitRoutes(), s.cancelRoutes()...)...)
+		}, append(append(s.tubeLimitRoutes(), s.cancelRoutes()...), s.keyRoutes()...)...)
 	},
 	panel: jobsPanel,
 }
