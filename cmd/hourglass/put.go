@@ -32,6 +32,11 @@ goes over the HTTP API (--http, or HOURGLASS_HTTP). --group puts the job into th
 group of the tube, the tube TUBE;GROUP, whose jobs a reserve of TUBE serves
 in turn with its other groups' (docs/tube-limits.md).
 
+When the environment has TRACEPARENT (and TRACESTATE), as OpenTelemetry's
+SDKs and otel-cli set them, the put goes over the HTTP API too, carrying
+that W3C trace context to the job: the worker that runs the job joins the
+trace (docs/tracing.md). The beanstalkd protocol has no place for it.
+
 Prints the new job's ID and tube.
 
 Examples:
@@ -42,6 +47,7 @@ Examples:
   hourglass put --tube emails --group customer-42 'hello'
   gzip -c report.csv | hourglass put --tube reports -
   id=$(hourglass put --json hello | jq .id)
+  TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 hourglass put --http http://127.0.0.1:7480 hello
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var cf clientFlags
@@ -69,8 +75,8 @@ Examples:
 			if *pri > math.MaxUint32 {
 				return usagef("--priority %d: want 0 to %d", *pri, uint64(math.MaxUint32))
 			}
-			if *delay%time.Second != 0 || *ttr%time.Second != 0 {
-				// Milliseconds: over HTTP.
+			if *delay%time.Second != 0 || *ttr%time.Second != 0 || os.Getenv("TRACEPARENT") != "" {
+				// Milliseconds, or a trace context: over HTTP.
 				switch {
 				case *delay < 0:
 					return usagef("--delay %v: want 0 or more", *delay)
@@ -160,7 +166,14 @@ func (c *cli) putHTTP(ctx context.Context, lf leaseFlags, tube, group string, pr
 	}
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
-	_, reply, err := lf.client().call(ctx, "POST", "/v1/tubes/"+url.PathEscape(tube)+"/jobs", req)
+	hc := lf.client()
+	if tp := os.Getenv("TRACEPARENT"); tp != "" {
+		hc.header = map[string]string{"traceparent": tp}
+		if ts := os.Getenv("TRACESTATE"); ts != "" {
+			hc.header["tracestate"] = ts
+		}
+	}
+	_, reply, err := hc.call(ctx, "POST", "/v1/tubes/"+url.PathEscape(tube)+"/jobs", req)
 	if err != nil {
 		return err
 	}

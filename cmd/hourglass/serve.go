@@ -134,6 +134,7 @@ Examples:
 		fs.StringVar(&o.schedulesFile, "schedules-file", "", "JSON `file` of schedules to set at start (each set idempotently; see docs/schedules.md)")
 		fs.BoolVar(&o.schedulesPrune, "schedules-prune", false, "with --schedules-file: delete the store's schedules the file does not list (default: leave them)")
 		o.envoy.flags(fs)
+		o.tracing.define(fs)
 		o.tubeLimits.flags(fs)
 		return func(ctx context.Context, c *cli, args []string) error {
 			if len(args) > 0 {
@@ -178,7 +179,8 @@ type serveOptions struct {
 	limitsFile              string
 	schedulesFile           string // --schedules-file
 	schedulesPrune          bool
-	envoy                   envoyOptions // --grpc-addr and its companions
+	envoy                   envoyOptions   // --grpc-addr and its companions
+	tracing                 tracingOptions // --otlp-endpoint, --otlp-protocol
 	tubeLimits              tubeLimitOptions
 }
 
@@ -321,6 +323,9 @@ func (o *serveOptions) load() (cfg serveConfig, err error) {
 	if err := o.validate(); err != nil {
 		return cfg, err
 	}
+	if err := o.tracing.validate(); err != nil {
+		return cfg, err
+	}
 	if err := o.envoy.validate(); err != nil {
 		return cfg, err
 	}
@@ -366,6 +371,19 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 		signal.Notify(drain, drainSignals...)
 		defer signal.Stop(drain)
 	}
+
+	stopTracing, err := o.tracing.start(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// After the servers and the store: the last spans are flushed.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if terr := stopTracing(sctx); terr != nil {
+			log.Warn("exporting the last spans", "err", terr)
+		}
+	}()
 
 	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
 	b, err := hourglass.Open(openCtx, o.store, &hourglass.Options{Fsync: o.fsync, MaxJobs: o.maxJobs, Logger: log, Replicas: o.redisReplicas})
@@ -438,6 +456,9 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	if o.accessLog {
 		hs.AccessLog = log.With("log", "access")
 	}
+	if o.tracing.enabled() {
+		hs.Wrap = wrapHTTP
+	}
 	if err := startSweeper(sweeper, log); err != nil {
 		return err
 	}
@@ -453,7 +474,7 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	if o.accessLog {
 		grpcLog = log.With("log", "access")
 	}
-	es, el, err := o.envoy.start(b, token, tlsCfg, metrics.Registry(), log, grpcLog)
+	es, el, err := o.envoy.start(b, token, tlsCfg, metrics.Registry(), log, grpcLog, o.tracing.enabled())
 	if err != nil {
 		return err
 	}

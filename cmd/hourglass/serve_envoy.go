@@ -41,7 +41,7 @@ func (o *envoyOptions) validate() error {
 
 // start loads the configuration and listens, refusing an address beyond
 // loopback without a token; it returns a nil server without --grpc-addr.
-func (o *envoyOptions) start(b *hourglass.Backend, token string, tlsCfg *tls.Config, reg prometheus.Registerer, log, accessLog *slog.Logger) (*envoyrl.Server, net.Listener, error) {
+func (o *envoyOptions) start(b *hourglass.Backend, token string, tlsCfg *tls.Config, reg prometheus.Registerer, log, accessLog *slog.Logger, traced bool) (*envoyrl.Server, net.Listener, error) {
 	if o.grpcAddr == "" {
 		return nil, nil, nil
 	}
@@ -72,6 +72,9 @@ func (o *envoyOptions) start(b *hourglass.Backend, token string, tlsCfg *tls.Con
 	}
 	if accessLog != nil {
 		s.ServerOptions = grpcAccessLog(accessLog)
+	}
+	if traced {
+		s.ServerOptions = append(s.ServerOptions, grpcTracing()...)
 	}
 	warnExposed(log, "grpc_addr", l.Addr(), "it needs the bearer token, which travels in clear text without --tls-cert")
 	log.Info("serving Envoy's rate limit service", "grpc_addr", l.Addr().String(), "config", o.config, "domains", len(cfg.Domains()), "fail_open", o.failOpen)

@@ -30,8 +30,11 @@ var workCommand = &command{
 jobs from the --tube tubes (default: "default"), --concurrency at a time, and
 runs CMD ARGS for each with the body on standard input and these variables
 in its environment: HOURGLASS_JOB_ID, HOURGLASS_JOB_TUBE,
-HOURGLASS_JOB_PRIORITY and HOURGLASS_JOB_ATTEMPT (1 on the first try). What
-CMD writes goes to the worker's standard output and error.
+HOURGLASS_JOB_PRIORITY and HOURGLASS_JOB_ATTEMPT (1 on the first try), and,
+for a job put with a W3C trace context, TRACEPARENT (and TRACESTATE), which
+OpenTelemetry's SDKs and tools such as otel-cli read as the parent of the
+command's spans (docs/tracing.md). What CMD writes goes to the worker's
+standard output and error.
 
   exit 0        the job is deleted
   other exits   the job is released, delayed 1s, 2s, 4s … (doubling, at
@@ -156,6 +159,9 @@ type wireJob struct {
 	TTRMS      int64  `json:"ttr_ms"`
 	Reserves   uint32 `json:"reserves"`
 	BodyBase64 string `json:"body_base64"`
+	// The W3C trace context the job was put with (docs/tracing.md).
+	Traceparent string `json:"traceparent"`
+	Tracestate  string `json:"tracestate"`
 }
 
 // slot reserves and runs jobs one at a time until ctx ends.
@@ -218,6 +224,7 @@ func (w *shellWorker) handle(stopping context.Context, lease string, job wireJob
 		"HOURGLASS_JOB_TUBE="+job.Tube,
 		"HOURGLASS_JOB_PRIORITY="+strconv.FormatUint(uint64(job.Priority), 10),
 		"HOURGLASS_JOB_ATTEMPT="+strconv.FormatUint(uint64(job.Reserves), 10))
+	cmd.Env = traceEnv(cmd.Env, job)
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		w.finish(&hc, job, fmt.Errorf("cannot run %s: %w", w.cmd[0], err), "", false)
@@ -420,4 +427,24 @@ func (t *tailBuffer) String() string {
 		}
 	}
 	return strings.ToValidUTF8(string(b), "")
+}
+
+// traceEnv is env with the job's trace context as TRACEPARENT and
+// TRACESTATE, the variables OpenTelemetry's environment carrier names,
+// replacing those the worker itself was started with; a job without one
+// runs with neither.
+func traceEnv(env []string, job wireJob) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TRACEPARENT=") && !strings.HasPrefix(kv, "TRACESTATE=") {
+			out = append(out, kv)
+		}
+	}
+	if job.Traceparent != "" {
+		out = append(out, "TRACEPARENT="+job.Traceparent)
+		if job.Tracestate != "" {
+			out = append(out, "TRACESTATE="+job.Tracestate)
+		}
+	}
+	return out
 }

@@ -12,10 +12,12 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/hourglass-io/hourglass/queue"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // jobsPrimitive serves the job queue under /v1.
@@ -160,11 +162,17 @@ type Job struct {
 	// UniqueKey is the key the job was put with, when it was put with one
 	// (a schedule's job carries "schedule:<name>:<tick unix ms>").
 	UniqueKey string `json:"unique_key,omitempty"`
+	// Traceparent and Tracestate are the W3C trace context the job was put
+	// with (docs/tracing.md), when it was put with one: a worker starts its
+	// span as a child of Traceparent.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 func jobOf(j queue.Job) Job {
 	out := Job{ID: uint64(j.ID), Tube: j.Tube, Priority: j.Priority, TTRMS: j.TTR.Milliseconds(), Reserves: j.Reserves,
 		BodyBase64: base64.StdEncoding.EncodeToString(j.Body), UniqueKey: j.UniqueKey}
+	out.Traceparent, out.Tracestate, _ = strings.Cut(j.TraceContext, ";")
 	if utf8.Valid(j.Body) {
 		b := string(j.Body)
 		out.Body = &b
@@ -276,6 +284,9 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 	if len(nj.UniqueKey) > 1024 {
 		return badField("unique_key", "is %d bytes, want at most %d", len(nj.UniqueKey), 1024)
 	}
+	if err := putTrace(r, &nj); err != nil {
+		return err
+	}
 	res, err := s.Queue.PutMany(r.Context(), tube, []queue.NewJob{nj})
 	if err != nil {
 		return err
@@ -286,6 +297,27 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Location", "/v1/jobs/"+res[0].ID.String())
 	writeJSON(w, status, PutReply{ID: uint64(res[0].ID), Duplicate: res[0].Duplicate})
+	return nil
+}
+
+// putTrace gives nj the W3C trace context of the put's traceparent and
+// tracestate headers (docs/tracing.md), unless the request's context has
+// a span already (the server traces its handlers: the headers are that
+// span's parent, and the put's span the job's): the Queue then takes it
+// from the context. A traceparent that is not one is refused.
+func putTrace(r *http.Request, nj *queue.NewJob) error {
+	tp := r.Header.Get("traceparent")
+	if tp == "" || trace.SpanContextFromContext(r.Context()).IsValid() {
+		return nil
+	}
+	tc := tp
+	if ts := r.Header.Get("tracestate"); ts != "" {
+		tc += ";" + ts
+	}
+	if err := queue.CheckTraceContext(tc); err != nil {
+		return badField("traceparent", "with tracestate: %v", err)
+	}
+	nj.TraceContext = tc
 	return nil
 }
 

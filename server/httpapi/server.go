@@ -121,6 +121,9 @@ type Server struct {
 	// AccessLog, when set, receives one info record per HTTP request
 	// once it is answered: method, path, status, bytes, duration, remote.
 	AccessLog *slog.Logger
+	// Wrap, when set, wraps the server's handler, outermost: how serve
+	// traces every request (otelhttp, docs/tracing.md).
+	Wrap func(http.Handler) http.Handler
 
 	initOnce sync.Once
 	started  time.Time  // when the Server was first used: the dashboard's uptime
@@ -168,6 +171,9 @@ func (s *Server) init() {
 		s.handler = s.guard(s.routes())
 		if s.AccessLog != nil {
 			s.handler = accessLog(s.AccessLog, s.handler)
+		}
+		if s.Wrap != nil {
+			s.handler = s.Wrap(s.handler)
 		}
 		s.hs = &http.Server{
 			Handler:           s.handler,
