@@ -1000,6 +1000,21 @@ local function keep_one(T, tube, idh, rec, result, now, how)
   set(T, 'kn', (T.kn or 0) + 1)
 end
 
+-- ttr_ran_out reports, for a reserved job idh of T and a caller that has
+-- not ticked T (now given), whether its TTR has run out: the caller applies
+-- the due transitions first.
+local function ttr_ran_out(T, idh, now)
+  return now and not (T.nd and T.nd > now) and tonumber(redis.call('ZSCORE', T.x, idh)) <= now
+end
+
+-- drop_fields removes a deleted job's fields and frees its unique key.
+local function drop_fields(T, idh, ukey)
+  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
+  if ukey and ukey ~= '' then
+    redis.call('HDEL', T.u, ukey)
+  end
+end
+
 -- delete_loaded deletes a job of tube T for owner: 1 deleted, 2 kept (the
 -- tube has a retention: keep_one, with result, '' or nil for none), 0 no
 -- such job, -1 reserved by another owner, -2 the job is in another tube;
@@ -1013,8 +1028,7 @@ local function delete_loaded(T, tube, idh, owner, now, result)
   if rec[F_TUBE] ~= T.ix then
     return -2
   end
-  if now and rec[F_STATE] == RESERVED and not (T.nd and T.nd > now) and tonumber(redis.call('ZSCORE', T.x, idh)) <= now then
-    -- its TTR has run out: the caller applies the due transitions first
+  if rec[F_STATE] == RESERVED and ttr_ran_out(T, idh, now) then
     return -3
   end
   if rec[F_STATE] == RESERVED and rec[F_OWNER] ~= owner then
@@ -1031,10 +1045,7 @@ local function delete_loaded(T, tube, idh, owner, now, result)
     keep_one(T, tube, idh, rec, result, T.now)
     return 2
   end
-  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
-  if rec[F_UKEY] ~= '' then
-    redis.call('HDEL', T.u, rec[F_UKEY])
-  end
+  drop_fields(T, idh, rec[F_UKEY])
   return 1
 end
 
@@ -1061,8 +1072,7 @@ local function delete_one(T, tube, idh, owner, now, result)
   end
   local ov = v[2]
   if ov then
-    if now and not (T.nd and T.nd > now) and tonumber(redis.call('ZSCORE', T.x, idh)) <= now then
-      -- its TTR has run out: the caller applies the due transitions first
+    if ttr_ran_out(T, idh, now) then
       return -3
     end
     if string.sub(ov, string.find(ov, ':', 1, true) + 1) ~= owner then
@@ -1079,10 +1089,7 @@ local function delete_one(T, tube, idh, owner, now, result)
       redis.call('ZREM', T.b, idh)
     end
   end
-  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
-  if h[6] and h[6] ~= '' then
-    redis.call('HDEL', T.u, h[6])
-  end
+  drop_fields(T, idh, h[6])
   set(T, 'deletes', T.deletes + 1)
   set(T, 'live', T.live - 1)
   return 1
