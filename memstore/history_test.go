@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +145,77 @@ func TestOldRecords(t *testing.T) {
 			t.Errorf("body %q", j.Body)
 		}
 	})
+}
+
+// TestErrorHistoryRestart: a job's error history (queue.JobStats.Errors)
+// is the same after a restart, from the log alone, from a snapshot, and
+// from a snapshot and the log after it; a kept job's too.
+func TestErrorHistoryRestart(t *testing.T) {
+	for _, snapshot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("snapshot=%v", snapshot), func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			clock := storetest.NewClock(epoch)
+			s := openT(t, dir, &Options{Clock: clock.Now})
+			ok(t, s.SetRetention(ctx, "kept", time.Hour))
+			live := put(t, s, "h", queue.NewJob{})
+			kept := put(t, s, "kept", queue.NewJob{})
+			long := strings.Repeat("x", queue.MaxReasonLen)
+			fail := func(id queue.ID, n int) {
+				clock.Advance(time.Second)
+				must(s.ReserveJob(ctx, "w", id))
+				reason := fmt.Sprintf("attempt %d failed", n)
+				if n%3 == 0 {
+					reason = long[:queue.MaxReasonLen-n]
+				}
+				if n%2 == 0 {
+					ok(t, s.Bury(ctx, "w", id, 0, reason))
+				} else {
+					ok(t, s.Release(ctx, "w", id, 0, 0, reason))
+				}
+			}
+			for n := 1; n <= 12; n++ {
+				fail(live, n)
+				if n <= 3 {
+					fail(kept, n)
+				}
+			}
+			must(s.ReserveJob(ctx, "w", kept))
+			ok(t, s.Finish(ctx, "w", kept, []byte("done")))
+			if snapshot {
+				ok(t, s.compactNow())
+				fail(live, 13) // and one in the log after the snapshot
+			}
+			want := map[queue.ID][]queue.AttemptError{}
+			for _, id := range []queue.ID{live, kept} {
+				js := must(s.Lookup(ctx, id))
+				if id == live {
+					js = must(s.StatsJob(ctx, id))
+				}
+				want[id] = js.Errors
+			}
+			if n := len(want[live]); n == 0 || n > queue.MaxErrors || want[live][n-1].Attempt != uint32(12+btoi(snapshot)) {
+				t.Fatalf("live job's history before the restart: %+v", want[live])
+			}
+			if len(want[kept]) != 3 {
+				t.Fatalf("kept job's history before the restart: %+v", want[kept])
+			}
+			closeT(t, s)
+			s = openT(t, dir, &Options{Clock: clock.Now})
+			defer closeT(t, s)
+			if diff := cmp.Diff(want[live], must(s.StatsJob(ctx, live)).Errors); diff != "" {
+				t.Errorf("live job's history after the restart (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want[kept], must(s.Lookup(ctx, kept)).Errors); diff != "" {
+				t.Errorf("kept job's history after the restart (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

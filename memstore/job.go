@@ -42,6 +42,9 @@ type jobMore struct {
 	history
 	kept *kept // a kept job's end and result (keep.go); nil while live
 	ufor int64 // NewJob.UniqueFor, ns; 0 for none
+	// errs is the error history (queue.JobStats.Errors), oldest first,
+	// within queue.MaxErrors and MaxErrorBytes (queue.AppendError).
+	errs []queue.AttemptError
 }
 
 // window is the end (Unix ns) of the window j's put opened on its key,
@@ -124,6 +127,33 @@ func (j *job) noteError(reason string, now int64) {
 		h := j.history()
 		h.lastErr, h.errAt = reason, now
 	}
+}
+
+// noteAttemptError records the reason a release or a bury gave at now:
+// the last error, and an entry of the error history for the reservation
+// it ended. An empty reason changes nothing.
+func (j *job) noteAttemptError(reason string, now int64) {
+	if reason != "" {
+		j.noteError(reason, now)
+		j.appendError(queue.AttemptError{At: timeOf(now), Attempt: j.reserves, Reason: reason})
+	}
+}
+
+// appendError adds e to j's error history.
+func (j *job) appendError(e queue.AttemptError) {
+	if j.more == nil {
+		j.more = &jobMore{}
+	}
+	j.more.errs = queue.AppendError(j.more.errs, e)
+}
+
+// errors returns j's error history (nil for none); the caller must not
+// modify it.
+func (j *job) errors() []queue.AttemptError {
+	if j.more == nil {
+		return nil
+	}
+	return j.more.errs
 }
 
 // export returns the job as Reserve and Peek return it, with its own copy of

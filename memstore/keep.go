@@ -349,6 +349,9 @@ func (q *jobQueue) snapshotKept(t *tube, w *wal.SnapshotWriter) {
 		if j.more.ufor > 0 {
 			w.Add(kindKeyX, q.encodeKeyX(j), nil)
 		}
+		if len(j.more.errs) > 0 {
+			w.Add(kindErrors, q.encodeErrors(j), nil)
+		}
 	}
 }
 

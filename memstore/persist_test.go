@@ -78,6 +78,7 @@ type view struct {
 	// reserve and timeout are logged only with the next change).
 	ReleasedAt, BuriedAt, KickedAt, LastErrorAt time.Time
 	LastError                                   string
+	Errors                                      []queue.AttemptError
 }
 
 type tubeView struct {
@@ -108,6 +109,7 @@ func durable(s *Store) snapshotView {
 			Tube: j.tube.name, State: state, Pri: j.pri, At: at, TTR: j.ttr, Delay: j.delay, Created: j.created,
 			Key: j.key(), Body: string(j.body), Trace: j.traceContext(), Releases: j.releases, Buries: j.buries, Kick: j.kicks,
 			ReleasedAt: h.ReleasedAt, BuriedAt: h.BuriedAt, KickedAt: h.KickedAt, LastErrorAt: h.LastErrorAt, LastError: h.LastError,
+			Errors: h.Errors,
 		}
 	}
 	for _, t := range s.queue.tubesInOrder() {

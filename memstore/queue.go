@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wal"
@@ -28,6 +29,7 @@ func (j *job) addHistory(out *queue.JobStats) {
 		h := &j.more.history
 		out.ReleasedAt, out.BuriedAt, out.KickedAt = timeOf(h.released), timeOf(h.buried), timeOf(h.kicked)
 		out.TimedOutAt, out.LastErrorAt, out.LastError = timeOf(h.timedOut), timeOf(h.errAt), h.lastErr
+		out.Errors = slices.Clone(j.more.errs)
 	}
 }
 
@@ -372,7 +374,7 @@ func (q *jobQueue) Release(ctx context.Context, owner string, id queue.ID, pri i
 		}
 		j.releases++
 		j.history().released = now
-		j.noteError(reason, now)
+		j.noteAttemptError(reason, now)
 		j.delay = int64(delay)
 		st := queue.Ready
 		j.at = 0
@@ -381,7 +383,7 @@ func (q *jobQueue) Release(ctx context.Context, owner string, id queue.ID, pri i
 		}
 		q.link(j, st)
 		q.wakeLocked(j.tube.name)
-		return q.e.append(kindUpdateH, q.encodeUpdate(j), nil)
+		return q.e.append(updateKind(reason), q.encodeUpdate(j), nil)
 	})
 }
 
@@ -396,11 +398,11 @@ func (q *jobQueue) Bury(ctx context.Context, owner string, id queue.ID, pri int6
 		j.buries++
 		j.tube.buries++
 		j.history().buried = now
-		j.noteError(reason, now)
+		j.noteAttemptError(reason, now)
 		q.burySeq++
 		j.at = q.burySeq
 		q.link(j, queue.Buried)
-		return q.e.append(kindUpdateH, q.encodeUpdate(j), nil)
+		return q.e.append(updateKind(reason), q.encodeUpdate(j), nil)
 	})
 }
 

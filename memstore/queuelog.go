@@ -38,7 +38,23 @@ const (
 	// job without one is still written with the older kinds.
 	kindPutT  = 22 // log: a put with a trace context
 	kindJobHT = 23 // snapshot: a job with its history and trace context
+	// Since the error history (queue.JobStats.Errors): a release or bury
+	// that gives a reason logs kindUpdateE, whose replay appends the
+	// error it carries to the job's history; a snapshot writes a job's
+	// history, when it has one, in a kindErrors after the job's record.
+	// 28–29 are free for the history's later layouts.
+	kindErrors  = 26 // snapshot: a job's error history
+	kindUpdateE = 27 // log: an update that records an error of an attempt
 )
+
+// updateKind is the kind of the update a release or bury with reason
+// logs.
+func updateKind(reason string) byte {
+	if reason != "" {
+		return kindUpdateE
+	}
+	return kindUpdateH
+}
 
 // Layouts (u: uvarint, v: varint, s: u length + bytes):
 //
@@ -54,6 +70,11 @@ const (
 //	           (times Unix ns, 0 for never)
 //	putT       put's fields, then s trace context; then the body
 //	jobHT      jobH's fields (history included), then s trace context; then the body
+//	errors     u id, u n, then n times: v at (Unix ns), u attempt, s reason
+//	           (oldest first; after the job's jobH, jobHT or kept record)
+//	updateE    updateH's layout; its replay appends the error it records
+//	           (the history's errAt and lastErr, the counters' reserves as
+//	           the attempt) to the job's error history
 //	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
 //	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
 //	cancel     u id, s reason
@@ -149,6 +170,55 @@ func appendCounters(b []byte, j *job) []byte {
 	return b
 }
 
+// encodeErrors encodes j's error history (a kindErrors record).
+func (q *jobQueue) encodeErrors(j *job) []byte {
+	errs := j.errors()
+	b := binary.AppendUvarint(q.e.scratch[:0], uint64(j.id))
+	b = binary.AppendUvarint(b, uint64(len(errs)))
+	for _, e := range errs {
+		b = binary.AppendVarint(b, e.At.UnixNano())
+		b = binary.AppendUvarint(b, uint64(e.Attempt))
+		b = appendString(b, e.Reason)
+	}
+	q.e.scratch = b
+	return b
+}
+
+// replayErrors applies a kindErrors record: the error history of a job
+// just replayed from the snapshot, live or kept.
+func (q *jobQueue) replayErrors(d *decoder) error {
+	id := queue.ID(d.uvarint())
+	n := d.uvarint()
+	if n == 0 || n > queue.MaxErrors {
+		return errBadRecord
+	}
+	errs := make([]queue.AttemptError, 0, n)
+	size := 0
+	for range n {
+		e := queue.AttemptError{At: timeOf(d.varint()), Attempt: d.u32(), Reason: d.string()}
+		size += len(e.Reason)
+		if e.Reason == "" || len(e.Reason) > queue.MaxReasonLen || size > queue.MaxErrorBytes {
+			d.err = errBadRecord
+		}
+		errs = append(errs, e)
+	}
+	if err := d.end(); err != nil {
+		return err
+	}
+	j := q.jobs[id]
+	if j == nil {
+		j = q.kept[id]
+	}
+	if j == nil {
+		return fmt.Errorf("error history of unknown job %d", id)
+	}
+	if j.more == nil {
+		j.more = &jobMore{}
+	}
+	j.more.errs = errs
+	return nil
+}
+
 func appendHistory(b []byte, j *job) []byte {
 	var h history
 	if j.more != nil {
@@ -196,6 +266,9 @@ func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 				w.Add(kind, b, j.body)
 				if j.more != nil && j.more.ufor > 0 {
 					w.Add(kindKeyX, q.encodeKeyX(j), nil)
+				}
+				if len(j.errors()) > 0 {
+					w.Add(kindErrors, q.encodeErrors(j), nil)
 				}
 			}
 		}
@@ -343,15 +416,18 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		q.removeJob(j)
 		return nil
 
-	case kindUpdate, kindUpdateH:
+	case kindUpdate, kindUpdateH, kindUpdateE:
 		id := queue.ID(d.uvarint())
 		st, err := state(d.byte())
 		pri := d.u32()
 		at, delay := d.varint(), d.varint()
 		var c job
 		d.counters(&c)
-		if kind == kindUpdateH {
+		if kind != kindUpdate {
 			d.history(&c)
+			if kind == kindUpdateE && (c.more == nil || c.more.lastErr == "") {
+				d.err = errBadRecord
+			}
 		}
 		if err := d.end(); err != nil {
 			return err
@@ -366,13 +442,16 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		q.unlink(j)
 		j.pri, j.at, j.delay = pri, at, delay
 		j.reserves, j.timeouts, j.releases, j.buries, j.kicks = c.reserves, c.timeouts, c.releases, c.buries, c.kicks
-		if kind == kindUpdateH {
+		if kind != kindUpdate {
 			j.reserved = c.reserved
 			var h history
 			if c.more != nil {
 				h = c.more.history
 			}
 			j.setHistory(h)
+		}
+		if kind == kindUpdateE {
+			j.appendError(queue.AttemptError{At: timeOf(j.more.errAt), Attempt: j.reserves, Reason: j.more.lastErr})
 		}
 		if st == queue.Buried {
 			q.burySeq = max(q.burySeq, at)
@@ -400,6 +479,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 
 	case kindCancel, kindCancelKept:
 		return q.replayCancel(kind, d)
+
+	case kindErrors:
+		return q.replayErrors(d)
 
 	case kindHold:
 		name := d.string()

@@ -67,8 +67,11 @@
 // (StatsJob): its attempts (Reserves), the times of its put and of its
 // last reserve, release, bury, kick and timeout, and its last error — the
 // reason given to ReleaseWithReason or BuryWithReason (or ReleaseWith,
-// BuryWith), at most MaxReasonLen bytes (CutReason). Release and Bury give
-// none and leave the last error as it was. ReleaseWith and BuryWith may
+// BuryWith), at most MaxReasonLen bytes (CutReason) — and the history of
+// the errors of its attempts (JobStats.Errors: each reason with its time and
+// the reserve it ended, the last MaxErrors within MaxErrorBytes, AppendError).
+// Release and Bury give none and leave the last error and the history as
+// they were. ReleaseWith and BuryWith may
 // leave out the priority: the job keeps its own, which the store reads and
 // writes in one atomic step (KeepPriority in the Store contract). A Worker gives its handler's error each time it
 // releases a failed job and when it buries one after its last attempt.

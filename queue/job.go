@@ -176,6 +176,14 @@ type JobStats struct {
 	// LastErrorAt is when it was given.
 	LastError   string
 	LastErrorAt time.Time
+	// Errors is the history of the errors of the job's attempts, oldest
+	// first: one entry for each release or bury that gave a reason, the
+	// last MaxErrors of them within MaxErrorBytes of reasons
+	// (AppendError): its newest entry is the LastError a release or bury
+	// gave. A cancel's reason is LastError only, a TTR that runs out adds
+	// nothing (Timeouts and TimedOutAt count it), and a job stored before
+	// stores kept the history has none. nil for none.
+	Errors []AttemptError
 	// UniqueKey is the key the job was put with; "" for none.
 	UniqueKey string
 	// ReservedBy is the owner of the job's reservation (Queue.Owner of
@@ -209,6 +217,40 @@ func (st JobStats) Job() Job {
 		j.Left = st.TimeLeft
 	}
 	return j
+}
+
+// AttemptError is one entry of a job's error history (JobStats.Errors):
+// a reason a release or a bury gave.
+type AttemptError struct {
+	At      time.Time // when it was given, by the store's clock
+	Attempt uint32    // the job's Reserves then: the reservation it ended (1 the first)
+	Reason  string    // at most MaxReasonLen bytes, as LastError
+}
+
+// The bounds of a job's error history (JobStats.Errors): the last
+// MaxErrors errors, fewer when their reasons would take more than
+// MaxErrorBytes bytes together. The newest is always kept (a reason is at
+// most MaxReasonLen, which is less than MaxErrorBytes).
+const (
+	MaxErrors     = 10
+	MaxErrorBytes = 4096
+)
+
+// AppendError returns h with e appended and its oldest entries dropped
+// until it holds at most MaxErrors entries whose reasons take at most
+// MaxErrorBytes bytes: what a store keeps after a release or a bury that
+// gives a reason. h is not modified; e.Reason is kept as it is (CutReason
+// is the caller's).
+func AppendError(h []AttemptError, e AttemptError) []AttemptError {
+	out := make([]AttemptError, 0, min(len(h)+1, MaxErrors))
+	n := len(e.Reason)
+	from := len(h)
+	for from > 0 && len(h)-from+1 < MaxErrors && n+len(h[from-1].Reason) <= MaxErrorBytes {
+		from--
+		n += len(h[from].Reason)
+	}
+	out = append(out, h[from:]...)
+	return append(out, e)
 }
 
 // MaxReasonLen is the most bytes of a release's or a bury's reason a job

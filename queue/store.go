@@ -67,8 +67,9 @@ type Store interface {
 	// Release returns a job reserved by owner to the ready state with
 	// priority pri, or to the delayed state when delay > 0, and counts a
 	// release. A pri of KeepPriority leaves the job's priority as it is. A reason that is not empty becomes the job's last error
-	// (JobStats.LastError, LastErrorAt); an empty one leaves the last error
-	// as it was. ErrNotFound when there is no such job, ErrNotReserved when
+	// (JobStats.LastError, LastErrorAt) and is appended to its error
+	// history (JobStats.Errors, with the job's reserves as the attempt, as
+	// AppendError trims it); an empty one leaves both as they were. ErrNotFound when there is no such job, ErrNotReserved when
 	// it is not reserved by owner.
 	Release(ctx context.Context, owner string, id ID, pri int64, delay time.Duration, reason string) error
 

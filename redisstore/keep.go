@@ -119,20 +119,13 @@ func (s *Store) Lookup(ctx context.Context, id queue.ID) (queue.JobStats, error)
 		}
 		return queue.JobStats{}, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
 	}
-	a = r.arr(a, 8)
-	j := parseJob(r, a[2])
-	st := r.arr(a[3], peekStats+2)
-	n := make([]int64, peekStats)
-	for i, x := range st[:peekStats] {
-		n[i] = r.int(x)
-	}
-	lastErr := r.str(st[peekStats])
+	a = r.arr(a, 9)
+	out := parseStats(r, parseJob(r, a[2]), a[3], a[8])
 	result := r.str(a[4])
 	ended, drop, how := r.int(a[5]), r.int(a[6]), r.int(a[7])
 	if err := r.done(); err != nil {
 		return queue.JobStats{}, err
 	}
-	out := statsOf(j, n, lastErr, "")
 	out.State = queue.Finished
 	if result != "" {
 		out.Result = []byte(result)

@@ -19,14 +19,9 @@ import (
 // and the reservation's owner follow them.
 const peekStats = 18
 
-// peek runs peek.lua: the job, its stats, its last error and its
-// reservation's owner.
-func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, string, string, error) {
-	var (
-		j              queue.Job
-		stats          []int64
-		lastErr, owner string
-	)
+// peek runs peek.lua: the job and its stats.
+func (s *Store) peek(ctx context.Context, id queue.ID) (queue.JobStats, error) {
+	var out queue.JobStats
 	err := s.withTube(ctx, id, func(tube string) (bool, error) {
 		v, err := s.run(ctx, scripts.peek, tagOf(id), tube, tube, idhex(id))
 		if err != nil {
@@ -40,17 +35,31 @@ func (s *Store) peek(ctx context.Context, id queue.ID) (queue.Job, []int64, stri
 			}
 			return true, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
 		}
-		a = r.arr(a, 3)
-		j = parseJob(r, a[1])
-		st := r.arr(a[2], peekStats+2)
-		stats = make([]int64, peekStats)
-		for i, x := range st[:peekStats] {
-			stats[i] = r.int(x)
-		}
-		lastErr, owner = r.str(st[peekStats]), r.str(st[peekStats+1])
+		a = r.arr(a, 4)
+		out = parseStats(r, parseJob(r, a[1]), a[2], a[3])
 		return false, r.done()
 	})
-	return j, stats, lastErr, owner, err
+	return out, err
+}
+
+// parseStats reads the stats (peek.lua's, lookup.lua's) of job j and its
+// error history (errors_reply in lib.lua).
+func parseStats(r *reply, j queue.Job, stats, errs any) queue.JobStats {
+	st := r.arr(stats, peekStats+2)
+	n := make([]int64, peekStats)
+	for i, x := range st[:peekStats] {
+		n[i] = r.int(x)
+	}
+	out := statsOf(j, n, r.str(st[peekStats]), r.str(st[peekStats+1]))
+	e := r.arr(errs, 0)
+	if len(e)%3 != 0 {
+		r.fail("an error history of triples", errs)
+		return out
+	}
+	for i := 0; i < len(e); i += 3 {
+		out.Errors = append(out.Errors, queue.AttemptError{At: timeMS(r.int(e[i])), Attempt: uint32(r.int(e[i+1])), Reason: r.str(e[i+2])})
+	}
+	return out
 }
 
 // timeMS converts Unix milliseconds to a Time in UTC; 0 is the zero Time
@@ -65,11 +74,7 @@ func timeMS(v int64) time.Time {
 // StatsJob implements queue.Store: one peek.lua call gives the job and
 // its stats.
 func (s *Store) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
-	j, st, lastErr, owner, err := s.peek(ctx, id)
-	if err != nil {
-		return queue.JobStats{}, err
-	}
-	return statsOf(j, st, lastErr, owner), nil
+	return s.peek(ctx, id)
 }
 
 // statsOf is the JobStats of job j with peek.lua's stats st.

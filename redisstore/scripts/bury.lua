@@ -14,7 +14,7 @@ unhold(T, idh)
 if pri >= 0 then rec[F_PRI] = pri end
 rec[F_BURIES] = rec[F_BURIES] + 1
 stamp(rec, F_BURIED_AT, now)
-stamp_error(rec, reason, now)
+stamp_attempt_error(idh, rec, reason, now)
 rec[F_STATE] = BURIED
 rec[F_OWNER] = ''
 flush(T)

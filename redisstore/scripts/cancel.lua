@@ -27,7 +27,7 @@ if T.kr and T.kr > 0 then
   stamp_error(rec, reason, now)
   keep_one(T, tube, idh, rec, nil, now, KEPT_CANCELLED)
 else
-  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
+  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh, 'e' .. idh)
   if rec[F_UKEY] ~= '' then
     redis.call('HDEL', T.u, rec[F_UKEY])
   end

@@ -2,7 +2,8 @@
 -- check: verifies the invariants of one tag (tests and diagnostics only; it
 -- reads every job of the tag). Every job is in exactly one index, has a
 -- reservation (o) exactly when that index is the reserved set, is ready at
--- its priority, and every past and reservation has its job; every index
+-- its priority, and every past, reservation, result and error history has
+-- its job; every index
 -- entry has a job of that tube, every tube
 -- with jobs is registered, and every registered tube holds a job, a
 -- reference, a pause or a kept job. A kept job is in T:k only, without
@@ -25,7 +26,7 @@ end
 local count, kcount = {}, {}
 for idh, v in pairs(fields) do
   local kind = string.sub(idh, 1, 1)
-  if kind == 'p' or kind == 'o' or kind == 'f' then
+  if kind == 'p' or kind == 'o' or kind == 'f' or kind == 'e' then
     -- a past or a reservation belongs to a job
     if not fields[string.sub(idh, 2)] then
       problems[#problems + 1] = idh .. ': no job ' .. string.sub(idh, 2)

@@ -31,6 +31,7 @@ for _, tube in ipairs(due) do
       fields[#fields + 1] = idh
       fields[#fields + 1] = 'p' .. idh
       fields[#fields + 1] = 'f' .. idh
+      fields[#fields + 1] = 'e' .. idh
     end
     redis.call('HDEL', KEYS[2], unpack(fields))
     redis.call('ZREM', T.t .. ':k', unpack(ids))

@@ -32,9 +32,10 @@
 --                  u  unique key hash: key -> job id
 --   ARGV[1]        "" to use Redis's TIME, or an injected time in microseconds (tests)
 --
--- A job is up to three fields of j (layout 3; see "Layout 3" below and
+-- A job is up to four fields of j (layout 3; see "Layout 3" below and
 -- docs/redis-data-model.md): its record, written once by the put; its past,
--- once it has one; its reservation, while reserved. In a script a job is a
+-- once it has one; its reservation, while reserved; its error history, once
+-- a release or bury gave a reason. In a script a job is a
 -- table indexed by the F_* constants below. The tube is its number in the
 -- tag (m's t:<n>), not its name. The due time or TTR deadline is the job's
 -- score in d or x. States: 1 ready, 2 delayed, 3 reserved, 4 buried: the
@@ -182,7 +183,7 @@ local function open_put(T)
   return us, now
 end
 
--- Layout 3: a job is up to three fields of the tag's hash j (KEYS[2]):
+-- Layout 3: a job is up to four fields of the tag's hash j (KEYS[2]):
 --   <id>   its record, written once at put and never rewritten:
 --          msgpack {tube number, priority, delay ms, TTR ms, put ms[, unique key]}
 --          followed by msgpack(body)
@@ -194,6 +195,10 @@ end
 --          (ms after put, -1 never) with the last error after the error's
 --          time}, trailing defaults left out
 --   o<id>  its reservation, while it is reserved: "<reserved at, ms after put>:<owner>"
+--   e<id>  its error history, once a release or bury gave a reason:
+--          msgpack {at, attempt, reason, at, attempt, reason, ...}, oldest
+--          first (at: ms after put; attempt: its reserves then), the last
+--          MAX_ERRORS within MAX_ERROR_BYTES of reasons; removed with the job
 -- Its state is the index that holds it (r, d, x or b); a reserved job has o.
 -- In a script a job is a record table indexed by the F_* constants, with
 -- the state left nil until known (resolve).
@@ -333,6 +338,10 @@ local function save(idh, rec)
       hdel[#hdel + 1] = 'o' .. idh
     end
   end
+  if rec.ev then
+    hset[#hset + 1], hset[#hset + 2] = 'e' .. idh, rec.ev
+    rec.ev = nil
+  end
   if #hset > 0 then
     redis.call('HSET', KEYS[2], unpack(hset))
   end
@@ -361,6 +370,53 @@ local function stamp_error(rec, reason, now)
     rec[F_ERROR] = reason
     stamp(rec, F_ERROR_AT, now)
   end
+end
+
+-- The bounds of a job's error history (e<id>): queue.MaxErrors and
+-- queue.MaxErrorBytes.
+local MAX_ERRORS, MAX_ERROR_BYTES = 10, 4096
+
+-- stamp_attempt_error records a release's or a bury's reason at now as
+-- stamp_error does, and appends it to the job's error history, which the
+-- next save writes (with the past, in one HSET). An empty reason changes
+-- nothing and reads nothing.
+local function stamp_attempt_error(idh, rec, reason, now)
+  if reason == '' then
+    return
+  end
+  stamp_error(rec, reason, now)
+  local old = redis.call('HGET', KEYS[2], 'e' .. idh)
+  local h = {}
+  if old then
+    h = cmsgpack.unpack(old)
+  end
+  -- Keep the newest entries that fit beside the new one (queue.AppendError).
+  local n, size, from = 1, #reason, #h + 1
+  while from > 1 and n < MAX_ERRORS and size + #h[from - 1] <= MAX_ERROR_BYTES do
+    from = from - 3
+    n, size = n + 1, size + #h[from + 2]
+  end
+  local out = {}
+  for i = from, #h do
+    out[#out + 1] = h[i]
+  end
+  out[#out + 1] = rec[F_ERROR_AT]
+  out[#out + 1] = rec[F_RESERVES]
+  out[#out + 1] = reason
+  rec.ev = cmsgpack.pack(out)
+end
+
+-- errors_reply is a job's error history (the e<id> field's value, or
+-- nil) as a reply: {at (Unix ms), attempt, reason, ...}, oldest first.
+local function errors_reply(rec, ev)
+  if not ev then
+    return {}
+  end
+  local h = cmsgpack.unpack(ev)
+  for i = 1, #h, 3 do
+    h[i] = rec[F_CREATED] + h[i]
+  end
+  return h
 end
 
 -- stamped returns the time (ms) in history field f of rec, or 0 for never.
@@ -1009,7 +1065,7 @@ end
 
 -- drop_fields removes a deleted job's fields and frees its unique key.
 local function drop_fields(T, idh, ukey)
-  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
+  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh, 'e' .. idh)
   if ukey and ukey ~= '' then
     redis.call('HDEL', T.u, ukey)
   end

@@ -6,9 +6,9 @@
 -- Returns: { 0 } when no job of that id is kept (or its time has passed),
 -- else { 1, tube, job (as jobreply), stats as peek's (state 5, time left 0,
 -- owner ''), result ('' for none), ended at ms, dropped at ms, how it ended
--- (1 finished, 2 cancelled) }
+-- (1 finished, 2 cancelled), errors (as peek's) }
 local idh = ARGV[2]
-local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh, 'f' .. idh)
+local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh, 'f' .. idh, 'e' .. idh)
 if not v[1] or not v[2] then
   return { 0 }
 end
@@ -30,4 +30,4 @@ return { 1, tube, jobreply(idh, rec, body, tube), {
   rec[F_RESERVES], rec[F_TIMEOUTS], rec[F_RELEASES], rec[F_BURIES], rec[F_KICKS],
   rec[F_CREATED], stamped(rec, F_RESERVED_AT), stamped(rec, F_RELEASED_AT), stamped(rec, F_BURIED_AT),
   stamped(rec, F_KICKED_AT), stamped(rec, F_TIMEDOUT_AT), stamped(rec, F_ERROR_AT), rec[F_ERROR], '' },
-  v[3] or '', rec[F_CREATED] + rec.endedat, tonumber(drop), rec.ended }
+  v[3] or '', rec[F_CREATED] + rec.endedat, tonumber(drop), rec.ended, errors_reply(rec, v[4]) }

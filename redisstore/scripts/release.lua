@@ -14,7 +14,7 @@ if pri >= 0 then rec[F_PRI] = pri end
 rec[F_RELEASES] = rec[F_RELEASES] + 1
 rec[F_DELAY] = delay
 stamp(rec, F_RELEASED_AT, now)
-stamp_error(rec, reason, now)
+stamp_attempt_error(idh, rec, reason, now)
 if delay > 0 then
   rec[F_STATE] = DELAYED
   rec[F_OWNER] = ''

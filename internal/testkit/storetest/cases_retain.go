@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hourglass-io/hourglass/queue"
 )
 
@@ -146,6 +147,9 @@ func testFinishKeeps(t *testing.T, s *suite) {
 	if !js.FinishedAt.Equal(finished) || js.Tube != "done" || js.UniqueKey != "order-42" || string(js.Body) != "order" ||
 		js.Reserves != 2 || js.Releases != 1 || js.LastError != "flaky" || js.Priority != 3 {
 		t.Errorf("kept job = %+v; want finished at %v in tube done, key order-42, body order, 2 reserves, 1 release, last error flaky, priority 3", js, finished)
+	}
+	if want := []queue.AttemptError{{At: epoch, Attempt: 1, Reason: "flaky"}}; !cmp.Equal(js.Errors, want) {
+		t.Errorf("kept job's error history = %+v, want %+v", js.Errors, want)
 	}
 	byKey, err := e.q.LookupKey(e.ctx, "done", "order-42")
 	e.ok("LookupKey", err)

@@ -79,6 +79,7 @@ func queueCases() []queueCase {
 		{"ReservedBy", testReservedBy},
 		{"CounterLog", testCounterLog},
 		{"HistoryReasonBound", testHistoryReasonBound},
+		{"ErrorHistory", testErrorHistory},
 		{"StatsTube", testStatsTube},
 		{"StatsTubeUnknown", testStatsTubeUnknown},
 		{"Stats", testStats},
