@@ -241,6 +241,10 @@ func statsObject(s beanstalkc.Stats) object {
 	return o
 }
 
+// laidOut is a value whose continuation lines are already indented
+// (errorFields): writeKV prints it as it is.
+type laidOut string
+
 // writeKV prints key: value lines with the values aligned.
 func writeKV(w io.Writer, kv []field) error {
 	width := 0
@@ -250,7 +254,7 @@ func writeKV(w io.Writer, kv []field) error {
 	var b strings.Builder
 	for _, f := range kv {
 		v := fmt.Sprint(f.value)
-		if strings.Contains(v, "\n") && !strings.HasPrefix(v, "|\n") {
+		if _, ok := f.value.(laidOut); !ok && strings.Contains(v, "\n") && !strings.HasPrefix(v, "|\n") {
 			// A value of several lines (a job's last error) is a block
 			// under its key, so that every line of the output is still a
 			// key: value or an indented continuation.

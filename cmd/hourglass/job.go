@@ -21,7 +21,10 @@ var jobCommand = &command{
 by the unique key it was put with in --tube. It finds a live job and one
 its tube keeps after it ended (the tube's retention, docs/keys.md): that
 one is in state finished, with its result, when it finished and when the
-tube drops it.
+tube drops it. It prints the job's last error and the errors of its
+attempts, oldest first, one "error:" line each (time, attempt, reason):
+the last 10 a release or bury gave, fewer when their reasons take more
+than 4,096 bytes together.
 
 Exit status: 0 when the job was found, 3 when there is none, 1 when the
 server cannot be reached, 2 for a usage error.
@@ -77,29 +80,30 @@ Examples:
 	},
 }
 
-// printLookup prints a looked-up job as lines of "name: value".
+// printLookup prints a looked-up job as lines of "name: value" (writeKV:
+// a value of several lines, a worker's error, is a block under its name).
 func printLookup(c *cli, l httpapi.JobLookup) error {
-	w := c.stdout
-	fmt.Fprintf(w, "id: %d\ntube: %s\nstate: %s\n", l.ID, l.Tube, l.State)
+	kv := []field{{"id", l.ID}, {"tube", l.Tube}, {"state", l.State}}
 	if l.UniqueKey != "" {
-		fmt.Fprintf(w, "unique_key: %s\n", l.UniqueKey)
+		kv = append(kv, field{"unique_key", l.UniqueKey})
 	}
-	fmt.Fprintf(w, "priority: %d\nattempts: %d\n", l.Priority, l.Attempts)
+	kv = append(kv, field{"priority", l.Priority}, field{"attempts", l.Attempts})
 	if l.LastError != "" {
-		fmt.Fprintf(w, "last_error: %s\n", l.LastError)
+		kv = append(kv, field{"last_error", l.LastError})
 	}
+	kv = append(kv, errorFields(l.Errors)...)
 	if t := time.Time(l.FinishedAt); !t.IsZero() {
-		fmt.Fprintf(w, "finished_at: %s\n", t.UTC().Format(httpapi.TimestampFormat))
+		kv = append(kv, field{"finished_at", t.UTC().Format(httpapi.TimestampFormat)})
 	}
 	if t := time.Time(l.KeptUntil); !t.IsZero() {
-		fmt.Fprintf(w, "kept_until: %s\n", t.UTC().Format(httpapi.TimestampFormat))
+		kv = append(kv, field{"kept_until", t.UTC().Format(httpapi.TimestampFormat)})
 	}
 	if l.ResultBase64 != "" {
 		r, err := base64.StdEncoding.DecodeString(l.ResultBase64)
 		if err != nil {
-			return fmt.Errorf("job: the server's result: %w", err)
+			return fmt.Errorf("job: the server's reply: %w", err)
 		}
-		fmt.Fprintf(w, "result: %q\n", r)
+		kv = append(kv, field{"result", fmt.Sprintf("%q", r)})
 	}
-	return nil
+	return writeKV(c.stdout, kv)
 }

@@ -3,8 +3,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -56,5 +58,52 @@ func TestJobLookup(t *testing.T) {
 		if r := run(t, env, "", append(args, "--http", base)...); r.code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (usage)", args, r.code, exitUsage)
 		}
+	}
+}
+
+// TestJobErrorHistory: hourglass job, peek --http and stats --job --http
+// print the errors of a job's attempts, oldest first, one "error:" line
+// each with its time and attempt, a reason of several lines as a block
+// under its line; --json has them as "errors".
+func TestJobErrorHistory(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://")
+	base := "http://" + p.httpAddr
+	env := p.env
+	ok(t, env, "put", "--tube", "mail", "to bob")
+	var r struct {
+		Lease string `json:"lease"`
+		Job   struct {
+			ID uint64 `json:"id"`
+		} `json:"job"`
+	}
+	post(t, base, "/v1/reserve", "", map[string]any{"tubes": []string{"mail"}}, &r)
+	post(t, base, fmt.Sprintf("/v1/jobs/%d/release", r.Job.ID), r.Lease, map[string]any{"reason": "smtp: 451 try later\nqueue full"}, nil)
+	post(t, base, "/v1/reserve", "", map[string]any{"tubes": []string{"mail"}}, &r)
+	post(t, base, fmt.Sprintf("/v1/jobs/%d/bury", r.Job.ID), r.Lease, map[string]any{"reason": "smtp: 550 no such user"}, nil)
+	id := fmt.Sprint(r.Job.ID)
+
+	line := regexp.MustCompile(`(?m)^error: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z attempt (\d+): (.*)$`)
+	for _, args := range [][]string{{"job", id}, {"peek", id}, {"stats", "--job", id}} {
+		out := ok(t, env, append(args, "--http", base)...)
+		m := line.FindAllStringSubmatch(out, -1)
+		if len(m) != 2 || m[0][1] != "1" || m[0][2] != "|" || m[1][1] != "2" || m[1][2] != "smtp: 550 no such user" {
+			t.Errorf("%v: error lines %q in\n%s", args, m, out)
+		}
+		if !strings.Contains(out, "\n  smtp: 451 try later\n  queue full\n") {
+			t.Errorf("%v: the first error's two lines are not a block under it:\n%s", args, out)
+		}
+	}
+	var v struct {
+		Errors []struct {
+			Attempt int    `json:"attempt"`
+			Reason  string `json:"reason"`
+			At      string `json:"at"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(ok(t, env, "job", id, "--json", "--http", base)), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Errors) != 2 || v.Errors[0].Attempt != 1 || v.Errors[1].Reason != "smtp: 550 no such user" || v.Errors[1].At == "" {
+		t.Errorf("job --json: errors %+v", v.Errors)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"strings"
+	"time"
 
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
@@ -116,11 +118,19 @@ func (c *cli) showJobText(body []byte) error {
 		if err != nil {
 			return fmt.Errorf("the server's reply: %w", err)
 		}
+		key, _ := k.(string)
+		if key == "errors" {
+			var errs []httpapi.AttemptError
+			if err := dec.Decode(&errs); err != nil {
+				return fmt.Errorf("the server's reply: %w", err)
+			}
+			fields = append(fields, errorFields(errs)...)
+			continue
+		}
 		var v any
 		if err := dec.Decode(&v); err != nil {
 			return fmt.Errorf("the server's reply: %w", err)
 		}
-		key, _ := k.(string)
 		if v == nil {
 			v = "never"
 		}
@@ -134,4 +144,19 @@ func (c *cli) showJobText(body []byte) error {
 		}
 	}
 	return writeKV(c.stdout, durationsOf(out))
+}
+
+// errorFields are a job's error history as "error" lines, oldest first:
+// the time, the attempt and the reason (a reason of several lines is a
+// block under its line, as writeKV shows it).
+func errorFields(errs []httpapi.AttemptError) []field {
+	out := make([]field, len(errs))
+	for i, e := range errs {
+		reason := e.Reason
+		if strings.Contains(reason, "\n") {
+			reason = "|\n  " + strings.ReplaceAll(strings.TrimRight(reason, "\n"), "\n", "\n  ")
+		}
+		out[i] = field{"error", laidOut(fmt.Sprintf("%s attempt %d: %s", time.Time(e.At).UTC().Format(httpapi.TimestampFormat), e.Attempt, reason))}
+	}
+	return out
 }

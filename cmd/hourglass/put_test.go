@@ -40,3 +40,28 @@ func TestPutSubSecond(t *testing.T) {
 		}
 	}
 }
+
+// reserve --timeout takes milliseconds where the transport counts them:
+// with --keep (the HTTP API) a sub-second timeout waits that long and
+// takes a job that is ready; without it (the beanstalkd protocol, whole
+// seconds) it is a bad argument that names --keep.
+func TestReserveSubSecondTimeout(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://")
+	env := append(p.env, "HOURGLASS_HTTP=http://"+p.httpAddr)
+	expect(t, env, 3, []string{"reserve", "--keep", "--tube", "sub", "--timeout", "250ms"}, "no job in tube sub within 250ms")
+	ok(t, env, "put", "--tube", "sub", "x")
+	var r struct {
+		Lease string `json:"lease"`
+		Job   struct {
+			Body string `json:"body"`
+		} `json:"job"`
+	}
+	out := ok(t, env, "reserve", "--keep", "--json", "--tube", "sub", "--timeout", "250ms")
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Lease == "" || r.Job.Body != "x" {
+		t.Errorf("reserve --keep --timeout 250ms printed %q (%v)", out, err)
+	}
+	expect(t, env, exitUsage, []string{"reserve", "--tube", "sub", "--timeout", "250ms"}, "--timeout 250ms: the beanstalkd protocol counts whole seconds", "--keep")
+	expect(t, env, exitUsage, []string{"reserve", "--tube", "sub", "--timeout", "1.5s"}, "whole seconds")
+	expect(t, env, exitUsage, []string{"reserve", "--keep", "--tube", "sub", "--timeout", "1500us"}, "whole milliseconds")
+	expect(t, env, exitUsage, []string{"reserve", "--keep", "--tube", "sub", "--timeout", "-1s"}, "want 0 or more")
+}

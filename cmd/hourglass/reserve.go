@@ -19,6 +19,9 @@ var reserveCommand = &command{
 	summary: "reserve a job and print it; --delete deletes it once printed, --keep holds it for bury, release, touch or delete",
 	help: `Waits for a ready job in the --tube tubes (default: "default") and prints it.
 Without --timeout it waits as long as it takes; --timeout 0 does not wait.
+--timeout is whole seconds, as the beanstalkd protocol counts; with --keep,
+which reserves over the HTTP API, it takes milliseconds too (--timeout
+250ms).
 
 Without --delete the job goes back to ready when the command ends (the
 connection closes), with one more reserve counted: use it to look at the
@@ -47,6 +50,7 @@ Examples:
   hourglass touch 42
   hourglass bury --reason 'bounced: no such user' 42
 
+  hourglass reserve --keep --tube retries --timeout 250ms
   out=$(hourglass reserve --keep --json --timeout 10s)
   id=$(echo "$out" | jq .job.id); lease=$(echo "$out" | jq -r .lease)
   hourglass release --lease "$lease" --delay 1m "$id"
@@ -56,7 +60,7 @@ Examples:
 		cf.define(fs)
 		var tubes tubeList
 		fs.Var(&tubes, "tube", "`tube` to take a job from; repeat for several (default default)")
-		timeout := secondsVar(fs, "timeout", 0, "wait at most this `duration` for a job, in whole seconds (a bare number is seconds; 0: do not wait; default: wait for ever)")
+		timeout := secondsVar(fs, "timeout", 0, "wait at most this `duration` for a job: whole seconds, or milliseconds with --keep (a bare number is seconds; 0: do not wait; default: wait for ever)")
 		del := fs.Bool("delete", false, "delete the job once it is printed")
 		raw := fs.Bool("raw", false, "print the body alone, as it is")
 		keep := fs.Bool("keep", false, "keep the job reserved after the command, for its TTR, under a lease printed with it (over the HTTP API)")
@@ -71,7 +75,17 @@ Examples:
 			fs.Visit(func(f *flag.Flag) {
 				if f.Name == "timeout" {
 					wait = *timeout
-					err = wholeSeconds("timeout", wait, 0)
+					switch {
+					case !*keep:
+						err = wholeSeconds("timeout", wait, 0)
+						if err != nil && wait > 0 && wait%time.Second != 0 {
+							err = usagef("--timeout %v: the beanstalkd protocol counts whole seconds: give whole seconds, or add --keep to reserve over the HTTP API, which counts milliseconds", wait)
+						}
+					case wait < 0:
+						err = usagef("--timeout %v: want 0 or more", wait)
+					case wait%time.Millisecond != 0:
+						err = usagef("--timeout %v: the HTTP API counts whole milliseconds", wait)
+					}
 				}
 			})
 			if err != nil {

@@ -246,9 +246,10 @@ type jobPageData struct {
 	// names (see jobExtras).
 	Extra []jobField
 	// Errors are the errors of its attempts the store keeps, newest
-	// first, each at most ErrorBytes long (see jobErrors).
-	Errors     []attemptError
-	ErrorBytes int
+	// first (see jobErrors): at most MaxErrors, whose reasons take at
+	// most ErrorBytes together, each at most ReasonBytes.
+	Errors                            []attemptError
+	MaxErrors, ErrorBytes, ReasonBytes int
 }
 
 // attemptError is an error a job was released or buried with.
@@ -258,12 +259,22 @@ type attemptError struct {
 	Reason  string
 }
 
-// jobErrors returns the errors of st's attempts that the store keeps:
-// the last one (queue.JobStats.LastError), both back ends keeping one a
-// job. Its attempt is the job's last reserve when the error came after
-// it (a release or bury ends the reservation it is given in), unknown
-// when the job was reserved again since.
+// jobErrors returns the errors of st's attempts that the store keeps,
+// newest first: its error history (queue.JobStats.Errors). A job with a
+// last error but no history (stored before the stores kept one, or whose
+// last error is a cancel's reason) shows its last error, whose attempt is
+// the job's last reserve when the error came after it (a release or bury
+// ends the reservation it is given in), unknown when the job was reserved
+// again since.
 func jobErrors(st queue.JobStats) []attemptError {
+	if len(st.Errors) > 0 {
+		out := make([]attemptError, 0, len(st.Errors))
+		for i := len(st.Errors) - 1; i >= 0; i-- {
+			e := st.Errors[i]
+			out = append(out, attemptError{At: e.At, Attempt: int64(e.Attempt), Reason: e.Reason})
+		}
+		return out
+	}
 	if st.LastError == "" {
 		return nil
 	}
@@ -302,7 +313,7 @@ func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	j := st.Job()
 	d := jobPageData{Job: j, Stats: st, State: st.State.String(), Holder: holderOf(st.ReservedBy), Size: len(j.Body), Extra: jobExtras(st),
-		Errors: jobErrors(st), ErrorBytes: queue.MaxReasonLen}
+		Errors: jobErrors(st), MaxErrors: queue.MaxErrors, ErrorBytes: queue.MaxErrorBytes, ReasonBytes: queue.MaxReasonLen}
 	body := j.Body
 	if len(body) > jobPageBody {
 		body, d.Cut = body[:jobPageBody], true
@@ -329,7 +340,7 @@ var knownJobStats = map[string]bool{"ID": true, "Tube": true, "State": true, "Pr
 	// (an HTTP lease's owner is its token, never shown whole).
 	"Body": true, "ReservedBy": true,
 	// In the errors' table (jobErrors).
-	"LastError": true, "LastErrorAt": true}
+	"LastError": true, "LastErrorAt": true, "Errors": true}
 
 // jobExtras returns the fields of st the page does not name, those that
 // are set: what the store records beyond beanstalkd's stats-job (a last

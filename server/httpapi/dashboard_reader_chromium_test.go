@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,12 @@ func TestDashboardReaderInChromium(t *testing.T) {
 	}
 	retry, err := q.Put(ctx, "mail", queue.NewJob{Body: []byte("retry me")})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.ReserveJob(ctx, retry); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.ReleaseWithReason(ctx, retry, 0, 0, "dial tcp 10.0.0.7:25: connection refused"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := q.ReserveJob(ctx, retry); err != nil {
@@ -83,8 +90,17 @@ func TestDashboardReaderInChromium(t *testing.T) {
 		t.Fatalf("searching an id: %v", err)
 	}
 	// The job's errors, then run it now.
-	if s := text("#job table.errors"); !strings.Contains(s, "i/o timeout") || !strings.Contains(s, "UTC") || !strings.Contains(s, "1") {
+	// Each attempt's error, newest first, with its attempt.
+	if s := text("#job table.errors"); !strings.Contains(s, "i/o timeout") || !strings.Contains(s, "connection refused") ||
+		strings.Index(s, "i/o timeout") > strings.Index(s, "connection refused") || !strings.Contains(s, "UTC") {
 		t.Errorf("the job's errors read %q", s)
+	}
+	var attempts []string
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`[...document.querySelectorAll('#job table.errors td[data-label="attempt"]')].map(td => td.textContent.trim())`, &attempts)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(attempts, []string{"2", "1"}) {
+		t.Errorf("the errors' attempts read %q, want 2 then 1", attempts)
 	}
 	screenshots(t, bctx, "job-errors")
 	run := chromedp.CSS(`#job button[data-action="kick"]`)

@@ -453,12 +453,27 @@ type JobHistory struct {
 	BuriedAt    Timestamp `json:"buried_at"`
 	KickedAt    Timestamp `json:"kicked_at"`
 	TimedOutAt  Timestamp `json:"timed_out_at"` // when the TTR of the last reservation that timed out ran out
+	// Errors is the history of the errors of its attempts, oldest first
+	// (queue.JobStats.Errors: the last queue.MaxErrors within
+	// queue.MaxErrorBytes of reasons); left out when it has none.
+	Errors []AttemptError `json:"errors,omitempty"`
+}
+
+// AttemptError is one entry of a job's error history.
+type AttemptError struct {
+	At      Timestamp `json:"at"`
+	Attempt uint32    `json:"attempt"` // the reserve it ended (1: the first)
+	Reason  string    `json:"reason"`
 }
 
 func historyOf(st queue.JobStats) JobHistory {
-	return JobHistory{Attempts: st.Reserves, LastError: st.LastError, LastErrorAt: Timestamp(st.LastErrorAt),
+	h := JobHistory{Attempts: st.Reserves, LastError: st.LastError, LastErrorAt: Timestamp(st.LastErrorAt),
 		PutAt: Timestamp(st.PutAt), ReservedAt: Timestamp(st.ReservedAt), ReleasedAt: Timestamp(st.ReleasedAt),
 		BuriedAt: Timestamp(st.BuriedAt), KickedAt: Timestamp(st.KickedAt), TimedOutAt: Timestamp(st.TimedOutAt)}
+	for _, e := range st.Errors {
+		h.Errors = append(h.Errors, AttemptError{At: Timestamp(e.At), Attempt: e.Attempt, Reason: e.Reason})
+	}
+	return h
 }
 
 // Timestamp is a time in JSON as RFC 3339 in UTC with milliseconds, or
