@@ -72,13 +72,16 @@ func closedHashes(ctx context.Context, h ttlhash.Store, check closedCheck) {
 			_, err := h.Set(ctx, "h", ttlhash.SetRequest{Fields: []ttlhash.Field{{Name: "f", Value: []byte("v")}}, TTL: time.Second})
 			return err
 		},
-		"Get":         func() error { _, err := h.Get(ctx, "h", f); return err },
-		"GetAll":      func() error { _, err := h.GetAll(ctx, "h"); return err },
-		"Scan":        func() error { _, _, err := h.Scan(ctx, "h", "", 10); return err },
-		"Del":         func() error { _, err := h.Del(ctx, "h", f); return err },
-		"Len":         func() error { _, err := h.Len(ctx, "h"); return err },
-		"TTL":         func() error { _, err := h.TTL(ctx, "h", f); return err },
-		"Expire":      func() error { _, err := h.Expire(ctx, "h", ttlhash.ExpireRequest{Fields: f, TTL: time.Second}); return err },
+		"Get":    func() error { _, err := h.Get(ctx, "h", f); return err },
+		"GetAll": func() error { _, err := h.GetAll(ctx, "h"); return err },
+		"Scan":   func() error { _, _, err := h.Scan(ctx, "h", "", 10); return err },
+		"Del":    func() error { _, err := h.Del(ctx, "h", f); return err },
+		"Len":    func() error { _, err := h.Len(ctx, "h"); return err },
+		"TTL":    func() error { _, err := h.TTL(ctx, "h", f); return err },
+		"Expire": func() error {
+			_, err := h.Expire(ctx, "h", ttlhash.ExpireRequest{Fields: f, TTL: time.Second})
+			return err
+		},
 		"Persist":     func() error { _, err := h.Persist(ctx, "h", f); return err },
 		"Sweep":       func() error { _, err := h.Sweep(ctx, 0, 10); return err },
 		"CreateGroup": func() error { return h.CreateGroup(ctx, "g") },
