@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/hourglass-io/hourglass/queue"
 )
 
@@ -60,5 +61,23 @@ func TestDebounceRestart(t *testing.T) {
 			t.Errorf("snapshot %v: a put after the restart = %+v, want a debounce of %d", snapshot, r, b.ID)
 		}
 		closeT(t, s)
+	}
+}
+
+// BenchmarkDebounce: 20 bursts of 10,000 puts of one key over 1 s by 8
+// callers (goroutines: the engine is in process) on a Store on disk
+// (default fsync), debounce 200 ms, max wait 2 s, and one burst of 3 s
+// (storetest.BenchDebounce).
+//
+//	go test -run '^$' -bench Debounce -benchtime 1x ./memstore/
+func BenchmarkDebounce(b *testing.B) {
+	s, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	stores := []queue.Store{s, s, s, s, s, s, s, s}
+	for range b.N {
+		storetest.BenchDebounce(b, stores, 20)
 	}
 }
