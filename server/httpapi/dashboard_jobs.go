@@ -248,7 +248,7 @@ type jobPageData struct {
 	// Errors are the errors of its attempts the store keeps, newest
 	// first (see jobErrors): at most MaxErrors, whose reasons take at
 	// most ErrorBytes together, each at most ReasonBytes.
-	Errors                            []attemptError
+	Errors                             []attemptError
 	MaxErrors, ErrorBytes, ReasonBytes int
 }
 
