@@ -95,8 +95,8 @@ func TestDashboardReaderInChromium(t *testing.T) {
 		strings.Index(s, "i/o timeout") > strings.Index(s, "connection refused") || !strings.Contains(s, "UTC") {
 		t.Errorf("the job's errors read %q", s)
 	}
-	var attempts []string
-	if err := chromedp.Run(bctx, chromedp.Evaluate(`[...document.querySelectorAll('#job table.errors td[data-label="attempt"]')].map(td => td.textContent.trim())`, &attempts)); err != nil {
+	attempts, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#job table.errors td[data-label="attempt"]')].map(td => td.textContent.trim())`))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(attempts, []string{"2", "1"}) {
