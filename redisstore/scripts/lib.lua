@@ -430,7 +430,8 @@ end
 --   <base>gm:<p>  the groups that exist: tube -> 1
 --   m gt:<p>      the family's turn counter; m gr:<p> its groups' reserved
 --                 jobs (p's cap counts them with p's own)
---   m lt:<group>  a group's rate state (µs), under its tube's group template
+--   <base>lt:<group>  a group's rate state (µs), under its tube's group
+--                 template, expiring when the rate is whole (gtat_write)
 -- p's hash carries fm = 1 while it may have groups (set when p or a group
 -- is made), so that a reserve of a tube without groups pays nothing.
 
@@ -936,6 +937,28 @@ local function limit_flush(T)
     set(T, 'tat', T.tat)
     T.tatdirty = nil
   end
+end
+
+-- A group's rate state (docs/tube-limits.md, "Groups") is its theoretical
+-- arrival time, µs, in a key of its own on its tube's tag, <base>lt:<group
+-- tube>, that expires when the rate is whole again (at the TAT: a state at
+-- or before now says what no state says), so Redis drops it by time alone
+-- and a tube grouped by customer keeps state only for the customers served
+-- within a burst. gtat_read returns it (0 when there is none).
+local function gtat_read(name)
+  return tonumber(redis.call('GET', fam_key('lt', name)) or '0')
+end
+
+-- gtat_write stores group tube name's rate state tat (µs, after us) until
+-- the rate is whole again. The expiry is relative to Redis's clock: with
+-- an injected clock (tests), which need not follow Redis's, the state is
+-- kept a minute longer, so a test's real time cannot end it early.
+local function gtat_write(name, tat, us)
+  local ms = math.floor((tat - us + 999) / 1000)
+  if ARGV[1] ~= '' then
+    ms = ms + 60000
+  end
+  redis.call('SET', fam_key('lt', name), tat, 'PX', ms)
 end
 
 -- jobreply is how a job travels back to Go: id, tube, pri, ttr ms, reserves,
