@@ -210,7 +210,7 @@ func (q *jobQueue) chargeLocked(t *tube, now int64) {
 			if tl.gtat == nil {
 				tl.gtat = map[string]int64{}
 			}
-			tl.gtat[t.name] = max(tl.gtat[t.name], tl.gfloor, now) + tl.ginterval
+			tl.gtat[t.name] = gcraCharge(max(tl.gtat[t.name], tl.gfloor), now, tl.ginterval)
 			tl.pruneGroups(now)
 		}
 	}
@@ -232,9 +232,7 @@ func (tl *tubeLimit) waitGroup(t *tube, now int64) int64 {
 		return -1
 	}
 	if tl.ginterval > 0 {
-		if w := max(tl.gtat[t.name], tl.gfloor) - (tl.gburst-1)*tl.ginterval - now; w > 0 {
-			return w
-		}
+		return gcraAct(max(tl.gtat[t.name], tl.gfloor), now, tl.ginterval, tl.gburst*tl.ginterval) - now
 	}
 	return 0
 }

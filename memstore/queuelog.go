@@ -29,7 +29,7 @@ const (
 	// without history).
 	kindJobH    = 9  // snapshot: a job with its history
 	kindUpdateH = 10 // log: an update with the job's history
-	// kindLimit = 11: a tube's limits (limits.go), log and snapshot.
+	// kindLimit = 11: a tube's limits (tubelimits.go), log and snapshot.
 	// 12–15: kept jobs and retentions (keep.go).
 	// kindCancel = 18: a job cancelled (cancel.go), log; 18–21 are the
 	// cancels'.
