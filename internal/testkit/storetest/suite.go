@@ -87,6 +87,7 @@ func queueCases() []queueCase {
 		{"Tubes", testTubes},
 		{"Hold", testHold},
 		{"HoldSessions", testHoldSessions},
+		{"SessionsReap", testSessionsReap},
 		{"Abandon", testAbandon},
 		{"Unreserve", testUnreserve},
 		{"StoreReserveNext", testStoreReserveNext},
