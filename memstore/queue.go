@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wal"
@@ -75,6 +76,9 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 		if k := nj.UniqueKey; k != "" {
 			if old := t.dupOf(nj, now); old != nil {
 				res[i] = queue.PutResult{ID: old.id, Duplicate: true, State: old.state}
+				if old.more != nil && old.more.kept != nil && len(old.more.kept.result) > 0 {
+					res[i].Result = slices.Clone(old.more.kept.result)
+				}
 				continue
 			}
 		}

@@ -142,6 +142,11 @@ type PutResult struct {
 	// Finished for a kept job (or one whose key's window holds), 0 when
 	// the store does not say.
 	State State
+	// Result is, for a duplicate of a kept job (State Finished), the
+	// result that job was finished with (KeepStore.Finish); nil for none.
+	// Read in the same atomic step as the decision that the put is a
+	// duplicate.
+	Result []byte
 }
 
 // JobStats describes one job, as beanstalkd's stats-job does.

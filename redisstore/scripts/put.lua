@@ -5,7 +5,8 @@
 --   A unique key that begins with a NUL byte carries the key's windows
 --   (NewJob.UniqueFor, UniqueKept): NUL, "<unique for ms>:<1 kept, 0 not>", NUL, the key.
 -- Returns: a flat array, 2 per job: id, then 0 stored, or for a duplicate (its id is returned)
--- 10 + the state of the live job that holds the key, or 5 (finished) for a kept one.
+-- 10 + the state of the live job that holds the key, or 5 (finished) for a kept one,
+-- or for a kept one finished with a result, that result (a string) instead of 5.
 -- A job put with the key of a kept job is stored, and the key is then its,
 -- unless the kept job's window holds or the put asks UniqueKept.
 local T = tubekeys(1)
@@ -85,6 +86,8 @@ for i = 0, n - 1 do
       if tonumber(ARGV[4 + dup[i] * 6 + 1]) > 0 then st = 10 + DELAYED end
     elseif not kdup[i] then
       st = 10 + job_state(T, d)
+    else
+      st = redis.call('HGET', KEYS[2], 'f' .. d) or 5
     end
     out[#out + 1] = idnum(d)
     out[#out + 1] = st

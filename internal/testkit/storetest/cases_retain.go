@@ -302,8 +302,8 @@ func testKeyWindow(t *testing.T, s *suite) {
 	e.ok("Delete", e.q.Delete(e.ctx, a))
 	e.wantKept("ended inside its window", a, "", epoch.Add(10*time.Second))
 	e.advance(time.Second)
-	if r := e.putRes("w", queue.NewJob{Body: []byte("c"), UniqueKey: "k"}); r.ID != a || !r.Duplicate || r.State != queue.Finished {
-		t.Errorf("a put inside the window after the job ended = %+v, want a duplicate of %d, finished", r, a)
+	if r := e.putRes("w", queue.NewJob{Body: []byte("c"), UniqueKey: "k"}); r.ID != a || !r.Duplicate || r.State != queue.Finished || r.Result != nil {
+		t.Errorf("a put inside the window after the job ended = %+v, want a duplicate of %d, finished, without a result", r, a)
 	}
 	e.noReserve(e.q, "w")
 	e.advance(8*time.Second - time.Millisecond)
@@ -326,6 +326,9 @@ func testKeyWindow(t *testing.T, s *suite) {
 	b := e.put("w2", queue.NewJob{Body: []byte("b"), UniqueKey: "k", UniqueFor: 10 * time.Second})
 	e.ok("Finish", e.q.Finish(e.ctx, b, []byte("r")))
 	e.wantKept("window longer than the retention", b, "r", e.clock.Now().Add(10*time.Second))
+	if r := e.putRes("w2", queue.NewJob{Body: []byte("b2"), UniqueKey: "k"}); r.ID != b || !r.Duplicate || r.State != queue.Finished || string(r.Result) != "r" {
+		t.Errorf("a put inside the window of a job finished with a result = %+v, want a duplicate of %d with result r", r, b)
+	}
 	c := e.put("w2", queue.NewJob{Body: []byte("c"), UniqueKey: "q", UniqueFor: time.Second})
 	e.ok("Finish", e.q.Finish(e.ctx, c, nil))
 	e.wantKept("retention longer than the window", c, "", e.clock.Now().Add(3*time.Second))
@@ -338,8 +341,8 @@ func testUniqueKept(t *testing.T, s *suite) {
 	e.ok("SetRetention", e.q.SetRetention(e.ctx, "uk", time.Minute))
 	a := e.put("uk", queue.NewJob{Body: []byte("a"), UniqueKey: "order-1"})
 	e.ok("Finish", e.q.Finish(e.ctx, a, []byte("done")))
-	if r := e.putRes("uk", queue.NewJob{Body: []byte("b"), UniqueKey: "order-1", UniqueKept: true}); r.ID != a || !r.Duplicate || r.State != queue.Finished {
-		t.Errorf("UniqueKept put while the job is kept = %+v, want a duplicate of %d, finished", r, a)
+	if r := e.putRes("uk", queue.NewJob{Body: []byte("b"), UniqueKey: "order-1", UniqueKept: true}); r.ID != a || !r.Duplicate || r.State != queue.Finished || string(r.Result) != "done" {
+		t.Errorf("UniqueKept put while the job is kept = %+v, want a duplicate of %d, finished, with its result", r, a)
 	}
 	e.noReserve(e.q, "uk")
 	e.advance(time.Minute)
