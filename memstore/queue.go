@@ -234,7 +234,7 @@ func (q *jobQueue) Reserve(ctx context.Context, req queue.ReserveRequest) (queue
 			if f := q.families[name]; f != nil {
 				next = f.next()
 			} else if t := q.tubes[name]; t != nil {
-				next = t.next
+				next = t.liveDue()
 			}
 			// The engine's timer, if it has one, wakes the tube's
 			// listeners when what is due in it falls due; nothing wakes

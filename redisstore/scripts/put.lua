@@ -20,6 +20,30 @@ if not us then
 end
 local n = (#ARGV - 3) / 6
 
+-- state_at is the state at now of the live job idh that holds a key: a
+-- delay or a TTR that has run out makes it ready, as the tick that moves
+-- it would (the put's fast open runs no tick).
+local function state_at(T, idh, now)
+  local at
+  if redis.call('HEXISTS', KEYS[2], 'o' .. idh) == 1 then
+    at = redis.call('ZSCORE', T.x, idh)
+    if at and tonumber(at) <= now then
+      return READY
+    end
+    return RESERVED
+  elseif redis.call('ZSCORE', T.r, idh) then
+    return READY
+  end
+  at = redis.call('ZSCORE', T.d, idh)
+  if at then
+    if tonumber(at) <= now then
+      return READY
+    end
+    return DELAYED
+  end
+  return BURIED
+end
+
 -- First pass: which jobs are duplicates of a live job (or of an earlier job of this call).
 -- A kept job's key ('<id>k', see "Kept jobs" in lib.lua) makes no duplicate.
 local dup, fresh, kdup, xkey, xfor = {}, {}, {}, {}, {}
@@ -85,7 +109,7 @@ for i = 0, n - 1 do
       st = 10 + READY
       if tonumber(ARGV[4 + dup[i] * 6 + 1]) > 0 then st = 10 + DELAYED end
     elseif not kdup[i] then
-      st = 10 + job_state(T, d)
+      st = 10 + state_at(T, d, now)
     else
       st = redis.call('HGET', KEYS[2], 'f' .. d) or 5
     end

@@ -25,6 +25,21 @@ func retainCases() []queueCase {
 		{"UniqueKept", testUniqueKept},
 		{"DuplicateState", testDuplicateState},
 		{"KeyOptionsBadInput", testKeyOptionsBadInput},
+		{"KeptNotAWake", testKeptNotAWake},
+	}
+}
+
+// testKeptNotAWake: a reserve that finds nothing in a tube that only keeps
+// jobs has nothing to wait for: a kept job's drop makes no job ready.
+func testKeptNotAWake(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	e.ok("SetRetention", e.q.SetRetention(e.ctx, "nw", time.Minute))
+	id := e.put("nw", queue.NewJob{Body: []byte("a")})
+	e.ok("Finish", e.q.Finish(e.ctx, id, []byte("r")))
+	r, err := e.raw.Reserve(e.ctx, queue.ReserveRequest{Owner: "o", Tubes: []string{"nw"}, Max: 1})
+	e.ok("Reserve", err)
+	if len(r.Jobs) != 0 || r.Next >= 0 {
+		t.Errorf("reserve of a tube that only keeps a job = %d jobs, next %v (%q), want none and nothing to wait for", len(r.Jobs), r.Next, r.NextTube)
 	}
 }
 
@@ -356,7 +371,8 @@ func testUniqueKept(t *testing.T, s *suite) {
 	}
 }
 
-// testDuplicateState: a duplicate says the state of the job it found.
+// testDuplicateState: a duplicate says the state of the job it found, at
+// the put's time.
 func testDuplicateState(t *testing.T, s *suite) {
 	e := s.keepEnv(t)
 	for _, c := range []struct {
@@ -372,6 +388,13 @@ func testDuplicateState(t *testing.T, s *suite) {
 			e.reserveWant(e.q, id, "ds-buried")
 			e.ok("Bury", e.q.Bury(e.ctx, id, 0))
 		}, queue.Buried},
+		// What has fallen due counts: a delay or a TTR that ran out makes
+		// the job ready, whether or not the store has moved it yet.
+		{"delay-over", queue.NewJob{Delay: time.Second}, func(queue.ID) { e.advance(time.Second) }, queue.Ready},
+		{"ttr-over", queue.NewJob{TTR: 2 * time.Second}, func(id queue.ID) {
+			e.reserveWant(e.q, id, "ds-ttr-over")
+			e.advance(2 * time.Second)
+		}, queue.Ready},
 	} {
 		c.job.UniqueKey = "k"
 		id := e.put("ds-"+c.name, c.job)
