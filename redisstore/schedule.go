@@ -390,7 +390,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 		manual = 1
 	}
 	v, err := c.call(ctx, scScripts.fire, ks, tube, tag, req.Name, req.Version, micro(req.Next), micro(req.Tick),
-		micro(req.NewNext), req.Skipped, manual, "schedule:"+req.Name+":", schedule.KeepFires, ms(queue.DefaultTTR))
+		micro(req.NewNext), req.Skipped, manual, "schedule:"+req.Name+":", schedule.KeepFires, ms(queue.DefaultTTR), req.TraceContext)
 	if err != nil {
 		return schedule.FireResult{}, err
 	}

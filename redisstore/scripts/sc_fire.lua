@@ -8,7 +8,8 @@
 --       tick µs (-1: fire nothing, only advance), new next µs (-1 none),
 --       ticks skipped, manual (1: fire now, compare nothing, keep next),
 --       unique key prefix (the job's key is prefix .. tick ms), last fires kept,
---       the default TTR ms (for states stored with a TTR of 0)
+--       the default TTR ms (for states stored with a TTR of 0),
+--       the job's trace context ('' none; record element 7, docs/tracing.md)
 -- Returns: {status, job id, definition, body, version, next, paused, fires, misfires, #last, last...}:
 --          status 0 done, 1 no such schedule, 2 changed since read, 3 tick not due
 --          (statuses 1-3 return nothing else).
@@ -57,7 +58,7 @@ if tickus >= 0 then
     if ttr == 0 then
       ttr = tonumber(ARGV[13])
     end
-    redis.call('HSET', KEYS[2], idh, pack_job(T.ix, st[6], 0, ttr, now, ukey, h[3]))
+    redis.call('HSET', KEYS[2], idh, pack_job(T.ix, st[6], 0, ttr, now, ukey, h[3], ARGV[14]))
     redis.call('HSET', T.u, ukey, idh)
     set(T, 'total', T.total + 1)
     set(T, 'live', T.live + 1)
