@@ -54,7 +54,21 @@ func (q *jobQueue) Cancel(ctx context.Context, id queue.ID, reason string) (queu
 		q.e.end(now, 0)
 		return 0, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
 	}
-	was, t := j.state, j.tube
+	was := j.state
+	tk, tell := q.cancelLocked(j, reason, now)
+	if err := q.e.end(now, tk); err != nil {
+		return 0, err
+	}
+	for _, l := range tell {
+		l.f(id, reason)
+	}
+	return was, nil
+}
+
+// cancelLocked cancels live job j: the log record's ticket, and the
+// listeners to tell (after the engine's end) when j was reserved.
+func (q *jobQueue) cancelLocked(j *job, reason string, now int64) (wal.Ticket, []*cancelListener) {
+	id, was, t := j.id, j.state, j.tube
 	var tk wal.Ticket
 	if r := q.retain[t.name]; r > 0 {
 		// Kept like a finished job, its reason as its last error.
@@ -79,13 +93,7 @@ func (q *jobQueue) Cancel(ctx context.Context, id queue.ID, reason string) (queu
 		root, _ := queue.SplitGroup(t.name)
 		tell = slices.Clone(q.cancelListeners[root])
 	}
-	if err := q.e.end(now, tk); err != nil {
-		return 0, err
-	}
-	for _, l := range tell {
-		l.f(id, reason)
-	}
-	return was, nil
+	return tk, tell
 }
 
 // ListenCancel is the part's side of Store.ListenCancel: listeners by the

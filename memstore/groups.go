@@ -210,7 +210,9 @@ func (q *jobQueue) chargeLocked(t *tube, now int64) {
 			if tl.gtat == nil {
 				tl.gtat = map[string]int64{}
 			}
-			tl.gtat[t.name] = max(tl.gtat[t.name], tl.gfloor, now) + tl.ginterval
+			tat := max(tl.gtat[t.name], tl.gfloor, now) + tl.ginterval
+			tl.gtat[t.name] = tat
+			q.gwhole = max(q.gwhole, tat)
 			tl.pruneGroups(now)
 		}
 	}
@@ -252,6 +254,17 @@ func (tl *tubeLimit) pruneGroups(now int64) {
 		}
 	}
 	tl.gkept = len(tl.gtat)
+}
+
+// forgetGroupRates drops the rate state of every group, once every
+// group's rate is whole again (q.gwhole has passed), so that groups served
+// once and never again leave nothing behind when traffic stops; while it
+// flows, pruneGroups bounds the state.
+func (q *jobQueue) forgetGroupRates() {
+	for _, tl := range q.tubeLimits {
+		tl.gtat, tl.gkept = nil, 0
+	}
+	q.gwhole = 0
 }
 
 // familyStats adds the jobs and counts of f's groups to out, the stats of

@@ -28,9 +28,9 @@ const (
 	// kindDrop: a kept job dropped at its deadline (log): u id.
 	kindDrop = 15
 	// kindKeyX: what a job has of the keys in time, after the record that
-	// puts or holds it (log and snapshot): u id, v UniqueFor (ns), v the
-	// first put of its debounce burst (Unix ns; 0 none), v its max wait
-	// (ns; 0 none).
+	// puts or holds it (log and snapshot): u id, v UniqueFor (ns), then
+	// two varints written 0 and not read (a debounce needs only the job's
+	// put time: debounce.go, kind 17).
 	kindKeyX = 16
 )
 

@@ -60,7 +60,7 @@ type registration struct {
 //	66–127   free: locks keep no records, so a restart holds no lock
 //	         (nor do the rate limits, outside the table: every key
 //	         begins idle)
-//	128–159  schedules (schedule.go; 128–129 in use)
+//	128–159  schedules (schedule.go; 128–130 in use, 131–133 the overlap's)
 //	160–254  free
 //	255      the worked example of CONTRIBUTING.md, in tests only
 //	         (tally_test.go)

@@ -44,16 +44,34 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 	t := q.tubes[tube]
 	// How many jobs are new, for the cap and the ID space.
 	n := 0
-	var batch map[string]bool // unique keys earlier in this batch
+	var batch map[string]*job // unique keys of new jobs earlier in this batch, as they would be
 	for _, nj := range jobs {
 		if k := nj.UniqueKey; k != "" {
-			if t.dupOf(nj, now) != nil || batch[k] {
+			h := batch[k]
+			if h == nil && t != nil {
+				h = t.keys[k]
+			}
+			a := decide(h, nj, now)
+			if a == putDup {
 				continue
 			}
 			if batch == nil {
-				batch = map[string]bool{}
+				batch = map[string]*job{}
 			}
-			batch[k] = true
+			if a == putDebounce {
+				// the job stays, ready once its due time has passed
+				st := queue.Delayed
+				if nj.Debounce&queue.DebounceExtend != 0 && debounceAt(h, nj, now) <= now {
+					st = queue.Ready
+				}
+				batch[k] = &job{state: st, created: h.created, more: &jobMore{ufor: h.more.ufor}}
+				continue
+			}
+			st := queue.Ready
+			if nj.Delay > 0 {
+				st = queue.Delayed
+			}
+			batch[k] = &job{state: st, created: now, more: &jobMore{ufor: int64(nj.UniqueFor)}}
 		}
 		n++
 	}
@@ -73,9 +91,16 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 			t = q.tubeFor(tube)
 		}
 		if k := nj.UniqueKey; k != "" {
-			if old := t.dupOf(nj, now); old != nil {
-				res[i] = queue.PutResult{ID: old.id, Duplicate: true, State: old.state}
+			switch h := t.keys[k]; decide(h, nj, now) {
+			case putDup:
+				res[i] = queue.PutResult{ID: h.id, Duplicate: true, State: h.state}
 				continue
+			case putDebounce:
+				tk = q.debounceLocked(h, nj, now)
+				res[i] = queue.PutResult{ID: h.id, Duplicate: true, State: h.state, Debounced: true}
+				continue
+			case putTakeOver:
+				q.giveUpKeyLocked(h)
 			}
 		}
 		var j *job

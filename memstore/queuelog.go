@@ -30,7 +30,8 @@ const (
 	kindJobH    = 9  // snapshot: a job with its history
 	kindUpdateH = 10 // log: an update with the job's history
 	// kindLimit = 11: a tube's limits (limits.go), log and snapshot.
-	// 12–15: kept jobs and retentions (keep.go).
+	// 12–16: kept jobs, retentions and key windows (keep.go); 17: a
+	// debounce put's change of a job (debounce.go).
 	// kindCancel = 18: a job cancelled (cancel.go), log; 18–21 are the
 	// cancels'.
 	// Since trace contexts (docs/tracing.md): kindPut and kindJobH
@@ -397,6 +398,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 
 	case kindRetain, kindFinish, kindKept, kindDrop, kindKeyX:
 		return q.replayKeep(kind, d)
+
+	case kindDebounce:
+		return q.replayDebounce(d)
 
 	case kindCancel, kindCancelKept:
 		return q.replayCancel(kind, d)

@@ -47,6 +47,10 @@ type jobQueue struct {
 
 	tubeLimits map[string]*tubeLimit // by tube name (limits.go); nil when none was ever set
 	families   map[string]*family    // tubes with groups, by name (groups.go); nil when none ever had
+	// gwhole is when every group's rate is whole again (the latest
+	// theoretical arrival time charged to a group), 0 when no group's rate
+	// state is kept: the timer then forgets them all (groups.go).
+	gwhole int64
 
 	// Kept jobs (keep.go): each tube's retention (ns) by name, outliving
 	// the tube; the kept jobs by ID (each also in its tube's kept heap
@@ -92,16 +96,23 @@ func (q *jobQueue) full(now int64, err error) (int64, error) {
 }
 
 func (q *jobQueue) next() int64 {
+	n := int64(never)
 	if t := q.sched.top(); t != nil {
-		return t.next
+		n = t.next
 	}
-	return never
+	if q.gwhole > 0 {
+		n = min(n, q.gwhole)
+	}
+	return n
 }
 
 // advance applies every transition due at now: delayed jobs become ready,
 // reservations whose TTR ran out end (counting a timeout), pauses end,
 // kept jobs are dropped. Only the drops are logged.
 func (q *jobQueue) advance(now int64) wal.Ticket {
+	if q.gwhole > 0 && q.gwhole <= now {
+		q.forgetGroupRates()
+	}
 	var tk wal.Ticket
 	for {
 		t := q.sched.top()

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-io/hourglass/ratelimit"
@@ -25,10 +26,12 @@ const sweepPerCall = 8
 // seen. Limits is outside the Store's table of parts (part.go): it has no
 // deadline, no record and no listener, and it keeps its own mutex, so
 // decisions do not wait for the Store's (the job queue's and the other
-// parts'); it shares the Store's clock alone, and outlives Close. It is
-// safe for concurrent use.
+// parts'); it shares the Store's clock alone. Once the Store is closed
+// every decision fails with ratelimit.ErrClosed. It is safe for
+// concurrent use.
 type Limits struct {
-	clock func() time.Time
+	clock  func() time.Time
+	closed atomic.Bool
 
 	// mu guards entries.
 	mu      sync.Mutex
@@ -69,6 +72,9 @@ func (l *Limits) nowUS() int64 { return l.clock().UnixMicro() }
 func (l *Limits) decide(ctx context.Context, f func(now int64) (ratelimit.Decision, error)) (ratelimit.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return ratelimit.Decision{}, err
+	}
+	if l.closed.Load() {
+		return ratelimit.Decision{}, ratelimit.ErrClosed
 	}
 	now := l.nowUS()
 	l.mu.Lock()

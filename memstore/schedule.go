@@ -23,8 +23,12 @@ var (
 
 // Record kinds of schedules: the range 128–159.
 const (
-	kindSchedState  = 128 // a schedule's whole state (log and snapshot); layout in encodeSched
+	kindSchedState  = 128 // a schedule's whole state, as written before 130 (read at replay only)
 	kindSchedDelete = 129 // s name
+	// kindSchedState2: a schedule's whole state (log and snapshot): 128's
+	// layout then the overlap policy and what it counts; layout in
+	// encodeSched. 131–133 are free for the schedules' overlap.
+	kindSchedState2 = 130
 )
 
 // Schedules is the embedded engine's schedule.Store, a part of the Store
@@ -127,7 +131,7 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 	e.st.Next = st.Next
 	e.st.Version++
 	c.index(e)
-	tk := c.e.append(kindSchedState, c.encodeSched(&e.st), nil)
+	tk := c.e.append(kindSchedState2, c.encodeSched(&e.st), nil)
 	c.e.wake(&c.listeners, "")
 	out := cloneState(e.st)
 	return out, c.e.end(now, tk)
@@ -202,14 +206,20 @@ func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, nex
 		out := cloneState(e.st)
 		return out, c.e.end(now, 0)
 	}
+	if !paused && e.st.PauseReason != "" {
+		// The buried job that paused it is acknowledged: the next tick
+		// does not pause again for it.
+		e.st.LastJob = 0
+	}
 	e.st.Paused = paused
+	e.st.PauseReason = ""
 	if !paused {
 		e.st.Next = next
 		c.e.wake(&c.listeners, "")
 	}
 	e.st.Version++
 	c.index(e)
-	tk := c.e.append(kindSchedState, c.encodeSched(&e.st), nil)
+	tk := c.e.append(kindSchedState2, c.encodeSched(&e.st), nil)
 	out := cloneState(e.st)
 	return out, c.e.end(now, tk)
 }
@@ -242,17 +252,54 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 	}
 	res := schedule.FireResult{}
 	var tk wal.Ticket
-	if !tick.IsZero() {
-		id, _, err := c.q.putOnce(e.st.Job.Tube, queue.NewJob{
+	var tell []*cancelListener
+	put := !tick.IsZero()
+	if put && !req.Manual {
+		// The previous job's state, as the overlap policy and
+		// PauseOnFailure see it (due transitions applied at begin).
+		prev := c.q.jobs[queue.ID(e.st.LastJob)]
+		if prev != nil && prev.tube.name != e.st.Job.Tube {
+			prev = nil
+		}
+		switch {
+		case prev == nil:
+		case prev.state == queue.Buried && e.st.PauseOnFailure:
+			reason := ""
+			if prev.more != nil {
+				reason = prev.more.lastErr
+			}
+			e.st.Paused = true
+			e.st.PauseReason = schedule.PauseReasonBuried(uint64(prev.id), reason)
+			e.st.Skips++
+			res.SelfPaused, put = true, false
+		case prev.state == queue.Buried:
+		case e.st.Overlap == schedule.OverlapSkip,
+			e.st.Overlap == schedule.OverlapBufferOne && prev.state != queue.Reserved:
+			e.st.Skips++
+			res.Overlapped, put = true, false
+		case e.st.Overlap == schedule.OverlapCancelPrevious:
+			res.CancelledPrevious = uint64(prev.id)
+			tk, tell = c.q.cancelLocked(prev, schedule.CancelReason(req.Name, tick), now)
+		}
+	}
+	if put {
+		id, ptk, err := c.q.putOnce(e.st.Job.Tube, queue.NewJob{
 			Body: e.st.Job.Body, Priority: e.st.Job.Priority, TTR: cmp.Or(e.st.Job.TTR, queue.DefaultTTR),
 			UniqueKey: schedule.JobKey(req.Name, tick), TraceContext: req.TraceContext,
 		}, now)
 		if err != nil {
+			if tk != 0 {
+				// The cancel is done and logged: keep it, and the schedule as it was.
+				c.e.end(now, tk)
+				return schedule.FireResult{}, fmt.Errorf("schedule %q: %w", req.Name, err)
+			}
 			return fail(fmt.Errorf("schedule %q: %w", req.Name, err))
 		}
+		tk = max(tk, ptk)
 		res.JobID = uint64(id)
 		res.Fired = true
 		e.st.Fires++
+		e.st.LastJob = res.JobID
 		f := schedule.Fire{Tick: tick, JobID: res.JobID, Lateness: time.Duration(now - tick.UnixNano()), Manual: req.Manual}
 		e.st.Last = append([]schedule.Fire{f}, e.st.Last[:min(len(e.st.Last), schedule.KeepFires-1)]...)
 	}
@@ -262,9 +309,15 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 	}
 	e.st.Version++
 	c.index(e)
-	tk = c.e.append(kindSchedState, c.encodeSched(&e.st), nil)
+	tk = max(tk, c.e.append(kindSchedState2, c.encodeSched(&e.st), nil))
 	res.State = cloneState(e.st)
-	return res, c.e.end(now, tk)
+	if err := c.e.end(now, tk); err != nil {
+		return schedule.FireResult{}, err
+	}
+	for _, l := range tell {
+		l.f(queue.ID(res.CancelledPrevious), schedule.CancelReason(req.Name, tick))
+	}
+	return res, nil
 }
 
 // Due implements schedule.Store.
@@ -330,6 +383,10 @@ func cloneState(st schedule.State) schedule.State {
 //	s name, s spec, s zone, t start, t end, s tube, u pri, v ttr, byte policy,
 //	u catch-up n, v grace, u version, t next, byte paused, u fires, u misfires,
 //	u count, count × (t tick, u job id, v lateness, byte manual), s body
+//
+// and of kindSchedState2, which encodeSched writes: the same, then
+//
+//	byte overlap, byte pause on failure, u skips, s pause reason, u last job
 func (c *Schedules) encodeSched(st *schedule.State) []byte {
 	b := c.e.scratch[:0]
 	b = appendString(b, st.Name)
@@ -356,6 +413,10 @@ func (c *Schedules) encodeSched(st *schedule.State) []byte {
 		b = append(b, boolByte(f.Manual))
 	}
 	b = appendString(b, string(st.Job.Body))
+	b = append(b, byte(st.Overlap), boolByte(st.PauseOnFailure))
+	b = binary.AppendUvarint(b, st.Skips)
+	b = appendString(b, st.PauseReason)
+	b = binary.AppendUvarint(b, st.LastJob)
 	c.e.scratch = b
 	return b
 }
@@ -382,7 +443,7 @@ func (d *decoder) time() time.Time {
 	return time.Unix(0, v)
 }
 
-func (c *Schedules) decodeSched(d *decoder) (schedule.State, error) {
+func (c *Schedules) decodeSched(d *decoder, kind byte) (schedule.State, error) {
 	var st schedule.State
 	st.Name, st.Spec, st.Zone = d.string(), d.string(), d.string()
 	st.Start, st.End = d.time(), d.time()
@@ -404,14 +465,20 @@ func (c *Schedules) decodeSched(d *decoder) (schedule.State, error) {
 		st.Last = append(st.Last, schedule.Fire{Tick: d.time(), JobID: d.uvarint(), Lateness: time.Duration(d.varint()), Manual: d.byte() == 1})
 	}
 	st.Job.Body = []byte(d.string())
+	if kind == kindSchedState2 {
+		st.Overlap, st.PauseOnFailure = schedule.Overlap(d.byte()), d.byte() == 1
+		st.Skips = d.uvarint()
+		st.PauseReason = d.string()
+		st.LastJob = d.uvarint()
+	}
 	return st, d.end()
 }
 
 // replay applies one schedule record at Open.
 func (c *Schedules) replay(kind byte, d *decoder) error {
 	switch kind {
-	case kindSchedState:
-		st, err := c.decodeSched(d)
+	case kindSchedState, kindSchedState2:
+		st, err := c.decodeSched(d, kind)
 		if err != nil {
 			return err
 		}
@@ -450,6 +517,6 @@ func (c *Schedules) snapshot(w *wal.SnapshotWriter) {
 	slices.SortFunc(es, func(a, b *scEntry) int { return cmp.Compare(a.st.Name, b.st.Name) })
 	w.Grow(len(es))
 	for _, e := range es {
-		w.Add(kindSchedState, c.encodeSched(&e.st), nil)
+		w.Add(kindSchedState2, c.encodeSched(&e.st), nil)
 	}
 }

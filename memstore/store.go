@@ -112,4 +112,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 // log and releases the data directory. Methods called after Close return
 // the closed error of their primitive's package (queue.ErrClosed,
 // lock.ErrClosed, …); Close may be called more than once.
-func (s *Store) Close() error { return s.engine.close() }
+func (s *Store) Close() error {
+	s.limits.closed.Store(true) // the rate limits are outside the engine's parts
+	return s.engine.close()
+}

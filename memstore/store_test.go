@@ -63,3 +63,12 @@ func peekState(ctx context.Context, s *Store, tube string, st queue.State) (queu
 	}
 	return jobs[0], nil
 }
+
+// TestClosedConformance: once the Store is closed, every primitive's store
+// refuses with its package's closed error, the rate limits included.
+func TestClosedConformance(t *testing.T) {
+	s := must(New(nil))
+	storetest.Closed(t, storetest.ClosedStores{
+		Limits: s.Limits(), Hashes: s.Hashes(), Locks: s.Locks(), Schedules: s.Schedules(), Close: s.Close,
+	})
+}

@@ -126,10 +126,67 @@ type NewJob struct {
 	// retention) until its window closes. 0 for none; whole milliseconds
 	// up to MaxRetention.
 	UniqueFor time.Duration
+
+	// Debounce (docs/keys.md): what a put with a UniqueKey does to the
+	// key's job while it is still delayed. They need a UniqueKey; a store
+	// that keeps jobs (KeepStore) honours them.
+	//
+	// Debounce, when not 0, makes a put whose key is held by a delayed job
+	// change that job instead of being its duplicate: DebounceReplace
+	// gives it this put's Body and Priority, DebounceExtend restarts its
+	// delay from now (this put's Delay), never past MaxWait after the
+	// job's first put. DebounceReplace|DebounceExtend is a debounce: the
+	// job runs once, Delay after the last put of a burst, with the last
+	// put's body. Once the key's job is ready, reserved or buried, the put
+	// starts a new job, which takes the key over, unless DuplicateLive is
+	// set (or the job's UniqueFor window holds): then it is a duplicate,
+	// as a put without Debounce is.
+	Debounce DebounceMode
+	// MaxWait bounds DebounceExtend: a job's due time never moves past its
+	// first put plus MaxWait (the MaxWait of the put that moves it). 0 for
+	// no bound; else at least Delay, at most MaxDuration.
+	MaxWait time.Duration
+	// DuplicateLive makes a put with Debounce a duplicate of the key's job
+	// when that job is ready, reserved or buried, rather than a new job.
+	DuplicateLive bool
 }
 
-// HasKeyOptions reports whether j asks for a window on its key.
-func (j NewJob) HasKeyOptions() bool { return j.UniqueKept || j.UniqueFor > 0 }
+// DebounceMode says what a put does to a delayed job holding its key
+// (NewJob.Debounce): a set of the flags below.
+type DebounceMode uint8
+
+// The flags of a DebounceMode.
+const (
+	// DebounceReplace replaces the delayed job's body and priority with
+	// the put's, keeping its due time unless DebounceExtend is set too.
+	DebounceReplace DebounceMode = 1 << iota
+	// DebounceExtend restarts the delayed job's delay from now (the put's
+	// Delay), bounded by NewJob.MaxWait, keeping its body and priority
+	// unless DebounceReplace is set too.
+	DebounceExtend
+)
+
+// String names the flags of m: "replace", "extend", "replace|extend", or
+// "" for none.
+func (m DebounceMode) String() string {
+	switch m {
+	case 0:
+		return ""
+	case DebounceReplace:
+		return "replace"
+	case DebounceExtend:
+		return "extend"
+	case DebounceReplace | DebounceExtend:
+		return "replace|extend"
+	}
+	return fmt.Sprintf("DebounceMode(%d)", uint8(m))
+}
+
+// HasKeyOptions reports whether j asks for a window on its key or a
+// debounce.
+func (j NewJob) HasKeyOptions() bool {
+	return j.UniqueKept || j.UniqueFor > 0 || j.Debounce != 0
+}
 
 // MaxUniqueKey is the most bytes of a NewJob.UniqueKey.
 const MaxUniqueKey = 1024
@@ -142,6 +199,11 @@ type PutResult struct {
 	// Finished for a kept job (or one whose key's window holds), 0 when
 	// the store does not say.
 	State State
+	// Debounced says that the put changed the delayed job ID holding its
+	// key (NewJob.Debounce) rather than storing a job: Duplicate is set
+	// too, and State is the job's state after the change (Delayed, or
+	// Ready when its MaxWait had passed).
+	Debounced bool
 }
 
 // JobStats describes one job, as beanstalkd's stats-job does.

@@ -56,11 +56,14 @@ func checkKeyOptions(j NewJob) error {
 	if j.UniqueFor < 0 {
 		return invalid("UniqueFor", "%v, want 0 or more", j.UniqueFor)
 	}
+	if err := checkDebounce(j); err != nil {
+		return err
+	}
 	if !j.HasKeyOptions() {
 		return nil
 	}
 	if j.UniqueKey == "" {
-		return invalid("UniqueKey", "is empty, and UniqueKept or UniqueFor needs one")
+		return invalid("UniqueKey", "is empty, and UniqueKept, UniqueFor or Debounce needs one")
 	}
 	if j.UniqueFor < 0 || j.UniqueFor > MaxRetention || j.UniqueFor%time.Millisecond != 0 {
 		return invalid("UniqueFor", "%v, want whole milliseconds from 0 to %v", j.UniqueFor, MaxRetention)
@@ -156,4 +159,28 @@ func (q *Queue) LookupKey(ctx context.Context, tube, key string) (JobStats, erro
 		return JobStats{}, err
 	}
 	return ks.LookupKey(ctx, tube, key)
+}
+
+// checkDebounce validates a NewJob's debounce (Debounce, MaxWait,
+// DuplicateLive); the caller checks the UniqueKey.
+func checkDebounce(j NewJob) error {
+	if j.Debounce&^(DebounceReplace|DebounceExtend) != 0 {
+		return invalid("Debounce", "%d, want a set of DebounceReplace and DebounceExtend", uint8(j.Debounce))
+	}
+	if j.Debounce == 0 {
+		if j.MaxWait != 0 {
+			return invalid("MaxWait", "%v without Debounce", j.MaxWait)
+		}
+		if j.DuplicateLive {
+			return invalid("DuplicateLive", "without Debounce")
+		}
+		return nil
+	}
+	if err := checkDuration("MaxWait", j.MaxWait); err != nil {
+		return err
+	}
+	if j.MaxWait != 0 && truncMS(j.MaxWait) < truncMS(j.Delay) {
+		return invalid("MaxWait", "%v is shorter than Delay %v", j.MaxWait, j.Delay)
+	}
+	return nil
 }

@@ -77,7 +77,8 @@ func (q *Queue) Close() error {
 }
 
 // Put stores a job in tube and returns its ID. A job with a UniqueKey that a
-// live job of the tube already holds is not stored: Put returns that job's ID.
+// live job of the tube already holds is not stored: Put returns that job's ID
+// (with Debounce, a delayed one is changed instead: NewJob.Debounce).
 func (q *Queue) Put(ctx context.Context, tube string, job NewJob) (ID, error) {
 	r, err := q.PutMany(ctx, tube, []NewJob{job})
 	if err != nil {
@@ -134,7 +135,7 @@ func (q *Queue) putMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 		} else if err := CheckTraceContext(j.TraceContext); err != nil {
 			return nil, err
 		}
-		j.Delay, j.TTR = truncMS(j.Delay), truncMS(j.TTR)
+		j.Delay, j.TTR, j.MaxWait = truncMS(j.Delay), truncMS(j.TTR), truncMS(j.MaxWait)
 		if j.Body == nil {
 			j.Body = []byte{}
 		}

@@ -36,7 +36,12 @@ type Store interface {
 	// Put stores jobs in tube, in order, and returns one result per job.
 	// IDs increase within a tube (within a partition of a partitioned tube).
 	// A job with a UniqueKey whose key is held by a live job of the tube is
-	// not stored; its result carries the existing ID and Duplicate.
+	// not stored; its result carries the existing ID and Duplicate. A job
+	// with Debounce whose key is held by a delayed job changes that job
+	// (NewJob.Debounce; its result carries Debounced too), and one whose
+	// key is held by a ready, reserved or buried job is stored and takes
+	// the key over (that job's UniqueKey is then empty) unless it asks
+	// DuplicateLive or that job's UniqueFor window holds.
 	// A store that is full (a configured job cap) stores none of the jobs and
 	// returns ErrFull.
 	Put(ctx context.Context, tube string, jobs []NewJob) ([]PutResult, error)

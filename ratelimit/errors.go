@@ -25,6 +25,9 @@ var (
 	// ErrUnsupported: Reserve or Wait with a window algorithm (SlidingLog,
 	// SlidingWindow), which offer Allow with a retry-after only.
 	ErrUnsupported = errors.New("ratelimit: operation not supported by the algorithm")
+	// ErrClosed: the store was closed. A Limiter wraps it in ErrStore,
+	// as it does every failure of its store.
+	ErrClosed = errors.New("ratelimit: store closed")
 	// ErrStore: the store failed (Redis unreachable, a timeout). The error
 	// wraps the store's own error; the Options.Failure policy decides what
 	// the call answered.

@@ -163,7 +163,7 @@ func BenchmarkMemoryPerReservedJob(b *testing.B) {
 	b.ReportMetric(float64(usedMemory(b, c)-before)/n, "bytes/released-job")
 }
 
-func usedMemory(b *testing.B, c *redis.Client) int64 {
+func usedMemory(b testing.TB, c *redis.Client) int64 {
 	info, err := c.Info(context.Background(), "memory").Result()
 	if err != nil {
 		b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/schedule"
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
@@ -58,10 +59,9 @@ var (
 	// lock store asks for them itself), so notReplicated is never seen;
 	// it is mapped so that one would be the lock's error.
 	lockErrs = errTable{closed: lock.ErrClosed, notReplicated: lock.ErrNotReplicated}
-	// The rate limits have no closed sentinel of their own: a decision on
-	// a closed store fails with the store's error (which ratelimit.Limiter
-	// wraps in ratelimit.ErrStore).
-	limitErrs = errTable{closed: errStoreClosed}
+	// A decision on a closed store fails with ratelimit.ErrClosed (which
+	// ratelimit.Limiter wraps in ratelimit.ErrStore).
+	limitErrs = errTable{closed: ratelimit.ErrClosed}
 )
 
 // queueLib is the queue's helper file, which the families of the queue's

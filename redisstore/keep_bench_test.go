@@ -56,3 +56,27 @@ func BenchmarkRetention(b *testing.B) {
 		storetest.BenchRetention(b, s, func() int64 { return usedMemory(b, c) }, 100000, 8, 60*time.Second)
 	}
 }
+
+// BenchmarkDebounce: 20 bursts of 10,000 puts of one key over 1 s by 8
+// callers, each with a Store and a client of its own (as 8 processes
+// would), on one redis-server of its own, debounce 200 ms, max wait 2 s,
+// on Redis's clock; and one burst of 3 s (storetest.BenchDebounce).
+//
+//	go test -run '^$' -bench Debounce -benchtime 1x ./redisstore/
+func BenchmarkDebounce(b *testing.B) {
+	srv := redistest.Standalone(b)
+	stores := make([]queue.Store, 8)
+	for i := range stores {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+		b.Cleanup(func() { c.Close() })
+		s, err := redisstore.New(context.Background(), c, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	for range b.N {
+		storetest.BenchDebounce(b, stores, 20)
+	}
+}

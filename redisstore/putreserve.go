@@ -58,6 +58,8 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 				id := queue.ID(r.int(a[2*n]))
 				out[i] = queue.PutResult{ID: id}
 				switch f := r.int(a[2*n+1]); {
+				case f >= 20:
+					out[i].Duplicate, out[i].Debounced, out[i].State = true, true, queue.State(f-20)
 				case f >= 10:
 					out[i].Duplicate, out[i].State = true, queue.State(f-10)
 				case f > 0:
@@ -76,16 +78,25 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 }
 
 // putKey is the unique key argument of put.lua: the key, or for a job
-// with windows on its key NUL, "<unique for ms>:<kept 1|0>", NUL, the key.
+// with windows on its key or a debounce NUL, "<unique for ms>:<kept 1|0>",
+// then for a debounce ":<mode>:<max wait ms>:<duplicate live 1|0>", NUL,
+// the key.
 func putKey(j queue.NewJob) string {
 	if !j.HasKeyOptions() {
 		return j.UniqueKey
 	}
-	kept := "0"
-	if j.UniqueKept {
-		kept = "1"
+	head := "\x00" + strconv.FormatInt(j.UniqueFor.Milliseconds(), 10) + ":" + flag(j.UniqueKept)
+	if j.Debounce != 0 {
+		head += ":" + strconv.Itoa(int(j.Debounce)) + ":" + strconv.FormatInt(j.MaxWait.Milliseconds(), 10) + ":" + flag(j.DuplicateLive)
 	}
-	return "\x00" + strconv.FormatInt(j.UniqueFor.Milliseconds(), 10) + ":" + kept + "\x00" + j.UniqueKey
+	return head + "\x00" + j.UniqueKey
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 func fnv32(s string) uint32 {

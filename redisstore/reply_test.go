@@ -8,7 +8,7 @@ import (
 // A reply of the wrong shape is an error naming the operation, never a
 // value filled in with zeros.
 func TestReplyOfWrongShapeIsAnError(t *testing.T) {
-	state := []any{`{"spec":"@every 1s"}`, "body", int64(1), int64(0), int64(0), int64(0), int64(0), int64(0)}
+	state := []any{`{"spec":"@every 1s"}`, "body", int64(1), int64(0), int64(0), int64(0), int64(0), int64(0), "", int64(0), int64(0)}
 	for _, c := range []struct {
 		name string
 		read func() error
@@ -25,12 +25,12 @@ func TestReplyOfWrongShapeIsAnError(t *testing.T) {
 		}},
 		{"a state that says more fires than it holds", func() error {
 			bad := append([]any{}, state...)
-			bad[7] = int64(1)
+			bad[10] = int64(1)
 			_, _, err := decodeState(replyOf(scScripts.get), "s", bad)
 			return err
 		}},
 		{"a status that is not an integer", func() error {
-			_, _, err := (&Schedules{}).stateReply(scScripts.fire, "s", []any{"0"})
+			_, _, _, _, err := (&Schedules{}).stateReply(scScripts.fire, "s", []any{"0"})
 			return err
 		}},
 	} {

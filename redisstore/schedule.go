@@ -48,6 +48,8 @@ const (
 	scConflict  = 2
 	scNotDue    = 3
 	scUnchanged = 4
+	scOverlap   = 5 // sc_fire: the overlap policy put nothing
+	scPausedBy  = 6 // sc_fire: paused itself (pause on failure)
 )
 
 func (k keys) scKeys(tag int) []string {
@@ -175,12 +177,12 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 			return schedule.State{}, c.s.r.fail(ctx, schedulesFamily, err)
 		}
 	}
-	v, err := c.call(ctx, scScripts.set, c.s.k.scKeys(tag), st.Name, def, micro(st.Next), st.Job.Priority, ms(cmp.Or(st.Job.TTR, queue.DefaultTTR)), st.Job.Body, st.Job.Tube)
+	v, err := c.call(ctx, scScripts.set, c.s.k.scKeys(tag), st.Name, def, micro(st.Next), st.Job.Priority, ms(cmp.Or(st.Job.TTR, queue.DefaultTTR)), st.Job.Body, st.Job.Tube, int(st.Overlap), boolInt(st.PauseOnFailure))
 	if err != nil {
 		return schedule.State{}, err
 	}
 	r := replyOf(scScripts.set)
-	a := r.arr(v, 10)
+	a := r.arr(v, 13)
 	code := r.int(a[0])
 	out, _, err := decodeState(r, st.Name, a[2:])
 	if code == scOK && err == nil {
@@ -190,15 +192,17 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 }
 
 // decodeState reads {definition, body, version, next, paused, fires,
-// misfires, #last, last...} through r and returns the state and the rest
-// of a; its error is r's first.
+// misfires, skips, pause reason, last job, #last, last...} through r and
+// returns the state and the rest of a; its error is r's first.
 func decodeState(r *reply, name string, a []any) (schedule.State, []any, error) {
-	a = r.arr(a, 8)
+	a = r.arr(a, 11)
 	def, body := r.str(a[0]), r.str(a[1])
 	var n [6]int64
-	for i := range n {
+	for i := range 5 {
 		n[i] = r.int(a[2+i])
 	}
+	skips, reason, lastJob := r.int(a[7]), r.str(a[8]), r.int(a[9])
+	n[5] = r.int(a[10])
 	if err := r.done(); err != nil {
 		return schedule.State{}, nil, err
 	}
@@ -208,7 +212,8 @@ func decodeState(r *reply, name string, a []any) (schedule.State, []any, error) 
 	}
 	st.Job.Body = []byte(body)
 	st.Version, st.Next, st.Paused, st.Fires, st.Misfires = uint64(n[0]), fromMicro(n[1]), n[2] == 1, uint64(n[3]), uint64(n[4])
-	a = a[8:]
+	st.Skips, st.PauseReason, st.LastJob = uint64(skips), reason, uint64(lastJob)
+	a = a[11:]
 	if n[5] < 0 || int64(len(a)) < 4*n[5] {
 		r.fail(fmt.Sprintf("%d fires of 4 values", n[5]), a)
 		return schedule.State{}, nil, r.done()
@@ -340,37 +345,37 @@ func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, nex
 	if err != nil {
 		return schedule.State{}, err
 	}
-	st, _, err := c.stateReply(scScripts.pause, name, v)
+	st, _, _, _, err := c.stateReply(scScripts.pause, name, v)
 	if err == nil && !paused {
 		c.announce(ctx)
 	}
 	return st, err
 }
 
-// stateReply reads a {status, job id, state...} reply of o: the state
-// and the job's ID.
-func (c *Schedules) stateReply(o *op, name string, v any) (schedule.State, int64, error) {
+// stateReply reads a {status, job id, state...} reply of o: the state,
+// the job's ID, the status and what follows the state.
+func (c *Schedules) stateReply(o *op, name string, v any) (schedule.State, int64, int64, []any, error) {
 	r := replyOf(o)
 	code := r.int(r.arr(v, 1)[0])
 	if err := r.done(); err != nil {
-		return schedule.State{}, 0, err
+		return schedule.State{}, 0, 0, nil, err
 	}
 	switch code {
-	case scOK, scUnchanged:
+	case scOK, scUnchanged, scOverlap, scPausedBy:
 	case scNotFound:
-		return schedule.State{}, 0, schedule.ErrNotFound
+		return schedule.State{}, 0, 0, nil, schedule.ErrNotFound
 	case scConflict:
-		return schedule.State{}, 0, schedule.ErrConflict
+		return schedule.State{}, 0, 0, nil, schedule.ErrConflict
 	case scNotDue:
-		return schedule.State{}, 0, schedule.ErrNotDue
+		return schedule.State{}, 0, 0, nil, schedule.ErrNotDue
 	default:
-		return schedule.State{}, 0, fmt.Errorf("redisstore: %s: status %d", o.file, code)
+		return schedule.State{}, 0, 0, nil, fmt.Errorf("redisstore: %s: status %d", o.file, code)
 	}
-	a := r.arr(v, 10)
+	a := r.arr(v, 13)
 	id := r.int(a[1])
-	st, _, err := decodeState(r, name, a[2:])
+	st, rest, err := decodeState(r, name, a[2:])
 	st.Name = name
-	return st, id, err
+	return st, id, code, rest, err
 }
 
 // Fire implements schedule.Store in one script on the tag of the tube.
@@ -390,18 +395,25 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 		manual = 1
 	}
 	v, err := c.call(ctx, scScripts.fire, ks, tube, tag, req.Name, req.Version, micro(req.Next), micro(req.Tick),
-		micro(req.NewNext), req.Skipped, manual, "schedule:"+req.Name+":", schedule.KeepFires, ms(queue.DefaultTTR), req.TraceContext)
+		micro(req.NewNext), req.Skipped, manual, "schedule:"+req.Name+":", schedule.KeepFires, ms(queue.DefaultTTR),
+		schedule.CancelReason(req.Name, req.Tick), req.TraceContext)
 	if err != nil {
 		return schedule.FireResult{}, err
 	}
-	st, id, err := c.stateReply(scScripts.fire, req.Name, v)
+	st, id, code, rest, err := c.stateReply(scScripts.fire, req.Name, v)
 	if err != nil {
+		return schedule.FireResult{}, err
+	}
+	r := replyOf(scScripts.fire)
+	cancelled := r.int(r.arr(rest, 1)[0])
+	if err := r.done(); err != nil {
 		return schedule.FireResult{}, err
 	}
 	if id > 0 {
 		c.s.tubes.add(queue.ID(id), tube)
 	}
-	return schedule.FireResult{Fired: id > 0, JobID: uint64(id), State: st}, nil
+	return schedule.FireResult{Fired: id > 0, JobID: uint64(id), State: st,
+		Overlapped: code == scOverlap, SelfPaused: code == scPausedBy, CancelledPrevious: uint64(cancelled)}, nil
 }
 
 // Due implements schedule.Store over every tag that holds schedules, asked
@@ -475,4 +487,11 @@ func (c *Schedules) Now(ctx context.Context) (time.Time, error) {
 		return time.Time{}, c.s.r.fail(ctx, schedulesFamily, err)
 	}
 	return t, nil
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }

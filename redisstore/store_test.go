@@ -132,3 +132,17 @@ func TestDifferential(t *testing.T) {
 		})
 	}
 }
+
+// TestClosedConformance: once the Store is closed, every primitive's store
+// refuses with its package's closed error, on standalone Redis and the
+// Cluster.
+func TestClosedConformance(t *testing.T) {
+	for _, topo := range topologies {
+		t.Run(topo.name, func(t *testing.T) {
+			s := newStore(t, topo.client(t), nil)
+			storetest.Closed(t, storetest.ClosedStores{
+				Limits: s.Limits(), Hashes: s.Hashes(), Locks: s.Locks(), Schedules: s.Schedules(), Close: s.Close,
+			})
+		})
+	}
+}

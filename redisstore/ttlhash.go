@@ -714,11 +714,11 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	if len(by) == 0 {
-		return 0, nil
-	}
 	if err := h.s.r.open(hashesFamily); err != nil {
 		return 0, err
+	}
+	if len(by) == 0 {
+		return 0, nil
 	}
 	pipe := h.s.c.Pipeline()
 	acks := h.queueAcks(ctx, pipe, group, by)

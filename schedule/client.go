@@ -416,6 +416,23 @@ func JobKey(name string, tick time.Time) string {
 	return fmt.Sprintf("schedule:%s:%d", name, tick.UnixMilli())
 }
 
+// CancelReason is the reason with which the tick of schedule name at tick
+// cancels the previous job (OverlapCancelPrevious): the cancelled holder
+// reads it in its cancel.
+func CancelReason(name string, tick time.Time) string {
+	return fmt.Sprintf("schedule %s: cancelled by the tick at %d", name, tick.UnixMilli())
+}
+
+// PauseReasonBuried is the PauseReason a store records when a fire finds
+// the previous job id buried (PauseOnFailure); reason is the bury's, if
+// it gave one.
+func PauseReasonBuried(id uint64, reason string) string {
+	if reason == "" {
+		return fmt.Sprintf("job %d buried", id)
+	}
+	return fmt.Sprintf("job %d buried: %s", id, reason)
+}
+
 // ParseJobKey reads the schedule's name and the tick from the unique key
 // of a job a schedule put (queue.Job.UniqueKey, queue.JobStats.UniqueKey);
 // ok is false for any other key.

@@ -43,6 +43,65 @@ type Schedule struct {
 	// Grace is how late a tick may fire and still count as on time; zero
 	// means DefaultGrace.
 	Grace time.Duration
+
+	// Overlap says what a tick does while the schedule's previous job is
+	// still in the queue; the zero value is OverlapAllow.
+	Overlap Overlap `json:",omitempty"`
+	// PauseOnFailure pauses the schedule when a fire finds its previous
+	// job buried: the fire puts nothing and the state records why
+	// (State.PauseReason) until Resume.
+	PauseOnFailure bool `json:",omitempty"`
+}
+
+// Overlap is an overlap policy: what a tick of a schedule does while the
+// job of its previous fire (State.LastJob) is still in the queue. The
+// store decides it in the same atomic operation that fires the tick.
+type Overlap uint8
+
+// Overlap policies.
+const (
+	// OverlapAllow puts every tick's job whatever the previous one is
+	// doing.
+	OverlapAllow Overlap = iota
+	// OverlapSkip puts nothing while the previous job is ready, delayed or
+	// reserved; the tick is counted in State.Skips. A buried previous job
+	// does not hold the next tick back.
+	OverlapSkip
+	// OverlapBufferOne lets at most one job wait behind the previous one:
+	// the tick puts nothing (counted in State.Skips) while the previous
+	// job is ready or delayed, and puts its job while the previous one is
+	// reserved. The waiting job is any free worker's: to run the jobs
+	// one at a time, give the tube a concurrency limit of 1.
+	OverlapBufferOne
+	// OverlapCancelPrevious cancels the previous job if it is still in
+	// the queue, as queue.Cancel does (a holder is told), then puts the
+	// tick's job.
+	OverlapCancelPrevious
+)
+
+// String returns the policy's name as ParseOverlap reads it: "allow",
+// "skip", "buffer_one" or "cancel_previous".
+func (o Overlap) String() string {
+	if int(o) < len(overlapNames) {
+		return overlapNames[o]
+	}
+	return fmt.Sprintf("overlap(%d)", uint8(o))
+}
+
+var overlapNames = []string{"allow", "skip", "buffer_one", "cancel_previous"}
+
+// ParseOverlap reads a policy's name ("" is OverlapAllow); an unknown name
+// is ErrInvalidOption.
+func ParseOverlap(name string) (Overlap, error) {
+	if name == "" {
+		return OverlapAllow, nil
+	}
+	for i, n := range overlapNames {
+		if n == name {
+			return Overlap(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: Overlap %q: want one of allow, skip, buffer_one, cancel_previous", ErrInvalidOption, name)
 }
 
 // Job is the job a schedule puts on each tick.
@@ -141,6 +200,9 @@ func (s *Schedule) Validate() (*Spec, error) {
 	}
 	if s.Grace < 0 {
 		return nil, fmt.Errorf("%w: Grace %v is negative", ErrInvalidOption, s.Grace)
+	}
+	if s.Overlap > OverlapCancelPrevious {
+		return nil, fmt.Errorf("%w: Overlap: unknown policy %d", ErrInvalidOption, s.Overlap)
 	}
 	return spec, nil
 }

@@ -18,6 +18,18 @@ type State struct {
 	Paused bool
 	// Fires and Misfires count ticks fired and ticks dropped.
 	Fires, Misfires uint64
+	// Skips counts the ticks the overlap policy put nothing for (the
+	// previous job still waiting or running), and the ticks at which
+	// the schedule paused itself (PauseOnFailure).
+	Skips uint64
+	// PauseReason says why the schedule paused itself (PauseOnFailure:
+	// "job 42 buried: <the bury's reason>"); empty when it is not paused
+	// or was paused by Pause. Resume clears it.
+	PauseReason string
+	// LastJob is the ID of the job of the schedule's last fire (a tick's
+	// or a trigger's), 0 before the first: the previous job that the
+	// overlap policy and PauseOnFailure look at.
+	LastJob uint64
 	// Last holds the last fires, newest first, at most KeepFires.
 	Last []Fire
 }
@@ -65,6 +77,15 @@ type FireResult struct {
 	// Fired is set when a job was put; JobID names it.
 	Fired bool
 	JobID uint64
+	// Overlapped is set when the overlap policy put nothing for the tick
+	// (counted in State.Skips).
+	Overlapped bool
+	// CancelledPrevious names the previous job when the tick cancelled it
+	// (OverlapCancelPrevious); 0 otherwise.
+	CancelledPrevious uint64
+	// SelfPaused is set when the fire found the previous job buried and
+	// paused the schedule (PauseOnFailure) instead of firing.
+	SelfPaused bool
 	// State is the schedule afterwards.
 	State State
 }
@@ -107,7 +128,12 @@ type Store interface {
 	// the schedule to req.NewNext in one atomic operation, so that a tick
 	// is put exactly once however many processes fire it: the put is
 	// idempotent on (schedule, tick), and a fire whose Version and Next no
-	// longer match changes nothing (ErrConflict).
+	// longer match changes nothing (ErrConflict). In the same operation
+	// it reads the state of the previous job (State.LastJob) and applies
+	// PauseOnFailure (a buried previous job: pause, put nothing, count a
+	// skip) and the overlap policy (skip: count, put nothing; cancel: as
+	// queue.Cancel with the reason "schedule <name>: cancelled by the
+	// tick at <tick ms>"); a manual fire applies neither.
 	Fire(ctx context.Context, req FireRequest) (FireResult, error)
 
 	// Due returns up to limit unpaused schedules whose Next is at or before

@@ -129,16 +129,22 @@ var commands = []*command{
 
 // storeCommands are the commands of each primitive, by the field of
 // hourglass.Backend that holds its store: a new primitive adds its line
-// here and its command to commands (TestRegistries checks that every
-// store of a Backend has a command, and every command named here is in
-// commands).
+// here and its command to commands. TestRegistries checks both ways:
+// every store of a Backend has a command, every command named here is in
+// commands, and every command of commands is named here or in
+// storelessCommands.
 var storeCommands = map[string][]*command{
-	"Queue":     {putCommand, reserveCommand, deleteCommand, buryCommand, releaseCommand, touchCommand, workCommand, kickCommand, peekCommand, statsCommand, tubesCommand, tubeLimitCommand},
+	"Queue":     {putCommand, reserveCommand, deleteCommand, buryCommand, releaseCommand, touchCommand, workCommand, kickCommand, cancelCommand, jobCommand, peekCommand, statsCommand, tubesCommand, tubeLimitCommand},
 	"Limits":    {limitCommand},
 	"Hashes":    {hashCommand},
 	"Locks":     {lockCommand},
 	"Schedules": {scheduleCommand},
 }
+
+// storelessCommands are the commands of commands that serve no one
+// primitive's store: the server, the raw API call, the benchmark and the
+// migration.
+var storelessCommands = []*command{serveCommand, apiCommand, benchCommand, migrateCommand}
 
 // usageError is an error in how the command was called: exit status 2.
 type usageError struct{ msg string }

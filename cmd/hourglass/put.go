@@ -32,6 +32,23 @@ goes over the HTTP API (--http, or HOURGLASS_HTTP). --group puts the job into th
 group of the tube, the tube TUBE;GROUP, whose jobs a reserve of TUBE serves
 in turn with its other groups' (docs/tube-limits.md).
 
+--unique-key makes the put idempotent: while a job of the tube holds the
+key, the put stores nothing and prints that job's ID with duplicate: true.
+--unique-for DUR makes every put with the key a duplicate of this job for
+DUR from now, whether it is live, finished or gone (a throttle);
+--unique-kept makes the put a duplicate also of a finished job the tube
+keeps (docs/keys.md).
+
+--debounce DUR (with --unique-key) is a delay of DUR restarted by every put
+with the key while the job is still delayed, each giving the job its body
+and priority (debounced: true), never past --max-wait after the burst's
+first put: the job runs once, DUR after the last put of a burst, with its
+body. --debounce-mode extend keeps the first body and only restarts the
+delay; --debounce-mode replace keeps the due time and only replaces the
+body and priority. Once the job is ready or reserved, a put starts a new
+job, which takes the key over, or with --duplicate-live is a duplicate.
+These go over the HTTP API: the beanstalkd protocol has no key.
+
 When the environment has TRACEPARENT (and TRACESTATE), as OpenTelemetry's
 SDKs and otel-cli set them, the put goes over the HTTP API too, carrying
 that W3C trace context to the job: the worker that runs the job joins the
@@ -47,6 +64,8 @@ Examples:
   hourglass put --tube emails --group customer-42 'hello'
   gzip -c report.csv | hourglass put --tube reports -
   id=$(hourglass put --json hello | jq .id)
+  hourglass put --tube orders --unique-key order-42 --unique-for 1h '{"order":42}'
+  hourglass put --tube index --unique-key doc-7 --debounce 200ms --max-wait 2s 'doc 7 changed'
   TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 hourglass put --http http://127.0.0.1:7480 hello
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
@@ -58,12 +77,27 @@ Examples:
 		alias(fs, "pri", "priority")
 		delay := secondsVar(fs, "delay", 0, "how long the job waits before it is ready (a `duration` such as 30s or 5m; a bare number is seconds)")
 		ttr := secondsVar(fs, "ttr", time.Minute, "time to run: how long a reservation lasts (a `duration`; a bare number is seconds)")
+		ukey := fs.String("unique-key", "", "a unique `key`: while a job of the tube holds it, the put is a duplicate (over the HTTP API)")
+		ufor := fs.Duration("unique-for", 0, "with --unique-key: every put with the key is a duplicate of this job for this `duration` from now")
+		ukept := fs.Bool("unique-kept", false, "with --unique-key: a duplicate also of a finished job with the key that the tube keeps")
+		debounce := fs.Duration("debounce", 0, "with --unique-key: the job's delay (a `duration`), restarted by each put of a burst while the job is delayed")
+		mode := fs.String("debounce-mode", "both", "what --debounce does to the delayed job: `mode` both (replace the body and restart the delay), extend (restart the delay) or replace (replace the body)")
+		maxWait := fs.Duration("max-wait", 0, "with --debounce: the job is due no later than its first put plus this `duration` (0: no bound)")
+		dupLive := fs.Bool("duplicate-live", false, "with --debounce: a duplicate of a ready or reserved job with the key, rather than a new job")
 		var lf leaseFlags
 		lf.define(fs, false)
 		return func(ctx context.Context, c *cli, args []string) error {
 			base := *tube
 			if err := checkTube(*tube); err != nil {
 				return err
+			}
+			req := httpapi.PutRequest{UniqueKey: *ukey, UniqueKept: *ukept, UniqueForMS: ufor.Milliseconds(), MaxWaitMS: maxWait.Milliseconds(), DuplicateLive: *dupLive}
+			keyed, err := putKeyFlags(fs, &req, *debounce, *mode)
+			if err != nil {
+				return err
+			}
+			if *debounce > 0 {
+				*delay = *debounce
 			}
 			if *group != "" {
 				name := queue.GroupTube(*tube, *group)
@@ -75,8 +109,8 @@ Examples:
 			if *pri > math.MaxUint32 {
 				return usagef("--priority %d: want 0 to %d", *pri, uint64(math.MaxUint32))
 			}
-			if *delay%time.Second != 0 || *ttr%time.Second != 0 || os.Getenv("TRACEPARENT") != "" {
-				// Milliseconds, or a trace context: over HTTP.
+			if *delay%time.Second != 0 || *ttr%time.Second != 0 || os.Getenv("TRACEPARENT") != "" || keyed {
+				// Milliseconds, a trace context or a unique key: over HTTP.
 				switch {
 				case *delay < 0:
 					return usagef("--delay %v: want 0 or more", *delay)
@@ -88,7 +122,7 @@ Examples:
 					return err
 				}
 				lf.json = cf.json
-				return c.putHTTP(ctx, lf, base, *group, uint32(*pri), *delay, *ttr, body)
+				return c.putHTTP(ctx, lf, base, *group, uint32(*pri), *delay, *ttr, body, req)
 			}
 			if err := wholeSeconds("delay", *delay, 0); err != nil {
 				return err
@@ -153,10 +187,55 @@ func (c *cli) put(ctx context.Context, cf clientFlags, tube string, pri uint32, 
 	return writeKV(c.stdout, o)
 }
 
+// putKeyFlags checks the flags of a put's unique key, its windows and its
+// debounce, given through fs, and sets req's debounce mode; it reports
+// whether the put has a key.
+func putKeyFlags(fs *flag.FlagSet, req *httpapi.PutRequest, debounce time.Duration, mode string) (bool, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, name := range []string{"unique-for", "unique-kept", "debounce"} {
+		if set[name] && req.UniqueKey == "" {
+			return false, usagef("--%s needs --unique-key", name)
+		}
+	}
+	for _, name := range []string{"debounce-mode", "max-wait", "duplicate-live"} {
+		if set[name] && !set["debounce"] {
+			return false, usagef("--%s needs --debounce", name)
+		}
+	}
+	if set["unique-key"] && (req.UniqueKey == "" || len(req.UniqueKey) > queue.MaxUniqueKey) {
+		return false, usagef("--unique-key: %d bytes, want 1 to %d", len(req.UniqueKey), queue.MaxUniqueKey)
+	}
+	switch ufor := time.Duration(req.UniqueForMS) * time.Millisecond; {
+	case ufor < 0 || ufor > queue.MaxRetention:
+		return false, usagef("--unique-for %v: want 0 to %v", ufor, queue.MaxRetention)
+	}
+	if set["debounce"] {
+		switch {
+		case set["delay"]:
+			return false, usagef("--debounce is the job's delay: give it or --delay, not both")
+		case debounce < 0:
+			return false, usagef("--debounce %v: want 0 or more", debounce)
+		case req.MaxWaitMS < 0:
+			return false, usagef("--max-wait %v: want 0 or more", time.Duration(req.MaxWaitMS)*time.Millisecond)
+		case req.MaxWaitMS > 0 && req.MaxWaitMS < debounce.Milliseconds():
+			return false, usagef("--max-wait %v is shorter than --debounce %v", time.Duration(req.MaxWaitMS)*time.Millisecond, debounce)
+		}
+		switch mode {
+		case "both", "extend", "replace":
+			req.Debounce = mode
+		default:
+			return false, usagef("--debounce-mode %q: want both, extend or replace", mode)
+		}
+	}
+	return req.UniqueKey != "", nil
+}
+
 // putHTTP puts a job over the HTTP API, which counts milliseconds, and
-// prints what put prints.
-func (c *cli) putHTTP(ctx context.Context, lf leaseFlags, tube, group string, pri uint32, delay, ttr time.Duration, body []byte) error {
-	req := httpapi.PutRequest{Priority: &pri, DelayMS: delay.Milliseconds(), TTRMS: ttr.Milliseconds(), Group: group}
+// prints what put prints. req carries the put's unique key, windows and
+// debounce.
+func (c *cli) putHTTP(ctx context.Context, lf leaseFlags, tube, group string, pri uint32, delay, ttr time.Duration, body []byte, req httpapi.PutRequest) error {
+	req.Priority, req.DelayMS, req.TTRMS, req.Group = &pri, delay.Milliseconds(), ttr.Milliseconds(), group
 	if utf8.Valid(body) {
 		s := string(body)
 		req.Body = &s
@@ -185,6 +264,12 @@ func (c *cli) putHTTP(ctx context.Context, lf leaseFlags, tube, group string, pr
 		tube = queue.GroupTube(tube, group)
 	}
 	o := object{{"id", r.ID}, {"tube", tube}}
+	if r.Duplicate {
+		o = append(o, field{"duplicate", true})
+	}
+	if r.Debounced {
+		o = append(o, field{"debounced", true})
+	}
 	if lf.json {
 		return writeJSON(c.stdout, o)
 	}

@@ -40,3 +40,50 @@ func TestPutSubSecond(t *testing.T) {
 		}
 	}
 }
+
+// put --unique-key, its windows and --debounce go over the HTTP API: a
+// debounce put changes the delayed job holding the key and says so; a
+// duplicate says so; flags without what they need are bad arguments.
+func TestPutKeyAndDebounce(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://")
+	env := append(p.env, "HOURGLASS_HTTP=http://"+p.httpAddr)
+	first := kv(t, ok(t, env, "put", "--tube", "ix", "--unique-key", "doc-7", "--debounce", "1h", "--max-wait", "2h", "v1"))
+	if first["id"] == "" || first["duplicate"] != "" {
+		t.Fatalf("first put printed %v", first)
+	}
+	again := kv(t, ok(t, env, "put", "--tube", "ix", "--unique-key", "doc-7", "--debounce", "1h", "--max-wait", "2h", "v2"))
+	if again["id"] != first["id"] || again["debounced"] != "true" || again["duplicate"] != "true" {
+		t.Errorf("second put printed %v, want a debounce of %s", again, first["id"])
+	}
+	kept := kv(t, ok(t, env, "put", "--tube", "ix", "--unique-key", "doc-7", "--debounce", "1h", "--debounce-mode", "extend", "v3"))
+	if kept["debounced"] != "true" {
+		t.Errorf("extend printed %v", kept)
+	}
+	var job struct {
+		State string `json:"state"`
+		Body  string `json:"body"`
+	}
+	view := ok(t, env, "api", "--json", "GET", "/v1/jobs/"+first["id"])
+	if err := json.Unmarshal([]byte(view), &job); err != nil || job.State != "delayed" || job.Body != "v2" {
+		t.Errorf("the debounced job reads %s (%v), want delayed with body v2", view, err)
+	}
+	dup := kv(t, ok(t, env, "put", "--tube", "ix", "--unique-key", "doc-7", "--unique-for", "1m", "x"))
+	if dup["id"] != first["id"] || dup["duplicate"] != "true" || dup["debounced"] != "" {
+		t.Errorf("a put with the key without --debounce printed %v, want a duplicate", dup)
+	}
+	for _, args := range [][]string{
+		{"--debounce", "1s"},
+		{"--unique-for", "1s"},
+		{"--unique-kept"},
+		{"--unique-key", "k", "--max-wait", "1s"},
+		{"--unique-key", "k", "--duplicate-live"},
+		{"--unique-key", "k", "--debounce", "2s", "--max-wait", "1s"},
+		{"--unique-key", "k", "--debounce", "2s", "--delay", "1s"},
+		{"--unique-key", "k", "--debounce", "2s", "--debounce-mode", "later"},
+		{"--unique-key", "k", "--unique-for", "-1s"},
+	} {
+		if r := run(t, env, "", append([]string{"put"}, append(args, "x")...)...); r.code != exitUsage {
+			t.Errorf("put %q: exit %d %q, want 2", args, r.code, r.stderr)
+		}
+	}
+}

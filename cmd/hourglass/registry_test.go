@@ -4,6 +4,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hourglass-io/hourglass"
@@ -25,9 +26,33 @@ func backendStores() []string {
 }
 
 // commandMisses returns what the stores miss of the CLI's registries: a
-// line in byStore with at least one command, each of them in cmds.
+// line in byStore with at least one command, each of them in cmds; and
+// what cmds miss: each command in one line of byStore or in storeless,
+// never in two.
 func commandMisses(stores []string, byStore map[string][]*command, cmds []*command) []string {
 	var misses []string
+	for _, c := range cmds {
+		var in []string
+		for _, s := range slices.Sorted(maps.Keys(byStore)) {
+			if slices.Contains(byStore[s], c) {
+				in = append(in, s)
+			}
+		}
+		if slices.Contains(storelessCommands, c) {
+			in = append(in, "storelessCommands")
+		}
+		switch {
+		case len(in) == 0:
+			misses = append(misses, "the command "+c.name+" is in no line of storeCommands nor in storelessCommands")
+		case len(in) > 1:
+			misses = append(misses, "the command "+c.name+" is in "+strings.Join(in, " and "))
+		}
+	}
+	for _, c := range storelessCommands {
+		if !slices.Contains(cmds, c) {
+			misses = append(misses, "the storeless command "+c.name+" is not in commands")
+		}
+	}
 	for _, s := range stores {
 		if len(byStore[s]) == 0 {
 			misses = append(misses, "the store "+s+" has no command (storeCommands)")
@@ -60,8 +85,9 @@ var tallyCommand = &command{
 // The CLI's registries, as they are and with the test-only primitive
 // added as if its store were a field "Tallies" of hourglass.Backend:
 // every store has a command listed in storeCommands, and each is in
-// commands. Leaving the tally's line out of storeCommands, or its
-// command out of commands, fails here.
+// commands; every command is in storeCommands or storelessCommands.
+// Leaving the tally's line out of storeCommands, or its command out of
+// commands, fails here.
 func TestRegistries(t *testing.T) {
 	for _, miss := range commandMisses(backendStores(), storeCommands, commands) {
 		t.Error(miss)

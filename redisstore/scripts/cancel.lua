@@ -18,24 +18,6 @@ local us, now = open({ T })
 tick(T, tube, now)
 local rec, body = find(T, idh)
 if not rec then return done(T, body) end
-local was = rec[F_STATE]
-if was == RESERVED then
-  slot_freed(T)
-end
-unindex(T, idh, rec)
-if T.kr and T.kr > 0 then
-  stamp_error(rec, reason, now)
-  keep_one(T, tube, idh, rec, nil, now, KEPT_CANCELLED)
-else
-  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
-  if rec[F_UKEY] ~= '' then
-    redis.call('HDEL', T.u, rec[F_UKEY])
-  end
-end
-redis.call('HINCRBY', T.t, 'cn', 1)
-set(T, 'live', T.live - 1)
-if was == RESERVED then
-  redis.call('SPUBLISH', string.sub(KEYS[1], 1, -2) .. 'c', idh .. ' ' .. reason)
-end
+local was = cancel_job(T, tube, idh, rec, reason, now)
 free(T, tube, now)
 return done(T, was)

@@ -430,7 +430,8 @@ end
 --   <base>gm:<p>  the groups that exist: tube -> 1
 --   m gt:<p>      the family's turn counter; m gr:<p> its groups' reserved
 --                 jobs (p's cap counts them with p's own)
---   m lt:<group>  a group's rate state (µs), under its tube's group template
+--   <base>lt:<group>  a group's rate state (µs), under its tube's group
+--                 template, expiring when the rate is whole (gtat_write)
 -- p's hash carries fm = 1 while it may have groups (set when p or a group
 -- is made), so that a reserve of a tube without groups pays nothing.
 
@@ -938,6 +939,28 @@ local function limit_flush(T)
   end
 end
 
+-- A group's rate state (docs/tube-limits.md, "Groups") is its theoretical
+-- arrival time, µs, in a key of its own on its tube's tag, <base>lt:<group
+-- tube>, that expires when the rate is whole again (at the TAT: a state at
+-- or before now says what no state says), so Redis drops it by time alone
+-- and a tube grouped by customer keeps state only for the customers served
+-- within a burst. gtat_read returns it (0 when there is none).
+local function gtat_read(name)
+  return tonumber(redis.call('GET', fam_key('lt', name)) or '0')
+end
+
+-- gtat_write stores group tube name's rate state tat (µs, after us) until
+-- the rate is whole again. The expiry is relative to Redis's clock: with
+-- an injected clock (tests), which need not follow Redis's, the state is
+-- kept a minute longer, so a test's real time cannot end it early.
+local function gtat_write(name, tat, us)
+  local ms = math.floor((tat - us + 999) / 1000)
+  if ARGV[1] ~= '' then
+    ms = ms + 60000
+  end
+  redis.call('SET', fam_key('lt', name), tat, 'PX', ms)
+end
+
 -- jobreply is how a job travels back to Go: id, tube, pri, ttr ms, reserves,
 -- body, unique key ('' for none), ms left on the reservation (left: a
 -- reserve's, else 0), trace context ('' for none).
@@ -1158,19 +1181,67 @@ local function held_by(needle, match, each)
   end
 end
 
+-- cancel_job cancels live job idh of tube T (rec loaded and resolved): it
+-- is removed, as a delete removes it (kept, when the tube keeps finished
+-- jobs: ended by a cancel, reason its last error), a cancel counted in
+-- the tube's cn, and when it was reserved its holder told on the tag's
+-- cancel channel (<base>c): "<id> <reason>". It returns the state the job
+-- was in. The caller frees the tube when it may be empty.
+local function cancel_job(T, tube, idh, rec, reason, now)
+  local was = rec[F_STATE]
+  if was == RESERVED then
+    slot_freed(T)
+  end
+  unindex(T, idh, rec)
+  if T.kr and T.kr > 0 then
+    stamp_error(rec, reason, now)
+    keep_one(T, tube, idh, rec, nil, now, KEPT_CANCELLED)
+  else
+    redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
+    if rec[F_UKEY] ~= '' then
+      redis.call('HDEL', T.u, rec[F_UKEY])
+    end
+  end
+  redis.call('HINCRBY', T.t, 'cn', 1)
+  set(T, 'live', T.live - 1)
+  if was == RESERVED then
+    redis.call('SPUBLISH', string.sub(KEYS[1], 1, -2) .. 'c', idh .. ' ' .. reason)
+  end
+  return was
+end
+
 -- done flushes T and returns v: every script that opened T ends through it.
 local function done(T, v)
   flush(T)
   return v
 end
 
+-- SC_FULL are the defaults of a schedule state's elements 9 and later
+-- (see sc_set.lua), which a state stored before them lacks.
+local SC_FULL = { false, 0, 0, 0, 0, '' }
+
+-- sc_full fills in the elements of schedule state st that it lacks
+-- (its tube, 9, is the caller's to fill), and returns st.
+local function sc_full(st)
+  for i = 10, #SC_FULL + 8 do
+    if st[i] == nil then
+      st[i] = SC_FULL[i - 8]
+    end
+  end
+  return st
+end
+
 -- sc_append appends schedule state st (see sc_set.lua) to out as the
--- schedule scripts reply it: version, next, paused, fires, misfires, the
--- number of last fires, then theirs (4 values each), and returns out.
+-- schedule scripts reply it: version, next, paused, fires, misfires,
+-- skips, pause reason, last job id, the number of last fires, then theirs
+-- (4 values each), and returns out.
 local function sc_append(out, st)
   for i = 1, 5 do
     out[#out + 1] = st[i]
   end
+  out[#out + 1] = st[13] or 0
+  out[#out + 1] = st[14] or ''
+  out[#out + 1] = st[10] or 0
   out[#out + 1] = #st[8] / 4
   for _, v in ipairs(st[8]) do
     out[#out + 1] = v

@@ -3,11 +3,19 @@
 -- KEYS: m j tubes, then the 6 keys of the tube (see lib.lua), then the ID key (see alloc_ids)
 -- ARGV: now, tube, tag index (0-255), then 6 per job: pri, delay ms, ttr ms, unique key, trace context ('' for none), body
 --   A unique key that begins with a NUL byte carries the key's windows
---   (NewJob.UniqueFor, UniqueKept): NUL, "<unique for ms>:<1 kept, 0 not>", NUL, the key.
+--   (NewJob.UniqueFor, UniqueKept) and a debounce (Debounce, MaxWait,
+--   DuplicateLive): NUL, "<unique for ms>:<1 kept, 0 not>[:<debounce: 1
+--   replace, 2 extend, 3 both>:<max wait ms, 0 none>:<1 duplicate live, 0 not>]",
+--   NUL, the key.
 -- Returns: a flat array, 2 per job: id, then 0 stored, or for a duplicate (its id is returned)
--- 10 + the state of the live job that holds the key, or 5 (finished) for a kept one.
+-- 10 + the state of the live job that holds the key, or 5 (finished) for a kept one,
+-- or for a debounce (the delayed job it changed) 20 + that job's state after.
 -- A job put with the key of a kept job is stored, and the key is then its,
 -- unless the kept job's window holds or the put asks UniqueKept.
+-- A debounce put whose key's live job is not delayed (its due time has
+-- come, promoted or not) is stored and takes the key over, unless it asks
+-- DuplicateLive or the job's window holds: that job's record loses its
+-- key (element 6 ''), rewritten whole.
 local T = tubekeys(1)
 local tube, tag = ARGV[2], tonumber(ARGV[3])
 local us, now = open_put(T)
@@ -19,17 +27,118 @@ if not us then
 end
 local n = (#ARGV - 3) / 6
 
+-- Debounce (nil unless a job of the call asks it): per job index, deb the
+-- put's {replace, extend, max wait ms, duplicate live}, changed whether it
+-- debounced a job and that job's state after (20 + state); for the
+-- earlier jobs of this call that a later one debounced, their delay,
+-- priority and body as it left them.
+local ov
+local xfor = {}
+
+-- debounce_live applies job i's debounce to the live job idh of T, delayed
+-- until sc (ms), and returns its state after.
+local function debounce_live(i, idh, sc)
+  local b, a = ov.deb[i], 4 + i * 6
+  local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh)
+  local rec, body = rec_of(v[1], v[2], nil)
+  rec[F_STATE] = DELAYED
+  local at = sc
+  if b[2] then
+    at = now + tonumber(ARGV[a + 1])
+    if b[3] > 0 and rec[F_CREATED] + b[3] < at then
+      at = rec[F_CREATED] + b[3]
+    end
+    rec[F_DELAY] = math.max(at - now, 0)
+  end
+  if b[1] then
+    rec[F_PRI], body = tonumber(ARGV[a]), ARGV[a + 5]
+  end
+  rec.hpri, rec.hdelay = rec[F_PRI], rec[F_DELAY]
+  redis.call('HSET', KEYS[2], idh, pack_job(rec[F_TUBE], rec[F_PRI], rec[F_DELAY], rec[F_TTR], rec[F_CREATED], rec[F_UKEY], body, rec.tc, rec.ufor))
+  save(idh, rec)
+  if at <= now then
+    redis.call('ZREM', T.d, idh)
+    redis.call('ZADD', T.r, rec[F_PRI], idh)
+    fam_ready(T)
+    ov.wake = true
+    return READY
+  end
+  redis.call('ZADD', T.d, at, idh)
+  schedule(T, at)
+  if at < sc then
+    wake_in(T, at - now)
+  end
+  return DELAYED
+end
+
+-- debounce decides what job i, with a debounce, does with d, the job that
+-- holds its key: an earlier job of this call (its index) or a live job of
+-- T. It returns d when job i is not stored (a debounce of d, or a
+-- duplicate), nil when it is.
+local function debounce(i, d)
+  local b, a = ov.deb[i], 4 + i * 6
+  if type(d) == 'number' then
+    local delay = ov.delay[d] or tonumber(ARGV[4 + d * 6 + 1])
+    if delay > 0 then
+      if b[2] then
+        delay = tonumber(ARGV[a + 1])
+        if b[3] > 0 and b[3] < delay then
+          delay = b[3]
+        end
+        ov.delay[d] = delay
+      end
+      if b[1] then
+        ov.pri[d], ov.body[d] = ARGV[a], ARGV[a + 5]
+      end
+      ov.changed[i] = 20 + ((delay > 0) and DELAYED or READY)
+      return d
+    end
+    if b[4] or (xfor[d] or 0) > 0 then
+      return d
+    end
+    return nil
+  end
+  local sc = redis.call('ZSCORE', T.d, d)
+  if sc and tonumber(sc) > now then
+    ov.changed[i] = 20 + debounce_live(i, d, tonumber(sc))
+    return d
+  end
+  if b[4] then
+    return d
+  end
+  local v = redis.call('HGET', KEYS[2], d)
+  local off, h = cmsgpack.unpack_one(v)
+  if h[8] and h[8] > 0 and h[5] + h[8] > now then
+    return d -- its window holds
+  end
+  if #h == 6 then
+    h[6] = nil
+  else
+    h[6] = ''
+  end
+  redis.call('HSET', KEYS[2], d, cmsgpack.pack(h) .. string.sub(v, off + 1))
+  return nil
+end
+
 -- First pass: which jobs are duplicates of a live job (or of an earlier job of this call).
 -- A kept job's key ('<id>k', see "Kept jobs" in lib.lua) makes no duplicate.
-local dup, fresh, kdup, xkey, xfor = {}, {}, {}, {}, {}
+local dup, fresh, kdup, xkey = {}, {}, {}, {}
 local stored = 0
 for i = 0, n - 1 do
   local ukey = ARGV[4 + i * 6 + 3]
   local ukept = false
   if ukey ~= '' and string.byte(ukey, 1) == 0 then
     local e = string.find(ukey, '\0', 2, true)
-    local c = string.find(ukey, ':', 2, true)
-    xfor[i], ukept = tonumber(string.sub(ukey, 2, c - 1)), string.sub(ukey, c + 1, e - 1) == '1'
+    local f = {}
+    for w in string.gmatch(string.sub(ukey, 2, e - 1), '[^:]+') do
+      f[#f + 1] = w
+    end
+    xfor[i], ukept = tonumber(f[1]), f[2] == '1'
+    if f[3] then
+      local m = tonumber(f[3])
+      ov = ov or { deb = {}, changed = {}, delay = {}, pri = {}, body = {} }
+      ov.deb[i] = { m ~= 2, m >= 2, tonumber(f[4]), f[5] == '1' }
+    end
     ukey = string.sub(ukey, e + 1)
     xkey[i] = ukey
   end
@@ -44,6 +153,9 @@ for i = 0, n - 1 do
       else
         d = nil
       end
+    end
+    if d and not kdup[i] and ov and ov.deb[i] then
+      d = debounce(i, d)
     end
     dup[i] = d
   end
@@ -79,10 +191,15 @@ for i = 0, n - 1 do
   local d = dup[i]
   if d then
     local st = 5
-    if type(d) == 'number' then
+    if ov and ov.changed[i] then
+      st = ov.changed[i]
+      if type(d) == 'number' then
+        d = ids[d]
+      end
+    elseif type(d) == 'number' then
       d = ids[d] -- an earlier job of this call
       st = 10 + READY
-      if tonumber(ARGV[4 + dup[i] * 6 + 1]) > 0 then st = 10 + DELAYED end
+      if ((ov and ov.delay[dup[i]]) or tonumber(ARGV[4 + dup[i] * 6 + 1])) > 0 then st = 10 + DELAYED end
     elseif not kdup[i] then
       st = 10 + job_state(T, d)
     end
@@ -90,6 +207,10 @@ for i = 0, n - 1 do
     out[#out + 1] = st
   else
     local delay, ukey = tonumber(ARGV[a + 1]), xkey[i] or ARGV[a + 3]
+    local pri, body = ARGV[a], ARGV[a + 5]
+    if ov then
+      delay, pri, body = ov.delay[i] or delay, ov.pri[i] or pri, ov.body[i] or body
+    end
     seq = seq + 1
     local id = seq * 256 + tag
     local idh = idhex(id)
@@ -113,7 +234,7 @@ for i = 0, n - 1 do
       schedule(T, now + delay)
     else
       ready = true
-      readys[#readys + 1] = ARGV[a] -- the priority as Go sent it: no conversion
+      readys[#readys + 1] = pri -- the priority as Go sent it: no conversion
       readys[#readys + 1] = idh
     end
     if ukey ~= '' then
@@ -121,7 +242,7 @@ for i = 0, n - 1 do
       ukeys[#ukeys + 1] = idh
     end
     recs[#recs + 1] = idh
-    recs[#recs + 1] = pack_job(T.ix, tonumber(ARGV[a]), delay, tonumber(ARGV[a + 2]), now, ukey, ARGV[a + 5], ARGV[a + 4], xfor[i])
+    recs[#recs + 1] = pack_job(T.ix, tonumber(pri), delay, tonumber(ARGV[a + 2]), now, ukey, body, ARGV[a + 4], xfor[i])
     out[#out + 1] = id
     out[#out + 1] = 0
   end
@@ -147,5 +268,8 @@ if stored > 0 then
   elseif soonest then
     wake_in(T, soonest)
   end
+end
+if ov and ov.wake and not (stored > 0 and ready) then
+  wake(T) -- a debounce made a job ready
 end
 return done(T, out)

@@ -138,7 +138,7 @@ local function group_wait(T, M)
     end
   end
   if T.giv then
-    M.gtat = M.gtat or tonumber(redis.call('HGET', KEYS[1], 'lt:' .. M.name) or '0')
+    M.gtat = M.gtat or gtat_read(M.name)
     return gcra_wait(M.gtat, T.giv, T.gburst, us)
   end
   return 0
@@ -222,7 +222,7 @@ local function group_charge(P, M)
   end
   limit_charge(P, us)
   if P.giv then
-    M.gtat = math.max(M.gtat or tonumber(redis.call('HGET', KEYS[1], 'lt:' .. M.name) or '0'), us) + P.giv
+    M.gtat = math.max(M.gtat or gtat_read(M.name), us) + P.giv
     M.gtatdirty = true
   end
 end
@@ -484,12 +484,12 @@ for fam, P in pairs(parents) do
 end
 for i = 1, n do
   if Ts[i].gtatdirty then
-    redis.call('HSET', KEYS[1], 'lt:' .. Ts[i].name, Ts[i].gtat)
+    gtat_write(Ts[i].name, Ts[i].gtat, us)
   end
 end
 for name, M in pairs(members) do
   if M.gtatdirty then
-    redis.call('HSET', KEYS[1], 'lt:' .. name, M.gtat)
+    gtat_write(name, M.gtat, us)
   end
   gc(M, name, now)
   flush(M)

@@ -9,9 +9,19 @@
 --       ticks skipped, manual (1: fire now, compare nothing, keep next),
 --       unique key prefix (the job's key is prefix .. tick ms), last fires kept,
 --       the default TTR ms (for states stored with a TTR of 0),
+--       the reason with which the tick cancels the previous job (cancel_previous),
 --       the job's trace context ('' none; record element 7, docs/tracing.md)
--- Returns: {status, job id, definition, body, version, next, paused, fires, misfires, #last, last...}:
---          status 0 done, 1 no such schedule, 2 changed since read, 3 tick not due
+-- The previous job (the state's last job id) is read on this tag, where
+-- every fire puts its job; a job id of another tag (none is written) is
+-- taken for gone. A tick (not a manual fire) first applies pause on
+-- failure (previous job buried: pause, record why, count a skip, put
+-- nothing) and the overlap policy (skip: previous ready, delayed or
+-- reserved; buffer_one: previous ready or delayed: count a skip, put
+-- nothing; cancel_previous: cancel it as cancel.lua does, then put).
+-- Returns: {status, job id, definition, body, version, next, paused, fires, misfires,
+--          skips, pause reason, last job, #last, last..., cancelled job id (0 none)}:
+--          status 0 done, 1 no such schedule, 2 changed since read, 3 tick not due,
+--          5 the overlap policy put nothing, 6 paused itself
 --          (statuses 1-3 return nothing else).
 local T = tubekeys(1)
 local SC, SCD = KEYS[10], KEYS[11]
@@ -29,6 +39,7 @@ if stube ~= tube then
   return { 1 }
 end
 st[9] = stube
+sc_full(st)
 local us, now = open({ T })
 local tickus = tonumber(ARGV[7])
 if manual then
@@ -42,8 +53,34 @@ else
   end
 end
 tick(T, tube, now)
-local jobid = 0
-if tickus >= 0 then
+local jobid, status, cancelled = 0, 0, 0
+if tickus >= 0 and not manual and (st[11] ~= 0 or st[12] == 1) and st[10] > 0 and st[10] % 256 == tag then
+  local pidh = idhex(st[10])
+  local prec = load(pidh)
+  if prec and prec[F_TUBE] == T.ix then
+    resolve(T, pidh, prec)
+    local ps = prec[F_STATE]
+    if ps == BURIED then
+      if st[12] == 1 then
+        status = 6
+        st[3] = 1
+        local why = 'job ' .. string.format('%d', st[10]) .. ' buried'
+        if prec[F_ERROR] ~= '' then
+          why = why .. ': ' .. prec[F_ERROR]
+        end
+        st[14] = why
+        st[13] = st[13] + 1
+      end
+    elseif st[11] == 1 or (st[11] == 2 and ps ~= RESERVED) then
+      status = 5
+      st[13] = st[13] + 1
+    elseif st[11] == 3 then
+      cancel_job(T, tube, pidh, prec, ARGV[14], now)
+      cancelled = st[10]
+    end
+  end
+end
+if tickus >= 0 and status == 0 then
   local ukey = ARGV[11] .. math.floor(tickus / 1000)
   local dup = redis.call('HGET', T.u, ukey)
   if dup then
@@ -58,13 +95,14 @@ if tickus >= 0 then
     if ttr == 0 then
       ttr = tonumber(ARGV[13])
     end
-    redis.call('HSET', KEYS[2], idh, pack_job(T.ix, st[6], 0, ttr, now, ukey, h[3], ARGV[14]))
+    redis.call('HSET', KEYS[2], idh, pack_job(T.ix, st[6], 0, ttr, now, ukey, h[3], ARGV[15]))
     redis.call('HSET', T.u, ukey, idh)
     set(T, 'total', T.total + 1)
     set(T, 'live', T.live + 1)
     wake(T)
     jobid = idnum(idh)
   end
+  st[10] = jobid
   st[4] = st[4] + 1
   local keep = tonumber(ARGV[12])
   local last = { tickus, jobid, us - tickus, manual and 1 or 0 }
@@ -84,4 +122,6 @@ if st[3] == 0 and st[2] >= 0 then
 else
   redis.call('ZREM', SCD, name)
 end
-return done(T, sc_append({ 0, jobid, h[1], h[3] }, st))
+local out = sc_append({ status, jobid, h[1], h[3] }, st)
+out[#out + 1] = cancelled
+return done(T, out)

@@ -1,5 +1,6 @@
 #!lua
--- sc_pause: pauses or resumes a schedule.
+-- sc_pause: pauses or resumes a schedule. A resume clears the reason of a
+-- pause on failure and forgets the buried job that caused it.
 -- KEYS: sc, scd (see sc_set.lua)
 -- ARGV: now (unused), name, 1 pause / 0 resume, next µs after a resume (-1: none)
 -- Returns: {status, 0, definition, body, version, next, paused, fires, misfires, #last, last...}:
@@ -13,6 +14,14 @@ end
 local st = cmsgpack.unpack(h[2])
 if st[3] ~= paused then
   st[3] = paused
+  if st[14] then
+    if paused == 0 and st[14] ~= '' then
+      -- the buried job that paused it is acknowledged: the next tick does
+      -- not pause again for it
+      st[10] = 0
+    end
+    st[14] = '' -- a pause by hand, or a resume, has no reason of its own
+  end
   if paused == 0 then
     st[2] = nxt
   end

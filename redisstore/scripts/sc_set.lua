@@ -4,10 +4,15 @@
 --       s:<name> msgpack state {version, next µs or -1, paused 0/1, fires,
 --       misfires, job priority, job TTR ms, last fires: flat {tick µs, job id,
 --       lateness µs, manual 0/1} newest first, tube (absent in states
---       stored before it was kept)}), scd (due sorted set: name ->
+--       stored before it was kept), then, absent in states stored before
+--       the overlap policy (sc_full fills them in): the last job's id (0
+--       none), the overlap policy (0 allow, 1 skip, 2 buffer_one,
+--       3 cancel_previous), pause on failure 0/1, skips, the pause
+--       reason ('' none)}), scd (due sorted set: name ->
 --       next µs, unpaused schedules with a next tick), scn (names, score 0, for
 --       listing in name order)
--- ARGV: now (unused), name, definition, next µs (-1: none), job priority, job TTR ms, job body, tube
+-- ARGV: now (unused), name, definition, next µs (-1: none), job priority, job TTR ms, job body, tube,
+--       overlap policy, pause on failure 0/1
 -- Returns: {status, 0, definition, body, version, next, paused, fires, misfires, #last, last...}:
 --          status 0 stored, 4 unchanged (an equal definition was stored).
 local SC, SCD, SCN = KEYS[1], KEYS[2], KEYS[3]
@@ -28,6 +33,8 @@ st[1] = st[1] + 1
 st[2] = nxt
 st[6], st[7] = pri, ttr
 st[9] = ARGV[8]
+sc_full(st)
+st[11], st[12] = tonumber(ARGV[9]), tonumber(ARGV[10])
 redis.call('HSET', SC, 'd:' .. name, def, 'b:' .. name, body, 's:' .. name, cmsgpack.pack(st))
 if st[3] == 0 and nxt >= 0 then
   redis.call('ZADD', SCD, nxt, name)

@@ -145,6 +145,7 @@ var errorTable = []errorLine{
 	{ratelimit.ErrInvalidCost, http.StatusBadRequest, CodeBadRequest},
 	{ratelimit.ErrInvalidOption, http.StatusBadRequest, CodeBadRequest},
 	{ratelimit.ErrWaitTooLong, http.StatusTooManyRequests, CodeRateLimited}, // wait answers a slot too far with its own reply first
+	{ratelimit.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown},
 
 	// schedule
 	{schedule.ErrInvalidName, http.StatusBadRequest, CodeBadRequest},

@@ -197,12 +197,55 @@ type PutRequest struct {
 	// window from this put in which a put with the key is a duplicate.
 	UniqueKept  bool  `json:"unique_kept,omitempty"`
 	UniqueForMS int64 `json:"unique_for_ms,omitempty"`
+	// Debounce (docs/keys.md): what the put does to a delayed job holding
+	// its unique key: "replace" (its body and priority), "extend" (its
+	// delay restarted from now, never past MaxWaitMS after its first put)
+	// or "both" (a debounce); "" for neither. DuplicateLive makes the put
+	// a duplicate of a ready, reserved or buried job with the key rather
+	// than a new job.
+	Debounce      string `json:"debounce,omitempty"`
+	MaxWaitMS     int64  `json:"max_wait_ms,omitempty"`
+	DuplicateLive bool   `json:"duplicate_live,omitempty"`
 }
 
 // PutReply is the reply to a put.
 type PutReply struct {
 	ID        uint64 `json:"id"`
 	Duplicate bool   `json:"duplicate"`
+	// Debounced: the put changed the delayed job id (PutRequest.Debounce).
+	Debounced bool `json:"debounced,omitempty"`
+}
+
+// debounceModes are the values of a put's debounce.
+var debounceModes = map[string]queue.DebounceMode{
+	"":        0,
+	"replace": queue.DebounceReplace,
+	"extend":  queue.DebounceExtend,
+	"both":    queue.DebounceReplace | queue.DebounceExtend,
+}
+
+// putDebounce sets nj's debounce from a put's fields.
+func putDebounce(nj *queue.NewJob, mode string, maxWaitMS int64, dupLive bool) error {
+	m, ok := debounceModes[mode]
+	if !ok {
+		return badField("debounce", "is %q, want replace, extend or both", mode)
+	}
+	if err := checkMS("max_wait_ms", maxWaitMS); err != nil {
+		return err
+	}
+	nj.Debounce, nj.MaxWait, nj.DuplicateLive = m, ms(maxWaitMS), dupLive
+	return nil
+}
+
+// queryBool reads a boolean query parameter: absent, "false" or "true".
+func queryBool(v, name string) (bool, error) {
+	switch v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	}
+	return false, badField(name, "is %q, want true or false", v)
 }
 
 func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
@@ -238,16 +281,23 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		var kept bool
-		switch v := q.Get("unique_kept"); v {
-		case "", "false":
-		case "true":
-			kept = true
-		default:
-			return badField("unique_kept", "is %q, want true or false", v)
+		kept, err := queryBool(q.Get("unique_kept"), "unique_kept")
+		if err != nil {
+			return err
+		}
+		maxWait, err := queryUint(q.Get("max_wait_ms"), "max_wait_ms", maxMS)
+		if err != nil {
+			return err
+		}
+		dupLive, err := queryBool(q.Get("duplicate_live"), "duplicate_live")
+		if err != nil {
+			return err
 		}
 		nj = queue.NewJob{Body: body, Priority: uint32(pri), Delay: ms(int64(delay)), TTR: ms(int64(ttr)), UniqueKey: q.Get("unique_key"), Group: q.Get("group"),
 			UniqueKept: kept, UniqueFor: ms(int64(uniqueFor))}
+		if err := putDebounce(&nj, q.Get("debounce"), int64(maxWait), dupLive); err != nil {
+			return err
+		}
 	case "application/json", "":
 		var req PutRequest
 		// base64 takes 4 bytes per 3, and JSON escapes up to 6 per byte of text.
@@ -278,6 +328,9 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		}
 		nj = queue.NewJob{Body: body, Priority: priority(req.Priority), Delay: ms(req.DelayMS), TTR: ms(req.TTRMS), UniqueKey: req.UniqueKey, Group: req.Group,
 			UniqueKept: req.UniqueKept, UniqueFor: ms(req.UniqueForMS)}
+		if err := putDebounce(&nj, req.Debounce, req.MaxWaitMS, req.DuplicateLive); err != nil {
+			return err
+		}
 	default:
 		return apiError{http.StatusUnsupportedMediaType, CodeUnsupported, "a put takes application/json or application/octet-stream, not " + ct, 0}
 	}
@@ -296,7 +349,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusOK
 	}
 	w.Header().Set("Location", "/v1/jobs/"+res[0].ID.String())
-	writeJSON(w, status, PutReply{ID: uint64(res[0].ID), Duplicate: res[0].Duplicate})
+	writeJSON(w, status, PutReply{ID: uint64(res[0].ID), Duplicate: res[0].Duplicate, Debounced: res[0].Debounced})
 	return nil
 }
 

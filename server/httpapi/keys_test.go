@@ -125,3 +125,47 @@ func TestFinishAndWindows(t *testing.T) {
 			want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
 	})
 }
+
+// TestPutDebounce: a put with debounce changes the delayed job holding its
+// key (its body, over JSON and as raw bytes with query parameters), and
+// bad debounce fields are refused and change nothing.
+func TestPutDebounce(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
+		ts := startServer(t, open(t), nil)
+		c := ts.c
+		var p httpapi.PutReply
+		c.do(req{method: "POST", path: "/v1/tubes/db/jobs", json: map[string]any{"body": "1", "unique_key": "k", "delay_ms": 3600000, "debounce": "both", "max_wait_ms": 7200000}}).
+			want(t, http.StatusCreated, "").decode(t, &p)
+		first := p.ID
+		if p.Debounced || p.Duplicate {
+			t.Errorf("first put: %+v, want a new job", p)
+		}
+		c.do(req{method: "POST", path: "/v1/tubes/db/jobs", json: map[string]any{"body": "2", "unique_key": "k", "delay_ms": 3600000, "debounce": "both", "max_wait_ms": 7200000}}).
+			want(t, http.StatusOK, "").decode(t, &p)
+		if !p.Debounced || !p.Duplicate || p.ID != first {
+			t.Errorf("second put: %+v, want a debounce of %d", p, first)
+		}
+		c.do(req{method: "POST", path: "/v1/tubes/db/jobs?unique_key=k&debounce=replace", raw: []byte("3"), contentType: "application/octet-stream"}).
+			want(t, http.StatusOK, "").decode(t, &p)
+		if !p.Debounced || p.ID != first {
+			t.Errorf("raw put: %+v, want a debounce of %d", p, first)
+		}
+		body := c.do(req{method: "GET", path: fmt.Sprintf("/v1/jobs/%d/body", first)}).want(t, http.StatusOK, "").body
+		if string(body) != "3" {
+			t.Errorf("the job's body after the debounces: %q, want 3", body)
+		}
+		for _, r := range []req{
+			{method: "POST", path: "/v1/tubes/db/jobs", json: map[string]any{"body": "x", "unique_key": "k", "debounce": "later"}, offSpec: true},
+			{method: "POST", path: "/v1/tubes/db/jobs", json: map[string]any{"body": "x", "debounce": "both"}},
+			{method: "POST", path: "/v1/tubes/db/jobs", json: map[string]any{"body": "x", "unique_key": "k", "debounce": "both", "delay_ms": 2000, "max_wait_ms": 1000}},
+			{method: "POST", path: "/v1/tubes/db/jobs", json: map[string]any{"body": "x", "unique_key": "k", "max_wait_ms": 1000}},
+			{method: "POST", path: "/v1/tubes/db/jobs?unique_key=k&debounce=both&duplicate_live=maybe", raw: []byte("x"), contentType: "application/octet-stream", offSpec: true},
+		} {
+			c.do(r).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		}
+		body = c.do(req{method: "GET", path: fmt.Sprintf("/v1/jobs/%d/body", first)}).want(t, http.StatusOK, "").body
+		if string(body) != "3" {
+			t.Errorf("the job's body after refused puts: %q, want 3", body)
+		}
+	})
+}

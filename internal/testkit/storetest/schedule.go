@@ -45,6 +45,10 @@ func Schedule(t *testing.T, newStore NewScheduleStore) {
 		{"StaleTube", testScStaleTube},
 		{"BadInput", testScBadInput},
 		{"NotifierTopicsAndClose", testScNotifier},
+		{"OverlapSkip", testScOverlapSkip},
+		{"OverlapBufferOne", testScOverlapBufferOne},
+		{"OverlapCancelPrevious", testScOverlapCancelPrevious},
+		{"PauseOnFailure", testScPauseOnFailure},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := NewClock(time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC))

@@ -29,7 +29,7 @@ type Checker interface {
 // and Delete, Unreserve, Close).
 func Queue(t *testing.T, newStore NewQueueStore) {
 	s := &suite{newStore: newStore}
-	for _, c := range append(append(append(append(queueCases(), limitCases()...), groupCases()...), retainCases()...), cancelCases()...) {
+	for _, c := range append(append(append(append(append(queueCases(), limitCases()...), groupCases()...), retainCases()...), cancelCases()...), debounceCases()...) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
 	}
 }

@@ -1,0 +1,209 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/queue"
+)
+
+// putRecord is one put of a debounce burst, timed by the caller's clock.
+type putRecord struct {
+	start, end time.Time
+	res        queue.PutResult
+}
+
+// burst is what one debounce burst did.
+type burst struct {
+	first     time.Time              // the first put's start
+	puts      map[string]putRecord   // by body
+	delivered []queue.Job            // in the order reserved
+	at        map[queue.ID]time.Time // when each was reserved
+	total     int64                  // jobs the tube was put
+}
+
+// debounceBurst runs one burst on tube: every caller of qs puts the key
+// len over span, paced so that together they put total times evenly
+// (Delay 200 ms, MaxWait maxWait), while a reserver on qs[0] takes what
+// falls due until nothing more has come for a second after the last put.
+func debounceBurst(b *testing.B, qs []*queue.Queue, tube string, total int, span, maxWait time.Duration) burst {
+	ctx := context.Background()
+	out := burst{puts: map[string]putRecord{}, at: map[queue.ID]time.Time{}}
+	var mu sync.Mutex
+	per := total / len(qs)
+	gap := span / time.Duration(per)
+	start := time.Now().Add(20 * time.Millisecond)
+	var lastEnd time.Time
+	done := make(chan struct{})
+	var rwg sync.WaitGroup
+	rwg.Go(func() {
+		for {
+			j, err := qs[0].Reserve(ctx, queue.ReserveOptions{Tubes: []string{tube}, Timeout: 200 * time.Millisecond})
+			now := time.Now()
+			if err == nil {
+				mu.Lock()
+				out.delivered = append(out.delivered, j)
+				out.at[j.ID] = now
+				mu.Unlock()
+				if err := qs[0].Delete(ctx, j.ID); err != nil {
+					b.Error(err)
+				}
+				continue
+			}
+			select {
+			case <-done:
+				mu.Lock()
+				quiet := now.Sub(lastEnd) > time.Second
+				mu.Unlock()
+				if quiet {
+					return
+				}
+			default:
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for g, q := range qs {
+		wg.Go(func() {
+			for k := range per {
+				at := start.Add(time.Duration(k)*gap + time.Duration(g)*gap/time.Duration(len(qs)))
+				time.Sleep(time.Until(at)) // pacing the callers, not waiting for an event
+				body := "g" + strconv.Itoa(g) + "-" + strconv.Itoa(k)
+				t0 := time.Now()
+				r, err := q.PutMany(ctx, tube, []queue.NewJob{{Body: []byte(body), UniqueKey: "key", Delay: 200 * time.Millisecond,
+					Debounce: queue.DebounceReplace | queue.DebounceExtend, MaxWait: maxWait}})
+				t1 := time.Now()
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				out.puts[body] = putRecord{t0, t1, r[0]}
+				if t1.After(lastEnd) {
+					lastEnd = t1
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	rwg.Wait()
+	if st, err := qs[0].StatsTube(ctx, tube); err == nil {
+		out.total = st.TotalJobs
+	}
+	out.first = lastEnd
+	for _, p := range out.puts {
+		if p.start.Before(out.first) {
+			out.first = p.start
+		}
+	}
+	return out
+}
+
+// lastPut checks that body is the last put of bp's that the store
+// applied: no put began after it ended. It returns its record.
+func lastPut(b *testing.B, bp burst, body string) putRecord {
+	p, ok := bp.puts[body]
+	if !ok {
+		b.Fatalf("delivered body %q was never put", body)
+	}
+	for other, q := range bp.puts {
+		if q.start.After(p.end) && other != body {
+			b.Errorf("delivered the body of the put of %v–%v, but the put %q began after it, at %v", p.start.Format("15:04:05.000000"), p.end.Format("15:04:05.000000"), other, q.start.Format("15:04:05.000000"))
+			break
+		}
+	}
+	return p
+}
+
+// BenchDebounce measures a debounce (docs/keys.md): bursts bursts in which
+// one caller per store of stores (each a process's client of the back
+// end) puts one key 10,000 times in all over 1 s (Delay 200 ms, MaxWait
+// 2 s) while a reserver waits. It checks that exactly one job is
+// delivered, with the body of the last put the store applied, never after
+// the first put plus 2 s, and reports how late it became ready beside the
+// last put plus 200 ms: measured from the last put's start (an upper
+// bound) and its return (a lower bound), p50 and p99 over the bursts.
+// Then one burst of 3 s: a job delivered at the first put plus 2 s, and a
+// new job started by the next put, delivered 200 ms after the last.
+func BenchDebounce(b *testing.B, stores []queue.Store, bursts int) {
+	qs := make([]*queue.Queue, len(stores))
+	for i, s := range stores {
+		q, err := queue.New(s, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer q.Close()
+		qs[i] = q
+	}
+	const debounce, maxWait = 200 * time.Millisecond, 2 * time.Second
+	var upper, lower, sinceFirst []time.Duration
+	puts, extra := 0, 0
+	for n := range bursts {
+		bp := debounceBurst(b, qs, fmt.Sprintf("debounce-%d-%d", b.N, n), 10000, time.Second, maxWait)
+		puts += len(bp.puts)
+		if len(bp.delivered) != 1 || bp.total != 1 {
+			b.Errorf("burst %d: %d jobs delivered, %d put; want 1", n, len(bp.delivered), bp.total)
+			extra += len(bp.delivered) - 1
+			if len(bp.delivered) == 0 {
+				continue
+			}
+		}
+		j := bp.delivered[0]
+		p := lastPut(b, bp, string(j.Body))
+		at := bp.at[j.ID]
+		upper = append(upper, at.Sub(p.start.Add(debounce)))
+		lower = append(lower, at.Sub(p.end.Add(debounce)))
+		sinceFirst = append(sinceFirst, at.Sub(bp.first))
+		if at.Sub(bp.first) > maxWait+50*time.Millisecond {
+			b.Errorf("burst %d: delivered %v after the first put, past the max wait", n, at.Sub(bp.first))
+		}
+	}
+	pct := func(d []time.Duration, p float64) time.Duration {
+		if len(d) == 0 {
+			return 0
+		}
+		s := slices.Clone(d)
+		slices.Sort(s)
+		i := int(float64(len(s))*p+0.999999) - 1
+		return s[max(i, 0)]
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(pct(upper, 0.5)), "late_p50_ms")
+	b.ReportMetric(ms(pct(upper, 0.99)), "late_p99_ms")
+	b.ReportMetric(ms(pct(lower, 0.99)), "late_p99_from_return_ms")
+	b.ReportMetric(float64(extra), "extra_jobs")
+	b.Logf("%d bursts, %d puts by %d callers: one job each, delivered after the last put + %v: p50 %.3f ms, p99 %.3f ms (from the put's start); from its return p50 %.3f ms, p99 %.3f ms; latest after the first put %v",
+		bursts, puts, len(qs), debounce, ms(pct(upper, 0.5)), ms(pct(upper, 0.99)), ms(pct(lower, 0.5)), ms(pct(lower, 0.99)), pct(sinceFirst, 1).Round(time.Microsecond))
+
+	// A burst longer than the max wait.
+	bp := debounceBurst(b, qs, fmt.Sprintf("debounce-long-%d", b.N), 30000, 3*time.Second, maxWait)
+	if len(bp.delivered) != 2 || bp.total != 2 {
+		b.Fatalf("3 s burst: %d jobs delivered, %d put; want 2", len(bp.delivered), bp.total)
+	}
+	a, c := bp.delivered[0], bp.delivered[1]
+	atA, atC := bp.at[a.ID], bp.at[c.ID]
+	// The first put of the second job: the earliest put that made it.
+	var second putRecord
+	for _, p := range bp.puts {
+		if p.res.ID == c.ID && !p.res.Duplicate && (second.start.IsZero() || p.start.Before(second.start)) {
+			second = p
+		}
+	}
+	if second.start.IsZero() {
+		b.Fatalf("no put made the second job %d", c.ID)
+	}
+	if second.end.Before(bp.first.Add(maxWait)) {
+		b.Errorf("the second job was made by a put that returned at %v after the first put, before the max wait", second.end.Sub(bp.first))
+	}
+	p := lastPut(b, bp, string(c.Body))
+	b.ReportMetric(ms(atA.Sub(bp.first.Add(maxWait))), "long_first_late_ms")
+	b.Logf("3 s burst, %d puts: the first job delivered at the first put + %v (%.3f ms after the max wait), the second made by a put at the first put + %v and delivered %.3f ms after its last put + %v",
+		len(bp.puts), atA.Sub(bp.first).Round(time.Microsecond), ms(atA.Sub(bp.first.Add(maxWait))), second.start.Sub(bp.first).Round(time.Microsecond), ms(atC.Sub(p.start.Add(debounce))), debounce)
+}
