@@ -289,8 +289,13 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 		}, now)
 		if err != nil {
 			if tk != 0 {
-				// The cancel is done and logged: keep it, and the schedule as it was.
-				c.e.end(now, tk)
+				// The cancel is done and logged: keep it (its holder told),
+				// and the schedule as it was.
+				if eerr := c.e.end(now, tk); eerr == nil {
+					for _, l := range tell {
+						l.f(queue.ID(res.CancelledPrevious), schedule.CancelReason(req.Name, tick))
+					}
+				}
 				return schedule.FireResult{}, fmt.Errorf("schedule %q: %w", req.Name, err)
 			}
 			return fail(fmt.Errorf("schedule %q: %w", req.Name, err))

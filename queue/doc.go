@@ -36,7 +36,11 @@
 // ready, and nobody is told. Cancels are counted per tube
 // (TubeStats.Cancels), not as deletes. In a tube that keeps finished jobs
 // (KeepStore) a cancelled job is kept like a finished one, with
-// JobStats.Cancelled set and the reason as its last error.
+// JobStats.Cancelled set and the reason as its last error. Besides a call
+// (Go, POST /v1/jobs/{id}/cancel, hourglass cancel ID), a job is cancelled
+// from the dashboard (its page, and the selection of a tube's list, in any
+// state), and by a schedule whose overlap policy is cancel_previous, at
+// its next tick (package schedule).
 //
 //	any state ──cancel──► gone (or kept); a reserved job's holder is told
 //

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hourglass-io/hourglass/schedule"
 )
 
 var scheduleCommand = &command{
@@ -38,12 +40,18 @@ the store. Flags may come before or after the subcommand and NAME.
 zone (default UTC). --misfire says what happens to ticks missed while no
 server ran: skip (the default: fire the latest if it is at most --grace
 late), fire-once (fire the latest however late) or catch-up=N (fire the
-latest N). Exit status 3 when there is no schedule of the name.
+latest N). --overlap says what a tick does while the schedule's previous
+job is still in the queue: allow (the default: put anyway), skip (put
+nothing while it is ready, delayed or reserved), buffer_one (put nothing
+while it is ready or delayed) or cancel_previous (cancel it, then put);
+--pause-on-failure pauses the schedule when a tick finds the previous
+job buried. Exit status 3 when there is no schedule of the name.
 
 Examples:
 
   hourglass schedule set nightly-report --spec '30 2 * * *' --zone Europe/Berlin \
       --tube reports --body '{"kind":"nightly"}' --ttr 10m --misfire catch-up=3
+  hourglass schedule set sync --spec '@every 1m' --tube sync --overlap skip --pause-on-failure
   hourglass schedule set heartbeat --spec '@every 30s' --tube beats --body beat
   hourglass schedule next -n 5 nightly-report
   hourglass schedule trigger nightly-report
@@ -61,6 +69,8 @@ Examples:
 		fs.DurationVar(&f.ttr, "ttr", 0, "set: the job's time to run (a `duration`, at least 1s; 0: the queue's default)")
 		fs.StringVar(&f.misfire, "misfire", "skip", "set: `policy` for missed ticks: skip, fire-once or catch-up=N")
 		fs.DurationVar(&f.grace, "grace", 0, "set: how late a tick may fire and count as on time (a `duration`; 0: a minute)")
+		fs.StringVar(&f.overlap, "overlap", "allow", "set: `policy` while the previous job is in the queue: allow, skip, buffer_one or cancel_previous")
+		fs.BoolVar(&f.pauseOnFailure, "pause-on-failure", false, "set: pause the schedule when a tick finds its previous job buried")
 		fs.StringVar(&f.start, "start", "", "set: the first instant a tick may fire at, RFC 3339 `time` (anchors @every)")
 		fs.StringVar(&f.end, "end", "", "set: the instant after which no tick fires, RFC 3339 `time`")
 		fs.StringVar(&f.after, "after", "", "list: start after this schedule `name`")
@@ -79,6 +89,8 @@ type scheduleFlags struct {
 	priority         uint
 	ttr, grace       time.Duration
 	misfire          string
+	overlap          string
+	pauseOnFailure   bool
 	start, end       string
 	after            string
 	n                int
@@ -239,7 +251,11 @@ func (c *cli) scheduleBody(f *scheduleFlags) (map[string]any, error) {
 	if f.given("priority") {
 		job["priority"] = f.priority
 	}
-	in := map[string]any{"spec": f.spec, "job": job, "misfire": misfire, "grace_ms": f.grace.Milliseconds()}
+	if _, err := schedule.ParseOverlap(f.overlap); err != nil {
+		return nil, usagef("--overlap %q: want allow, skip, buffer_one or cancel_previous", f.overlap)
+	}
+	in := map[string]any{"spec": f.spec, "job": job, "misfire": misfire, "grace_ms": f.grace.Milliseconds(),
+		"overlap": f.overlap, "pause_on_failure": f.pauseOnFailure}
 	for k, v := range map[string]string{"zone": f.zone, "start": f.start, "end": f.end} {
 		if v != "" {
 			in[k] = v

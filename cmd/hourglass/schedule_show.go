@@ -37,7 +37,11 @@ func (c *cli) showSchedule(body []byte) error {
 	case st.Paused:
 		next += " (paused: it will not fire)"
 	}
-	o = append(o, field{"next", next}, field{"paused", st.Paused})
+	if st.PauseReason != "" {
+		o = append(o, field{"next", next}, field{"paused", "true (by itself: " + st.PauseReason + ")"})
+	} else {
+		o = append(o, field{"next", next}, field{"paused", st.Paused})
+	}
 	o = append(o, field{"tube", st.Job.Tube}, field{"priority", st.Job.Priority})
 	ttr := "the server's default"
 	if st.Job.TTRMS > 0 {
@@ -57,8 +61,19 @@ func (c *cli) showSchedule(body []byte) error {
 	if st.GraceMS > 0 {
 		grace = (time.Duration(st.GraceMS) * time.Millisecond).String()
 	}
+	overlap := st.Overlap
+	if overlap == "" {
+		overlap = "allow"
+	}
+	if st.PauseOnFailure {
+		overlap += ", pause on failure"
+	}
 	o = append(o, field{"misfire", misfire}, field{"grace", grace},
-		field{"fires", st.Fires}, field{"misfires", st.Misfires})
+		field{"overlap", overlap},
+		field{"fires", st.Fires}, field{"misfires", st.Misfires}, field{"skips", st.Skips})
+	if st.LastJobID != 0 {
+		o = append(o, field{"last_job", st.LastJobID})
+	}
 	if len(st.Last) == 0 {
 		o = append(o, field{"last", "none yet"})
 	} else {

@@ -26,6 +26,12 @@ func TestScheduleCommand(t *testing.T) {
 			t.Errorf("set printed %q, lacking %q", out, want)
 		}
 	}
+	// The overlap policy and pause on failure.
+	out = ok(t, env, "schedule", "set", "sync", "--spec", "@every 1h", "--tube", "sync", "--overlap", "skip", "--pause-on-failure")
+	if st := kv(t, out); st["overlap"] != "skip, pause on failure" || st["skips"] != "0" {
+		t.Errorf("set with --overlap skip --pause-on-failure printed %q", out)
+	}
+	ok(t, env, "schedule", "delete", "sync")
 	// Idempotent: the same again keeps the version.
 	var a, b struct {
 		Version uint64 `json:"version"`

@@ -78,6 +78,13 @@ type ScheduleRequest struct {
 	// GraceMS is how late a tick may fire and count as on time; 0: a
 	// minute (schedule.DefaultGrace).
 	GraceMS int64 `json:"grace_ms,omitempty"`
+	// Overlap is what a tick does while the previous job is still in the
+	// queue: "allow" (absent), "skip", "buffer_one" or "cancel_previous"
+	// (schedule.Overlap).
+	Overlap string `json:"overlap,omitempty"`
+	// PauseOnFailure pauses the schedule when a tick finds its previous
+	// job buried.
+	PauseOnFailure bool `json:"pause_on_failure,omitempty"`
 }
 
 // ScheduleJobRequest is the job of a ScheduleRequest. At most one of Body
@@ -149,6 +156,10 @@ func (q *ScheduleRequest) Schedule(name string) (schedule.Schedule, error) {
 		return sc, fmt.Errorf("%w: grace_ms is %d, want 0 (a minute) to %d", schedule.ErrInvalidOption, q.GraceMS, queue.MaxDuration.Milliseconds())
 	}
 	sc.Grace = time.Duration(q.GraceMS) * time.Millisecond
+	if sc.Overlap, err = schedule.ParseOverlap(q.Overlap); err != nil {
+		return sc, fmt.Errorf("%w: overlap %q: want allow, skip, buffer_one or cancel_previous", schedule.ErrInvalidOption, q.Overlap)
+	}
+	sc.PauseOnFailure = q.PauseOnFailure
 	if _, err := sc.Validate(); err != nil {
 		return sc, err
 	}
@@ -178,11 +189,23 @@ type ScheduleState struct {
 	Job     ScheduleJob     `json:"job"`
 	Misfire ScheduleMisfire `json:"misfire"`
 	GraceMS int64           `json:"grace_ms"`
+	// Overlap is the overlap policy: allow, skip, buffer_one or
+	// cancel_previous.
+	Overlap        string `json:"overlap"`
+	PauseOnFailure bool   `json:"pause_on_failure"`
 	// Next is the next tick; absent when the schedule has ended.
 	Next     string `json:"next,omitempty"`
 	Paused   bool   `json:"paused"`
 	Fires    uint64 `json:"fires"`
 	Misfires uint64 `json:"misfires"`
+	// Skips counts the ticks the overlap policy put nothing for, and
+	// those at which the schedule paused itself.
+	Skips uint64 `json:"skips"`
+	// PauseReason says why the schedule paused itself; absent otherwise.
+	PauseReason string `json:"pause_reason,omitempty"`
+	// LastJobID is the job of the last fire, the one the overlap policy
+	// looks at; 0 before the first.
+	LastJobID uint64 `json:"last_job_id"`
 	// Last holds the last fires, newest first.
 	Last    []ScheduleFire `json:"last"`
 	Version uint64         `json:"version"`
@@ -256,7 +279,9 @@ func scheduleStateOf(st schedule.State) ScheduleState {
 		Job: ScheduleJob{Tube: st.Job.Tube, Priority: st.Job.Priority, TTRMS: st.Job.TTR.Milliseconds(),
 			BodyBase64: base64.StdEncoding.EncodeToString(st.Job.Body)},
 		Misfire: policyName(st.Misfire), GraceMS: st.Grace.Milliseconds(),
+		Overlap: st.Overlap.String(), PauseOnFailure: st.PauseOnFailure,
 		Next: fmtTime(st.Next, loc), Paused: st.Paused, Fires: st.Fires, Misfires: st.Misfires,
+		Skips: st.Skips, PauseReason: st.PauseReason, LastJobID: st.LastJob,
 		Last: make([]ScheduleFire, 0, len(st.Last)), Version: st.Version,
 	}
 	if utf8.Valid(st.Job.Body) {

@@ -19,6 +19,16 @@ const (
 	// MetricScheduleMisfires counts the ticks the misfire policy dropped
 	// (missed while nothing fired them, and too late for the policy).
 	MetricScheduleMisfires = "hourglass_schedule_misfires_total"
+	// MetricScheduleSkips counts the ticks the overlap policy put nothing
+	// for (the previous job still waiting or running), with the ticks at
+	// which a schedule paused itself.
+	MetricScheduleSkips = "hourglass_schedule_skips_total"
+	// MetricScheduleSelfPauses counts the schedules that paused themselves
+	// (pause on failure: a tick found the previous job buried).
+	MetricScheduleSelfPauses = "hourglass_schedule_self_pauses_total"
+	// MetricScheduleCancels counts the previous jobs the ticks of
+	// cancel_previous schedules cancelled.
+	MetricScheduleCancels = "hourglass_schedule_cancelled_previous_total"
 	// MetricScheduleLateness is the histogram, in seconds, of how long
 	// after its tick the job of a tick of the spec was put, by the store's
 	// clock.
@@ -29,6 +39,9 @@ const (
 type scheduleMetrics struct {
 	fires    *prometheus.CounterVec
 	misfires prometheus.Counter
+	skips    prometheus.Counter
+	pauses   prometheus.Counter
+	cancels  prometheus.Counter
 	lateness prometheus.Histogram
 }
 
@@ -45,6 +58,12 @@ func (m *Metrics) WatchSchedules(st schedule.Store) schedule.Store {
 			Help: "Jobs put for schedules' ticks, by manual (true: a trigger)."}, []string{"manual"})),
 		misfires: register(m.reg, prometheus.NewCounter(prometheus.CounterOpts{Name: MetricScheduleMisfires,
 			Help: "Schedules' ticks dropped by their misfire policy."})),
+		skips: register(m.reg, prometheus.NewCounter(prometheus.CounterOpts{Name: MetricScheduleSkips,
+			Help: "Schedules' ticks that put nothing by their overlap policy or pause on failure."})),
+		pauses: register(m.reg, prometheus.NewCounter(prometheus.CounterOpts{Name: MetricScheduleSelfPauses,
+			Help: "Schedules that paused themselves on finding their previous job buried."})),
+		cancels: register(m.reg, prometheus.NewCounter(prometheus.CounterOpts{Name: MetricScheduleCancels,
+			Help: "Previous jobs cancelled by the ticks of cancel_previous schedules."})),
 		lateness: register(m.reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricScheduleLateness,
 			Help:    "Seconds from a schedule's tick to the put of its job, by the store's clock (ticks of the spec, not triggers).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}})),
@@ -70,6 +89,15 @@ func (w watchedSchedules) Fire(ctx context.Context, req schedule.FireRequest) (s
 	}
 	if !req.Manual && req.Skipped > 0 {
 		w.m.misfires.Add(float64(req.Skipped))
+	}
+	if res.Overlapped || res.SelfPaused {
+		w.m.skips.Inc()
+	}
+	if res.SelfPaused {
+		w.m.pauses.Inc()
+	}
+	if res.CancelledPrevious != 0 {
+		w.m.cancels.Inc()
 	}
 	if res.Fired && len(res.State.Last) > 0 {
 		f := res.State.Last[0]

@@ -230,6 +230,8 @@ func TestScheduleBadInput(t *testing.T) {
 			{"catch-up n", "", with(func(m map[string]any) { m["misfire"] = map[string]any{"policy": "catch_up"} }), "misfire"},
 			{"n without catch-up", "", with(func(m map[string]any) { m["misfire"] = map[string]any{"policy": "skip", "n": 2} }), "misfire.n"},
 			{"grace", "", with(func(m map[string]any) { m["grace_ms"] = -5 }), "grace_ms"},
+			{"overlap", "", with(func(m map[string]any) { m["overlap"] = "sometimes" }), "overlap"},
+			{"pause on failure", "", with(func(m map[string]any) { m["pause_on_failure"] = "yes" }), "pause_on_failure"},
 			{"unknown field", "", with(func(m map[string]any) { m["cron"] = "x" }), "cron"},
 			{"name with a space", schedPath("a b"), nightly("reports"), "name"},
 			{"long name", schedPath(strings.Repeat("n", 201)), nightly("reports"), "name"},

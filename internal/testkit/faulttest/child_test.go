@@ -11,6 +11,7 @@ import (
 
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/memstore"
+	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 	"github.com/hourglass-io/hourglass/redisstore"
 	"github.com/hourglass-io/hourglass/schedule"
@@ -41,6 +42,8 @@ func runChild(role string) int {
 		limiter(ctx, s)
 	case "scheduler":
 		scheduler(ctx, s)
+	case "overlap":
+		overlapServer(ctx, s)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", role)
 		return 2
@@ -128,4 +131,37 @@ func scheduler(ctx context.Context, s *redisstore.Store) {
 	must(err)
 	fmt.Println("ready")
 	must(c.Run(ctx))
+}
+
+// overlapServer is one server of the overlap run: a schedule Client and
+// one worker on tube HG_TUBE whose every job takes HG_WORK. It prints
+// "ready" once both run, "fire <job id> <put unix µs>" for each tick it
+// fires (the put's time by the store's clock: tick + lateness), and
+// "r <job id> <unix µs>" right after a reserve returns and "d <job id>
+// <unix µs>" right before the job's delete is sent.
+func overlapServer(ctx context.Context, s *redisstore.Store) {
+	work, err := time.ParseDuration(os.Getenv("HG_WORK"))
+	must(err)
+	c, err := schedule.New(s.Schedules(), &schedule.Options{
+		OnFire: func(_ string, f schedule.Fire) {
+			fmt.Println("fire", f.JobID, f.Tick.Add(f.Lateness).UnixMicro())
+		},
+		OnError: func(err error) { fmt.Fprintln(os.Stderr, "scheduler:", err) },
+	})
+	must(err)
+	q, err := queue.New(s, nil)
+	must(err)
+	go func() { must(c.Run(ctx)) }()
+	fmt.Println("ready")
+	tube := os.Getenv("HG_TUBE")
+	for {
+		j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{tube}})
+		must(err)
+		fmt.Println("r", j.ID, time.Now().UnixMicro())
+		time.Sleep(work) // the job's work
+		fmt.Println("d", j.ID, time.Now().UnixMicro())
+		if err := q.Delete(ctx, j.ID); err != nil && !errors.Is(err, queue.ErrNotFound) {
+			must(err)
+		}
+	}
 }

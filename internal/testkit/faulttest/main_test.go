@@ -37,7 +37,7 @@ type child struct {
 
 // startChild runs this binary as role with env, and stops it when the test
 // ends.
-func startChild(t *testing.T, role string, env ...string) *child {
+func startChild(t testing.TB, role string, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + role}, env...)...)
@@ -69,7 +69,7 @@ func startChild(t *testing.T, role string, env ...string) *child {
 
 // next returns the child's next line that starts with prefix, failing the
 // test when none comes before the deadline.
-func (c *child) next(t *testing.T, prefix string, within time.Duration) string {
+func (c *child) next(t testing.TB, prefix string, within time.Duration) string {
 	t.Helper()
 	timer := time.NewTimer(within)
 	defer timer.Stop()
@@ -89,7 +89,7 @@ func (c *child) next(t *testing.T, prefix string, within time.Duration) string {
 }
 
 // wait waits for the child to exit, within a deadline.
-func (c *child) wait(t *testing.T, within time.Duration) {
+func (c *child) wait(t testing.TB, within time.Duration) {
 	t.Helper()
 	select {
 	case <-c.done:
@@ -99,14 +99,14 @@ func (c *child) wait(t *testing.T, within time.Duration) {
 }
 
 // deadline is a context for one fault test.
-func deadline(t *testing.T, d time.Duration) context.Context {
+func deadline(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // openQueue opens a queue on c (a store with opts) for the test.
-func openQueue(t *testing.T, ctx context.Context, c redis.UniversalClient, opts *redisstore.Options) *queue.Queue {
+func openQueue(t testing.TB, ctx context.Context, c redis.UniversalClient, opts *redisstore.Options) *queue.Queue {
 	t.Helper()
 	s, err := redisstore.New(ctx, c, opts)
 	if err != nil {

@@ -334,6 +334,18 @@
         }
       });
       break;
+    case "cancel":
+      p = call("POST", "/v1/jobs/" + b.dataset.id + "/cancel", { reason: "cancelled from the dashboard" }).then(function () {
+        if (route().get("job") === b.dataset.id) {
+          location.hash = new URLSearchParams({ tube: tube, state: b.dataset.state }).toString();
+        }
+      });
+      break;
+    case "cancel-selected":
+      p = eachSelected("cancelled", function (id) {
+        return call("POST", "/v1/jobs/" + id + "/cancel", { reason: "cancelled from the dashboard" });
+      });
+      break;
     case "kick-selected":
       p = eachSelected("kicked", function (id) { return call("POST", "/v1/jobs/" + id + "/kick"); });
       break;
