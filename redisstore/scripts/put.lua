@@ -27,101 +27,10 @@ if not us then
 end
 local n = (#ARGV - 3) / 6
 
--- Debounce (nil unless a job of the call asks it): per job index, deb the
--- put's {replace, extend, max wait ms, duplicate live}, changed whether it
--- debounced a job and that job's state after (20 + state); for the
--- earlier jobs of this call that a later one debounced, their delay,
--- priority and body as it left them.
+-- Debounce (nil unless a job of the call asks it; put_debounce in lib.lua)
 local ov
 local xfor = {}
 
--- debounce_live applies job i's debounce to the live job idh of T, delayed
--- until sc (ms), and returns its state after.
-local function debounce_live(i, idh, sc)
-  local b, a = ov.deb[i], 4 + i * 6
-  local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh)
-  local rec, body = rec_of(v[1], v[2], nil)
-  rec[F_STATE] = DELAYED
-  local at = sc
-  if b[2] then
-    at = now + tonumber(ARGV[a + 1])
-    if b[3] > 0 and rec[F_CREATED] + b[3] < at then
-      at = rec[F_CREATED] + b[3]
-    end
-    rec[F_DELAY] = math.max(at - now, 0)
-  end
-  if b[1] then
-    rec[F_PRI], body = tonumber(ARGV[a]), ARGV[a + 5]
-  end
-  rec.hpri, rec.hdelay = rec[F_PRI], rec[F_DELAY]
-  redis.call('HSET', KEYS[2], idh, pack_job(rec[F_TUBE], rec[F_PRI], rec[F_DELAY], rec[F_TTR], rec[F_CREATED], rec[F_UKEY], body, rec.tc, rec.ufor))
-  save(idh, rec)
-  if at <= now then
-    redis.call('ZREM', T.d, idh)
-    redis.call('ZADD', T.r, rec[F_PRI], idh)
-    fam_ready(T)
-    ov.wake = true
-    return READY
-  end
-  redis.call('ZADD', T.d, at, idh)
-  schedule(T, at)
-  if at < sc then
-    wake_in(T, at - now)
-  end
-  return DELAYED
-end
-
--- debounce decides what job i, with a debounce, does with d, the job that
--- holds its key: an earlier job of this call (its index) or a live job of
--- T. It returns d when job i is not stored (a debounce of d, or a
--- duplicate), nil when it is.
-local function debounce(i, d)
-  local b, a = ov.deb[i], 4 + i * 6
-  if type(d) == 'number' then
-    local delay = ov.delay[d] or tonumber(ARGV[4 + d * 6 + 1])
-    if delay > 0 then
-      if b[2] then
-        delay = tonumber(ARGV[a + 1])
-        if b[3] > 0 and b[3] < delay then
-          delay = b[3]
-        end
-        ov.delay[d] = delay
-      end
-      if b[1] then
-        ov.pri[d], ov.body[d] = ARGV[a], ARGV[a + 5]
-      end
-      ov.changed[i] = 20 + ((delay > 0) and DELAYED or READY)
-      return d
-    end
-    if b[4] or (xfor[d] or 0) > 0 then
-      return d
-    end
-    return nil
-  end
-  local sc = redis.call('ZSCORE', T.d, d)
-  if sc and tonumber(sc) > now then
-    ov.changed[i] = 20 + debounce_live(i, d, tonumber(sc))
-    return d
-  end
-  if b[4] then
-    return d
-  end
-  local v = redis.call('HGET', KEYS[2], d)
-  local off, h = cmsgpack.unpack_one(v)
-  if h[8] and h[8] > 0 and h[5] + h[8] > now then
-    return d -- its window holds
-  end
-  if #h == 6 then
-    h[6] = nil
-  else
-    h[6] = ''
-  end
-  redis.call('HSET', KEYS[2], d, cmsgpack.pack(h) .. string.sub(v, off + 1))
-  return nil
-end
-
--- First pass: which jobs are duplicates of a live job (or of an earlier job of this call).
--- A kept job's key ('<id>k', see "Kept jobs" in lib.lua) makes no duplicate.
 local dup, fresh, kdup, xkey = {}, {}, {}, {}
 local stored = 0
 for i = 0, n - 1 do
@@ -155,7 +64,7 @@ for i = 0, n - 1 do
       end
     end
     if d and not kdup[i] and ov and ov.deb[i] then
-      d = debounce(i, d)
+      d = put_debounce(T, now, ov, xfor, i, d)
     end
     dup[i] = d
   end
