@@ -96,7 +96,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Backend{Queue: s, Locks: s.Locks(), Schedules: s.Schedules(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "memory", close: s.Close}, nil
+		return &Backend{Queue: s, Locks: s.Locks(), Schedules: s.Schedules(), Limits: s.RateLimits(), Hashes: s.Hashes(), Kind: "memory", close: s.Close}, nil
 	case "file":
 		u, err := url.Parse(rawURL)
 		if err != nil || u.Path == "" || (u.Host != "" && u.Host != "localhost") {
@@ -174,7 +174,7 @@ func openFile(dir string, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Queue: s, Locks: s.Locks(), Schedules: s.Schedules(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "file", close: s.Close}, nil
+	return &Backend{Queue: s, Locks: s.Locks(), Schedules: s.Schedules(), Limits: s.RateLimits(), Hashes: s.Hashes(), Kind: "file", close: s.Close}, nil
 }
 
 func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backend, error) {
@@ -183,7 +183,7 @@ func openRedis(ctx context.Context, c redis.UniversalClient, o Options) (*Backen
 		c.Close()
 		return nil, err
 	}
-	return &Backend{Queue: s, Locks: s.Locks(), Schedules: s.Schedules(), Limits: s.Limits(), Hashes: s.Hashes(), Kind: "redis", Redis: c, close: func() error {
+	return &Backend{Queue: s, Locks: s.Locks(), Schedules: s.Schedules(), Limits: s.RateLimits(), Hashes: s.Hashes(), Kind: "redis", Redis: c, close: func() error {
 		return errors.Join(s.Close(), c.Close())
 	}}, nil
 }

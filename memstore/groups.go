@@ -210,7 +210,7 @@ func (q *jobQueue) chargeLocked(t *tube, now int64) {
 			if tl.gtat == nil {
 				tl.gtat = map[string]int64{}
 			}
-			tat := max(tl.gtat[t.name], tl.gfloor, now) + tl.ginterval
+			tat := gcraCharge(max(tl.gtat[t.name], tl.gfloor), now, tl.ginterval)
 			tl.gtat[t.name] = tat
 			q.gwhole = max(q.gwhole, tat)
 			tl.pruneGroups(now)
@@ -234,9 +234,7 @@ func (tl *tubeLimit) waitGroup(t *tube, now int64) int64 {
 		return -1
 	}
 	if tl.ginterval > 0 {
-		if w := max(tl.gtat[t.name], tl.gfloor) - (tl.gburst-1)*tl.ginterval - now; w > 0 {
-			return w
-		}
+		return gcraAct(max(tl.gtat[t.name], tl.gfloor), now, tl.ginterval, tl.gburst*tl.ginterval) - now
 	}
 	return 0
 }

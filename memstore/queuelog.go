@@ -29,7 +29,7 @@ const (
 	// without history).
 	kindJobH    = 9  // snapshot: a job with its history
 	kindUpdateH = 10 // log: an update with the job's history
-	// kindLimit = 11: a tube's limits (limits.go), log and snapshot.
+	// kindLimit = 11: a tube's limits (tubelimits.go), log and snapshot.
 	// 12–16: kept jobs, retentions and key windows (keep.go); 17: a
 	// debounce put's change of a job (debounce.go).
 	// kindCancel = 18: a job cancelled (cancel.go), log; 18–21 are the
@@ -244,154 +244,22 @@ func state(b byte) (queue.State, error) {
 func (q *jobQueue) replay(kind byte, d *decoder) error {
 	switch kind {
 	case kindQueueMeta:
-		q.lastID = queue.ID(d.uvarint())
-		q.tubeSeq = d.uvarint()
-		q.burySeq = d.varint()
-		return d.end()
+		return q.replayMeta(d)
 
 	case kindTube:
-		t := newTube("", d.uvarint())
-		t.name = d.string()
-		t.totalJobs, t.deletes, t.pauses = d.varint(), d.varint(), d.varint()
-		t.paused = d.byte() == 1
-		t.pauseLen, t.pauseUntil = d.varint(), d.varint()
-		if err := d.end(); err != nil {
-			return err
-		}
-		if q.tubes[t.name] != nil || q.replayTubes[t.seq] != nil {
-			return fmt.Errorf("tube %q twice in the snapshot", t.name)
-		}
-		q.tubes[t.name] = t
-		if f := q.familyOf(t.name); f != nil {
-			q.attach(t, f)
-		}
-		q.replayTubes[t.seq] = t
-		q.tubeSeq = max(q.tubeSeq, t.seq)
-		q.resched(t)
-		return nil
+		return q.replayTube(d)
 
 	case kindJob, kindJobH, kindPut, kindPutT, kindJobHT:
-		put := kind == kindPut || kind == kindPutT
-		j := &job{id: queue.ID(d.uvarint()), hidx: -1}
-		var seq uint64
-		var name string
-		if !put {
-			seq = d.uvarint()
-		} else {
-			name = d.string()
-		}
-		st, err := state(d.byte())
-		j.pri = d.u32()
-		j.at, j.ttr, j.delay, j.created = d.varint(), d.varint(), d.varint(), d.varint()
-		d.counters(j)
-		j.setKey(d.string())
-		if kind == kindJobH || kind == kindJobHT {
-			d.history(j)
-		}
-		if kind == kindPutT || kind == kindJobHT {
-			tc := d.string()
-			if tc == "" || queue.CheckTraceContext(tc) != nil {
-				d.err = errBadRecord
-			}
-			j.setTrace(tc)
-		}
-		if d.err != nil {
-			return d.err
-		}
-		if err != nil {
-			return err
-		}
-		var t *tube
-		if !put {
-			t = q.replayTubes[seq]
-		} else {
-			q.replayPauseEnd(name, j.created)
-			t = q.tubeFor(name)
-		}
-		if t == nil {
-			return errors.New("job of an unknown tube")
-		}
-		if j.id == 0 || j.id > queue.MaxID || q.jobs[j.id] != nil {
-			return fmt.Errorf("job %d put twice", j.id)
-		}
-		if k := j.key(); k != "" && t.holder(k) != nil {
-			return fmt.Errorf("job %d: unique key held by job %d", j.id, t.keys[k].id)
-		}
-		j.tube = t
-		j.body = slices.Clone(d.b)
-		if j.body == nil {
-			j.body = []byte{}
-		}
-		q.lastID = max(q.lastID, j.id)
-		if st == queue.Buried {
-			q.burySeq = max(q.burySeq, j.at)
-		}
-		if put {
-			t.totalJobs++
-		}
-		q.addJob(j, st)
-		return nil
+		return q.replayJob(kind, d)
 
 	case kindDelete:
-		id := queue.ID(d.uvarint())
-		if err := d.end(); err != nil {
-			return err
-		}
-		j := q.jobs[id]
-		if j == nil {
-			return fmt.Errorf("delete of unknown job %d", id)
-		}
-		q.removeJob(j)
-		return nil
+		return q.replayDelete(d)
 
 	case kindUpdate, kindUpdateH:
-		id := queue.ID(d.uvarint())
-		st, err := state(d.byte())
-		pri := d.u32()
-		at, delay := d.varint(), d.varint()
-		var c job
-		d.counters(&c)
-		if kind == kindUpdateH {
-			d.history(&c)
-		}
-		if err := d.end(); err != nil {
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		j := q.jobs[id]
-		if j == nil {
-			return fmt.Errorf("update of unknown job %d", id)
-		}
-		q.unlink(j)
-		j.pri, j.at, j.delay = pri, at, delay
-		j.reserves, j.timeouts, j.releases, j.buries, j.kicks = c.reserves, c.timeouts, c.releases, c.buries, c.kicks
-		if kind == kindUpdateH {
-			j.reserved = c.reserved
-			var h history
-			if c.more != nil {
-				h = c.more.history
-			}
-			j.setHistory(h)
-		}
-		if st == queue.Buried {
-			q.burySeq = max(q.burySeq, at)
-		}
-		q.link(j, st)
-		return nil
+		return q.replayUpdate(kind, d)
 
 	case kindPause:
-		name := d.string()
-		plen, until := d.varint(), d.varint()
-		if err := d.end(); err != nil {
-			return err
-		}
-		if plen > 0 {
-			q.replayPauseEnd(name, until-plen)
-		}
-		q.setPause(q.tubeFor(name), plen, until)
-		return nil
+		return q.replayPause(d)
 
 	case kindLimit:
 		return q.replayLimit(d)
@@ -406,19 +274,186 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 		return q.replayCancel(kind, d)
 
 	case kindHold:
-		name := d.string()
-		held := d.byte()
-		now := d.varint()
-		if err := d.end(); err != nil {
-			return err
-		}
-		q.replayPauseEnd(name, now)
-		t := q.tubeFor(name)
-		t.refs = int64(held) // a replay knows whether a tube had references, not whose
-		q.gcTube(t)
-		return nil
+		return q.replayHold(d)
 	}
 	return fmt.Errorf("unknown record kind %d", kind)
+}
+
+// replayMeta replays the queue's counters (kindQueueMeta).
+func (q *jobQueue) replayMeta(d *decoder) error {
+	q.lastID = queue.ID(d.uvarint())
+	q.tubeSeq = d.uvarint()
+	q.burySeq = d.varint()
+	return d.end()
+}
+
+// replayTube replays a tube of the snapshot (kindTube).
+func (q *jobQueue) replayTube(d *decoder) error {
+	t := newTube("", d.uvarint())
+	t.name = d.string()
+	t.totalJobs, t.deletes, t.pauses = d.varint(), d.varint(), d.varint()
+	t.paused = d.byte() == 1
+	t.pauseLen, t.pauseUntil = d.varint(), d.varint()
+	if err := d.end(); err != nil {
+		return err
+	}
+	if q.tubes[t.name] != nil || q.replayTubes[t.seq] != nil {
+		return fmt.Errorf("tube %q twice in the snapshot", t.name)
+	}
+	q.tubes[t.name] = t
+	if f := q.familyOf(t.name); f != nil {
+		q.attach(t, f)
+	}
+	q.replayTubes[t.seq] = t
+	q.tubeSeq = max(q.tubeSeq, t.seq)
+	q.resched(t)
+	return nil
+}
+
+// replayJob replays a job of the snapshot or a put (kindJob, kindJobH, kindJobHT, kindPut, kindPutT).
+func (q *jobQueue) replayJob(kind byte, d *decoder) error {
+	put := kind == kindPut || kind == kindPutT
+	j := &job{id: queue.ID(d.uvarint()), hidx: -1}
+	var seq uint64
+	var name string
+	if !put {
+		seq = d.uvarint()
+	} else {
+		name = d.string()
+	}
+	st, err := state(d.byte())
+	j.pri = d.u32()
+	j.at, j.ttr, j.delay, j.created = d.varint(), d.varint(), d.varint(), d.varint()
+	d.counters(j)
+	j.setKey(d.string())
+	if kind == kindJobH || kind == kindJobHT {
+		d.history(j)
+	}
+	if kind == kindPutT || kind == kindJobHT {
+		tc := d.string()
+		if tc == "" || queue.CheckTraceContext(tc) != nil {
+			d.err = errBadRecord
+		}
+		j.setTrace(tc)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if err != nil {
+		return err
+	}
+	var t *tube
+	if !put {
+		t = q.replayTubes[seq]
+	} else {
+		q.replayPauseEnd(name, j.created)
+		t = q.tubeFor(name)
+	}
+	if t == nil {
+		return errors.New("job of an unknown tube")
+	}
+	if j.id == 0 || j.id > queue.MaxID || q.jobs[j.id] != nil {
+		return fmt.Errorf("job %d put twice", j.id)
+	}
+	if k := j.key(); k != "" && t.holder(k) != nil {
+		return fmt.Errorf("job %d: unique key held by job %d", j.id, t.keys[k].id)
+	}
+	j.tube = t
+	j.body = slices.Clone(d.b)
+	if j.body == nil {
+		j.body = []byte{}
+	}
+	q.lastID = max(q.lastID, j.id)
+	if st == queue.Buried {
+		q.burySeq = max(q.burySeq, j.at)
+	}
+	if put {
+		t.totalJobs++
+	}
+	q.addJob(j, st)
+	return nil
+}
+
+// replayDelete replays a job deleted (kindDelete).
+func (q *jobQueue) replayDelete(d *decoder) error {
+	id := queue.ID(d.uvarint())
+	if err := d.end(); err != nil {
+		return err
+	}
+	j := q.jobs[id]
+	if j == nil {
+		return fmt.Errorf("delete of unknown job %d", id)
+	}
+	q.removeJob(j)
+	return nil
+}
+
+// replayUpdate replays a job's change of state (kindUpdate, kindUpdateH).
+func (q *jobQueue) replayUpdate(kind byte, d *decoder) error {
+	id := queue.ID(d.uvarint())
+	st, err := state(d.byte())
+	pri := d.u32()
+	at, delay := d.varint(), d.varint()
+	var c job
+	d.counters(&c)
+	if kind == kindUpdateH {
+		d.history(&c)
+	}
+	if err := d.end(); err != nil {
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	j := q.jobs[id]
+	if j == nil {
+		return fmt.Errorf("update of unknown job %d", id)
+	}
+	q.unlink(j)
+	j.pri, j.at, j.delay = pri, at, delay
+	j.reserves, j.timeouts, j.releases, j.buries, j.kicks = c.reserves, c.timeouts, c.releases, c.buries, c.kicks
+	if kind == kindUpdateH {
+		j.reserved = c.reserved
+		var h history
+		if c.more != nil {
+			h = c.more.history
+		}
+		j.setHistory(h)
+	}
+	if st == queue.Buried {
+		q.burySeq = max(q.burySeq, at)
+	}
+	q.link(j, st)
+	return nil
+}
+
+// replayPause replays a tube paused (kindPause).
+func (q *jobQueue) replayPause(d *decoder) error {
+	name := d.string()
+	plen, until := d.varint(), d.varint()
+	if err := d.end(); err != nil {
+		return err
+	}
+	if plen > 0 {
+		q.replayPauseEnd(name, until-plen)
+	}
+	q.setPause(q.tubeFor(name), plen, until)
+	return nil
+}
+
+// replayHold replays whether a tube had references (kindHold).
+func (q *jobQueue) replayHold(d *decoder) error {
+	name := d.string()
+	held := d.byte()
+	now := d.varint()
+	if err := d.end(); err != nil {
+		return err
+	}
+	q.replayPauseEnd(name, now)
+	t := q.tubeFor(name)
+	t.refs = int64(held) // a replay knows whether a tube had references, not whose
+	q.gcTube(t)
+	return nil
 }
 
 // replayPauseEnd ends the pause of tube name if it had ended at now, the

@@ -10,7 +10,7 @@ import (
 )
 
 // jobQueue is the job queue's part of a Store: its tubes and jobs, and
-// the queue.Store methods (queue.go) and queue.LimitStore's (limits.go;
+// the queue.Store methods (queue.go) and queue.LimitStore's (tubelimits.go;
 // the groups they serve in turn, groups.go), which the Store forwards to
 // (queuestore.go). Its records are in queuelog.go. Its state is guarded
 // by the engine's mutex.
@@ -45,7 +45,7 @@ type jobQueue struct {
 
 	replayTubes map[uint64]*tube // by sequence number, while a snapshot is read
 
-	tubeLimits map[string]*tubeLimit // by tube name (limits.go); nil when none was ever set
+	tubeLimits map[string]*tubeLimit // by tube name (tubelimits.go); nil when none was ever set
 	families   map[string]*family    // tubes with groups, by name (groups.go); nil when none ever had
 	// gwhole is when every group's rate is whole again (the latest
 	// theoretical arrival time charged to a group), 0 when no group's rate

@@ -11,25 +11,25 @@ import (
 	"github.com/hourglass-io/hourglass/ratelimit"
 )
 
-var _ ratelimit.Store = (*Limits)(nil)
+var _ ratelimit.Store = (*RateLimits)(nil)
 
 // sweepPerCall is how many entries each decision examines for expiry, so
 // that idle keys are dropped incrementally without a timer.
 const sweepPerCall = 8
 
-// Limits is the embedded engine's ratelimit.Store: the same decisions as
+// RateLimits is the embedded engine's ratelimit.Store: the same decisions as
 // the Redis back end, in process, on the Store's clock. Rate limit state is
 // kept in memory only, never in the Store's log: a restart begins every key
 // idle (its full burst available). The state of a key is dropped once it
 // is idle again (each decision examines a few entries and deletes the
 // expired ones), so memory follows the keys in use, not every key ever
-// seen. Limits is outside the Store's table of parts (part.go): it has no
+// seen. RateLimits is outside the Store's table of parts (part.go): it has no
 // deadline, no record and no listener, and it keeps its own mutex, so
 // decisions do not wait for the Store's (the job queue's and the other
 // parts'); it shares the Store's clock alone. Once the Store is closed
 // every decision fails with ratelimit.ErrClosed. It is safe for
 // concurrent use.
-type Limits struct {
+type RateLimits struct {
 	clock  func() time.Time
 	closed atomic.Bool
 
@@ -48,28 +48,28 @@ type rlEntry struct {
 	prev    int64 // events counted in window win-1
 }
 
-// Limits returns the Store's rate limit store (the same one on every call).
-func (s *Store) Limits() *Limits { return &s.limits }
+// RateLimits returns the Store's rate limit store (the same one on every call).
+func (s *Store) RateLimits() *RateLimits { return &s.rateLimits }
 
-func (l *Limits) init(clock func() time.Time) {
+func (l *RateLimits) init(clock func() time.Time) {
 	l.clock = clock
 	l.entries = map[string]*rlEntry{}
 }
 
 // Len returns how many (key, limit) states are held, for tests of the
 // incremental cleanup.
-func (l *Limits) Len() int {
+func (l *RateLimits) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.entries)
 }
 
-func (l *Limits) nowUS() int64 { return l.clock().UnixMicro() }
+func (l *RateLimits) nowUS() int64 { return l.clock().UnixMicro() }
 
 // decide runs f under the mutex, at the time of the clock, once ctx is
 // checked and the entries that expired by then are dropped: every
 // decision's scope.
-func (l *Limits) decide(ctx context.Context, f func(now int64) (ratelimit.Decision, error)) (ratelimit.Decision, error) {
+func (l *RateLimits) decide(ctx context.Context, f func(now int64) (ratelimit.Decision, error)) (ratelimit.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return ratelimit.Decision{}, err
 	}
@@ -92,7 +92,7 @@ func entryKey(kind byte, key string, a, b int64) string {
 }
 
 // sweep deletes up to sweepPerCall expired entries. l.mu is held.
-func (l *Limits) sweep(now int64) {
+func (l *RateLimits) sweep(now int64) {
 	i := 0
 	for k, e := range l.entries {
 		if e.expires <= now {
@@ -105,7 +105,7 @@ func (l *Limits) sweep(now int64) {
 }
 
 // GCRA implements ratelimit.Store.
-func (l *Limits) GCRA(ctx context.Context, key string, events int, limits []ratelimit.Limit, op ratelimit.Op, maxWait time.Duration, at time.Time) (ratelimit.Decision, error) {
+func (l *RateLimits) GCRA(ctx context.Context, key string, events int, limits []ratelimit.Limit, op ratelimit.Op, maxWait time.Duration, at time.Time) (ratelimit.Decision, error) {
 	req := ratelimit.GCRARequest{Op: op, N: events, Limits: limits, MaxWait: maxWait, At: at}
 	return l.decide(ctx, func(now int64) (ratelimit.Decision, error) {
 		n := len(req.Limits)
@@ -165,7 +165,7 @@ func (l *Limits) GCRA(ctx context.Context, key string, events int, limits []rate
 		default:
 			act := now
 			for i := range n {
-				act = max(act, max(tat[i], now)+C[i]*T[i]-B[i]*T[i])
+				act = max(act, gcraAct(tat[i], now, C[i]*T[i], B[i]*T[i]))
 			}
 			delay := act - now
 			d.Delay = dur(delay)
@@ -176,7 +176,7 @@ func (l *Limits) GCRA(ctx context.Context, key string, events int, limits []rate
 			}
 			if d.OK {
 				for i := range n {
-					tat[i] = max(tat[i], act) + C[i]*T[i]
+					tat[i] = gcraCharge(tat[i], act, C[i]*T[i])
 					write(i, tat[i])
 				}
 			} else {
@@ -195,7 +195,7 @@ func (l *Limits) GCRA(ctx context.Context, key string, events int, limits []rate
 }
 
 // SlidingLog implements ratelimit.Store.
-func (l *Limits) SlidingLog(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
+func (l *RateLimits) SlidingLog(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
 	return l.decide(ctx, func(now int64) (ratelimit.Decision, error) {
 		es := make([]*rlEntry, len(limits))
 		ks := make([]string, len(limits))
@@ -246,7 +246,7 @@ func (l *Limits) SlidingLog(ctx context.Context, key string, n int, limits []rat
 }
 
 // SlidingWindow implements ratelimit.Store.
-func (l *Limits) SlidingWindow(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
+func (l *RateLimits) SlidingWindow(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
 	return l.decide(ctx, func(now int64) (ratelimit.Decision, error) {
 		type win struct {
 			e          *rlEntry

@@ -14,7 +14,7 @@ func TestRateLimitConformance(t *testing.T) {
 	storetest.RateLimit(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
 		s := must(New(&Options{Clock: clock.Now}))
 		t.Cleanup(func() { s.Close() })
-		return s.Limits()
+		return s.RateLimits()
 	})
 }
 
@@ -24,8 +24,8 @@ func TestRateLimitIdleKeysDropped(t *testing.T) {
 	clock := storetest.NewClock(time.Unix(1_900_000_000, 0))
 	s := must(New(&Options{Clock: clock.Now}))
 	defer s.Close()
-	ls := s.Limits()
-	if s.Limits() != ls {
+	ls := s.RateLimits()
+	if s.RateLimits() != ls {
 		t.Fatal("Limits returned another store")
 	}
 	l, err := ratelimit.New(ls, nil)
@@ -74,7 +74,7 @@ func BenchmarkRateLimitAllow(b *testing.B) {
 		b.Run(w.name, func(b *testing.B) {
 			s := must(New(nil))
 			defer s.Close()
-			l, err := ratelimit.New(s.Limits(), nil)
+			l, err := ratelimit.New(s.RateLimits(), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -55,8 +55,8 @@ type Store struct {
 	schedules Schedules
 	counters  counterLog // the tubes' counters by minute (counters.go)
 
-	hashes Hashes // no part: the view of fields and events (ttlhash.Store)
-	limits Limits // no part: a mutex of its own (ratelimit.go)
+	hashes     Hashes     // no part: the view of fields and events (ttlhash.Store)
+	rateLimits RateLimits // no part: a mutex of its own (ratelimit.go)
 }
 
 func newStore(opts *Options) *Store {
@@ -70,7 +70,7 @@ func newStore(opts *Options) *Store {
 	s.schedules.init(e, &s.queue)
 	s.counters.init(e)
 	s.hashes.init(e, &s.fields, &s.events)
-	s.limits.init(e.clock)
+	s.rateLimits.init(e.clock)
 	var more []registration
 	if opts != nil && opts.moreParts != nil {
 		more = opts.moreParts(s)
@@ -113,6 +113,6 @@ func Open(dir string, opts *Options) (*Store, error) {
 // the closed error of their primitive's package (queue.ErrClosed,
 // lock.ErrClosed, …); Close may be called more than once.
 func (s *Store) Close() error {
-	s.limits.closed.Store(true) // the rate limits are outside the engine's parts
+	s.rateLimits.closed.Store(true) // the rate limits are outside the engine's parts
 	return s.engine.close()
 }

@@ -69,6 +69,6 @@ func peekState(ctx context.Context, s *Store, tube string, st queue.State) (queu
 func TestClosedConformance(t *testing.T) {
 	s := must(New(nil))
 	storetest.Closed(t, storetest.ClosedStores{
-		Limits: s.Limits(), Hashes: s.Hashes(), Locks: s.Locks(), Schedules: s.Schedules(), Close: s.Close,
+		Limits: s.RateLimits(), Hashes: s.Hashes(), Locks: s.Locks(), Schedules: s.Schedules(), Close: s.Close,
 	})
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // One SMS per phone number per 30 minutes, for every instance of a service
-// sharing the store (on Redis: redisstore.New(ctx, client, nil).Limits()).
+// sharing the store (on Redis: redisstore.New(ctx, client, nil).RateLimits()).
 func Example_sms() {
 	ctx := context.Background()
 	s, err := memstore.New(nil)
@@ -20,7 +20,7 @@ func Example_sms() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func Example_downstream() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func ExampleFunnel() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func ExampleLimiter_AllowN() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func ExampleLimiter_Reserve() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func ExampleLimit_slidingLog() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func ExampleLimiter_AllowAll() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

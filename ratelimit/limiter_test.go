@@ -17,11 +17,11 @@ func newLimiter(t *testing.T, opts *ratelimit.Options) (*ratelimit.Limiter, rate
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	l, err := ratelimit.New(s.Limits(), opts)
+	l, err := ratelimit.New(s.RateLimits(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l, s.Limits()
+	return l, s.RateLimits()
 }
 
 func TestLimitConstructors(t *testing.T) {
@@ -78,7 +78,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"local missing": {Failure: ratelimit.FailLocal},
 		"negative log":  {MaxLogEvents: -1},
 	} {
-		if l, err := ratelimit.New(s.Limits(), o); !errors.Is(err, ratelimit.ErrInvalidOption) || l != nil {
+		if l, err := ratelimit.New(s.RateLimits(), o); !errors.Is(err, ratelimit.ErrInvalidOption) || l != nil {
 			t.Errorf("%s: New = %v, %v; want ErrInvalidOption", name, l, err)
 		}
 	}

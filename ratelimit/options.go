@@ -57,7 +57,7 @@ type Options struct {
 	// Failure is the policy when the store fails (default FailClosed).
 	Failure FailurePolicy
 	// Local decides under FailLocal: an in-process store, such as
-	// memstore.New(nil).Limits(). Required with FailLocal.
+	// memstore.New(nil).RateLimits(). Required with FailLocal.
 	Local Store
 	// OnStoreError, when set, is called with every store error that the
 	// FailOpen or FailLocal policy answered.

@@ -199,7 +199,7 @@ func BenchmarkRedisCPU(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	limits, err := ratelimit.New(s.Limits(), nil)
+	limits, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func LedgerTags(s *Store, owner string) []int {
 
 // GCRAOneCall makes the decisions reqs on keys in one function call, merged
 // as the runner merges concurrent callers' decisions, in order.
-func GCRAOneCall(ctx context.Context, l *Limits, keys []string, reqs []ratelimit.GCRARequest) ([]ratelimit.Decision, error) {
+func GCRAOneCall(ctx context.Context, l *RateLimits, keys []string, reqs []ratelimit.GCRARequest) ([]ratelimit.Decision, error) {
 	m := rlScripts.gcra.merge
 	cs := make([]call, len(keys))
 	batch := make([]*request, len(keys))

@@ -52,7 +52,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 			return func(ctx context.Context) error { return reserveDelete(ctx, q, "r") }
 		}},
 		{"gcra-1key", 16, func(_ *queue.Queue, s *redisstore.Store) func(ctx context.Context) error {
-			l, err := ratelimit.New(s.Limits(), nil)
+			l, err := ratelimit.New(s.RateLimits(), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -84,7 +84,7 @@ func TestLimitsLaneDoesNotWaitForTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	l, err := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,213 +137,265 @@ func (s *Store) groups(tubes []string) []group {
 // is one script call, tried from a random group onwards, so (priority, ID)
 // order holds within a group and is best effort across groups.
 func (s *Store) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.ReserveResult, error) {
-	var res queue.ReserveResult
-	gs := s.groups(req.Tubes)
-
-	// Deletes of jobs in a tube of a group ride along with that group's
-	// reserve; the others go first on their own.
-	res.Deleted = make([]error, len(req.Delete))
-	type del struct {
-		i    int
-		tube string
+	rr := &reserveRun{s: s, ctx: ctx, req: req, gs: s.groups(req.Tubes)}
+	rr.res.Deleted = make([]error, len(req.Delete))
+	if err := rr.routeDeletes(); err != nil {
+		return rr.res, err
 	}
-	withGroup := map[int][]del{}
-	var cached []bool
-	if len(req.Delete) > 0 {
-		located, c, err := s.locateCached(ctx, req.Delete)
-		if err != nil {
-			return res, err
-		}
-		cached = c
-		var alone []int
-		for i, id := range req.Delete {
-			tube := located[i]
-			if tube == "" {
-				res.Deleted[i] = queue.ErrNotFound
-				continue
-			}
-			g := -1
-			for gi, gr := range gs {
-				if gr.tag == tagOf(id) && contains(gr.tubes, tube) {
-					g = gi
-					break
-				}
-			}
-			if g < 0 {
-				alone = append(alone, i)
-				continue
-			}
-			withGroup[g] = append(withGroup[g], del{i, tube})
-		}
-		if len(alone) > 0 {
-			ids := make([]queue.ID, len(alone))
-			for n, i := range alone {
-				ids[n] = req.Delete[i]
-			}
-			errs, err := s.Delete(ctx, req.Owner, ids)
-			if err != nil {
-				return res, err
-			}
-			for n, i := range alone {
-				res.Deleted[i] = errs[n]
-			}
-		}
-	}
-
-	res.Next = -1
-	mkcall := func(gi, want int, dels []del) call {
-		g := gs[gi]
-		args := make([]any, 0, 6+len(g.tubes)+2*len(dels))
-		args = append(args, s.now(), len(g.tubes))
-		for _, t := range g.tubes {
-			args = append(args, t)
-		}
-		args = append(args, 1, req.Owner, want, len(dels))
-		for _, d := range dels {
-			args = append(args, indexOf(g.tubes, d.tube)+1, idhex(req.Delete[d.i]))
-		}
-		ks := s.k.tagKeys(g.tag)
-		for _, t := range g.tubes {
-			ks = append(ks, s.k.tubeKeys(g.tag, t)...)
-		}
-		return call{op: scripts.reserve, keys: ks, args: args}
-	}
-	// absorb takes in one group's reply.
-	absorb := func(gi int, v any, dels []del, look bool) ([]any, error) {
-		r := replyOf(scripts.reserve)
-		n := 4
-		if look {
-			n = 6
-		}
-		a := r.arr(r.arr(v, 1)[0], n)
-		codes := r.arr(a[0], len(dels))
-		for n, d := range dels {
-			code := r.int(codes[n])
-			res.Deleted[d.i] = deleteOutcome(code)
-			if code == 2 {
-				s.keep.noteAsync(ctx, gs[gi].tag)
-			}
-		}
-		jobs, err := parseJobs(r, r.arr(a[1], 0))
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range jobs {
-			s.tubes.add(j.ID, j.Tube)
-			res.Jobs = append(res.Jobs, j)
-		}
-		if !look && len(a) > 4 && r.int(a[4]) == 1 && len(gs) == 1 {
-			res.Drained = true
-		}
-		if next := r.int(a[2]); next >= 0 {
-			d := time.Duration(next) * time.Microsecond
-			ti := int(r.int(a[3])) - 1
-			if ti < 0 || ti >= len(gs[gi].tubes) {
-				r.fail("a tube index", a[3])
-			} else if res.Next < 0 || d < res.Next {
-				res.Next, res.NextTube = d, gs[gi].tubes[ti]
-			}
-		}
-		return a, r.done()
-	}
-
+	rr.res.Next = -1
 	order := []int{0}
-	if len(gs) > 1 && len(req.Tubes) == 1 {
-		// The partitions of one tube: priority order holds within a
-		// partition only, so take them from a random one onwards, one call
-		// each until enough jobs are found.
-		start := randInt(len(gs))
-		for gi := range gs {
-			if len(withGroup[gi]) > 0 {
-				start = gi // the partition of the job just finished: one call does both
+	if len(rr.gs) > 1 && len(req.Tubes) == 1 {
+		order = rr.partitionOrder()
+	} else if len(rr.gs) > 1 {
+		var err error
+		if order, err = rr.lookAhead(); err != nil || len(order) == 0 {
+			if err != nil {
+				return rr.res, err
+			}
+			return s.recheckDeleted(ctx, req, rr.cached, rr.res)
+		}
+		rr.withGroup = nil // done
+	}
+	for _, gi := range order {
+		if err := rr.reserveIn(gi); err != nil {
+			return rr.res, err
+		}
+	}
+	if len(rr.res.Jobs) > 0 && !rr.res.Drained {
+		rr.res.Next, rr.res.NextTube = -1, ""
+	}
+	return s.recheckDeleted(ctx, req, rr.cached, rr.res)
+}
+
+// reserveRun is one Reserve: its request, the tags of its tubes, the
+// deletes riding with each tag's call, and the result it builds.
+type reserveRun struct {
+	s   *Store
+	ctx context.Context
+	req queue.ReserveRequest
+	gs  []group
+	res queue.ReserveResult
+	// withGroup are the deletes of jobs in a tube of a group, which ride
+	// along with that group's reserve, by group.
+	withGroup map[int][]reserveDel
+	cached    []bool
+}
+
+// reserveDel is a delete riding with a reserve: its index in
+// req.Delete and its job's tube.
+type reserveDel struct {
+	i    int
+	tube string
+}
+
+// routeDeletes sorts the request's deletes: those of jobs in a tube of a
+// group ride along with that group's reserve; the others go first on
+// their own.
+func (rr *reserveRun) routeDeletes() error {
+	rr.withGroup = map[int][]reserveDel{}
+	if len(rr.req.Delete) == 0 {
+		return nil
+	}
+	s, req := rr.s, rr.req
+	located, c, err := s.locateCached(rr.ctx, req.Delete)
+	if err != nil {
+		return err
+	}
+	rr.cached = c
+	var alone []int
+	for i, id := range req.Delete {
+		tube := located[i]
+		if tube == "" {
+			rr.res.Deleted[i] = queue.ErrNotFound
+			continue
+		}
+		g := -1
+		for gi, gr := range rr.gs {
+			if gr.tag == tagOf(id) && contains(gr.tubes, tube) {
+				g = gi
 				break
 			}
 		}
-		order = order[:0]
-		for n := range gs {
-			order = append(order, (start+n)%len(gs))
-		}
-	} else if len(gs) > 1 {
-		// Several tags: first look at every tag's best ready job (and do the
-		// deletes), in one pipeline; then reserve from the tags in the
-		// order of their best jobs. Exact unless another reserver takes a
-		// job in between.
-		calls := make([]call, len(gs))
-		for gi := range gs {
-			calls[gi] = mkcall(gi, 0, withGroup[gi])
-		}
-		replies, err := s.runMany(ctx, calls)
-		if err != nil {
-			return res, err
-		}
-		type head struct {
-			gi  int
-			pri int64
-			id  string
-		}
-		var heads []head
-		for gi, v := range replies {
-			a, err := absorb(gi, v, withGroup[gi], true)
-			if err != nil {
-				return res, err
-			}
-			r := replyOf(scripts.reserve)
-			if pri := r.int(a[4]); pri >= 0 {
-				heads = append(heads, head{gi, pri, r.str(a[5])})
-			}
-			if err := r.done(); err != nil {
-				return res, err
-			}
-		}
-		if len(heads) == 0 {
-			return s.recheckDeleted(ctx, req, cached, res)
-		}
-		sort.Slice(heads, func(i, j int) bool {
-			if heads[i].pri != heads[j].pri {
-				return heads[i].pri < heads[j].pri
-			}
-			return heads[i].id < heads[j].id
-		})
-		order = order[:0]
-		for _, h := range heads {
-			order = append(order, h.gi)
-		}
-		withGroup = nil // done
-	}
-	for _, gi := range order {
-		want := max(req.Max-len(res.Jobs), 0)
-		if want == 0 && len(withGroup[gi]) == 0 {
+		if g < 0 {
+			alone = append(alone, i)
 			continue
 		}
-		c := mkcall(gi, want, withGroup[gi])
-		if want > 0 {
-			s.held.begin(req.Owner, gs[gi].tag)
+		rr.withGroup[g] = append(rr.withGroup[g], reserveDel{i, tube})
+	}
+	if len(alone) == 0 {
+		return nil
+	}
+	ids := make([]queue.ID, len(alone))
+	for n, i := range alone {
+		ids[n] = req.Delete[i]
+	}
+	errs, err := s.Delete(rr.ctx, req.Owner, ids)
+	if err != nil {
+		return err
+	}
+	for n, i := range alone {
+		rr.res.Deleted[i] = errs[n]
+	}
+	return nil
+}
+
+// call is the reserve of up to want jobs from group gi, with the deletes
+// riding along with it.
+func (rr *reserveRun) call(gi, want int) call {
+	s, g, dels := rr.s, rr.gs[gi], rr.withGroup[gi]
+	args := make([]any, 0, 6+len(g.tubes)+2*len(dels))
+	args = append(args, s.now(), len(g.tubes))
+	for _, t := range g.tubes {
+		args = append(args, t)
+	}
+	args = append(args, 1, rr.req.Owner, want, len(dels))
+	for _, d := range dels {
+		args = append(args, indexOf(g.tubes, d.tube)+1, idhex(rr.req.Delete[d.i]))
+	}
+	ks := s.k.tagKeys(g.tag)
+	for _, t := range g.tubes {
+		ks = append(ks, s.k.tubeKeys(g.tag, t)...)
+	}
+	return call{op: scripts.reserve, keys: ks, args: args}
+}
+
+// absorb takes in group gi's reply (a look ahead's, when look is set).
+func (rr *reserveRun) absorb(gi int, v any, look bool) ([]any, error) {
+	s, dels := rr.s, rr.withGroup[gi]
+	r := replyOf(scripts.reserve)
+	n := 4
+	if look {
+		n = 6
+	}
+	a := r.arr(r.arr(v, 1)[0], n)
+	codes := r.arr(a[0], len(dels))
+	for n, d := range dels {
+		code := r.int(codes[n])
+		rr.res.Deleted[d.i] = deleteOutcome(code)
+		if code == 2 {
+			s.keep.noteAsync(rr.ctx, rr.gs[gi].tag)
 		}
-		had := len(res.Jobs)
-		v, err := s.r.run(ctx, c)
-		if err == nil {
-			_, err = absorb(gi, v, withGroup[gi], false)
+	}
+	jobs, err := parseJobs(r, r.arr(a[1], 0))
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range jobs {
+		s.tubes.add(j.ID, j.Tube)
+		rr.res.Jobs = append(rr.res.Jobs, j)
+	}
+	if !look && len(a) > 4 && r.int(a[4]) == 1 && len(rr.gs) == 1 {
+		rr.res.Drained = true
+	}
+	if next := r.int(a[2]); next >= 0 {
+		d := time.Duration(next) * time.Microsecond
+		ti := int(r.int(a[3])) - 1
+		if ti < 0 || ti >= len(rr.gs[gi].tubes) {
+			r.fail("a tube index", a[3])
+		} else if rr.res.Next < 0 || d < rr.res.Next {
+			rr.res.Next, rr.res.NextTube = d, rr.gs[gi].tubes[ti]
 		}
-		if want > 0 {
-			var got []queue.ID
-			for _, j := range res.Jobs[had:] {
-				got = append(got, j.ID)
-			}
-			s.held.end(req.Owner, gs[gi].tag, got, err)
+	}
+	return a, r.done()
+}
+
+// partitionOrder is the order in which to try the partitions of one
+// tube: priority order holds within a partition only, so take them from a
+// random one onwards, one call each until enough jobs are found.
+func (rr *reserveRun) partitionOrder() []int {
+	start := randInt(len(rr.gs))
+	for gi := range rr.gs {
+		if len(rr.withGroup[gi]) > 0 {
+			start = gi // the partition of the job just finished: one call does both
+			break
 		}
+	}
+	order := make([]int, 0, len(rr.gs))
+	for n := range rr.gs {
+		order = append(order, (start+n)%len(rr.gs))
+	}
+	return order
+}
+
+// lookAhead, for several tags, first looks at every tag's best ready job
+// (and does the deletes), in one pipeline, and returns the tags with a
+// job in the order of their best jobs (none: nothing is ready). Exact
+// unless another reserver takes a job in between.
+func (rr *reserveRun) lookAhead() ([]int, error) {
+	calls := make([]call, len(rr.gs))
+	for gi := range rr.gs {
+		calls[gi] = rr.call(gi, 0)
+	}
+	replies, err := rr.s.runMany(rr.ctx, calls)
+	if err != nil {
+		return nil, err
+	}
+	type head struct {
+		gi  int
+		pri int64
+		id  string
+	}
+	var heads []head
+	for gi, v := range replies {
+		a, err := rr.absorb(gi, v, true)
 		if err != nil {
-			return res, err
+			return nil, err
 		}
-		for _, d := range withGroup[gi] {
-			if res.Deleted[d.i] == nil {
-				s.held.ended(req.Owner, req.Delete[d.i])
-			}
+		r := replyOf(scripts.reserve)
+		if pri := r.int(a[4]); pri >= 0 {
+			heads = append(heads, head{gi, pri, r.str(a[5])})
+		}
+		if err := r.done(); err != nil {
+			return nil, err
 		}
 	}
-	if len(res.Jobs) > 0 && !res.Drained {
-		res.Next, res.NextTube = -1, ""
+	sort.Slice(heads, func(i, j int) bool {
+		if heads[i].pri != heads[j].pri {
+			return heads[i].pri < heads[j].pri
+		}
+		return heads[i].id < heads[j].id
+	})
+	order := make([]int, 0, len(heads))
+	for _, h := range heads {
+		order = append(order, h.gi)
 	}
-	return s.recheckDeleted(ctx, req, cached, res)
+	return order, nil
+}
+
+// reserveIn reserves what the request still wants from group gi, with
+// the deletes riding along with it.
+func (rr *reserveRun) reserveIn(gi int) error {
+	s, req, dels := rr.s, rr.req, rr.withGroup[gi]
+	want := max(req.Max-len(rr.res.Jobs), 0)
+	if want == 0 && len(dels) == 0 {
+		return nil
+	}
+	c := rr.call(gi, want)
+	tag := rr.gs[gi].tag
+	if want > 0 {
+		s.held.begin(req.Owner, tag)
+	}
+	had := len(rr.res.Jobs)
+	v, err := s.r.run(rr.ctx, c)
+	if err == nil {
+		_, err = rr.absorb(gi, v, false)
+	}
+	if want > 0 {
+		var got []queue.ID
+		for _, j := range rr.res.Jobs[had:] {
+			got = append(got, j.ID)
+		}
+		s.held.end(req.Owner, tag, got, err)
+	}
+	if err != nil {
+		return err
+	}
+	for _, d := range dels {
+		if rr.res.Deleted[d.i] == nil {
+			s.held.ended(req.Owner, req.Delete[d.i])
+		}
+	}
+	return nil
 }
 
 // recheckDeleted looks again for the finished jobs of a reserve that were

@@ -17,11 +17,11 @@ var rlScripts = struct{ gcra, log, window *op }{
 }
 
 var (
-	_ ratelimit.Store   = (*Limits)(nil)
-	_ ratelimit.Batcher = (*Limits)(nil)
+	_ ratelimit.Store   = (*RateLimits)(nil)
+	_ ratelimit.Batcher = (*RateLimits)(nil)
 )
 
-// Limits is the ratelimit.Store on Redis. Each decision is one script on
+// RateLimits is the ratelimit.Store on Redis. Each decision is one script on
 // the slot of its key, from Redis's clock (TIME, in µs). A key's state for
 // a GCRA limit is one string (its theoretical arrival time), for a sliding
 // log one sorted set, for a sliding window one hash of three counters;
@@ -29,17 +29,17 @@ var (
 // <prefix>rl:{<key>}:…, so every limit of one key shares a slot and a call
 // with several limits is one atomic script on Redis Cluster. It is safe for
 // concurrent use.
-type Limits struct{ s *Store }
+type RateLimits struct{ s *Store }
 
-// Limits returns the store's ratelimit.Store. It shares the store's client,
+// RateLimits returns the store's ratelimit.Store. It shares the store's client,
 // prefix and clock.
-func (s *Store) Limits() *Limits { return &Limits{s: s} }
+func (s *Store) RateLimits() *RateLimits { return &RateLimits{s: s} }
 
 // rlBase is the start of every key of a limiter key: the limiter key is the
 // hash tag. A key that is empty, starts with '~' or holds a brace (which
 // would end the tag early or leave it empty) is written as '~' and its
 // hex digits, so that distinct keys never share a name.
-func (l *Limits) rlBase(key string) string {
+func (l *RateLimits) rlBase(key string) string {
 	if key == "" || key[0] == '~' || strings.ContainsAny(key, "{}") {
 		key = "~" + hex.EncodeToString([]byte(key))
 	}
@@ -56,7 +56,7 @@ func b36(v int64) string { return strconv.FormatInt(v, 36) }
 // only). Decisions that wait together go out as one call, each after the
 // other (rlScripts.gcra.merge): any of them on one Redis, those of one
 // slot on a cluster.
-func (l *Limits) gcraCall(key string, req ratelimit.GCRARequest) call {
+func (l *RateLimits) gcraCall(key string, req ratelimit.GCRARequest) call {
 	base := l.rlBase(key)
 	ks := make([]string, len(req.Limits))
 	args := make([]any, 4, 6+3*len(req.Limits))
@@ -134,7 +134,7 @@ func keySlot(key string) int {
 
 // windowCall is the script call of a sliding log (kind 'l') or sliding
 // window (kind 'w') decision.
-func (l *Limits) windowCall(o *op, kind, key string, n int, limits []ratelimit.Limit) call {
+func (l *RateLimits) windowCall(o *op, kind, key string, n int, limits []ratelimit.Limit) call {
 	base := l.rlBase(key)
 	ks := make([]string, len(limits))
 	args := make([]any, 2, 2+3*len(limits))
@@ -148,23 +148,23 @@ func (l *Limits) windowCall(o *op, kind, key string, n int, limits []ratelimit.L
 }
 
 // GCRA implements ratelimit.Store.
-func (l *Limits) GCRA(ctx context.Context, key string, n int, limits []ratelimit.Limit, op ratelimit.Op, maxWait time.Duration, at time.Time) (ratelimit.Decision, error) {
+func (l *RateLimits) GCRA(ctx context.Context, key string, n int, limits []ratelimit.Limit, op ratelimit.Op, maxWait time.Duration, at time.Time) (ratelimit.Decision, error) {
 	return l.one(ctx, l.gcraCall(key, ratelimit.GCRARequest{Op: op, N: n, Limits: limits, MaxWait: maxWait, At: at}))
 }
 
 // SlidingLog implements ratelimit.Store.
-func (l *Limits) SlidingLog(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
+func (l *RateLimits) SlidingLog(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
 	return l.one(ctx, l.windowCall(rlScripts.log, "l", key, n, limits))
 }
 
 // SlidingWindow implements ratelimit.Store.
-func (l *Limits) SlidingWindow(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
+func (l *RateLimits) SlidingWindow(ctx context.Context, key string, n int, limits []ratelimit.Limit) (ratelimit.Decision, error) {
 	return l.one(ctx, l.windowCall(rlScripts.window, "w", key, n, limits))
 }
 
 // GCRABatch implements ratelimit.Batcher: the decisions are sent in one
 // pipeline (on a cluster, one per master).
-func (l *Limits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.GCRARequest) ([]ratelimit.Decision, error) {
+func (l *RateLimits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.GCRARequest) ([]ratelimit.Decision, error) {
 	if len(keys) == 1 {
 		// One decision goes with other callers' (group commit).
 		d, err := l.one(ctx, l.gcraCall(keys[0], reqs[0]))
@@ -191,7 +191,7 @@ func (l *Limits) GCRABatch(ctx context.Context, keys []string, reqs []ratelimit.
 }
 
 // one runs a single decision.
-func (l *Limits) one(ctx context.Context, c call) (ratelimit.Decision, error) {
+func (l *RateLimits) one(ctx context.Context, c call) (ratelimit.Decision, error) {
 	v, err := l.s.r.run(ctx, c)
 	if err != nil {
 		return ratelimit.Decision{}, err

@@ -34,7 +34,7 @@ func BenchmarkRateLimitAllow(b *testing.B) {
 		n    int
 	}{{"hot-key", 1}, {"100k-keys", len(benchKeys)}} {
 		b.Run(keys.name, func(b *testing.B) {
-			l, err := ratelimit.New(newStore(b, standaloneClient(b), nil).Limits(), nil)
+			l, err := ratelimit.New(newStore(b, standaloneClient(b), nil).RateLimits(), nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func BenchmarkRateLimitAllowEach(b *testing.B) {
 		n    int
 	}{{"hot-key", 1}, {"100k-keys", len(benchKeys)}} {
 		b.Run(keys.name, func(b *testing.B) {
-			l, err := ratelimit.New(newStore(b, standaloneClient(b), nil).Limits(), nil)
+			l, err := ratelimit.New(newStore(b, standaloneClient(b), nil).RateLimits(), nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func BenchmarkRateLimitPartitions(b *testing.B) {
 		b.Run("partitions="+strconv.Itoa(k), func(b *testing.B) {
 			c := redistest.ClusterClient(b)
 			s := newStore(b, c, nil)
-			l, err := ratelimit.New(s.Limits(), &ratelimit.Options{Partitions: func(string) int { return k }})
+			l, err := ratelimit.New(s.RateLimits(), &ratelimit.Options{Partitions: func(string) int { return k }})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func BenchmarkRateLimitMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	l, err := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

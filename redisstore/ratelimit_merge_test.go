@@ -37,13 +37,13 @@ func TestGCRAMergedCallMatchesOneAtATime(t *testing.T) {
 				keys = keys[:1]
 			}
 			clock := storetest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-			redisLimits := newStore(t, topo.client(t), &redisstore.Options{Clock: clock.Now}).Limits()
+			redisLimits := newStore(t, topo.client(t), &redisstore.Options{Clock: clock.Now}).RateLimits()
 			mem, err := memstore.New(&memstore.Options{Clock: clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { mem.Close() })
-			memLimits := mem.Limits()
+			memLimits := mem.RateLimits()
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(24, 1))
 			// Slots of earlier reservations and times of earlier
@@ -114,7 +114,7 @@ func TestGCRAReadsStoredState(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			l, err := ratelimit.New(s.Limits(), nil)
+			l, err := ratelimit.New(s.RateLimits(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,7 +57,7 @@ func TestRateLimitState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ratelimit.New(s.Limits(), nil)
+	l, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestRateLimitFailure(t *testing.T) {
 	}
 	defer s.Close()
 	lim := ratelimit.PerMinute(2)
-	closed, err := ratelimit.New(s.Limits(), nil)
+	closed, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestRateLimitFailure(t *testing.T) {
 	}
 
 	var heard []error
-	open, err := ratelimit.New(s.Limits(), &ratelimit.Options{Failure: ratelimit.FailOpen, OnStoreError: func(err error) { heard = append(heard, err) }})
+	open, err := ratelimit.New(s.RateLimits(), &ratelimit.Options{Failure: ratelimit.FailOpen, OnStoreError: func(err error) { heard = append(heard, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestRateLimitFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	fl, err := ratelimit.New(s.Limits(), &ratelimit.Options{Failure: ratelimit.FailLocal, Local: local.Limits()})
+	fl, err := ratelimit.New(s.RateLimits(), &ratelimit.Options{Failure: ratelimit.FailLocal, Local: local.RateLimits()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestRateLimitPartitionsSpread(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ratelimit.New(s.Limits(), &ratelimit.Options{Partitions: func(string) int { return 8 }})
+	l, err := ratelimit.New(s.RateLimits(), &ratelimit.Options{Partitions: func(string) int { return 8 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestRateLimitPartitionsSpread(t *testing.T) {
 func TestRateLimitScriptFlush(t *testing.T) {
 	ctx := context.Background()
 	c := standaloneClient(t)
-	l, err := ratelimit.New(newStore(t, c, nil).Limits(), nil)
+	l, err := ratelimit.New(newStore(t, c, nil).RateLimits(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

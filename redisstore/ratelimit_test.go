@@ -22,7 +22,7 @@ func TestRateLimitConformance(t *testing.T) {
 		t.Run(topo.name, func(t *testing.T) {
 			c := topo.client(t)
 			storetest.RateLimit(t, func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
-				return newStore(t, c, &redisstore.Options{Clock: clock.Now}).Limits()
+				return newStore(t, c, &redisstore.Options{Clock: clock.Now}).RateLimits()
 			})
 		})
 	}
@@ -91,7 +91,7 @@ func sharedLimiters(t *testing.T, client func(testing.TB) redis.UniversalClient,
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		l, err := ratelimit.New(recorder{Store: s.Limits(), log: log}, nil)
+		l, err := ratelimit.New(recorder{Store: s.RateLimits(), log: log}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,10 +250,10 @@ func TestRateLimitDifferential(t *testing.T) {
 						t.Fatal(err)
 					}
 					t.Cleanup(func() { s.Close() })
-					return s.Limits()
+					return s.RateLimits()
 				},
 				func(t *testing.T, clock *storetest.Clock) ratelimit.Store {
-					return newStore(t, c, &redisstore.Options{Clock: clock.Now}).Limits()
+					return newStore(t, c, &redisstore.Options{Clock: clock.Now}).RateLimits()
 				})
 		})
 	}
@@ -278,7 +278,7 @@ func TestKeySlot(t *testing.T) {
 func TestGCRAMergedAcrossKeys(t *testing.T) {
 	for _, topo := range topologies {
 		t.Run(topo.name, func(t *testing.T) {
-			l, err := ratelimit.New(newStore(t, topo.client(t), nil).Limits(), nil)
+			l, err := ratelimit.New(newStore(t, topo.client(t), nil).RateLimits(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

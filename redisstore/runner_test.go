@@ -122,7 +122,7 @@ func TestLibraryReloaded(t *testing.T) {
 	}{
 		{"put", func() error { _, err := q.Put(ctx, "r", queue.NewJob{Body: []byte("x"), TTR: time.Minute}); return err }},
 		{"limit", func() error {
-			_, err := s.Limits().GCRA(ctx, "k", 1, []ratelimit.Limit{ratelimit.PerSecond(10)}, ratelimit.OpAllow, -1, time.Time{})
+			_, err := s.RateLimits().GCRA(ctx, "k", 1, []ratelimit.Limit{ratelimit.PerSecond(10)}, ratelimit.OpAllow, -1, time.Time{})
 			return err
 		}},
 		{"lock", func() error {

@@ -141,7 +141,7 @@ func TestClosedConformance(t *testing.T) {
 		t.Run(topo.name, func(t *testing.T) {
 			s := newStore(t, topo.client(t), nil)
 			storetest.Closed(t, storetest.ClosedStores{
-				Limits: s.Limits(), Hashes: s.Hashes(), Locks: s.Locks(), Schedules: s.Schedules(), Close: s.Close,
+				Limits: s.RateLimits(), Hashes: s.Hashes(), Locks: s.Locks(), Schedules: s.Schedules(), Close: s.Close,
 			})
 		})
 	}

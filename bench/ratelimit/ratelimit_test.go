@@ -40,7 +40,7 @@ func systems(tb testing.TB) map[string]allower {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	hg, err := ratelimit.New(s.Limits(), nil)
+	hg, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	hg, err := ratelimit.New(s.Limits(), nil)
+	hg, err := ratelimit.New(s.RateLimits(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/hourglass-io/hourglass/server/beanstalk"
 	"github.com/hourglass-io/hourglass/server/envoyrl"
 	"github.com/hourglass-io/hourglass/server/httpapi"
+	"github.com/hourglass-io/hourglass/ttlhash"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -435,30 +436,11 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 	}
 	srv := &beanstalk.Server{Queue: q, Logger: log, MaxConns: o.maxConns, IdleTimeout: o.idleTimeout,
 		BodyTimeout: o.bodyTimeoutOrNever(), MaxWaits: o.maxWaits, MaxWatch: o.maxWatch, Observe: observe, ConnState: metrics.BeanstalkConnState}
-	limiter, err := ratelimit.New(b.Limits, nil)
+	hs, err := newHTTPServer(o, b, q, hashes, log, metrics, token, namedLimits)
 	if err != nil {
 		return err
 	}
-	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, MaxWaits: o.maxWaits, MaxReserveTubes: o.maxWatch, Metrics: metrics, Health: healthCheck(b),
-		Limiter: limiter, NamedLimits: namedLimits, AllowedHosts: o.hostList()}
-	if hs.Locks, err = lock.New(b.Locks, nil); err != nil {
-		return err
-	}
-	hs.StoreKind = b.Kind
-	hs.StoreFacts = storeFacts(b)
-	// One client for the schedules' routes and for firing them, counting
-	// the fires on the metrics.
-	schedules, err := newSchedules(metrics.WatchSchedules(b.Schedules), log)
-	if err != nil {
-		return err
-	}
-	hs.Schedules = schedules
-	if o.accessLog {
-		hs.AccessLog = log.With("log", "access")
-	}
-	if o.tracing.enabled() {
-		hs.Wrap = wrapHTTP
-	}
+	schedules := hs.Schedules
 	if err := startSweeper(sweeper, log); err != nil {
 		return err
 	}
@@ -484,6 +466,38 @@ func (c *cli) serve(ctx context.Context, o serveOptions) (err error) {
 
 	serving = true
 	return c.run(ctx, o, log, drain, servers{bl: bl, hl: hl, el: el, beanstalk: srv, http: hs, envoy: es})
+}
+
+// newHTTPServer is serve's HTTP server over the back end's stores: the
+// queue, the hashes (nil when the back end has none), a rate limiter,
+// the locks and one client of the schedules, which serve also fires,
+// counting the fires on the metrics.
+func newHTTPServer(o serveOptions, b *hourglass.Backend, q *queue.Queue, hashes *ttlhash.Hashes, log *slog.Logger, metrics *httpapi.Metrics, token string, namedLimits map[string][]ratelimit.Limit) (*httpapi.Server, error) {
+	limiter, err := ratelimit.New(b.Limits, nil)
+	if err != nil {
+		return nil, err
+	}
+	hs := &httpapi.Server{Queue: q, Hashes: hashes, Logger: log, AuthToken: token, MaxWait: o.maxWait, MaxWaits: o.maxWaits, MaxReserveTubes: o.maxWatch, Metrics: metrics, Health: healthCheck(b),
+		Limiter: limiter, NamedLimits: namedLimits, AllowedHosts: o.hostList()}
+	if hs.Locks, err = lock.New(b.Locks, nil); err != nil {
+		return nil, err
+	}
+	hs.StoreKind = b.Kind
+	hs.StoreFacts = storeFacts(b)
+	// One client for the schedules' routes and for firing them, counting
+	// the fires on the metrics.
+	schedules, err := newSchedules(metrics.WatchSchedules(b.Schedules), log)
+	if err != nil {
+		return nil, err
+	}
+	hs.Schedules = schedules
+	if o.accessLog {
+		hs.AccessLog = log.With("log", "access")
+	}
+	if o.tracing.enabled() {
+		hs.Wrap = wrapHTTP
+	}
+	return hs, nil
 }
 
 // listen opens serve's listeners: the beanstalkd protocol's and, with

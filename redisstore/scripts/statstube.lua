@@ -4,7 +4,7 @@
 -- ARGV: now, tube
 -- Returns: {} when the tag does not know the tube, else
 -- { urgent, ready, reserved, delayed, buried, total, deletes, pauses, pause ms, pause left ms, created µs,
---   reserves, buries, timeouts, limit holds, limits ("" for none; see limit.lua),
+--   reserves, buries, timeouts, limit holds, limits ("" for none; see tubelimit.lua),
 --   groups, their ready jobs, their reserved jobs, cancels }
 -- (for a tube that does not exist but has groups, zeros but for the limits
 -- and the groups)

@@ -16,7 +16,7 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := &Server{Limiter: backendtest.Limiter(b, backendtest.Memory(b).Limits(), nil), Config: cfg}
+	srv := &Server{Limiter: backendtest.Limiter(b, backendtest.Memory(b).RateLimits(), nil), Config: cfg}
 	srv.metrics = NewMetrics(nil)
 	reqs := make([]*rlsv3.RateLimitRequest, 1000)
 	for i := range reqs {

@@ -158,7 +158,7 @@ func TestReferenceAnswers(t *testing.T) {
 // last one over its limit, as envoyproxy/ratelimit picks it; the reset is
 // that descriptor's duration_until_reset, in whole seconds rounded up.
 func TestResponseHeadersPickTheOneOver(t *testing.T) {
-	f := serve(t, backendtest.Memory(t).Limits(), load(t, "testdata/compat.yaml"), func(s *envoyrl.Server) { s.ResponseHeaders = true })
+	f := serve(t, backendtest.Memory(t).RateLimits(), load(t, "testdata/compat.yaml"), func(s *envoyrl.Server) { s.ResponseHeaders = true })
 	headers := func(r *rlsv3.RateLimitResponse) map[string]string {
 		got := map[string]string{}
 		for _, h := range r.GetResponseHeadersToAdd() {

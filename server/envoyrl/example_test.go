@@ -41,7 +41,7 @@ descriptors:
 		log.Fatal(err)
 	}
 	defer store.Close()
-	limiter, err := ratelimit.New(store.Limits(), nil)
+	limiter, err := ratelimit.New(store.RateLimits(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -24,9 +24,9 @@ func TestFailurePolicy(t *testing.T) {
 	}
 	defer s.Close()
 	cfg := load(t, "testdata/basic.yaml")
-	closed := serve(t, s.Limits(), cfg, nil)
-	open := serve(t, s.Limits(), cfg, func(srv *envoyrl.Server) {
-		srv.Limiter = backendtest.Limiter(t, s.Limits(), &ratelimit.Options{Failure: ratelimit.FailOpen})
+	closed := serve(t, s.RateLimits(), cfg, nil)
+	open := serve(t, s.RateLimits(), cfg, func(srv *envoyrl.Server) {
+		srv.Limiter = backendtest.Limiter(t, s.RateLimits(), &ratelimit.Options{Failure: ratelimit.FailOpen})
 	})
 	expect(t, "before the outage", closed.ask(t, "edge", 0, desc("remote_address", "a")), "OK OK")
 	srv.Stop()

@@ -33,9 +33,9 @@ var backends = []struct {
 	name string
 	open func(testing.TB) ratelimit.Store
 }{
-	{"Memory", func(t testing.TB) ratelimit.Store { return backendtest.Memory(t).Limits() }},
-	{"Redis", func(t testing.TB) ratelimit.Store { return backendtest.Redis(t).Limits() }},
-	{"Cluster", func(t testing.TB) ratelimit.Store { return backendtest.Cluster(t).Limits() }},
+	{"Memory", func(t testing.TB) ratelimit.Store { return backendtest.Memory(t).RateLimits() }},
+	{"Redis", func(t testing.TB) ratelimit.Store { return backendtest.Redis(t).RateLimits() }},
+	{"Cluster", func(t testing.TB) ratelimit.Store { return backendtest.Cluster(t).RateLimits() }},
 }
 
 // fixture is a served Server and a client of it.
@@ -264,7 +264,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name, domain, descriptor st
 }
 
 func TestResponseHeaders(t *testing.T) {
-	f := serve(t, backendtest.Memory(t).Limits(), load(t, "testdata/basic.yaml"), func(s *envoyrl.Server) { s.ResponseHeaders = true })
+	f := serve(t, backendtest.Memory(t).RateLimits(), load(t, "testdata/basic.yaml"), func(s *envoyrl.Server) { s.ResponseHeaders = true })
 	r := f.ask(t, "edge", 0, desc("remote_address", "a"), desc("tenant", "acme"))
 	got := map[string]string{}
 	for _, h := range r.GetResponseHeadersToAdd() {
@@ -273,14 +273,14 @@ func TestResponseHeaders(t *testing.T) {
 	if got["x-ratelimit-limit"] != "3" || got["x-ratelimit-remaining"] != "2" || got["x-ratelimit-reset"] == "" {
 		t.Fatalf("headers %v, want limit 3 remaining 2 and a reset", got)
 	}
-	f2 := serve(t, backendtest.Memory(t).Limits(), load(t, "testdata/basic.yaml"), nil)
+	f2 := serve(t, backendtest.Memory(t).RateLimits(), load(t, "testdata/basic.yaml"), nil)
 	if h := f2.ask(t, "edge", 0, desc("remote_address", "a")).GetResponseHeadersToAdd(); len(h) != 0 {
 		t.Fatalf("headers without the option: %v", h)
 	}
 }
 
 func TestBadRequest(t *testing.T) {
-	f := serve(t, backendtest.Memory(t).Limits(), load(t, "testdata/basic.yaml"), nil)
+	f := serve(t, backendtest.Memory(t).RateLimits(), load(t, "testdata/basic.yaml"), nil)
 	for _, req := range []*rlsv3.RateLimitRequest{{Descriptors: []*rlv3.RateLimitDescriptor{desc("a", "b")}}, {Domain: "edge"}} {
 		_, err := f.client.ShouldRateLimit(t.Context(), req)
 		if status.Code(err) != codes.InvalidArgument {
@@ -290,7 +290,7 @@ func TestBadRequest(t *testing.T) {
 }
 
 func TestAuthTokenAndHealth(t *testing.T) {
-	f := serve(t, backendtest.Memory(t).Limits(), load(t, "testdata/basic.yaml"), func(s *envoyrl.Server) { s.AuthToken = "s3cret" })
+	f := serve(t, backendtest.Memory(t).RateLimits(), load(t, "testdata/basic.yaml"), func(s *envoyrl.Server) { s.AuthToken = "s3cret" })
 	req := &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{desc("remote_address", "a")}}
 	if _, err := f.client.ShouldRateLimit(t.Context(), req); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("without a token: %v, want Unauthenticated", err)
@@ -318,7 +318,7 @@ func TestReload(t *testing.T) {
 	writeAtomic(t, p, "domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 1}\n")
 	cfg := load(t, dir)
 	reloads := make(chan error, 100)
-	f := serve(t, backendtest.Memory(t).Limits(), cfg, func(s *envoyrl.Server) {
+	f := serve(t, backendtest.Memory(t).RateLimits(), cfg, func(s *envoyrl.Server) {
 		s.ReloadInterval = 10 * time.Millisecond
 		s.OnReload = func(err error) { reloads <- err }
 	})
@@ -448,7 +448,7 @@ func concurrentStreams(t *testing.T, store ratelimit.Store, alg string) {
 // Descriptors lists the configured descriptors with the hits the service
 // counted, for the dashboard.
 func TestDescriptors(t *testing.T) {
-	f := serve(t, backendtest.Memory(t).Limits(), load(t, "testdata/basic.yaml"), nil)
+	f := serve(t, backendtest.Memory(t).RateLimits(), load(t, "testdata/basic.yaml"), nil)
 	for range 4 {
 		f.ask(t, "edge", 0, desc("remote_address", "192.0.2.7"))
 	}

@@ -25,7 +25,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &envoyrl.Server{Limiter: backendtest.Limiter(t, backendtest.Memory(t).Limits(), nil), Config: load(t, "testdata/basic.yaml"),
+	srv := &envoyrl.Server{Limiter: backendtest.Limiter(t, backendtest.Memory(t).RateLimits(), nil), Config: load(t, "testdata/basic.yaml"),
 		AuthToken: "tok", TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, ReloadInterval: -1}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -130,7 +130,7 @@ func FuzzAPI(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	limiter, err := ratelimit.New(ms.Limits(), nil)
+	limiter, err := ratelimit.New(ms.RateLimits(), nil)
 	if err != nil {
 		f.Fatal(err)
 	}

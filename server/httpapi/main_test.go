@@ -60,9 +60,9 @@ func storesOf(t testing.TB, s queue.Store) stores {
 	t.Helper()
 	switch s := s.(type) {
 	case *memstore.Store:
-		return stores{s.Limits(), s.Hashes(), s.Locks(), s.Schedules()}
+		return stores{s.RateLimits(), s.Hashes(), s.Locks(), s.Schedules()}
 	case *redisstore.Store:
-		return stores{s.Limits(), s.Hashes(), s.Locks(), s.Schedules()}
+		return stores{s.RateLimits(), s.Hashes(), s.Locks(), s.Schedules()}
 	}
 	t.Fatalf("no stores of the other primitives beside a %T", s)
 	return stores{}

@@ -169,14 +169,14 @@ func startHourglass(addr string, limit int, algorithm string) (string, func(), e
 		if err != nil {
 			return "", nil, err
 		}
-		store, closeStore = ms.Limits(), func() { ms.Close() }
+		store, closeStore = ms.RateLimits(), func() { ms.Close() }
 	} else {
 		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
 		st, err := redisstore.New(context.Background(), c, &redisstore.Options{Prefix: "hgbench:" + algorithm + ":"})
 		if err != nil {
 			return "", nil, err
 		}
-		store, closeStore = st.Limits(), func() { st.Close(); c.Close() }
+		store, closeStore = st.RateLimits(), func() { st.Close(); c.Close() }
 	}
 	dir, err := os.MkdirTemp("", "envoybench")
 	if err != nil {

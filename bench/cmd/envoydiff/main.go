@@ -402,7 +402,7 @@ func startHourglass(addr string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	limiter, err := ratelimit.New(st.Limits(), nil)
+	limiter, err := ratelimit.New(st.RateLimits(), nil)
 	if err != nil {
 		return "", nil, err
 	}

@@ -231,7 +231,7 @@ func hgAllower(ctx context.Context, e *env) (allowFunc, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := ratelimit.New(h.st.Limits(), nil)
+	l, err := ratelimit.New(h.st.RateLimits(), nil)
 	if err != nil {
 		h.close()
 		return nil, nil, err

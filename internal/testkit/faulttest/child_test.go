@@ -91,9 +91,9 @@ func limiter(ctx context.Context, s *redisstore.Store) {
 		local, err := memstore.New(nil)
 		must(err)
 		defer local.Close()
-		opts.Failure, opts.Local = ratelimit.FailLocal, local.Limits()
+		opts.Failure, opts.Local = ratelimit.FailLocal, local.RateLimits()
 	}
-	l, err := ratelimit.New(s.Limits(), opts)
+	l, err := ratelimit.New(s.RateLimits(), opts)
 	must(err)
 	lim := ratelimit.PerSecond(n)
 	start := time.UnixMilli(startMS)

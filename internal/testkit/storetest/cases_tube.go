@@ -356,3 +356,36 @@ func testHoldSessions(t *testing.T, s *suite) {
 		t.Errorf("StatsTube after the last session ended = %+v, %v; want ErrNotFound", ts, err)
 	}
 }
+
+// testSessionsReap: a store shared by several processes (queue.Sessions)
+// returns to ready, counting no release or timeout, the reservations of a
+// session whose lease lapsed, and only those, once.
+func testSessionsReap(t *testing.T, s *suite) {
+	e := s.env(t)
+	ss, ok := e.raw.(queue.Sessions)
+	if !ok {
+		return // a store of one process: its reservations end with it
+	}
+	e.ok("KeepAlive a", ss.KeepAlive(e.ctx, "reap-a", 2*time.Second))
+	e.ok("KeepAlive b", ss.KeepAlive(e.ctx, "reap-b", time.Hour))
+	a, b := e.q.WithOwner("reap-a/1"), e.q.WithOwner("reap-b/1")
+	ja := e.reserved(a, "sr", queue.NewJob{Body: []byte("a"), TTR: time.Hour})
+	jb := e.reserved(b, "sr", queue.NewJob{Body: []byte("b"), TTR: time.Hour})
+	e.advance(time.Second)
+	if n, err := ss.Reap(e.ctx); err != nil || n != 0 {
+		t.Fatalf("Reap while the lease holds = %d, %v; want 0", n, err)
+	}
+	e.advance(1500 * time.Millisecond)
+	if n, err := ss.Reap(e.ctx); err != nil || n != 1 {
+		t.Fatalf("Reap after a's lease lapsed = %d, %v; want 1", n, err)
+	}
+	if st := e.statsJob(ja); st.State != queue.Ready || st.Releases != 0 || st.Timeouts != 0 {
+		t.Errorf("the lapsed session's job: %+v, want ready with no release or timeout counted", st)
+	}
+	e.wantState(jb, queue.Reserved)
+	if n, err := ss.Reap(e.ctx); err != nil || n != 0 {
+		t.Errorf("second Reap = %d, %v; want 0", n, err)
+	}
+	e.ok("Release b's job", b.Release(e.ctx, jb, 0, 0))
+	e.ok("EndSession b", ss.EndSession(e.ctx, "reap-b"))
+}

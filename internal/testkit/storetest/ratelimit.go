@@ -50,6 +50,7 @@ func RateLimit(t *testing.T, newStore NewRateLimitStore) {
 		{"Modes", testRLModes},
 		{"Partitions", testRLPartitions},
 		{"Concurrent", testRLConcurrent},
+		{"Batch", testRLBatch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -697,4 +698,37 @@ func newLimiter(t *testing.T, s ratelimit.Store, opts *ratelimit.Options) *ratel
 		t.Fatal(err)
 	}
 	return l
+}
+
+// testRLBatch: a store that decides in batches (ratelimit.Batcher) gives
+// each request of a batch the decision that the same GCRA calls, one by
+// one in the batch's order, give on keys of their own.
+func testRLBatch(t *testing.T, r *rlEnv) {
+	b, ok := r.store.(ratelimit.Batcher)
+	if !ok {
+		return // decides one call at a time
+	}
+	lims := []ratelimit.Limit{ratelimit.PerSecond(2)}
+	reqs := []ratelimit.GCRARequest{
+		{Op: ratelimit.OpAllow, N: 1, Limits: lims},
+		{Op: ratelimit.OpAllow, N: 2, Limits: lims},
+		{Op: ratelimit.OpAllow, N: 1, Limits: lims},
+		{Op: ratelimit.OpReserve, N: 1, Limits: lims, MaxWait: time.Second},
+		{Op: ratelimit.OpAllow, N: 1, Limits: lims},
+	}
+	keys := []string{"ba", "bb", "ba", "ba", "bb"}
+	for round := range 2 {
+		got, err := b.GCRABatch(r.ctx, keys, reqs)
+		if err != nil {
+			t.Fatalf("GCRABatch: %v", err)
+		}
+		for i, q := range reqs {
+			want, err := r.store.GCRA(r.ctx, "one-"+keys[i], q.N, q.Limits, q.Op, q.MaxWait, q.At)
+			if err != nil {
+				t.Fatalf("GCRA: %v", err)
+			}
+			r.want(fmt.Sprintf("round %d, request %d on %s", round, i, keys[i]), got[i], want)
+		}
+		r.clock.Advance(700 * time.Millisecond)
+	}
 }

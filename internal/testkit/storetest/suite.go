@@ -86,6 +86,7 @@ func queueCases() []queueCase {
 		{"Tubes", testTubes},
 		{"Hold", testHold},
 		{"HoldSessions", testHoldSessions},
+		{"SessionsReap", testSessionsReap},
 		{"Abandon", testAbandon},
 		{"Unreserve", testUnreserve},
 		{"StoreReserveNext", testStoreReserveNext},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,8 @@ func TTLHash(t *testing.T, newStore NewTTLHashStore) {
 		{"Groups", testHXGroups},
 		{"BadInput", testHXBadInput},
 		{"Notifier", testHXNotifier},
+		{"ShardReader", testHXShardReader},
+		{"AckReader", testHXAckReader},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -542,15 +545,12 @@ func testHXRedelivery(t *testing.T, e *hxEnv) {
 		t.Fatalf("Ack = %d", n)
 	}
 	e.clock.Advance(time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		evs, err = e.h.Read(e.ctx, "g", "other", 10)
-		e.ok("Read", err)
-		if len(evs) > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond) // the store's own clock must pass the timeout
-	}
+	// A store may measure the visibility timeout on its own clock (Redis
+	// does): ReadWait looks again every PollInterval until it has passed.
+	hw, err := ttlhash.New(e.s, &ttlhash.Options{VisibilityTimeout: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond})
+	e.ok("ttlhash.New", err)
+	evs, err = hw.ReadWait(e.ctx, "g", "other", 10, time.Now().Add(10*time.Second))
+	e.ok("ReadWait", err)
 	if len(evs) != 1 || evs[0].ID != first[1].ID || !evs[0].Redelivered || string(evs[0].Value) != string(first[1].Value) {
 		t.Fatalf("after the visibility timeout: %+v, want the unacknowledged %+v redelivered", evs, first[1])
 	}
@@ -788,5 +788,92 @@ func testHXBadInput(t *testing.T, e *hxEnv) {
 	e.ok("TTL", err)
 	if ttls[0] != ttlhash.NoTTL {
 		t.Errorf("TTL after refused calls = %v", ttls[0])
+	}
+}
+
+// expireMany sets n fields, over several hashes, that expire at once, and
+// sweeps them: n events for every group.
+func (e *hxEnv) expireMany(n int) {
+	e.t.Helper()
+	for i := range n {
+		_, err := e.hash(fmt.Sprintf("sh%d", i)).SetTTL(e.ctx, "f", []byte(strconv.Itoa(i)), time.Second)
+		e.ok("SetTTL", err)
+	}
+	e.clock.Advance(2 * time.Second)
+	if got := e.sweep(); got != n {
+		e.t.Fatalf("sweep expired %d fields, want %d", got, n)
+	}
+}
+
+// testHXShardReader: a store that keeps events in shards
+// (ttlhash.ShardReader) hands each event out once over all its shards,
+// reading from the given shards only, and refuses a shard it does not
+// have.
+func testHXShardReader(t *testing.T, e *hxEnv) {
+	r, ok := e.s.(ttlhash.ShardReader)
+	if !ok {
+		return // one log of events
+	}
+	e.ok("CreateGroup", e.s.CreateGroup(e.ctx, "g"))
+	e.expireMany(24)
+	seen := map[string]int{}
+	for sh := range e.s.Shards() {
+		for {
+			evs, err := r.ReadShards(e.ctx, "g", "c", []int{sh}, 5)
+			e.ok("ReadShards", err)
+			if len(evs) == 0 {
+				break
+			}
+			for _, ev := range evs {
+				seen[ev.Hash]++
+			}
+		}
+	}
+	if len(seen) != 24 {
+		t.Errorf("ReadShards over every shard handed out events of %d hashes, want 24", len(seen))
+	}
+	for h, n := range seen {
+		if n != 1 {
+			t.Errorf("the event of %s handed out %d times", h, n)
+		}
+	}
+	if evs, err := e.s.Read(e.ctx, "g", "c", 50); err != nil || len(evs) != 0 {
+		t.Errorf("Read after every shard was read = %d events, %v; want none", len(evs), err)
+	}
+	if _, err := r.ReadShards(e.ctx, "g", "c", []int{e.s.Shards()}, 5); !errors.Is(err, ttlhash.ErrInvalid) {
+		t.Errorf("ReadShards of shard %d of %d: %v, want ErrInvalid", e.s.Shards(), e.s.Shards(), err)
+	}
+}
+
+// testHXAckReader: a store that acknowledges and reads in one call
+// (ttlhash.AckReader) acknowledges the IDs it is given, as Ack does, and
+// reads the next events, as Read does.
+func testHXAckReader(t *testing.T, e *hxEnv) {
+	r, ok := e.s.(ttlhash.AckReader)
+	if !ok {
+		return // Ack and Read are separate calls
+	}
+	e.ok("CreateGroup", e.s.CreateGroup(e.ctx, "g"))
+	e.expireMany(10)
+	ids := func(evs []ttlhash.Event) []string {
+		out := make([]string, len(evs))
+		for i, ev := range evs {
+			out[i] = ev.ID
+		}
+		return out
+	}
+	var prev []string
+	total := 0
+	for _, want := range []int{4, 4, 2, 0} {
+		evs, err := r.AckRead(e.ctx, "g", "c", prev, nil, 4)
+		e.ok("AckRead", err)
+		if len(evs) != want {
+			t.Fatalf("AckRead after %d events = %d events, want %d", total, len(evs), want)
+		}
+		if n, err := e.s.Ack(e.ctx, "g", prev); err != nil || n != 0 {
+			t.Errorf("Ack of events AckRead acknowledged = %d pending, %v; want 0", n, err)
+		}
+		total += len(evs)
+		prev = ids(evs)
 	}
 }

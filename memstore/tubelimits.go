@@ -62,10 +62,7 @@ func (tl *tubeLimit) wait(t *tube, now int64) int64 {
 // rateWait is how long (ns) until the rate allows one more reserve at now.
 func (tl *tubeLimit) rateWait(now int64) int64 {
 	if tl.interval > 0 {
-		// GCRA: one more passes when max(tat, now) + interval - burst*interval <= now.
-		if w := tl.tat - (tl.burst-1)*tl.interval - now; w > 0 {
-			return w
-		}
+		return gcraAct(tl.tat, now, tl.interval, tl.burst*tl.interval) - now
 	}
 	return 0
 }
@@ -73,7 +70,7 @@ func (tl *tubeLimit) rateWait(now int64) int64 {
 // charge counts one reserve against the rate at now.
 func (tl *tubeLimit) charge(now int64) {
 	if tl.interval > 0 {
-		tl.tat = max(tl.tat, now) + tl.interval
+		tl.tat = gcraCharge(tl.tat, now, tl.interval)
 	}
 }
 

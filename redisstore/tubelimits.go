@@ -13,8 +13,8 @@ import (
 
 var _ queue.LimitStore = (*Store)(nil)
 
-// limitOp is scripts/limit.lua.
-var limitOp = operation("limit")
+// limitOp is scripts/tubelimit.lua.
+var limitOp = operation("tubelimit")
 
 func init() { limitOp.waits = true }
 
