@@ -277,14 +277,14 @@ func (q *jobQueue) familyStats(f *family, out *queue.TubeStats) {
 }
 
 // familyNext is the earliest deadline of f's members (a delay, a TTR or a
-// pause running out), or never.
+// pause running out; not a kept job's drop), or never.
 func (f *family) next() int64 {
 	n := int64(never)
 	if f.parent != nil {
-		n = f.parent.next
+		n = f.parent.liveDue()
 	}
 	for t := range f.groups {
-		n = min(n, t.next)
+		n = min(n, t.liveDue())
 	}
 	return n
 }

@@ -144,7 +144,7 @@ func (q *jobQueue) keepLocked(j *job, k *kept, drop int64) {
 	t := j.tube
 	q.freeSlotLocked(j)
 	q.unlink(j)
-	delete(q.jobs, j.id)
+	q.jobs, q.jobsMax = shrinkIDs(q.jobs, j.id, q.jobsMax)
 	q.live -= jobSize(j)
 	if k.how == keptFinished {
 		t.deletes++
@@ -156,6 +156,7 @@ func (q *jobQueue) keepLocked(j *job, k *kept, drop int64) {
 		q.kept = map[queue.ID]*job{}
 	}
 	q.kept[j.id] = j
+	q.keptMax = max(q.keptMax, len(q.kept))
 	q.keptBytes += keptSize(j)
 	q.resched(t)
 }
@@ -175,9 +176,9 @@ func (q *jobQueue) dropDueLocked(t *tube, now int64) wal.Ticket {
 func (q *jobQueue) dropLocked(j *job) {
 	t := j.tube
 	t.kept.remove(j)
-	delete(q.kept, j.id)
+	q.kept, q.keptMax = shrinkIDs(q.kept, j.id, q.keptMax)
 	if len(q.kept) == 0 {
-		q.kept = nil // a map keeps its buckets: give them back
+		q.kept, q.keptMax = nil, 0 // a map keeps its buckets: give them back
 	}
 	if k := j.key(); k != "" && t.keys[k] == j {
 		delete(t.keys, k)
@@ -328,6 +329,7 @@ func (q *jobQueue) replayKeep(kind byte, d *decoder) error {
 			q.kept = map[queue.ID]*job{}
 		}
 		q.kept[j.id] = j
+		q.keptMax = max(q.keptMax, len(q.kept))
 		q.keptBytes += keptSize(j)
 		q.resched(t)
 		return nil

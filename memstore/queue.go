@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wal"
@@ -94,6 +95,9 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 			switch h := t.keys[k]; decide(h, nj, now) {
 			case putDup:
 				res[i] = queue.PutResult{ID: h.id, Duplicate: true, State: h.state}
+				if h.more != nil && h.more.kept != nil && len(h.more.kept.result) > 0 {
+					res[i].Result = slices.Clone(h.more.kept.result)
+				}
 				continue
 			case putDebounce:
 				tk = q.debounceLocked(h, nj, now)
@@ -255,7 +259,7 @@ func (q *jobQueue) Reserve(ctx context.Context, req queue.ReserveRequest) (queue
 			if f := q.families[name]; f != nil {
 				next = f.next()
 			} else if t := q.tubes[name]; t != nil {
-				next = t.next
+				next = t.liveDue()
 			}
 			// The engine's timer, if it has one, wakes the tube's
 			// listeners when what is due in it falls due; nothing wakes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/hourglass-io/hourglass/internal/wal"
 	"github.com/hourglass-io/hourglass/queue"
@@ -19,6 +20,7 @@ type jobQueue struct {
 	maxJobs int
 
 	jobs    map[queue.ID]*job
+	jobsMax int // the most entries jobs has held since it was made (shrinkIDs)
 	tubes   map[string]*tube
 	sched   tubeHeap // tubes with a deadline, earliest first
 	lastID  queue.ID // the last ID issued; IDs are never reused
@@ -57,6 +59,7 @@ type jobQueue struct {
 	// and, while it holds its key, in its tube's keys); their bytes.
 	retain    map[string]int64
 	kept      map[queue.ID]*job
+	keptMax   int // the most entries kept has held since it was made (shrinkIDs)
 	keptBytes int64
 }
 
@@ -285,6 +288,7 @@ func jobSize(j *job) int64 { return int64(64 + len(j.key()) + len(j.body)) }
 // addJob stores a new job in state st.
 func (q *jobQueue) addJob(j *job, st queue.State) {
 	q.jobs[j.id] = j
+	q.jobsMax = max(q.jobsMax, len(q.jobs))
 	if k := j.key(); k != "" {
 		if j.tube.keys == nil {
 			j.tube.keys = map[string]*job{}
@@ -293,6 +297,28 @@ func (q *jobQueue) addJob(j *job, st queue.State) {
 	}
 	q.live += jobSize(j)
 	q.link(j, st)
+}
+
+// shrinkMin is the fewest entries a job table must have held for
+// shrinkIDs to copy it into a smaller one.
+const shrinkMin = 4096
+
+// shrinkIDs deletes id from m, a table of jobs by ID that has held up to
+// most entries, and returns the table and its new most. A Go map keeps the
+// memory of the most entries it ever held until it is dropped (100,000
+// jobs put and deleted leave about 4 MB behind), so once m holds under an
+// eighth of most (and most is at least shrinkMin) its entries are copied
+// into a table of their size. The copy costs one pass over the entries
+// left, after seven times as many deletes: O(1) a delete, amortized.
+func shrinkIDs(m map[queue.ID]*job, id queue.ID, most int) (map[queue.ID]*job, int) {
+	delete(m, id)
+	n := len(m)
+	if most < shrinkMin || n >= most/8 {
+		return m, most
+	}
+	c := make(map[queue.ID]*job, n)
+	maps.Copy(c, m)
+	return c, n
 }
 
 // removeJob deletes j, counting a delete in its tube.
@@ -306,7 +332,7 @@ func (q *jobQueue) removeJob(j *job) {
 func (q *jobQueue) dropJob(j *job) {
 	t := j.tube
 	q.unlink(j)
-	delete(q.jobs, j.id)
+	q.jobs, q.jobsMax = shrinkIDs(q.jobs, j.id, q.jobsMax)
 	if k := j.key(); k != "" {
 		delete(t.keys, k)
 	}

@@ -106,8 +106,19 @@ func (t *tube) jobs() int {
 	return t.ready.len() + t.delayed.len() + t.reserved.len() + t.buried.len()
 }
 
-// deadline computes next.
+// deadline computes next: liveDue, or the drop of a kept job when sooner.
 func (t *tube) deadline() int64 {
+	d := t.liveDue()
+	if j := t.kept.top(); j != nil && j.at < d {
+		d = j.at
+	}
+	return d
+}
+
+// liveDue is the earliest time a job of t may become ready (a delay, a
+// TTR or a pause running out), or never: what a reserve that found
+// nothing waits for. A kept job's drop is not one.
+func (t *tube) liveDue() int64 {
 	d := int64(never)
 	if j := t.delayed.top(); j != nil {
 		d = j.at
@@ -117,9 +128,6 @@ func (t *tube) deadline() int64 {
 	}
 	if t.paused && t.pauseUntil < d {
 		d = t.pauseUntil
-	}
-	if j := t.kept.top(); j != nil && j.at < d {
-		d = j.at
 	}
 	return d
 }

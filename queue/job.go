@@ -199,6 +199,11 @@ type PutResult struct {
 	// Finished for a kept job (or one whose key's window holds), 0 when
 	// the store does not say.
 	State State
+	// Result is, for a duplicate of a kept job (State Finished), the
+	// result that job was finished with (KeepStore.Finish); nil for none.
+	// Read in the same atomic step as the decision that the put is a
+	// duplicate.
+	Result []byte
 	// Debounced says that the put changed the delayed job ID holding its
 	// key (NewJob.Debounce) rather than storing a job: Duplicate is set
 	// too, and State is the job's state after the change (Delayed, or

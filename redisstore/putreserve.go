@@ -57,6 +57,14 @@ func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]qu
 			for n, i := range idx[start:end] {
 				id := queue.ID(r.int(a[2*n]))
 				out[i] = queue.PutResult{ID: id}
+				if res, ok := a[2*n+1].(string); ok {
+					// a kept job's result
+					out[i].Duplicate, out[i].State = true, queue.Finished
+					if res != "" {
+						out[i].Result = []byte(res)
+					}
+					continue
+				}
 				switch f := r.int(a[2*n+1]); {
 				case f >= 20:
 					out[i].Duplicate, out[i].Debounced, out[i].State = true, true, queue.State(f-20)

@@ -1,7 +1,7 @@
 // BullMQ side of the queue benchmark. `go run ./cmd/queuebench` runs it once
 // per workload and round against its own redis-server:
 //
-//   node bullmq/bench.mjs --host 127.0.0.1 --port N --workload put|putbulk|consume|putdelayed|lateness|memory [sizes]
+//   node bullmq/bench.mjs --host 127.0.0.1 --port N --workload put|putbulk|consume|putdelayed|lateness|memory|keptmemory [sizes]
 //   node bullmq/bench.mjs ... --workload schedfires|schedlateness|schedmemory --schedules N [--instances N --warmup-ms N --window-ms N]
 //
 // It prints one JSON object on stdout (the last line) and logs to stderr.
@@ -361,6 +361,40 @@ const workloads = {
       const after = await usedMemory(admin);
       return { schedules: n, before, after, bytes_per_schedule: (after - before) / n };
     } finally {
+      admin.disconnect();
+    }
+  },
+
+  // keptmemory: used_memory per completed job kept with its return value
+  // for 60 s (removeOnComplete by age), each added with a job ID of the
+  // caller's; the Go side's keptmemory workload says what the others do.
+  async keptmemory(queue) {
+    const n = int('mem-jobs');
+    const opts = { removeOnComplete: { age: 60 }, removeOnFail: true };
+    const admin = new IORedis(connection);
+    const done = counter(n + 1);
+    const worker = new Worker(QUEUE, async (job) => {
+      done.inc();
+      return 'result ' + job.id.slice('order-'.length);
+    }, { connection, concurrency: int('concurrency') });
+    try {
+      await queue.add(JOB, body(), { ...opts, jobId: 'order--1' }); // warm-up: queue meta, scripts loaded
+      for (;;) {
+        if ((await queue.getJobCounts('completed')).completed === 1) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const before = await usedMemory(admin);
+      await parallel(int('producers'), n, (i) => queue.add(JOB, body(), { ...opts, jobId: 'order-' + i }));
+      for (;;) {
+        if ((await queue.getJobCounts('completed')).completed === n + 1) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const after = await usedMemory(admin);
+      const j = await queue.getJob('order-' + (n - 1));
+      if (!j || j.returnvalue !== 'result ' + (n - 1)) throw new Error('the last job is not kept with its result');
+      return { jobs: n, before, after, bytes_per_job: (after - before) / n };
+    } finally {
+      await worker.close();
       admin.disconnect();
     }
   },

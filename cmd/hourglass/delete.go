@@ -2,18 +2,23 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/hourglass-io/hourglass/internal/beanstalkc"
+	"github.com/hourglass-io/hourglass/queue"
+	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
 var deleteCommand = &command{
 	name:    "delete",
 	forms:   []string{"ID"},
 	args:    "[flags] ID...",
-	summary: "delete jobs by ID",
+	summary: "delete jobs by ID (--result: finish them with a result)",
 	help: `Deletes each job that is ready, delayed or buried. A job reserved by another
 connection cannot be deleted and counts as not found, as in beanstalkd. The
 other IDs are still deleted when one fails; the exit status is then 1.
@@ -22,17 +27,29 @@ With --lease (or HOURGLASS_LEASE) it deletes over the HTTP API (--http, or
 HOURGLASS_HTTP) a job reserved under that lease by reserve --keep, and
 jobs that are not reserved.
 
+With --result TEXT (- reads it from standard input) or --result-file FILE
+it finishes each job with that result instead, over the HTTP API: as a
+delete, but a tube with a retention keeps the job with the result, which
+"hourglass job" then shows (docs/keys.md). A result is at most 64 KiB; in
+a tube without a retention it is dropped with the job. With --lease it
+finishes a job held under that lease.
+
 Examples:
 
   hourglass delete 42
   hourglass delete --json 42 43 44
   hourglass delete --lease hgl_5f0c… 42
+  hourglass delete --result '{"shipped":true}' 42
+  ./report.sh | hourglass delete --lease hgl_5f0c… --result - 42
+  hourglass delete --result-file out.json 42
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var cf clientFlags
 		cf.define(fs)
 		var lf leaseFlags
 		lf.define(fs, true)
+		var rf resultFlags
+		rf.define(fs)
 		return func(ctx context.Context, c *cli, args []string) error {
 			if len(args) == 0 {
 				return usagef("no job ID given")
@@ -44,6 +61,19 @@ Examples:
 					return err
 				}
 				ids[i] = id
+			}
+			if rf.given() {
+				if lf.lease != "" {
+					if err := lf.needLease("delete"); err != nil {
+						return err
+					}
+				}
+				result, err := rf.read(c)
+				if err != nil {
+					return err
+				}
+				lf.json = cf.json
+				return c.finishJobs(ctx, lf, ids, result)
 			}
 			if lf.lease != "" {
 				if err := lf.needLease("delete"); err != nil {
@@ -85,6 +115,95 @@ func (c *cli) delete(ctx context.Context, cf clientFlags, ids []uint64) error {
 	}
 	if len(notFound) > 0 {
 		return missf("%d of %d jobs not deleted", len(notFound), len(ids))
+	}
+	return nil
+}
+
+// resultFlags are delete's --result and --result-file.
+type resultFlags struct {
+	text, file string
+	set        bool // --result given, even empty
+}
+
+func (f *resultFlags) define(fs *flag.FlagSet) {
+	fs.Func("result", "finish the jobs with this `result` instead of deleting them (- reads it from standard input)", func(v string) error {
+		f.text, f.set = v, true
+		return nil
+	})
+	fs.StringVar(&f.file, "result-file", "", "finish the jobs with the content of `file` as their result")
+}
+
+func (f *resultFlags) given() bool { return f.set || f.file != "" }
+
+// read returns the result the flags name, at most queue.MaxResultLen
+// bytes.
+func (f *resultFlags) read(c *cli) ([]byte, error) {
+	var (
+		b    []byte
+		err  error
+		from string
+	)
+	switch {
+	case f.set && f.file != "":
+		return nil, usagef("give --result or --result-file, not both")
+	case f.file != "":
+		from = f.file
+		var fh *os.File
+		if fh, err = os.Open(f.file); err != nil {
+			return nil, usagef("--result-file: %v", err)
+		}
+		defer fh.Close()
+		b, err = io.ReadAll(io.LimitReader(fh, queue.MaxResultLen+1))
+	case f.text == "-":
+		from = "standard input"
+		b, err = io.ReadAll(io.LimitReader(c.stdin, queue.MaxResultLen+1))
+	default:
+		b = []byte(f.text)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the result from %s: %w", from, err)
+	}
+	if len(b) > queue.MaxResultLen {
+		return nil, usagef("the result is over %d bytes", queue.MaxResultLen)
+	}
+	return b, nil
+}
+
+// finishJobs finishes each job with result over the HTTP API (under lf's
+// lease when it has one).
+func (c *cli) finishJobs(ctx context.Context, lf leaseFlags, ids []uint64, result []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	hc := lf.client()
+	r64 := base64.StdEncoding.EncodeToString(result)
+	finished, notFound := []uint64{}, []uint64{}
+	for _, id := range ids {
+		_, _, err := hc.call(ctx, "POST", fmt.Sprintf("/v1/jobs/%d/finish", id), httpapi.FinishRequest{ResultBase64: &r64})
+		var miss missError
+		switch err := heldError(err, id); {
+		case err == nil:
+			finished = append(finished, id)
+			if !lf.json {
+				fmt.Fprintf(c.stdout, "finished job %d\n", id)
+			}
+		case errors.As(err, &miss):
+			notFound = append(notFound, id)
+			fmt.Fprintf(c.stderr, "hourglass delete: job %d not found\n", id)
+		default:
+			var ae *apiError
+			if errors.As(err, &ae) && ae.Code == httpapi.CodeReserved {
+				return fmt.Errorf("job %d is reserved by another worker (give its lease with --lease)", id)
+			}
+			return err
+		}
+	}
+	if lf.json {
+		if err := writeJSON(c.stdout, object{{"deleted", finished}, {"not_found", notFound}}); err != nil {
+			return err
+		}
+	}
+	if len(notFound) > 0 {
+		return missf("%d of %d jobs not finished", len(notFound), len(ids))
 	}
 	return nil
 }

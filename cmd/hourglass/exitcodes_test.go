@@ -41,6 +41,10 @@ var exitCases = map[string][]exitCase{
 		{2, []string{"delete", "abc"}, false},
 		{3, []string{"delete", "999999"}, false},
 		{1, []string{"delete", "1"}, true},
+		{2, []string{"delete", "1", "--result", "x", "--result-file", "f"}, false},
+		{2, []string{"delete", "1", "--result-file", "/nonexistent/result"}, false},
+		{3, []string{"delete", "999999", "--result", "x"}, false},
+		{1, []string{"delete", "1", "--result", "x"}, true},
 	},
 	"bury": {
 		{2, []string{"bury", "abc", "--lease", "LEASE"}, false},

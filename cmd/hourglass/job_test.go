@@ -4,7 +4,10 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -56,5 +59,81 @@ func TestJobLookup(t *testing.T) {
 		if r := run(t, env, "", append(args, "--http", base)...); r.code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (usage)", args, r.code, exitUsage)
 		}
+	}
+}
+
+// TestDeleteResult: delete --result finishes a job with a result given as
+// text, on standard input or in a file, with and without a lease; the
+// tube keeps it and hourglass job shows the result. A result over 64 KiB
+// is a usage error and changes nothing.
+func TestDeleteResult(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://")
+	base := "http://" + p.httpAddr
+	env := append(p.env, "HOURGLASS_HTTP="+base)
+	ok(t, env, "api", "PUT", "/v1/tubes/orders/retention", `{"retention_ms":3600000}`)
+	putID := func() string {
+		var put struct {
+			ID uint64 `json:"id"`
+		}
+		post(t, base, "/v1/tubes/orders/jobs", "", map[string]any{"body": "ship"}, &put)
+		return fmt.Sprint(put.ID)
+	}
+	result := func(id string) string {
+		t.Helper()
+		got := kv(t, ok(t, env, "job", id))
+		if got["state"] != "finished" {
+			t.Errorf("job %s after delete --result: %v", id, got)
+		}
+		return got["result"]
+	}
+
+	id := putID()
+	if out := ok(t, env, "delete", id, "--result", "shipped"); out != "finished job "+id+"\n" {
+		t.Errorf("delete --result printed %q", out)
+	}
+	if r := result(id); r != `"shipped"` {
+		t.Errorf("result of --result: %s", r)
+	}
+
+	id = putID()
+	if r := run(t, env, "line one\nline two\n", "delete", "--result", "-", id); r.code != 0 {
+		t.Fatalf("delete --result -: exit %d: %s", r.code, r.stderr)
+	}
+	if r := result(id); r != `"line one\nline two\n"` {
+		t.Errorf("result from standard input: %s", r)
+	}
+
+	id = putID()
+	file := filepath.Join(t.TempDir(), "result.json")
+	if err := os.WriteFile(file, []byte(`{"n":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, env, "delete", id, "--result-file", file)
+	if r := result(id); r != `"{\"n\":1}"` {
+		t.Errorf("result from a file: %s", r)
+	}
+
+	// A held job, under its lease; --json says which were finished.
+	id = putID()
+	out := ok(t, env, "reserve", "--keep", "--tube", "orders", "--timeout", "0", "--json")
+	_, lease, _ := strings.Cut(out, `"lease":"`)
+	lease, _, _ = strings.Cut(lease, `"`)
+	if r := run(t, env, "", "delete", id, "--result", "x"); r.code == 0 {
+		t.Errorf("delete --result of a job held by another lease: exit 0")
+	}
+	m := decode(t, ok(t, env, "delete", "--json", "--lease", lease, "--result", "done", id))
+	if fmt.Sprint(m["deleted"]) != "["+id+"]" {
+		t.Errorf("delete --json --result: %v", m)
+	}
+	if r := result(id); r != `"done"` {
+		t.Errorf("result under a lease: %s", r)
+	}
+
+	id = putID()
+	if r := run(t, env, strings.Repeat("x", 64<<10+1), "delete", "--result", "-", id); r.code != exitUsage {
+		t.Errorf("a result over 64 KiB: exit %d, want %d", r.code, exitUsage)
+	}
+	if got := kv(t, ok(t, env, "job", id)); got["state"] != "ready" {
+		t.Errorf("job after a refused delete --result: %v", got)
 	}
 }

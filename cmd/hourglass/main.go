@@ -3,7 +3,7 @@
 //	hourglass serve    [flags]              run the server: the beanstalkd protocol and /healthz
 //	hourglass put      [flags] [BODY | -]   put a job
 //	hourglass reserve  [flags]              reserve a job and print it (--delete: and delete it; --keep: hold it under a lease)
-//	hourglass delete   [flags] ID...        delete jobs (--lease: one held by reserve --keep)
+//	hourglass delete   [flags] ID...        delete jobs (--lease: one held by reserve --keep; --result: finish them with a result)
 //	hourglass bury     [flags] ID           bury a job held under a lease (--reason, --priority)
 //	hourglass release  [flags] ID           release a job held under a lease (--delay, --priority, --reason)
 //	hourglass touch    [flags] ID           renew the TTR of a job held under a lease

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
@@ -34,9 +35,14 @@ HOURGLASS_JOB_PRIORITY and HOURGLASS_JOB_ATTEMPT (1 on the first try), and,
 for a job put with a W3C trace context, TRACEPARENT (and TRACESTATE), which
 OpenTelemetry's SDKs and tools such as otel-cli read as the parent of the
 command's spans (docs/tracing.md). What CMD writes goes to the worker's
-standard output and error.
+standard output and error (and its standard output, up to 64 KiB, becomes
+the job's result).
 
-  exit 0        the job is deleted
+  exit 0        the job is finished with what CMD wrote to standard output
+                as its result (the first 64 KiB; the rest is not kept):
+                a tube with a retention keeps it with the job, which
+                "hourglass job" shows; in a tube without one, finishing
+                is deleting and the result is dropped
   other exits   the job is released, delayed 1s, 2s, 4s … (doubling, at
                 most an hour; --backoff sets the first), or buried once it
                 has been tried --attempts times. Either way the end of what
@@ -52,7 +58,7 @@ SIGKILL after --grace, and leaves the job alone (it is gone).
 
 SIGTERM or SIGINT stops the worker: it takes no new job, sends SIGTERM to
 each running CMD (to its process group), waits --grace for them, then kills
-them. A job whose CMD exits 0 in time is deleted; the others go back to
+them. A job whose CMD exits 0 in time is finished; the others go back to
 ready at once, keeping their priority (the try counts as an attempt). A
 second signal stops at once.
 
@@ -216,7 +222,8 @@ func (w *shellWorker) handle(stopping context.Context, lease string, job wireJob
 
 	cmd := exec.Command(w.cmd[0], w.cmd[1:]...)
 	cmd.Stdin = bytes.NewReader(body)
-	cmd.Stdout = w.stream(w.c.stdout)
+	out := &headBuffer{max: queue.MaxResultLen}
+	cmd.Stdout = io.MultiWriter(w.stream(w.c.stdout), out)
 	tail := &tailBuffer{max: 900}
 	cmd.Stderr = io.MultiWriter(w.stream(w.c.stderr), tail)
 	cmd.Env = append(os.Environ(),
@@ -227,7 +234,7 @@ func (w *shellWorker) handle(stopping context.Context, lease string, job wireJob
 	cmd.Env = traceEnv(cmd.Env, job)
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
-		w.finish(&hc, job, fmt.Errorf("cannot run %s: %w", w.cmd[0], err), "", false)
+		w.finish(&hc, job, fmt.Errorf("cannot run %s: %w", w.cmd[0], err), "", nil, false)
 		return
 	}
 	exited := make(chan error, 1)
@@ -289,7 +296,7 @@ wait:
 		w.logf("job %d: cancelled; %s stopped (%v)", job.ID, w.cmd[0], runErr)
 		return // the job is gone: nothing to delete or give back
 	}
-	w.finish(&hc, job, runErr, tail.String(), interrupted)
+	w.finish(&hc, job, runErr, tail.String(), out, interrupted)
 }
 
 // watch keeps a long poll open in which the server tells the lease's
@@ -329,20 +336,34 @@ func (w *shellWorker) watch(ctx context.Context, hc *httpClient, id uint64, canc
 	}
 }
 
-// finish deletes the job when the command succeeded, gives it back when the
-// worker interrupted it, and else releases it with a backoff or buries it
-// after its last attempt, with the end of the command's standard error as
-// the reason.
-func (w *shellWorker) finish(hc *httpClient, job wireJob, runErr error, stderrTail string, interrupted bool) {
+// finish finishes the job with the command's standard output as its
+// result when the command succeeded, gives it back when the worker
+// interrupted it, and else releases it with a backoff or buries it after
+// its last attempt, with the end of the command's standard error as the
+// reason.
+func (w *shellWorker) finish(hc *httpClient, job wireJob, runErr error, stderrTail string, out *headBuffer, interrupted bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	path := fmt.Sprintf("/v1/jobs/%d", job.ID)
 	if runErr == nil {
-		if _, _, err := hc.call(ctx, "DELETE", path, nil); err != nil {
-			w.logf("job %d: done, but deleting it failed: %v", job.ID, heldError(err, job.ID))
+		var req httpapi.FinishRequest
+		result, written := out.bytes()
+		if len(result) > 0 {
+			r64 := base64.StdEncoding.EncodeToString(result)
+			req.ResultBase64 = &r64
+		}
+		if _, _, err := hc.call(ctx, "POST", path+"/finish", req); err != nil {
+			w.logf("job %d: done, but finishing it failed: %v", job.ID, heldError(err, job.ID))
 			return
 		}
-		w.logf("job %d: done; deleted", job.ID)
+		switch {
+		case written > int64(len(result)):
+			w.logf("job %d: done; finished with the first %d of the %d bytes of its output as its result", job.ID, len(result), written)
+		case len(result) > 0:
+			w.logf("job %d: done; finished with its output (%d bytes) as its result", job.ID, len(result))
+		default:
+			w.logf("job %d: done; finished (no output, no result)", job.ID)
+		}
 		return
 	}
 	if interrupted {
@@ -397,6 +418,34 @@ func (w *shellWorker) stream(to io.Writer) io.Writer {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// headBuffer keeps the first max bytes written to it and counts them all.
+type headBuffer struct {
+	mu      sync.Mutex
+	max     int
+	b       []byte
+	written int64
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.written += int64(len(p))
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// bytes returns what h kept and how many bytes were written in all.
+func (h *headBuffer) bytes() ([]byte, int64) {
+	if h == nil {
+		return nil, 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.b, h.written
+}
 
 // tailBuffer keeps the last max bytes written to it, cut at the start of a
 // whole line where it can be.

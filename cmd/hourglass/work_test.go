@@ -3,7 +3,9 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,7 +174,7 @@ func (w *workProc) stop(t *testing.T, timeout time.Duration) int {
 }
 
 // work runs the command per job with the body on standard input: exit 0
-// deletes the job, a failure releases it with a backoff and, on the last
+// finishes the job (a delete, in a tube without a retention), a failure releases it with a backoff and, on the last
 // attempt, buries it with the end of standard error as its last error,
 // keeping its priority.
 func TestWorkCommand(t *testing.T) {
@@ -188,7 +190,7 @@ if [ "$body" = bad ]; then echo "lots of noise" >&2; echo "fatal: cannot frobnic
 	w.stdout.waitFor(t, "ran good "+good+" try 1", 30*time.Second)
 	w.stdout.waitFor(t, "ran bad "+bad+" try 2", 30*time.Second)
 	w.stderr.waitFor(t, "job "+bad+": exit status 3 on attempt 2 of 2; buried", 30*time.Second)
-	w.stderr.waitFor(t, "job "+good+": done; deleted", 30*time.Second)
+	w.stderr.waitFor(t, "job "+good+": done; finished with its output (", 30*time.Second)
 	expect(t, env, 3, []string{"peek", good}, "not found")
 	v := peekJob(t, env, bad)
 	if v.State != "buried" || v.Priority != 4 || !strings.HasSuffix(v.LastError, "fatal: cannot frobnicate bad") ||
@@ -312,7 +314,7 @@ func TestWorkTouches(t *testing.T) {
 	ok(t, env, "put", "--tube", "long", "--ttr", "1s", "x")
 	w := startWork(t, env, "--tube", "long", "--", "sh", "-c", "sleep 2.5; echo finished")
 	w.stdout.waitFor(t, "finished", 30*time.Second)
-	w.stderr.waitFor(t, "job 1: done; deleted", 30*time.Second)
+	w.stderr.waitFor(t, "job 1: done; finished with its output (9 bytes)", 30*time.Second)
 	if code := w.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("work exited %d", code)
 	}
@@ -332,4 +334,44 @@ func TestWorkTouches(t *testing.T) {
 func TestWorkRefused(t *testing.T) {
 	p := startServe(t, []string{"HOURGLASS_AUTH_TOKEN=tok"}, "--store", "mem://")
 	expect(t, []string{"HOURGLASS_HTTP=http://" + p.httpAddr}, 1, []string{"work", "--", "true"}, "reserve: missing or wrong bearer token (unauthorized)")
+}
+
+// work finishes a job whose command exits 0 with the command's standard
+// output as its result: a tube with a retention keeps it, and hourglass
+// job shows it; output beyond 64 KiB is cut to its first 64 KiB, and a
+// command that writes nothing finishes the job without a result.
+func TestWorkResult(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://")
+	env := append(p.env, "HOURGLASS_HTTP=http://"+p.httpAddr)
+	ok(t, env, "api", "PUT", "/v1/tubes/res/retention", `{"retention_ms":3600000}`)
+	id := func(out string) string {
+		return strings.TrimSpace(strings.TrimPrefix(strings.Split(out, "\n")[0], "id:"))
+	}
+	small := id(ok(t, env, "put", "--tube", "res", "small"))
+	big := id(ok(t, env, "put", "--tube", "res", "big"))
+	quiet := id(ok(t, env, "put", "--tube", "res", "quiet"))
+	script := `read body
+case "$body" in
+small) printf '{"ok":true,"job":%s}' "$HOURGLASS_JOB_ID" ;;
+big) head -c 70000 /dev/zero | tr '\0' x ;;
+esac`
+	w := startWork(t, env, "--tube", "res", "--", "sh", "-c", script)
+	w.stderr.waitFor(t, "job "+small+": done; finished with its output (", 30*time.Second)
+	w.stderr.waitFor(t, "job "+big+": done; finished with the first 65536 of the 70000 bytes of its output as its result", 30*time.Second)
+	w.stderr.waitFor(t, "job "+quiet+": done; finished (no output, no result)", 30*time.Second)
+	if code := w.stop(t, 30*time.Second); code != 0 {
+		t.Errorf("work exited %d after SIGTERM, want 0", code)
+	}
+	m := decode(t, ok(t, env, "job", "--json", small))
+	if want := base64.StdEncoding.EncodeToString([]byte(`{"ok":true,"job":` + small + `}`)); m["state"] != "finished" || m["result_base64"] != want {
+		t.Errorf("the job whose command printed JSON: %v, want finished with result %s", m, want)
+	}
+	m = decode(t, ok(t, env, "job", "--json", big))
+	if r, _ := base64.StdEncoding.DecodeString(fmt.Sprint(m["result_base64"])); m["state"] != "finished" || string(r) != strings.Repeat("x", 65536) {
+		t.Errorf("the job whose command printed 70,000 bytes: state %v, result of %d bytes, want its first 65536", m["state"], len(r))
+	}
+	m = decode(t, ok(t, env, "job", "--json", quiet))
+	if _, has := m["result_base64"]; m["state"] != "finished" || has {
+		t.Errorf("the job whose command printed nothing: %v, want finished without a result", m)
+	}
 }

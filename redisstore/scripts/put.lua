@@ -9,6 +9,7 @@
 --   NUL, the key.
 -- Returns: a flat array, 2 per job: id, then 0 stored, or for a duplicate (its id is returned)
 -- 10 + the state of the live job that holds the key, or 5 (finished) for a kept one,
+-- or for a kept one finished with a result, that result (a string) instead of 5,
 -- or for a debounce (the delayed job it changed) 20 + that job's state after.
 -- A job put with the key of a kept job is stored, and the key is then its,
 -- unless the kept job's window holds or the put asks UniqueKept.
@@ -26,6 +27,30 @@ if not us then
   tick(T, tube, now)
 end
 local n = (#ARGV - 3) / 6
+
+-- state_at is the state at now of the live job idh that holds a key: a
+-- delay or a TTR that has run out makes it ready, as the tick that moves
+-- it would (the put's fast open runs no tick).
+local function state_at(T, idh, now)
+  local at
+  if redis.call('HEXISTS', KEYS[2], 'o' .. idh) == 1 then
+    at = redis.call('ZSCORE', T.x, idh)
+    if at and tonumber(at) <= now then
+      return READY
+    end
+    return RESERVED
+  elseif redis.call('ZSCORE', T.r, idh) then
+    return READY
+  end
+  at = redis.call('ZSCORE', T.d, idh)
+  if at then
+    if tonumber(at) <= now then
+      return READY
+    end
+    return DELAYED
+  end
+  return BURIED
+end
 
 -- Debounce (nil unless a job of the call asks it; put_debounce in lib.lua)
 local ov
@@ -110,7 +135,9 @@ for i = 0, n - 1 do
       st = 10 + READY
       if ((ov and ov.delay[dup[i]]) or tonumber(ARGV[4 + dup[i] * 6 + 1])) > 0 then st = 10 + DELAYED end
     elseif not kdup[i] then
-      st = 10 + job_state(T, d)
+      st = 10 + state_at(T, d, now)
+    else
+      st = redis.call('HGET', KEYS[2], 'f' .. d) or 5
     end
     out[#out + 1] = idnum(d)
     out[#out + 1] = st

@@ -212,6 +212,11 @@ type PutRequest struct {
 type PutReply struct {
 	ID        uint64 `json:"id"`
 	Duplicate bool   `json:"duplicate"`
+	// For a duplicate: the state of the job it found (finished for one
+	// its tube keeps, docs/keys.md), and the result that one was finished
+	// with, base64 (absent when none).
+	State        string `json:"state,omitempty"`
+	ResultBase64 string `json:"result_base64,omitempty"`
 	// Debounced: the put changed the delayed job id (PutRequest.Debounce).
 	Debounced bool `json:"debounced,omitempty"`
 }
@@ -349,7 +354,14 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusOK
 	}
 	w.Header().Set("Location", "/v1/jobs/"+res[0].ID.String())
-	writeJSON(w, status, PutReply{ID: uint64(res[0].ID), Duplicate: res[0].Duplicate, Debounced: res[0].Debounced})
+	reply := PutReply{ID: uint64(res[0].ID), Duplicate: res[0].Duplicate, Debounced: res[0].Debounced}
+	if res[0].Duplicate && res[0].State != 0 {
+		reply.State = res[0].State.String()
+	}
+	if len(res[0].Result) > 0 {
+		reply.ResultBase64 = base64.StdEncoding.EncodeToString(res[0].Result)
+	}
+	writeJSON(w, status, reply)
 	return nil
 }
 

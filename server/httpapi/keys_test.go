@@ -95,27 +95,39 @@ func TestFinishAndWindows(t *testing.T) {
 		if l.State != "finished" || l.ResultBase64 != base64.StdEncoding.EncodeToString([]byte("ok")) {
 			t.Errorf("the finished job: state %s, result_base64 %q", l.State, l.ResultBase64)
 		}
-		var p struct {
-			ID        uint64 `json:"id"`
-			Duplicate bool   `json:"duplicate"`
-		}
+		var p httpapi.PutReply
 		c.do(req{method: "POST", path: "/v1/tubes/fw/jobs", json: map[string]any{"body": "again", "unique_key": "k1", "unique_kept": true}}).
 			want(t, http.StatusOK, "").decode(t, &p)
-		if !p.Duplicate || p.ID != id {
-			t.Errorf("a put with unique_kept of a kept key: %+v, want a duplicate of %d", p, id)
+		if !p.Duplicate || p.ID != id || p.State != "finished" || p.ResultBase64 != base64.StdEncoding.EncodeToString([]byte("ok")) {
+			t.Errorf("a put with unique_kept of a kept key: %+v, want a duplicate of %d, finished, with its result", p, id)
+		}
+		p = httpapi.PutReply{}
+		c.do(req{method: "POST", path: "/v1/tubes/fw/jobs?unique_key=k1&unique_kept=true", raw: []byte("raw"), contentType: "application/octet-stream"}).
+			want(t, http.StatusOK, "").decode(t, &p)
+		if !p.Duplicate || p.ID != id || p.State != "finished" || p.ResultBase64 != base64.StdEncoding.EncodeToString([]byte("ok")) {
+			t.Errorf("a raw put with unique_kept of a kept key: %+v, want a duplicate of %d, finished, with its result", p, id)
+		}
+		live := c.put(t, "fw", map[string]any{"body": "l", "unique_key": "live"})
+		p = httpapi.PutReply{}
+		c.do(req{method: "POST", path: "/v1/tubes/fw/jobs", json: map[string]any{"body": "l2", "unique_key": "live"}}).
+			want(t, http.StatusOK, "").decode(t, &p)
+		if !p.Duplicate || p.ID != live || p.State != "ready" || p.ResultBase64 != "" {
+			t.Errorf("a put with the key of a live job: %+v, want a duplicate of %d, ready, no result", p, live)
 		}
 		c.do(req{method: "POST", path: "/v1/jobs/999999/finish"}).want(t, http.StatusNotFound, httpapi.CodeNotFound)
 
 		// A window: the job is deleted (in a tube without a retention), and
 		// a put with the key within the window is still a duplicate.
+		p = httpapi.PutReply{}
 		c.do(req{method: "POST", path: "/v1/tubes/win/jobs?unique_key=k2&unique_for_ms=3600000", raw: []byte("raw"), contentType: "application/octet-stream"}).
 			want(t, http.StatusCreated, "").decode(t, &p)
 		first := p.ID
 		c.do(req{method: "DELETE", path: fmt.Sprintf("/v1/jobs/%d", first)}).want(t, http.StatusNoContent, "")
+		p = httpapi.PutReply{}
 		c.do(req{method: "POST", path: "/v1/tubes/win/jobs", json: map[string]any{"body": "x", "unique_key": "k2"}}).
 			want(t, http.StatusOK, "").decode(t, &p)
-		if !p.Duplicate || p.ID != first {
-			t.Errorf("a put inside the key's window: %+v, want a duplicate of %d", p, first)
+		if !p.Duplicate || p.ID != first || p.State != "finished" || p.ResultBase64 != "" {
+			t.Errorf("a put inside the key's window: %+v, want a duplicate of %d, finished, no result", p, first)
 		}
 		c.do(req{method: "POST", path: "/v1/tubes/win/jobs", json: map[string]any{"body": "x", "unique_key": "k3", "unique_for_ms": -1}, offSpec: true}).
 			want(t, http.StatusBadRequest, httpapi.CodeBadRequest)

@@ -34,7 +34,7 @@ type runner struct {
 }
 
 // compareWorkloads are the workloads run by runCompare.
-var compareWorkloads = []string{"putdelayed", "reservedelete", "gcra", "lock", "latency", "beanstalk", "schedfires", "schedlateness", "schedmemory"}
+var compareWorkloads = []string{"putdelayed", "reservedelete", "gcra", "lock", "latency", "beanstalk", "schedfires", "schedlateness", "schedmemory", "keptmemory"}
 
 // runners returns the runners of workload w that cfg selects.
 func runners(cfg *config, w string) []runner {
@@ -80,6 +80,7 @@ func runners(cfg *config, w string) []runner {
 		add("beanstalkd", bsRun(startBeanstalkd, false, "bs_"))
 	default:
 		schedRunners(cfg, w, add)
+		keptRunners(w, add)
 	}
 	return rs
 }
@@ -485,6 +486,7 @@ var pairs = []pair{
 	{"lateness_p50", "bullmq", ""}, {"lateness_p99", "bullmq", ""}, {"lateness_p50", "asynq", ""}, {"lateness_p99", "asynq", ""},
 	{"lat_put_p50", "asynq", ""}, {"lat_put_p99", "asynq", ""}, {"lat_rd_p50", "", ""}, {"lat_rd_p99", "", ""},
 	{"bytes_per_delayed_job", "asynq", ""}, {"bytes_per_delayed_job", "bullmq", ""},
+	{"bytes_per_kept_job", "asynq", ""}, {"bytes_per_kept_job", "bullmq", ""},
 	{"put_cpu", "asynq", ""}, {"put_cpu", "bullmq", ""}, {"put_batch_cpu", "bullmq", ""},
 	{"put_delayed_cpu", "asynq", ""}, {"put_delayed_cpu", "bullmq", ""},
 	{"reserve_delete_cpu", "asynq", ""}, {"reserve_delete_cpu", "bullmq", ""},

@@ -88,7 +88,7 @@ var allSystems = map[string]system{"hourglass": hourglass{}, "asynq": asynqSys{}
 
 var systemOrder = []string{"hourglass", "asynq", "bullmq", "redis_rate", "redislock", "beanstalkd"}
 
-var workloadOrder = []string{"put", "putdelayed", "reservedelete", "consume", "beanstalk", "gcra", "lock", "lateness", "latency", "memory", "cluster", "schedfires", "schedlateness", "schedmemory"}
+var workloadOrder = []string{"put", "putdelayed", "reservedelete", "consume", "beanstalk", "gcra", "lock", "lateness", "latency", "memory", "cluster", "schedfires", "schedlateness", "schedmemory", "keptmemory"}
 
 // defaultWorkloads are the workloads run when -workloads is not given.
 var defaultWorkloads = []string{"put", "consume", "lateness", "memory", "cluster"}

@@ -27,6 +27,7 @@ func metricDefs(cfg *config) []metricDef {
 		{"lateness_p99", "delay lateness p99", "ms", false, nil},
 		{"lateness_max", "delay lateness max", "ms", false, nil},
 		{"bytes_per_delayed_job", "bytes per delayed job", "B", false, nil},
+		{"bytes_per_kept_job", "bytes per finished job kept with its result (60 s retention)", "B", false, map[string]string{"hourglass": "SetRetention + Reserve + Finish(result)", "asynq": "Retention + ResultWriter", "bullmq": "removeOnComplete {age: 60} + return value"}},
 		{"put_delayed", "delayed put/s, 1 job per call, workers waiting", "jobs/s", true, map[string]string{"hourglass": "Queue.Put(Delay) + 8 blocking Reserve", "asynq": "Enqueue(ProcessIn) + Server"}},
 		{"reserve_delete", "reserve+delete/s", "jobs/s", true, map[string]string{"hourglass": "Queue.Reserve + Queue.Delete, 8 goroutines", "asynq": "asynq.Server", "bullmq": "Worker"}},
 		{"bs_put", "beanstalkd protocol put/s", "jobs/s", true, map[string]string{"hourglass": "hourglass serve --store redis://", "beanstalkd": "beanstalkd (memory)"}},

@@ -348,15 +348,15 @@ func testUniqueKey(t *testing.T, s *suite) {
 
 	// The key stays held while the job is reserved, buried or delayed.
 	e.reserveJob(e.q, first.ID)
-	if r := putKey("uniq", "k", "while reserved"); r != (queue.PutResult{ID: first.ID, Duplicate: true, State: queue.Reserved}) {
+	if r := putKey("uniq", "k", "while reserved"); !gocmp.Equal(r, queue.PutResult{ID: first.ID, Duplicate: true, State: queue.Reserved}) {
 		t.Errorf("put of key k while its job is reserved: %+v", r)
 	}
 	e.ok("Bury", e.q.Bury(e.ctx, first.ID, 0))
-	if r := putKey("uniq", "k", "while buried"); r != (queue.PutResult{ID: first.ID, Duplicate: true, State: queue.Buried}) {
+	if r := putKey("uniq", "k", "while buried"); !gocmp.Equal(r, queue.PutResult{ID: first.ID, Duplicate: true, State: queue.Buried}) {
 		t.Errorf("put of key k while its job is buried: %+v", r)
 	}
 	delayed := e.putMany("uniq", []queue.NewJob{{Body: []byte("d"), UniqueKey: "kd", Delay: time.Minute}})[0]
-	if r := putKey("uniq", "kd", "while delayed"); r != (queue.PutResult{ID: delayed.ID, Duplicate: true, State: queue.Delayed}) {
+	if r := putKey("uniq", "kd", "while delayed"); !gocmp.Equal(r, queue.PutResult{ID: delayed.ID, Duplicate: true, State: queue.Delayed}) {
 		t.Errorf("put of key kd while its job is delayed: %+v", r)
 	}
 

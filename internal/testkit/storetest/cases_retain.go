@@ -25,6 +25,21 @@ func retainCases() []queueCase {
 		{"UniqueKept", testUniqueKept},
 		{"DuplicateState", testDuplicateState},
 		{"KeyOptionsBadInput", testKeyOptionsBadInput},
+		{"KeptNotAWake", testKeptNotAWake},
+	}
+}
+
+// testKeptNotAWake: a reserve that finds nothing in a tube that only keeps
+// jobs has nothing to wait for: a kept job's drop makes no job ready.
+func testKeptNotAWake(t *testing.T, s *suite) {
+	e := s.keepEnv(t)
+	e.ok("SetRetention", e.q.SetRetention(e.ctx, "nw", time.Minute))
+	id := e.put("nw", queue.NewJob{Body: []byte("a")})
+	e.ok("Finish", e.q.Finish(e.ctx, id, []byte("r")))
+	r, err := e.raw.Reserve(e.ctx, queue.ReserveRequest{Owner: "o", Tubes: []string{"nw"}, Max: 1})
+	e.ok("Reserve", err)
+	if len(r.Jobs) != 0 || r.Next >= 0 {
+		t.Errorf("reserve of a tube that only keeps a job = %d jobs, next %v (%q), want none and nothing to wait for", len(r.Jobs), r.Next, r.NextTube)
 	}
 }
 
@@ -302,8 +317,8 @@ func testKeyWindow(t *testing.T, s *suite) {
 	e.ok("Delete", e.q.Delete(e.ctx, a))
 	e.wantKept("ended inside its window", a, "", epoch.Add(10*time.Second))
 	e.advance(time.Second)
-	if r := e.putRes("w", queue.NewJob{Body: []byte("c"), UniqueKey: "k"}); r.ID != a || !r.Duplicate || r.State != queue.Finished {
-		t.Errorf("a put inside the window after the job ended = %+v, want a duplicate of %d, finished", r, a)
+	if r := e.putRes("w", queue.NewJob{Body: []byte("c"), UniqueKey: "k"}); r.ID != a || !r.Duplicate || r.State != queue.Finished || r.Result != nil {
+		t.Errorf("a put inside the window after the job ended = %+v, want a duplicate of %d, finished, without a result", r, a)
 	}
 	e.noReserve(e.q, "w")
 	e.advance(8*time.Second - time.Millisecond)
@@ -326,6 +341,9 @@ func testKeyWindow(t *testing.T, s *suite) {
 	b := e.put("w2", queue.NewJob{Body: []byte("b"), UniqueKey: "k", UniqueFor: 10 * time.Second})
 	e.ok("Finish", e.q.Finish(e.ctx, b, []byte("r")))
 	e.wantKept("window longer than the retention", b, "r", e.clock.Now().Add(10*time.Second))
+	if r := e.putRes("w2", queue.NewJob{Body: []byte("b2"), UniqueKey: "k"}); r.ID != b || !r.Duplicate || r.State != queue.Finished || string(r.Result) != "r" {
+		t.Errorf("a put inside the window of a job finished with a result = %+v, want a duplicate of %d with result r", r, b)
+	}
 	c := e.put("w2", queue.NewJob{Body: []byte("c"), UniqueKey: "q", UniqueFor: time.Second})
 	e.ok("Finish", e.q.Finish(e.ctx, c, nil))
 	e.wantKept("retention longer than the window", c, "", e.clock.Now().Add(3*time.Second))
@@ -338,8 +356,8 @@ func testUniqueKept(t *testing.T, s *suite) {
 	e.ok("SetRetention", e.q.SetRetention(e.ctx, "uk", time.Minute))
 	a := e.put("uk", queue.NewJob{Body: []byte("a"), UniqueKey: "order-1"})
 	e.ok("Finish", e.q.Finish(e.ctx, a, []byte("done")))
-	if r := e.putRes("uk", queue.NewJob{Body: []byte("b"), UniqueKey: "order-1", UniqueKept: true}); r.ID != a || !r.Duplicate || r.State != queue.Finished {
-		t.Errorf("UniqueKept put while the job is kept = %+v, want a duplicate of %d, finished", r, a)
+	if r := e.putRes("uk", queue.NewJob{Body: []byte("b"), UniqueKey: "order-1", UniqueKept: true}); r.ID != a || !r.Duplicate || r.State != queue.Finished || string(r.Result) != "done" {
+		t.Errorf("UniqueKept put while the job is kept = %+v, want a duplicate of %d, finished, with its result", r, a)
 	}
 	e.noReserve(e.q, "uk")
 	e.advance(time.Minute)
@@ -353,7 +371,8 @@ func testUniqueKept(t *testing.T, s *suite) {
 	}
 }
 
-// testDuplicateState: a duplicate says the state of the job it found.
+// testDuplicateState: a duplicate says the state of the job it found, at
+// the put's time.
 func testDuplicateState(t *testing.T, s *suite) {
 	e := s.keepEnv(t)
 	for _, c := range []struct {
@@ -369,6 +388,13 @@ func testDuplicateState(t *testing.T, s *suite) {
 			e.reserveWant(e.q, id, "ds-buried")
 			e.ok("Bury", e.q.Bury(e.ctx, id, 0))
 		}, queue.Buried},
+		// What has fallen due counts: a delay or a TTR that ran out makes
+		// the job ready, whether or not the store has moved it yet.
+		{"delay-over", queue.NewJob{Delay: time.Second}, func(queue.ID) { e.advance(time.Second) }, queue.Ready},
+		{"ttr-over", queue.NewJob{TTR: 2 * time.Second}, func(id queue.ID) {
+			e.reserveWant(e.q, id, "ds-ttr-over")
+			e.advance(2 * time.Second)
+		}, queue.Ready},
 	} {
 		c.job.UniqueKey = "k"
 		id := e.put("ds-"+c.name, c.job)

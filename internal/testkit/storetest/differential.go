@@ -13,7 +13,9 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-// Differential drives two stores with the same seeded random operations,
+// Differential drives two stores with the same seeded random operations
+// (of queue.Store and queue.KeepStore: finishes with results, retentions,
+// lookups by ID and by key, puts with the windows of a unique key),
 // each with its own manual clock moved in step, and fails at the first
 // result on which they differ. Job IDs differ between back ends, so each
 // store's IDs are mapped to the order the jobs were put in.
@@ -26,6 +28,11 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 	ca, cb := NewClock(start), NewClock(start)
 	a, b := newA(t, ca.Now), newB(t, cb.Now)
 	da, db := newDiffSide(a), newDiffSide(b)
+	ka, okA := a.(queue.KeepStore)
+	kb, okB := b.(queue.KeepStore)
+	if !okA || !okB {
+		t.Fatal("Differential: both stores must implement queue.KeepStore")
+	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	tubes := []string{"t0", "t1", "t2"}
 	owners := []string{"o0", "o1", "o2"}
@@ -42,7 +49,7 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			relPri = queue.KeepPriority
 		}
 		delay := []time.Duration{0, 0, time.Second, 5 * time.Second}[rng.IntN(4)]
-		op := rng.IntN(21)
+		op := rng.IntN(25)
 		reason := []string{"", "", fmt.Sprintf("failed at step %d", step)}[rng.IntN(3)]
 		var name string
 		var ra, rb any
@@ -53,6 +60,10 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 				TTR: []time.Duration{time.Second, 3 * time.Second}[rng.IntN(2)]}
 			if rng.IntN(4) == 0 {
 				j.UniqueKey = fmt.Sprintf("k%d", rng.IntN(3))
+				// The key's windows (KeepStore): a duplicate also of a
+				// kept job, or of any job put with the key in a window.
+				j.UniqueKept = rng.IntN(3) == 0
+				j.UniqueFor = []time.Duration{0, 0, 2 * time.Second, 5 * time.Second}[rng.IntN(4)]
 			}
 			if rng.IntN(3) == 0 {
 				j.TraceContext = []string{traceA, traceB}[rng.IntN(2)]
@@ -124,6 +135,33 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			holder := []string{"s0/a", "s1/b", owner}[rng.IntN(3)]
 			n := []int{1, 2, -1, -2}[rng.IntN(4)]
 			ra, rb = class(a.Hold(ctx, holder, tube, n)), class(b.Hold(ctx, holder, tube, n))
+		case 21:
+			name = "Finish"
+			result := []byte(nil)
+			if rng.IntN(3) > 0 {
+				result = fmt.Appendf(nil, "result %d", step)
+			}
+			ra, rb = class(ka.Finish(ctx, owner, da.id(pick), result)), class(kb.Finish(ctx, owner, db.id(pick), result))
+		case 22:
+			name = "SetRetention"
+			d := []time.Duration{0, 3 * time.Second, 10 * time.Second}[rng.IntN(3)]
+			ra, rb = class(ka.SetRetention(ctx, tube, d)), class(kb.SetRetention(ctx, tube, d))
+			if ra == "ok" {
+				ta, ea := ka.Retention(ctx, tube)
+				tb, eb := kb.Retention(ctx, tube)
+				ra, rb = []any{ra, ta, class(ea)}, []any{rb, tb, class(eb)}
+			}
+		case 23:
+			name = "Lookup"
+			sa, ea := ka.Lookup(ctx, da.id(pick))
+			sb, eb := kb.Lookup(ctx, db.id(pick))
+			ra, rb = []any{da.stats(sa, ea), class(ea)}, []any{db.stats(sb, eb), class(eb)}
+		case 24:
+			name = "LookupKey"
+			key := fmt.Sprintf("k%d", rng.IntN(3))
+			sa, ea := ka.LookupKey(ctx, tube, key)
+			sb, eb := kb.LookupKey(ctx, tube, key)
+			ra, rb = []any{da.stats(sa, ea), class(ea)}, []any{db.stats(sb, eb), class(eb)}
 		case 19:
 			name = "Unreserve"
 			na, ea := a.Unreserve(ctx, owner, da.all())
@@ -137,6 +175,10 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			d := time.Duration(rng.IntN(2000)) * time.Millisecond
 			ca.Advance(d)
 			cb.Advance(d)
+			// What a drop of kept jobs changes beside them (a tube's life)
+			// shows at once on both sides.
+			dropKept(t, ctx, a)
+			dropKept(t, ctx, b)
 		}
 	}
 }
@@ -177,7 +219,18 @@ func (d *diffSide) put(ctx context.Context, tube string, j queue.NewJob) []any {
 		d.index[r[0].ID] = len(d.ids)
 		d.ids = append(d.ids, r[0].ID)
 	}
-	return []any{d.n(r[0].ID), r[0].Duplicate}
+	return []any{d.n(r[0].ID), r[0].Duplicate, r[0].State, string(r[0].Result)}
+}
+
+// dropKept drops at once the kept jobs whose time has come, on a store
+// that drops them in the background (KeptDropper).
+func dropKept(t *testing.T, ctx context.Context, s queue.Store) {
+	t.Helper()
+	if d, ok := s.(KeptDropper); ok {
+		if _, err := d.DropKept(ctx); err != nil {
+			t.Fatalf("DropKept: %v", err)
+		}
+	}
 }
 
 func (d *diffSide) reserve(ctx context.Context, owner, tube string, n int) []any {
@@ -231,7 +284,7 @@ func class(err error) string {
 	if err == nil {
 		return "ok"
 	}
-	for _, s := range []error{queue.ErrNotFound, queue.ErrNotReserved, queue.ErrReserved, queue.ErrNotKickable, queue.ErrFull, queue.ErrClosed} {
+	for _, s := range []error{queue.ErrNotFound, queue.ErrNotReserved, queue.ErrReserved, queue.ErrNotKickable, queue.ErrFull, queue.ErrClosed, queue.ErrInvalid} {
 		if errors.Is(err, s) {
 			return s.Error()
 		}
