@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/tracing"
 	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
@@ -25,6 +26,8 @@ type Client struct {
 	// than to all: a release does not set every waiter of the process
 	// racing for one slot. nil when s is no Notifier.
 	line *wait.Line
+	// trace gives the tracer of Options.TracerProvider.
+	trace *tracing.Source
 }
 
 // New returns a Client of s. It returns an error wrapping ErrInvalidTTL or
@@ -37,6 +40,7 @@ func New(s Store, opts *Options) (*Client, error) {
 	if opts != nil {
 		c.opts = *opts
 	}
+	c.trace = tracing.New(c.opts.TracerProvider)
 	if n, ok := s.(Notifier); ok {
 		c.line = wait.NewLine(n.Listen, nil)
 	}
@@ -66,6 +70,13 @@ func newToken() string {
 }
 
 func (c *Client) obtain(ctx context.Context, name string, limit int, opts *ObtainOptions, block bool) (*Lock, error) {
+	if tr := c.trace.Tracer(); tr != nil {
+		return c.obtainTraced(ctx, tr, name, limit, opts, block)
+	}
+	return c.obtainUntraced(ctx, name, limit, opts, block)
+}
+
+func (c *Client) obtainUntraced(ctx context.Context, name string, limit int, opts *ObtainOptions, block bool) (*Lock, error) {
 	if err := validName(name); err != nil {
 		return nil, err
 	}

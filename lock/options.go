@@ -3,6 +3,8 @@ package lock
 import (
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Limits of names, leases and semaphores.
@@ -42,6 +44,11 @@ type Options struct {
 	// PollInterval bounds a waiter's sleep on a store that is not a
 	// Notifier (default DefaultPollInterval).
 	PollInterval time.Duration
+	// TracerProvider makes a span of each obtain ("lock obtain",
+	// docs/tracing.md) with the time waited and the fence; nil means
+	// OpenTelemetry's global provider. While neither is set (or the
+	// provider is a no-op one) no span is made.
+	TracerProvider trace.TracerProvider
 }
 
 func (o *Options) validate() error {

@@ -285,7 +285,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 	if put {
 		id, ptk, err := c.q.putOnce(e.st.Job.Tube, queue.NewJob{
 			Body: e.st.Job.Body, Priority: e.st.Job.Priority, TTR: cmp.Or(e.st.Job.TTR, queue.DefaultTTR),
-			UniqueKey: schedule.JobKey(req.Name, tick),
+			UniqueKey: schedule.JobKey(req.Name, tick), TraceContext: req.TraceContext,
 		}, now)
 		if err != nil {
 			if tk != 0 {

@@ -76,6 +76,7 @@ func (q *Queue) Cancel(ctx context.Context, id ID, reason string) (State, error)
 	}
 	st, err := cs.Cancel(ctx, id, CutReason(reason))
 	q.hub.forget() // a place under its tube's cap may be free now
+	settled(ctx, "cancel", id, reason, 0, err)
 	return st, err
 }
 

@@ -294,6 +294,10 @@ func (w *Worker) handle(hctx context.Context, job Job, cn *cancels) bool {
 	var ce *CancelError
 	if errors.As(context.Cause(ctx), &ce) {
 		log.Info("queue: job cancelled", "id", job.ID, "reason", ce.Reason)
+		if span != nil {
+			settled(pctx, "cancel", job.ID, ce.Reason, 0, nil)
+			span.End()
+		}
 		return false
 	}
 	if err == nil {

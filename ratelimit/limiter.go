@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hourglass-io/hourglass/internal/tracing"
 )
 
 // Limiter decides, on a Store, whether events on a key may pass under the
@@ -26,6 +28,7 @@ type Limiter struct {
 	onErr    func(error)
 	parts    func(string) int
 	maxLog   int
+	trace    *tracing.Source // the tracer of Options.TracerProvider
 
 	// held are the cancelled reservations not yet given back, by store
 	// key, in the order they were cancelled; a Cancel that gives back
@@ -340,8 +343,17 @@ func (l *Limiter) Wait(ctx context.Context, key string, limits ...Limit) error {
 // Errors: those of ReserveN, ErrWaitTooLong, ctx.Err(). Under FailOpen a
 // store failure lets WaitN return nil at once.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int, limits ...Limit) error {
+	if tr := l.trace.Tracer(); tr != nil {
+		return l.waitTraced(ctx, tr, key, n, limits)
+	}
+	_, err := l.waitN(ctx, key, n, limits)
+	return err
+}
+
+// waitN is WaitN, returning the reservation it made (nil when none).
+func (l *Limiter) waitN(ctx context.Context, key string, n int, limits []Limit) (*Reservation, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	maxWait := time.Duration(-1)
 	if dl, ok := ctx.Deadline(); ok {
@@ -349,12 +361,12 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int, limits ...Limit)
 	}
 	r, err := l.ReserveN(ctx, key, n, maxWait, limits...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !r.OK() {
-		return fmt.Errorf("%w: the slot is %v away", ErrWaitTooLong, r.Delay())
+		return r, fmt.Errorf("%w: the slot is %v away", ErrWaitTooLong, r.Delay())
 	}
-	return r.Wait(ctx)
+	return r, r.Wait(ctx)
 }
 
 // check validates a call and returns its algorithm.

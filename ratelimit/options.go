@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hourglass-io/hourglass/internal/tracing"
 )
 
 // Mode says whose events a limit counts.
@@ -67,6 +71,11 @@ type Options struct {
 	// MaxLogEvents bounds Events of a SlidingLog limit (default 10,000):
 	// a sliding log keeps one entry per event for a whole window.
 	MaxLogEvents int
+	// TracerProvider makes a span of each Wait and WaitN ("ratelimit
+	// wait", docs/tracing.md) with the time waited and the decision; nil
+	// means OpenTelemetry's global provider. While neither is set (or the
+	// provider is a no-op one) no span is made.
+	TracerProvider trace.TracerProvider
 }
 
 // New returns a Limiter deciding on s, or an error wrapping
@@ -83,6 +92,9 @@ func New(s Store, opts *Options) (*Limiter, error) {
 			l.maxLog = opts.MaxLogEvents
 		}
 		l.instance = opts.Instance
+		l.trace = tracing.New(opts.TracerProvider)
+	} else {
+		l.trace = tracing.New(nil)
 	}
 	switch {
 	case s == nil:

@@ -396,7 +396,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 	}
 	v, err := c.call(ctx, scScripts.fire, ks, tube, tag, req.Name, req.Version, micro(req.Next), micro(req.Tick),
 		micro(req.NewNext), req.Skipped, manual, "schedule:"+req.Name+":", schedule.KeepFires, ms(queue.DefaultTTR),
-		schedule.CancelReason(req.Name, req.Tick))
+		schedule.CancelReason(req.Name, req.Tick), req.TraceContext)
 	if err != nil {
 		return schedule.FireResult{}, err
 	}

@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hourglass-io/hourglass/internal/tracing"
 	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
@@ -37,6 +40,11 @@ type Options struct {
 	// OnError, when set, is called with errors of the Scheduler's loop
 	// (the store unreachable); the loop retries after PollInterval.
 	OnError func(error)
+	// TracerProvider makes a span of each fire ("schedule fire",
+	// docs/tracing.md), whose context the tick's job carries; nil means
+	// OpenTelemetry's global provider. While neither is set (or the
+	// provider is a no-op one) no span is made.
+	TracerProvider trace.TracerProvider
 }
 
 // Client manages schedules in a Store and, with Run, fires their ticks.
@@ -47,6 +55,7 @@ type Client struct {
 	store  Store
 	opt    Options
 	waiter *wait.Waiter // Run's: woken by a change through this Client or the Notifier
+	trace  *tracing.Source
 
 	mu      sync.Mutex
 	running bool
@@ -78,6 +87,7 @@ func New(store Store, opt *Options) (*Client, error) {
 	if c.opt.BatchSize == 0 {
 		c.opt.BatchSize = 100
 	}
+	c.trace = tracing.New(c.opt.TracerProvider)
 	return c, nil
 }
 
@@ -175,7 +185,7 @@ func (c *Client) Trigger(ctx context.Context, name string) (Fire, error) {
 	if err := checkName(name); err != nil {
 		return Fire{}, err
 	}
-	res, err := c.store.Fire(ctx, FireRequest{Name: name, Manual: true})
+	res, err := c.fire(ctx, FireRequest{Name: name, Manual: true}, "")
 	if err != nil {
 		return Fire{}, err
 	}
@@ -354,10 +364,10 @@ func (c *Client) fireOne(ctx context.Context, st State, now time.Time) (bool, er
 	moved := false
 	for !st.Paused && !st.Next.IsZero() && !st.Next.After(now) {
 		p := st.PlanFire(spec, st.Next, now)
-		res, err := c.store.Fire(ctx, FireRequest{
+		res, err := c.fire(ctx, FireRequest{
 			Name: st.Name, Tube: st.Job.Tube, Version: st.Version, Next: st.Next,
 			Tick: p.Tick, NewNext: p.Next, Skipped: p.Skipped,
-		})
+		}, st.Job.Tube)
 		switch {
 		case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
 			return true, nil // changed by another: the next Due sees it

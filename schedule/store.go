@@ -66,6 +66,10 @@ type FireRequest struct {
 	NewNext time.Time
 	Skipped int
 	Manual  bool
+	// TraceContext is the W3C trace context the tick's job carries
+	// (queue.NewJob.TraceContext): the fire's span, when traced; "" for
+	// none.
+	TraceContext string
 }
 
 // FireResult is the result of Store.Fire.

@@ -270,7 +270,7 @@ func (c *consuming) handleBatch(evs []Event, tr *evtrace.Batch) error {
 		if c.ctx.Err() != nil {
 			break // the rest come back after the visibility timeout
 		}
-		if err := c.handle(c.ctx, e); err == nil {
+		if err := c.handleOne(e); err == nil {
 			done = append(done, e.ID)
 		}
 		c.traceHandled(tr, e.ID)

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hourglass-io/hourglass/internal/tracing"
 )
 
 // Options configure Hashes. Nil or the zero value means the defaults.
@@ -18,6 +22,11 @@ type Options struct {
 	PollInterval time.Duration
 	// Batch is how many events a consumer reads at a time. Default 64.
 	Batch int
+	// TracerProvider makes a span of each expiry event Consume hands to
+	// its handler ("expired <hash>", docs/tracing.md); nil means
+	// OpenTelemetry's global provider. While neither is set (or the
+	// provider is a no-op one) no span is made.
+	TracerProvider trace.TracerProvider
 }
 
 func (o *Options) validate() error {
@@ -60,8 +69,9 @@ func (o *Options) batch() int {
 // Hashes is the user's view of a Store: hashes by name, and the consumers
 // of expiry events. It is safe for concurrent use and holds no goroutine.
 type Hashes struct {
-	s    Store
-	opts Options
+	s     Store
+	opts  Options
+	trace *tracing.Source // the tracer of Options.TracerProvider
 
 	gmu    sync.Mutex
 	groups map[string]*groupConsumers // of the running Consume calls, by group
@@ -77,6 +87,7 @@ func New(s Store, opts *Options) (*Hashes, error) {
 	if opts != nil {
 		h.opts = *opts
 	}
+	h.trace = tracing.New(h.opts.TracerProvider)
 	return h, nil
 }
 

@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	if os.Getenv("HG_TRACE_HELPER") != "" {
+		return traceHelper() // a program of the tracing test (tracehelper_test.go)
+	}
 	dir, err := os.MkdirTemp("", "hourglass-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -9,7 +9,8 @@
 --       ticks skipped, manual (1: fire now, compare nothing, keep next),
 --       unique key prefix (the job's key is prefix .. tick ms), last fires kept,
 --       the default TTR ms (for states stored with a TTR of 0),
---       the reason with which the tick cancels the previous job (cancel_previous)
+--       the reason with which the tick cancels the previous job (cancel_previous),
+--       the job's trace context ('' none; record element 7, docs/tracing.md)
 -- The previous job (the state's last job id) is read on this tag, where
 -- every fire puts its job; a job id of another tag (none is written) is
 -- taken for gone. A tick (not a manual fire) first applies pause on
@@ -94,7 +95,7 @@ if tickus >= 0 and status == 0 then
     if ttr == 0 then
       ttr = tonumber(ARGV[13])
     end
-    redis.call('HSET', KEYS[2], idh, pack_job(T.ix, st[6], 0, ttr, now, ukey, h[3]))
+    redis.call('HSET', KEYS[2], idh, pack_job(T.ix, st[6], 0, ttr, now, ukey, h[3], ARGV[15]))
     redis.call('HSET', T.u, ukey, idh)
     set(T, 'total', T.total + 1)
     set(T, 'live', T.live + 1)
