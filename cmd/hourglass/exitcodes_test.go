@@ -28,7 +28,7 @@ var exitCases = map[string][]exitCase{
 	},
 	"put": {
 		{2, []string{"put", "--tube", "bad name", "x"}, false},
-		{2, []string{"put", "--debounce", "1s", "x"}, false}, // without --unique-key
+		{2, []string{"put", "--debounce", "1s", "x"}, false},   // without --unique-key
 		{2, []string{"put", strings.Repeat("x", 2000)}, false}, // beyond the server's --max-job-size
 		{1, []string{"put", "x"}, true},
 	},
