@@ -376,7 +376,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 
 			// hourglass work: the command's span under the second put's.
 			cl := parseHelperLine(t, wp.stdout, "command", id2)
-			wp.stderr.waitFor(t, "job "+id2+": done; deleted", 30*time.Second)
+			wp.stderr.waitFor(t, "job "+id2+": done; ", 30*time.Second)
 			if code := wp.stop(t, 30*time.Second); code != 0 {
 				t.Errorf("work exited %d", code)
 			}
