@@ -72,8 +72,7 @@ Examples:
 				if err != nil {
 					return err
 				}
-				lf.json = cf.json
-				return c.finishJobs(ctx, lf, ids, result)
+				return c.finishJobs(ctx, lf, ids, result, cf.json)
 			}
 			if lf.lease != "" {
 				if err := lf.needLease("delete"); err != nil {
@@ -171,20 +170,40 @@ func (f *resultFlags) read(c *cli) ([]byte, error) {
 
 // finishJobs finishes each job with result over the HTTP API (under lf's
 // lease when it has one).
-func (c *cli) finishJobs(ctx context.Context, lf leaseFlags, ids []uint64, result []byte) error {
+func (c *cli) finishJobs(ctx context.Context, lf leaseFlags, ids []uint64, result []byte, asJSON bool) error {
+	r64 := base64.StdEncoding.EncodeToString(result)
+	return c.eachJobHTTP(ctx, lf, ids, asJSON, jobCall{
+		method: "POST", path: "/v1/jobs/%d/finish", body: httpapi.FinishRequest{ResultBase64: &r64},
+		did: "finished", reserved: "is reserved by another worker (give its lease with --lease)",
+	})
+}
+
+// jobCall is one HTTP call eachJobHTTP makes for every job: path takes the
+// job's ID; did is what a success prints ("finished job 42") and what the
+// count of misses says was not done; reserved ends the error of a job that
+// another lease holds.
+type jobCall struct {
+	method, path  string
+	body          any
+	did, reserved string
+}
+
+// eachJobHTTP makes call for each job of ids in turn over the HTTP API, and
+// reports each job done or not found (a line each, or one JSON object);
+// it stops at the first other error.
+func (c *cli) eachJobHTTP(ctx context.Context, lf leaseFlags, ids []uint64, asJSON bool, call jobCall) error {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	hc := lf.client()
-	r64 := base64.StdEncoding.EncodeToString(result)
-	finished, notFound := []uint64{}, []uint64{}
+	done, notFound := []uint64{}, []uint64{}
 	for _, id := range ids {
-		_, _, err := hc.call(ctx, "POST", fmt.Sprintf("/v1/jobs/%d/finish", id), httpapi.FinishRequest{ResultBase64: &r64})
+		_, _, err := hc.call(ctx, call.method, fmt.Sprintf(call.path, id), call.body)
 		var miss missError
 		switch err := heldError(err, id); {
 		case err == nil:
-			finished = append(finished, id)
-			if !lf.json {
-				fmt.Fprintf(c.stdout, "finished job %d\n", id)
+			done = append(done, id)
+			if !asJSON {
+				fmt.Fprintf(c.stdout, "%s job %d\n", call.did, id)
 			}
 		case errors.As(err, &miss):
 			notFound = append(notFound, id)
@@ -192,18 +211,18 @@ func (c *cli) finishJobs(ctx context.Context, lf leaseFlags, ids []uint64, resul
 		default:
 			var ae *apiError
 			if errors.As(err, &ae) && ae.Code == httpapi.CodeReserved {
-				return fmt.Errorf("job %d is reserved by another worker (give its lease with --lease)", id)
+				return fmt.Errorf("job %d %s", id, call.reserved)
 			}
 			return err
 		}
 	}
-	if lf.json {
-		if err := writeJSON(c.stdout, object{{"deleted", finished}, {"not_found", notFound}}); err != nil {
+	if asJSON {
+		if err := writeJSON(c.stdout, object{{"deleted", done}, {"not_found", notFound}}); err != nil {
 			return err
 		}
 	}
 	if len(notFound) > 0 {
-		return missf("%d of %d jobs not finished", len(notFound), len(ids))
+		return missf("%d of %d jobs not %s", len(notFound), len(ids), call.did)
 	}
 	return nil
 }

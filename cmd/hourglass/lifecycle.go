@@ -236,41 +236,11 @@ func (c *cli) held(ctx context.Context, lf leaseFlags, id uint64, action string,
 	return err
 }
 
-// deleteHeld deletes job id under lf's lease, over the HTTP API.
+// deleteHeld deletes each job under lf's lease, over the HTTP API.
 func (c *cli) deleteHeld(ctx context.Context, lf leaseFlags, ids []uint64, asJSON bool) error {
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	hc := lf.client()
-	deleted, notFound := []uint64{}, []uint64{}
-	for _, id := range ids {
-		_, _, err := hc.call(ctx, "DELETE", fmt.Sprintf("/v1/jobs/%d", id), nil)
-		var miss missError
-		switch err := heldError(err, id); {
-		case err == nil:
-			deleted = append(deleted, id)
-			if !asJSON {
-				fmt.Fprintf(c.stdout, "deleted job %d\n", id)
-			}
-		case errors.As(err, &miss):
-			notFound = append(notFound, id)
-			fmt.Fprintf(c.stderr, "hourglass delete: job %d not found\n", id)
-		default:
-			var ae *apiError
-			if errors.As(err, &ae) && ae.Code == httpapi.CodeReserved {
-				return fmt.Errorf("job %d is reserved under another lease", id)
-			}
-			return err
-		}
-	}
-	if asJSON {
-		if err := writeJSON(c.stdout, object{{"deleted", deleted}, {"not_found", notFound}}); err != nil {
-			return err
-		}
-	}
-	if len(notFound) > 0 {
-		return missf("%d of %d jobs not deleted", len(notFound), len(ids))
-	}
-	return nil
+	return c.eachJobHTTP(ctx, lf, ids, asJSON, jobCall{
+		method: "DELETE", path: "/v1/jobs/%d", did: "deleted", reserved: "is reserved under another lease",
+	})
 }
 
 // reserveKept reserves a job over the HTTP API and prints it with its
