@@ -365,3 +365,81 @@ func (q *jobQueue) snapshotRetain(w *wal.SnapshotWriter) {
 		w.Add(kindRetain, b, nil)
 	}
 }
+
+// ListKept is the part's side of Store.ListKept (queuestore.go): a scan
+// of the tube's kept jobs under the engine's lock, keeping the first limit
+// of the list's order in a bounded heap (O(n log limit) for a tube keeping
+// n jobs).
+func (q *jobQueue) ListKept(ctx context.Context, tube string, from queue.KeptCursor, limit int) ([]queue.KeptJob, error) {
+	now, err := q.beginRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer q.e.end(now, 0)
+	t := q.tubes[tube]
+	if t == nil || limit <= 0 {
+		return nil, nil
+	}
+	// before: a comes before b in the list (dropped later, or at the same
+	// time with a higher ID).
+	before := func(a, b *job) bool { return a.at > b.at || a.at == b.at && a.id > b.id }
+	var fromAt int64
+	if !from.IsZero() {
+		fromAt = from.Until.UnixNano()
+	}
+	top := make([]*job, 0, min(limit, len(t.kept.s))) // a heap whose root is the last of the list
+	for _, j := range t.kept.s {
+		if j.at <= now || !from.IsZero() && (j.at > fromAt || j.at == fromAt && j.id >= from.ID) {
+			continue
+		}
+		if len(top) < limit {
+			top = append(top, j)
+			for i := len(top) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !before(top[p], top[i]) {
+					break
+				}
+				top[p], top[i] = top[i], top[p]
+				i = p
+			}
+			continue
+		}
+		if !before(j, top[0]) {
+			continue
+		}
+		top[0] = j
+		for i := 0; ; {
+			l, m := 2*i+1, i
+			if l < len(top) && before(top[m], top[l]) {
+				m = l
+			}
+			if r := l + 1; r < len(top) && before(top[m], top[r]) {
+				m = r
+			}
+			if m == i {
+				break
+			}
+			top[m], top[i] = top[i], top[m]
+			i = m
+		}
+	}
+	slices.SortFunc(top, func(a, b *job) int {
+		if before(a, b) {
+			return -1
+		}
+		return 1
+	})
+	out := make([]queue.KeptJob, len(top))
+	for i, j := range top {
+		k := j.more.kept
+		out[i] = queue.KeptJob{ID: j.id, UniqueKey: j.key(), Cancelled: k.how == keptCancelled,
+			FinishedAt: timeOf(k.endedAt), KeptUntil: timeOf(j.at), ResultLen: len(k.result)}
+		if len(k.result) > 0 {
+			out[i].Result = slices.Clone(k.result[:min(len(k.result), queue.KeptPreviewLen)])
+		}
+		if j.more != nil {
+			out[i].LastError = j.more.history.lastErr
+		}
+	}
+	return out, nil
+}

@@ -20,6 +20,7 @@ var (
 	_ queue.LimitStore = (*Store)(nil)
 	_ queue.CounterLog = (*Store)(nil)
 	_ queue.KeepStore  = (*Store)(nil)
+	_ queue.KeptLister = (*Store)(nil)
 )
 
 // Put implements queue.Store.
@@ -164,6 +165,11 @@ func (s *Store) Lookup(ctx context.Context, id queue.ID) (queue.JobStats, error)
 // LookupKey implements queue.KeepStore.
 func (s *Store) LookupKey(ctx context.Context, tube, key string) (queue.JobStats, error) {
 	return s.queue.LookupKey(ctx, tube, key)
+}
+
+// ListKept implements queue.KeptLister (keep.go).
+func (s *Store) ListKept(ctx context.Context, tube string, from queue.KeptCursor, limit int) ([]queue.KeptJob, error) {
+	return s.queue.ListKept(ctx, tube, from, limit)
 }
 
 // RecordCounters implements queue.CounterLog (counters.go).

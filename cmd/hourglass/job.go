@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"strconv"
+	"text/tabwriter"
 	"time"
 
 	"github.com/hourglass-io/hourglass/server/httpapi"
@@ -15,8 +17,8 @@ import (
 var jobCommand = &command{
 	name:    "job",
 	forms:   []string{"ID", ""},
-	args:    "[flags] ID | --tube TUBE --key KEY",
-	summary: "look up a job, live or kept after it finished, by ID or by unique key",
+	args:    "[flags] ID | --tube TUBE --key KEY | --tube TUBE --finished",
+	summary: "look up a job, live or kept after it finished, by ID or by unique key; list a tube's finished jobs",
 	help: `Looks up a job over the HTTP API (--http, or HOURGLASS_HTTP): by its ID, or
 by the unique key it was put with in --tube. It finds a live job and one
 its tube keeps after it ended (the tube's retention, docs/keys.md): that
@@ -26,6 +28,13 @@ attempts, oldest first, one "error:" line each (time, attempt, reason):
 the last 10 a release or bury gave, fewer when their reasons take more
 than 4,096 bytes together.
 
+With --finished it lists the jobs --tube keeps after they ended (finished
+or cancelled), the newest first (strictly: the one the tube drops last
+first), --limit of them (default 50, at most 1,000), one line each: ID,
+unique key, how it ended, when, and the first bytes of its result
+(quoted). When there are more it ends with a line "next: CURSOR", and
+--cursor CURSOR lists the next page.
+
 Exit status: 0 when the job was found, 3 when there is none, 1 when the
 server cannot be reached, 2 for a usage error.
 
@@ -34,6 +43,7 @@ Examples:
   hourglass job 42
   hourglass job --tube orders --key order-42
   hourglass job --json --tube orders --key order-42
+  hourglass job --tube orders --finished --limit 20
 `,
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var lf leaseFlags
@@ -41,9 +51,22 @@ Examples:
 		fs.BoolVar(&lf.json, "json", false, "print the job as JSON")
 		tube := fs.String("tube", "", "the `TUBE` whose unique key --key names")
 		key := fs.String("key", "", "the unique `KEY` the job was put with (needs --tube)")
+		finished := fs.Bool("finished", false, "list the jobs --tube keeps after they ended, the newest first")
+		limit := fs.Int("limit", 50, "with --finished: list at most `N` jobs (1 to 1000)")
+		cursor := fs.String("cursor", "", "with --finished: the `CURSOR` a page before ended with (next:)")
 		return func(ctx context.Context, c *cli, args []string) error {
 			var path, what string
 			switch {
+			case *finished:
+				if len(args) != 0 || *key != "" || *tube == "" {
+					return usagef("job --finished needs --tube, and takes no ID and no --key")
+				}
+				if *limit < 1 || *limit > 1000 {
+					return usagef("job --limit %d: want 1 to 1000", *limit)
+				}
+				return listFinished(ctx, c, &lf, *tube, *limit, *cursor)
+			case *limit != 50 || *cursor != "":
+				return usagef("job --limit and --cursor go with --finished")
 			case *key != "" || *tube != "":
 				if len(args) != 0 {
 					return usagef("job takes an ID or --tube and --key, not both")
@@ -79,6 +102,61 @@ Examples:
 		}
 	},
 }
+
+// listFinished prints a page of the jobs tube keeps (GET
+// /v1/tubes/{tube}/kept).
+func listFinished(ctx context.Context, c *cli, lf *leaseFlags, tube string, limit int, cursor string) error {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	_, body, err := lf.client().call(ctx, "GET", "/v1/tubes/"+url.PathEscape(tube)+"/kept?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	if lf.json {
+		_, err := c.stdout.Write(append(body, '\n'))
+		return err
+	}
+	var l httpapi.KeptList
+	if err := json.Unmarshal(body, &l); err != nil {
+		return fmt.Errorf("job: the server's reply: %w", err)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKEY\tENDED\tFINISHED AT\tRESULT")
+	for _, k := range l.Jobs {
+		key := k.UniqueKey
+		if key == "" {
+			key = "-"
+		}
+		res := "-"
+		if k.ResultBase64 != "" {
+			r, err := base64.StdEncoding.DecodeString(k.ResultBase64)
+			if err != nil {
+				return fmt.Errorf("job: the server's reply: %w", err)
+			}
+			res = strconv.Quote(string(r[:min(len(r), finishedPreview)]))
+			if k.ResultBytes > finishedPreview {
+				res += fmt.Sprintf(" (%d bytes)", k.ResultBytes)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", k.ID, key, k.Ended, time.Time(k.FinishedAt).UTC().Format(httpapi.TimestampFormat), res)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if l.Next != "" {
+		_, err := fmt.Fprintf(c.stdout, "next: %s\n", l.Next)
+		return err
+	}
+	return nil
+}
+
+// finishedPreview is how many bytes of a result a line of job
+// --finished shows.
+const finishedPreview = 60
 
 // printLookup prints a looked-up job as lines of "name: value" (writeKV:
 // a value of several lines, a worker's error, is a block under its name).

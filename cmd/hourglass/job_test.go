@@ -63,6 +63,50 @@ func TestJobLookup(t *testing.T) {
 	}
 }
 
+// TestJobFinishedList: hourglass job --tube T --finished lists the jobs
+// the tube keeps, the newest first, in pages that end with "next:", and
+// --json prints the API's reply.
+func TestJobFinishedList(t *testing.T) {
+	p := startServe(t, nil, "--store", "mem://")
+	base := "http://" + p.httpAddr
+	env := p.env
+	ok(t, env, "api", "--http", base, "PUT", "/v1/tubes/orders/retention", `{"retention_ms":3600000}`)
+	var ids []string
+	for i := range 3 {
+		var put struct {
+			ID uint64 `json:"id"`
+		}
+		post(t, base, "/v1/tubes/orders/jobs", "", map[string]any{"body": "ship", "unique_key": fmt.Sprintf("order-%d", i)}, &put)
+		ids = append(ids, fmt.Sprint(put.ID))
+		post(t, base, "/v1/jobs/"+ids[i]+"/finish", "", map[string]any{"result": fmt.Sprintf("shipped %d", i)}, nil)
+	}
+	out := ok(t, env, "job", "--tube", "orders", "--finished", "--limit", "2", "--http", base)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ID") || !strings.HasPrefix(lines[3], "next: ") {
+		t.Fatalf("job --finished --limit 2 printed:\n%s", out)
+	}
+	for i, n := range []int{2, 1} {
+		f := strings.Fields(lines[i+1])
+		if len(f) < 5 || f[0] != ids[n] || f[1] != fmt.Sprintf("order-%d", n) || f[2] != "finished" || !strings.Contains(lines[i+1], fmt.Sprintf(`"shipped %d"`, n)) {
+			t.Errorf("line %d of job --finished: %q, want job %s, key order-%d, finished, result \"shipped %d\"", i+1, lines[i+1], ids[n], n, n)
+		}
+	}
+	out = ok(t, env, "job", "--tube", "orders", "--finished", "--limit", "2", "--cursor", strings.TrimPrefix(lines[3], "next: "), "--http", base)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], ids[0]+" ") {
+		t.Errorf("the second page of job --finished:\n%s", out)
+	}
+	m := decode(t, ok(t, env, "job", "--json", "--tube", "orders", "--finished", "--http", base))
+	if jobs, _ := m["jobs"].([]any); len(jobs) != 3 {
+		t.Errorf("job --finished --json: %v", m)
+	}
+	for _, args := range [][]string{{"job", "--finished"}, {"job", "--finished", "--tube", "orders", "--key", "k"}, {"job", "--finished", "--tube", "orders", "--limit", "0"}, {"job", "--limit", "3", "--tube", "orders", "--key", "k"}} {
+		if r := run(t, env, "", append(args, "--http", base)...); r.code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (usage)", args, r.code, exitUsage)
+		}
+	}
+}
+
 // TestJobErrorHistory: hourglass job, peek --http and stats --job --http
 // print the errors of a job's attempts, oldest first, one "error:" line
 // each with its time and attempt, a reason of several lines as a block

@@ -59,7 +59,26 @@ type browseData struct {
 	Matched int
 	// Key is the tube's job whose unique key the search is, live or kept.
 	Key *keyMatch
+	// The finished tab (state "finished"): a page of the jobs the tube
+	// keeps after they ended (queue.ListKept), Kept from Cursor (""
+	// for the newest), NextCursor the next page's ("" for none);
+	// Retention the tube's (0 for none).
+	Kept       []keptRow
+	Cursor     string
+	NextCursor string
+	Retention  time.Duration
+	KeptPage   int
 }
+
+// keptRow is a line of the finished tab.
+type keptRow struct {
+	queue.KeptJob
+	Ended string // "finished" or "cancelled"
+}
+
+// finishedTab is the name of the tab of a tube's kept jobs, beside the
+// states'.
+const finishedTab = "finished"
 
 type browseTab struct {
 	State  string
@@ -132,8 +151,8 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 		stateName = "ready"
 	}
 	state, ok := stateNamed(stateName)
-	if !ok {
-		return badRequest("httpapi: state %q: want ready, delayed, reserved or buried", stateName)
+	if !ok && stateName != finishedTab {
+		return badRequest("httpapi: state %q: want ready, delayed, reserved, buried or finished", stateName)
 	}
 	after, err := cursor(q.Get("after"), "after")
 	if err != nil {
@@ -167,7 +186,14 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 	}
 	counts := map[queue.State]int64{queue.Ready: st.Ready, queue.Delayed: st.Delayed, queue.Reserved: st.Reserved, queue.Buried: st.Buried}
 	for _, bs := range browseStates {
-		d.Tabs = append(d.Tabs, browseTab{State: bs.String(), Count: counts[bs], Active: bs == state})
+		d.Tabs = append(d.Tabs, browseTab{State: bs.String(), Count: counts[bs], Active: ok && bs == state})
+	}
+	d.Tabs = append(d.Tabs, browseTab{State: finishedTab, Count: -1, Active: !ok})
+	if !ok {
+		if err := s.browseKept(ctx, &d, q.Get("cursor")); err != nil {
+			return err
+		}
+		return renderFragment(w, http.StatusOK, "browse", d)
 	}
 	d.Count = counts[state]
 	jobs, err := s.Queue.PeekStateN(ctx, tube, state, queue.MaxPeekN)
@@ -209,6 +235,38 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 		d.Jobs = append(d.Jobs, bj)
 	}
 	return renderFragment(w, http.StatusOK, "browse", d)
+}
+
+// browseKept fills in the finished tab: a page of browsePage of the
+// jobs the tube keeps, from cursor, the newest first. The search's
+// unique key is looked up as on the other tabs (keyMatchIn); the page is
+// not filtered, since the store lists kept jobs in pages and keeps no
+// index of them but their keys.
+func (s *Server) browseKept(ctx context.Context, d *browseData, cursor string) error {
+	from, err := queue.ParseKeptCursor(cursor)
+	if err != nil {
+		return badRequest("httpapi: cursor %q: want the next of an earlier page", cursor)
+	}
+	d.Cursor, d.KeptPage = cursor, browsePage
+	if d.Retention, err = s.Queue.Retention(ctx, d.Tube); err != nil && !errors.Is(err, queue.ErrNoKeep) {
+		return err
+	}
+	jobs, next, err := s.Queue.ListKept(ctx, d.Tube, from, browsePage)
+	if errors.Is(err, queue.ErrNoKeep) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d.NextCursor = next.String()
+	for _, k := range jobs {
+		r := keptRow{KeptJob: k, Ended: "finished"}
+		if k.Cancelled {
+			r.Ended = "cancelled"
+		}
+		d.Kept = append(d.Kept, r)
+	}
+	return nil
 }
 
 func cmpID(a, b queue.ID) int {

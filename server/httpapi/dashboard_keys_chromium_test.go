@@ -16,7 +16,8 @@ import (
 // keeps its finished jobs is found by searching its unique key, on the
 // tubes view and on its tube's page, and its page shows it finished, with
 // its result, when it finished and when its tube drops it, and its last
-// error; a key nobody holds finds nothing.
+// error; the tube's finished tab lists it, and a cancelled job, newest
+// first; a key nobody holds finds nothing.
 func TestDashboardKeysInChromium(t *testing.T) {
 	ts := startServer(t, memStore(t), func(s *httpapi.Server) { s.StoreKind = "memory" })
 	ctx := context.Background()
@@ -36,6 +37,13 @@ func TestDashboardKeysInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := ts.q.Finish(ctx, id, []byte(`{"shipped":true,"tracking":"1Z999"}`)); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := ts.q.Put(ctx, "orders", queue.NewJob{Body: []byte(`{"order":44}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.q.Cancel(ctx, cancelled, "not needed"); err != nil {
 		t.Fatal(err)
 	}
 	bctx := browser(t)
@@ -86,6 +94,30 @@ func TestDashboardKeysInChromium(t *testing.T) {
 		t.Errorf("a finished job's page offers %d delete buttons (%v), want none", n, err)
 	}
 	screenshots(t, bctx, "finished-job")
+
+	// The tube's finished tab: its kept jobs, the newest first, each with
+	// its key, how it ended, when, and its result's first bytes; a row's
+	// link opens the job's page.
+	err = chromedp.Do(bctx, chromedp.Navigate(ts.url+"/#tube=orders&state=finished"),
+		chromedp.WaitVisible(chromedp.CSS(`#browse table.kept`)))
+	if err != nil {
+		t.Fatalf("opening the finished tab: %v", err)
+	}
+	rows, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#browse table.kept tbody tr")].map(r => r.innerText.replace(/\s+/g, " ").trim())`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{fmt.Sprintf("#%d", cancelled), fmt.Sprintf("#%d", id)}
+	if len(rows) != 2 || !strings.HasPrefix(rows[0], want[0]) || !strings.Contains(rows[0], "cancelled") || !strings.Contains(rows[0], "not needed") ||
+		!strings.HasPrefix(rows[1], want[1]) || !strings.Contains(rows[1], "order-42") || !strings.Contains(rows[1], "finished") || !strings.Contains(rows[1], `"tracking":"1Z999"`) {
+		t.Errorf("the finished tab lists %q; want the cancelled job %d, then job %d finished with key order-42 and its result", rows, cancelled, id)
+	}
+	screenshots(t, bctx, "finished-tab")
+	err = chromedp.Do(bctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#browse tr[data-job="%d"] a`, id))),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#job[data-job="%d"]`, id))))
+	if err != nil {
+		t.Fatalf("opening a job from the finished tab: %v", err)
+	}
 
 	// A key nobody holds, on the tube's page and on the tubes view. The
 	// tubes view's panels stay in the page, hidden, while a tube is shown:

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
@@ -16,6 +18,7 @@ func (s *Server) keyRoutes() []route {
 	return []route{
 		{"GET", "/v1/jobs/{id}/lookup", "lookup", s.lookup},
 		{"GET", "/v1/tubes/{tube}/keys/{key}", "lookup-key", s.lookupKey},
+		{"GET", "/v1/tubes/{tube}/kept", "list-kept", s.listKept},
 		{"POST", "/v1/jobs/{id}/finish", "finish", s.finish},
 		{"GET", "/v1/tubes/{tube}/retention", "get-retention", s.getRetention},
 		{"PUT", "/v1/tubes/{tube}/retention", "set-retention", s.setRetention},
@@ -71,6 +74,85 @@ func (s *Server) lookupKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, lookupOf(st))
+	return nil
+}
+
+// KeptJob is one job of a tube's list of kept jobs (GET
+// /v1/tubes/{tube}/kept): its key, how it ended, when, and the first
+// queue.KeptPreviewLen bytes of its result.
+type KeptJob struct {
+	ID        uint64 `json:"id"`
+	UniqueKey string `json:"unique_key,omitempty"`
+	// Ended is "finished" or "cancelled"; LastError the reason of the
+	// cancel, or of the last release or bury that gave one.
+	Ended      string    `json:"ended"`
+	LastError  string    `json:"last_error,omitempty"`
+	FinishedAt Timestamp `json:"finished_at"`
+	KeptUntil  Timestamp `json:"kept_until"`
+	// ResultBase64 is the first bytes of the result, base64 (absent for
+	// none); ResultBytes the whole result's length (GET
+	// /v1/jobs/{id}/lookup has it all).
+	ResultBase64 string `json:"result_base64,omitempty"`
+	ResultBytes  int    `json:"result_bytes"`
+}
+
+// KeptList is a page of a tube's kept jobs, and the cursor of the next
+// page ("" when this is the last).
+type KeptList struct {
+	Jobs []KeptJob `json:"jobs"`
+	Next string    `json:"next"`
+}
+
+// defaultKeptList is how many kept jobs a page has when the request
+// does not say.
+const defaultKeptList = 50
+
+func keptJobOf(k queue.KeptJob) KeptJob {
+	out := KeptJob{ID: uint64(k.ID), UniqueKey: k.UniqueKey, Ended: "finished", LastError: k.LastError,
+		FinishedAt: Timestamp(k.FinishedAt), KeptUntil: Timestamp(k.KeptUntil), ResultBytes: k.ResultLen}
+	if k.Cancelled {
+		out.Ended = "cancelled"
+	}
+	if len(k.Result) > 0 {
+		out.ResultBase64 = base64.StdEncoding.EncodeToString(k.Result)
+	}
+	return out
+}
+
+// keptPage reads a page of tube's kept jobs from the query's limit and
+// cursor.
+func (s *Server) keptPage(ctx context.Context, tube string, q url.Values) (KeptList, error) {
+	limit := defaultKeptList
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > queue.MaxKeptList {
+			return KeptList{}, badField("limit", "%q: want 1 to %d", v, queue.MaxKeptList)
+		}
+		limit = n
+	}
+	from, err := queue.ParseKeptCursor(q.Get("cursor"))
+	if err != nil {
+		return KeptList{}, badField("cursor", "%q: want the next of an earlier page", q.Get("cursor"))
+	}
+	jobs, next, err := s.Queue.ListKept(ctx, tube, from, limit)
+	if err != nil {
+		return KeptList{}, err
+	}
+	out := KeptList{Jobs: make([]KeptJob, len(jobs)), Next: next.String()}
+	for i, k := range jobs {
+		out.Jobs[i] = keptJobOf(k)
+	}
+	return out, nil
+}
+
+// listKept lists a page of the jobs a tube keeps after they ended, the
+// one dropped last first (docs/keys.md).
+func (s *Server) listKept(w http.ResponseWriter, r *http.Request) error {
+	l, err := s.keptPage(r.Context(), r.PathValue("tube"), r.URL.Query())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, l)
 	return nil
 }
 

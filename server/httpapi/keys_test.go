@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -179,5 +180,60 @@ func TestPutDebounce(t *testing.T) {
 		if string(body) != "3" {
 			t.Errorf("the job's body after refused puts: %q, want 3", body)
 		}
+	})
+}
+
+// TestListKept: a tube's kept jobs are listed over HTTP in pages, the
+// newest finished first (those ended in the same millisecond by ID,
+// the higher first: the later put), with their key, how they ended and the first
+// bytes of their result; bad input is a 400.
+func TestListKept(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func(testing.TB) queue.Store) {
+		ts := startServer(t, open(t), nil)
+		c := ts.c
+		ctx := context.Background()
+		if err := ts.q.SetRetention(ctx, "lk", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		var ids []uint64
+		for i := range 3 {
+			id := c.put(t, "lk", map[string]any{"body": "b", "unique_key": fmt.Sprintf("order-%d", i)})
+			ids = append(ids, id)
+			if err := ts.q.Finish(ctx, queue.ID(id), []byte(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.put(t, "lk", map[string]any{"body": "live"})
+		var got []httpapi.KeptJob
+		cursor := ""
+		for pages := 0; ; pages++ {
+			var l httpapi.KeptList
+			c.do(req{method: "GET", path: "/v1/tubes/lk/kept?limit=2&cursor=" + url.QueryEscape(cursor)}).want(t, http.StatusOK, "").decode(t, &l)
+			got = append(got, l.Jobs...)
+			if l.Next == "" || pages > 3 {
+				break
+			}
+			cursor = l.Next
+		}
+		if len(got) != 3 {
+			t.Fatalf("listed %d kept jobs, want 3: %+v", len(got), got)
+		}
+		for i, k := range got {
+			n := 2 - i
+			res, _ := base64.StdEncoding.DecodeString(k.ResultBase64)
+			if k.ID != ids[n] || k.UniqueKey != fmt.Sprintf("order-%d", n) || k.Ended != "finished" ||
+				string(res) != fmt.Sprintf(`{"n":%d}`, n) || k.ResultBytes != len(res) || time.Time(k.FinishedAt).IsZero() {
+				t.Errorf("kept job %d of the list: %+v, want job %d, key order-%d, finished, result {\"n\":%d}", i, k, ids[n], n, n)
+			}
+		}
+		var empty httpapi.KeptList
+		c.do(req{method: "GET", path: "/v1/tubes/nothing/kept"}).want(t, http.StatusOK, "").decode(t, &empty)
+		if len(empty.Jobs) != 0 || empty.Next != "" {
+			t.Errorf("a tube that keeps nothing lists %+v", empty)
+		}
+		c.do(req{method: "GET", path: "/v1/tubes/lk/kept?limit=0", offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		c.do(req{method: "GET", path: "/v1/tubes/lk/kept?limit=1001", offSpec: true}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		c.do(req{method: "GET", path: "/v1/tubes/lk/kept?cursor=x"}).want(t, http.StatusBadRequest, httpapi.CodeBadRequest)
+		c.do(req{method: "GET", path: "/v1/tubes/-bad/kept"}).want(t, http.StatusBadRequest, httpapi.CodeBadTube)
 	})
 }

@@ -27,6 +27,7 @@ func retainCases() []queueCase {
 		{"DuplicateState", testDuplicateState},
 		{"KeyOptionsBadInput", testKeyOptionsBadInput},
 		{"KeptNotAWake", testKeptNotAWake},
+		{"ListKept", testListKept},
 	}
 }
 

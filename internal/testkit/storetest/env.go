@@ -232,6 +232,14 @@ func (r *recorder) LookupKey(ctx context.Context, tube, key string) (queue.JobSt
 	return ks.LookupKey(ctx, tube, key)
 }
 
+func (r *recorder) ListKept(ctx context.Context, tube string, from queue.KeptCursor, limit int) ([]queue.KeptJob, error) {
+	kl, ok := r.Store.(queue.KeptLister)
+	if !ok {
+		return nil, queue.ErrNoKeep
+	}
+	return kl.ListKept(ctx, tube, from, limit)
+}
+
 // keepNotifier returns w, with Listen when inner is a queue.Notifier.
 func keepNotifier(w, inner queue.Store) queue.Store {
 	if n, ok := inner.(queue.Notifier); ok {
