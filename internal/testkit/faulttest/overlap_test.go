@@ -24,8 +24,10 @@ const overlapCITicks = 100
 // Client and a worker whose jobs take 150 ms, on one "@every 100ms"
 // schedule for 100 ticks (the three policies at once, each on a prefix of
 // its own). skip: never two of the schedule's jobs reserved at once, and
-// every tick fired or counted skipped; buffer_one: never more than one
-// job waiting, every tick fired or skipped; allow: every tick fired.
+// every tick fired or counted skipped; buffer_one: never two reserved at
+// once either (the job put behind the running one is held until it
+// ends), never more than one job waiting, every tick fired or skipped;
+// allow: every tick fired.
 func TestScheduleOverlapFourServers(t *testing.T) {
 	for _, o := range []schedule.Overlap{schedule.OverlapAllow, schedule.OverlapSkip, schedule.OverlapBufferOne} {
 		t.Run(o.String(), func(t *testing.T) {
@@ -93,6 +95,9 @@ func (r overlapResult) check(t testing.TB) {
 	case schedule.OverlapBufferOne:
 		if r.maxWaiting > 1 || r.sampledWait > 1 {
 			t.Errorf("%v: buffer_one had more than one job waiting", r)
+		}
+		if r.overlapMoments != 0 || r.sampledReserved > 1 {
+			t.Errorf("%v: buffer_one had two jobs reserved at once", r)
 		}
 	}
 }
