@@ -113,7 +113,8 @@ func cmpErr(first, err error) error {
 }
 
 // BenchRetention measures kept jobs: jobs jobs of one tube with the
-// given retention, each put with a key and finished with a result by
+// given retention, each put with a key ("order-<k>") and a 100-byte body
+// and finished with a result ("result <k>") by
 // callers goroutines; each must be found by its key until its time, and
 // the tube (which lives while it keeps jobs) gone soon after the last
 // one's time with nothing else running. memory returns the bytes the back
@@ -136,7 +137,7 @@ func BenchRetention(b *testing.B, s queue.Store, memory func() int64, jobs, call
 	for i := 0; i < jobs; i += 1000 {
 		batch := make([]queue.NewJob, 0, 1000)
 		for k := i; k < min(i+1000, jobs); k++ {
-			batch = append(batch, queue.NewJob{Body: []byte("job " + strconv.Itoa(k)), UniqueKey: "order-" + strconv.Itoa(k), TTR: time.Minute})
+			batch = append(batch, queue.NewJob{Body: retentionBody(k), UniqueKey: "order-" + strconv.Itoa(k), TTR: time.Minute})
 		}
 		r, err := q.PutMany(ctx, tube, batch)
 		if err != nil {
@@ -207,6 +208,17 @@ func BenchRetention(b *testing.B, s queue.Store, memory func() int64, jobs, call
 	}
 	fmt.Printf("retention %v: %d jobs kept, %.0f bytes each; gone %v after the last deadline; memory before %d, kept %d, after %d\n",
 		retain, jobs, float64(kept-before)/float64(jobs), gone.Sub(deadline), before, kept, after)
+}
+
+// retentionBody is the body of BenchRetention's job k: 100 bytes, as
+// bench/cmd/queuebench's keptmemory workload puts, so that both measure
+// the same kept job.
+func retentionBody(k int) []byte {
+	b := []byte("job " + strconv.Itoa(k))
+	for len(b) < 100 {
+		b = append(b, ' ')
+	}
+	return b
 }
 
 // waitTick waits d: the measurement's sampling period (a benchmark's
