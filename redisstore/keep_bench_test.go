@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -79,4 +80,53 @@ func BenchmarkDebounce(b *testing.B) {
 	for range b.N {
 		storetest.BenchDebounce(b, stores, 20)
 	}
+}
+
+// BenchmarkDebounceProcesses is BenchmarkDebounce with its 8 callers as 8
+// processes (storetest.BenchDebounceProcs): the test binary started again,
+// each with a client and a Store of its own on the same redis-server,
+// while this process reserves.
+//
+//	go test -run '^$' -bench DebounceProcesses -benchtime 1x ./redisstore/
+func BenchmarkDebounceProcesses(b *testing.B) {
+	srv := redistest.Standalone(b)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	b.Cleanup(func() { c.Close() })
+	s, err := redisstore.New(context.Background(), c, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	for range b.N {
+		storetest.BenchDebounceProcs(b, s, 8, []string{redisPutterEnv + "=" + srv.Addr}, 20)
+	}
+}
+
+// redisPutterEnv names the redis-server a putter process of
+// BenchmarkDebounceProcesses puts on.
+const redisPutterEnv = "HOURGLASS_DEBOUNCE_REDIS"
+
+// redisPutter is a putter process's Store of its own on the redis-server
+// redisPutterEnv names (storetest.RunDebounceChild).
+func redisPutter() (storetest.DebouncePutter, func(), error) {
+	c := redis.NewClient(&redis.Options{Addr: os.Getenv(redisPutterEnv), MaxRetries: -1})
+	s, err := redisstore.New(context.Background(), c, nil)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	q, err := queue.New(s, nil)
+	if err != nil {
+		s.Close()
+		c.Close()
+		return nil, nil, err
+	}
+	put := func(ctx context.Context, tube string, j queue.NewJob) (queue.PutResult, error) {
+		r, err := q.PutMany(ctx, tube, []queue.NewJob{j})
+		if err != nil {
+			return queue.PutResult{}, err
+		}
+		return r[0], nil
+	}
+	return put, func() { q.Close(); s.Close(); c.Close() }, nil
 }

@@ -15,7 +15,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	storetest.RunDebounceChild(redisPutter) // a putter process of BenchmarkDebounceProcesses
+	redistest.Main(m)
+}
 
 // topology is a Redis to run a test on.
 type topology struct {

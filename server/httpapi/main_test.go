@@ -20,6 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/hourglass-io/hourglass/internal/testkit/backendtest"
 	"github.com/hourglass-io/hourglass/internal/testkit/redistest"
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/hourglass-io/hourglass/lock"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
@@ -30,7 +31,10 @@ import (
 	"github.com/hourglass-io/hourglass/ttlhash"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	storetest.RunDebounceChild(httpPutter) // a putter process of BenchmarkDebounceProcesses
+	redistest.Main(m)
+}
 
 // backend is a store to run the server on.
 type backend = backendtest.Backend
