@@ -45,18 +45,18 @@ type cancelListener struct {
 
 // Cancel is the part's side of Store.Cancel.
 func (q *jobQueue) Cancel(ctx context.Context, id queue.ID, reason string) (queue.State, error) {
-	now, err := q.begin(ctx)
+	var tell []*cancelListener
+	was, err := update(ctx, q.tx(), func(now int64) (queue.State, wal.Ticket, error) {
+		j := q.jobs[id]
+		if j == nil {
+			return 0, 0, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
+		}
+		was := j.state
+		var tk wal.Ticket
+		tk, tell = q.cancelLocked(j, reason, now)
+		return was, tk, nil
+	})
 	if err != nil {
-		return 0, err
-	}
-	j := q.jobs[id]
-	if j == nil {
-		q.e.end(now, 0)
-		return 0, fmt.Errorf("%w: %d", queue.ErrNotFound, id)
-	}
-	was := j.state
-	tk, tell := q.cancelLocked(j, reason, now)
-	if err := q.e.end(now, tk); err != nil {
 		return 0, err
 	}
 	for _, l := range tell {

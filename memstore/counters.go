@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -114,11 +115,7 @@ func (c *counterLog) replay(kind byte, d *decoder) error {
 
 // snapshot adds each kept minute as one record, oldest first.
 func (c *counterLog) snapshot(w *wal.SnapshotWriter) {
-	ms := make([]int64, 0, len(c.minutes))
-	for m := range c.minutes {
-		ms = append(ms, m)
-	}
-	slices.Sort(ms)
+	ms := slices.Sorted(maps.Keys(c.minutes))
 	w.Grow(len(ms))
 	for _, m := range ms {
 		cm := c.minutes[m]
@@ -142,37 +139,35 @@ func (c *counterLog) RecordCounters(ctx context.Context, minute int64, keep time
 	if err := queue.CheckCounters(minute, keep, samples); err != nil {
 		return err
 	}
-	now, err := c.e.begin(ctx, queue.ErrClosed)
-	if err != nil {
-		return err
-	}
-	c.prune(now)
-	end := now + int64(keep)
-	if cm := c.minutes[minute]; cm != nil {
-		end = cm.end // kept from its first record
-	}
-	var tk wal.Ticket
-	if len(samples) > 0 {
+	return write(ctx, c.tx(), func(now int64) (wal.Ticket, error) {
+		c.prune(now)
+		end := now + int64(keep)
+		if cm := c.minutes[minute]; cm != nil {
+			end = cm.end // kept from its first record
+		}
+		if len(samples) == 0 {
+			return 0, nil
+		}
 		c.apply(minute, end, samples)
-		tk = c.e.append(kindCounters, encodeCounters(c.e.scratch[:0], minute, end, samples), nil)
-	}
-	return c.e.end(now, tk)
+		return c.e.append(kindCounters, encodeCounters(c.e.scratch[:0], minute, end, samples), nil), nil
+	})
 }
+
+// tx is the terms of the counters' operations (see update): the queue's.
+func (c *counterLog) tx() tx { return tx{e: c.e, closed: queue.ErrClosed} }
 
 // CounterHistory implements queue.CounterLog.
 func (c *counterLog) CounterHistory(ctx context.Context, from, to int64) ([]queue.CounterSample, error) {
 	if err := queue.CheckCounterRange(from, to); err != nil {
 		return nil, err
 	}
-	now, err := c.e.beginRead(ctx, queue.ErrClosed)
-	if err != nil {
-		return nil, err
-	}
-	var out []queue.CounterSample
-	for m := from; m <= to; m++ {
-		if cm := c.minutes[m]; cm != nil && cm.end > now {
-			out = append(out, c.samples(m)...)
+	return read(ctx, c.tx(), func(now int64) ([]queue.CounterSample, error) {
+		var out []queue.CounterSample
+		for m := from; m <= to; m++ {
+			if cm := c.minutes[m]; cm != nil && cm.end > now {
+				out = append(out, c.samples(m)...)
+			}
 		}
-	}
-	return out, c.e.end(now, 0)
+		return out, nil
+	})
 }

@@ -127,32 +127,86 @@ func (e *engine) close() error {
 
 func (e *engine) now() int64 { return e.clock().UnixNano() }
 
-// begin starts an operation that may change the state: it takes the lock,
-// makes sure the log can take the operation's records (records of up to
-// smallRecord bytes; beginSized for more) and applies the due work of the
-// parts registered with onBegin. On success the caller must call end. A
-// closed Store fails with closed, the error of the calling part's package
-// for a closed store (queue.ErrClosed, lock.ErrClosed, …); a full disk
-// with an error wrapping ErrNoSpace, a failed log with one wrapping
-// ErrLogFailed, and then nothing has changed.
-func (e *engine) begin(ctx context.Context, closed error) (int64, error) {
-	return e.beginSized(ctx, closed, smallRecord)
+// A tx is the terms of a part's operations: the engine, the error of the
+// part's package for a closed store (queue.ErrClosed, lock.ErrClosed, …),
+// the error a full disk also wraps (queue.ErrFull; nil for none) and the
+// room the operation's records take in the log (0: smallRecord, the
+// records of one operation without a body or a value). A part makes its
+// tx in one method and runs each operation through update or read.
+type tx struct {
+	e      *engine
+	closed error
+	full   error
+	need   int64
 }
 
-// smallRecord is the room begin asks the log for: the records of one
-// operation without a body or a value.
+// sized is x for an operation whose records take about need bytes.
+func (x tx) sized(need int64) tx {
+	x.need = need
+	return x
+}
+
+// smallRecord is the room an operation asks the log for when its tx names
+// none.
 const smallRecord = 1 << 10
 
-// beginSized is begin for an operation whose records take about need
-// bytes.
-func (e *engine) beginSized(ctx context.Context, closed error, need int64) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
+// update runs f as one operation that may change the state. Before f it
+// takes the engine's lock, makes sure the log can take the operation's
+// records and applies the due work of the parts registered with onBegin;
+// f gets the operation's time and returns its result, the ticket of the
+// last record it appended (0 for none) and its outcome. After f the timer
+// is re-armed, a snapshot started when the log has grown enough, the lock
+// released, the listeners woken and the records waited for until durable
+// (see end). A closed Store fails with x.closed; a full disk with an
+// error wrapping ErrNoSpace (and x.full), a failed log with one wrapping
+// ErrLogFailed, and then f does not run. f's own error is returned with
+// its result once its records are durable.
+func update[T any](ctx context.Context, x tx, f func(now int64) (T, wal.Ticket, error)) (T, error) {
+	now, err := x.e.begin(ctx, x.closed, max(x.need, smallRecord))
+	if err != nil {
+		if x.full != nil && errors.Is(err, ErrNoSpace) {
+			err = fmt.Errorf("%w: %w", x.full, err)
+		}
+		var zero T
+		return zero, err
 	}
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return 0, closed
+	v, t, err := f(now)
+	if endErr := x.e.end(now, t); endErr != nil {
+		var zero T
+		return zero, endErr
+	}
+	return v, err
+}
+
+// write is update for an operation whose only result is its error.
+func write(ctx context.Context, x tx, f func(now int64) (wal.Ticket, error)) error {
+	_, err := update(ctx, x, func(now int64) (struct{}, wal.Ticket, error) {
+		t, err := f(now)
+		return struct{}{}, t, err
+	})
+	return err
+}
+
+// read runs f as one operation that changes nothing (it appends no
+// record): like update, but served on a full disk and after the log has
+// failed, from the state in memory.
+func read[T any](ctx context.Context, x tx, f func(now int64) (T, error)) (T, error) {
+	now, err := x.e.beginRead(ctx, x.closed)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := f(now)
+	x.e.end(now, 0)
+	return v, err
+}
+
+// begin starts an operation (update's first half): it takes the lock,
+// checks that the store is open and that the log has room for need bytes,
+// and applies the due work.
+func (e *engine) begin(ctx context.Context, closed error, need int64) (int64, error) {
+	if err := e.lock(ctx, closed); err != nil {
+		return 0, err
 	}
 	if e.log != nil {
 		if err := e.log.Room(need); err != nil {
@@ -163,24 +217,34 @@ func (e *engine) beginSized(ctx context.Context, closed error, need int64) (int6
 			return 0, fmt.Errorf("memstore: %w", err)
 		}
 	}
-	return e.beginLocked(), nil
+	return e.advanceLocked(), nil
 }
 
-// beginRead is begin for an operation that changes nothing: it is served
-// on a full disk and after the log has failed, from the state in memory.
+// beginRead is begin for an operation that changes nothing.
 func (e *engine) beginRead(ctx context.Context, closed error) (int64, error) {
-	if err := ctx.Err(); err != nil {
+	if err := e.lock(ctx, closed); err != nil {
 		return 0, err
+	}
+	return e.advanceLocked(), nil
+}
+
+// lock takes the engine's lock unless ctx is done or the store closed
+// (then it fails with closed).
+func (e *engine) lock(ctx context.Context, closed error) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return 0, closed
+		return closed
 	}
-	return e.beginLocked(), nil
+	return nil
 }
 
-func (e *engine) beginLocked() int64 {
+// advanceLocked applies the due work of the parts registered with onBegin
+// and returns the time it did so at.
+func (e *engine) advanceLocked() int64 {
 	now := e.now()
 	for _, p := range e.onBegin {
 		p.advance(now)

@@ -17,6 +17,7 @@ package memstore
 // acknowledgements.
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -168,35 +169,22 @@ func (x *hashEvents) trim() {
 		floor = min(floor, g.floor())
 	}
 	n, _ := slices.BinarySearchFunc(x.events, floor, func(e *hxEvent, seq uint64) int {
-		return cmpU64(e.seq, seq)
+		return cmp.Compare(e.seq, seq)
 	})
 	if n > 0 {
 		x.cut(n)
 	}
 }
 
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // CreateGroup implements ttlhash.Store.
 func (h *Hashes) CreateGroup(ctx context.Context, group string) error {
-	now, err := h.begin(ctx)
-	if err != nil {
-		return err
-	}
-	var t wal.Ticket
-	if h.events.groups[group] == nil {
+	return write(ctx, h.tx(), func(int64) (wal.Ticket, error) {
+		if h.events.groups[group] != nil {
+			return 0, nil
+		}
 		h.events.createGroup(group)
-		t = h.e.append(kindHXGroup, h.events.encodeGroup(group, true), nil)
-	}
-	return h.end(now, t)
+		return h.e.append(kindHXGroup, h.events.encodeGroup(group, true), nil), nil
+	})
 }
 
 func (x *hashEvents) createGroup(name string) {
@@ -205,13 +193,12 @@ func (x *hashEvents) createGroup(name string) {
 
 // DeleteGroup implements ttlhash.Store.
 func (h *Hashes) DeleteGroup(ctx context.Context, group string) error {
-	now, _, err := h.beginGroup(ctx, group)
-	if err != nil {
-		return err
-	}
-	delete(h.events.groups, group)
-	h.events.trim()
-	return h.end(now, h.e.append(kindHXGroup, h.events.encodeGroup(group, false), nil))
+	_, err := groupUpdate(ctx, h, group, func(int64, *hxGroup) (struct{}, wal.Ticket) {
+		delete(h.events.groups, group)
+		h.events.trim()
+		return struct{}{}, h.e.append(kindHXGroup, h.events.encodeGroup(group, false), nil)
+	})
+	return err
 }
 
 func eventOf(e *hxEvent, again bool) ttlhash.Event {
@@ -222,34 +209,36 @@ func eventOf(e *hxEvent, again bool) ttlhash.Event {
 }
 
 func (x *hashEvents) event(seq uint64) *hxEvent {
-	i, ok := slices.BinarySearchFunc(x.events, seq, func(e *hxEvent, seq uint64) int { return cmpU64(e.seq, seq) })
+	i, ok := slices.BinarySearchFunc(x.events, seq, func(e *hxEvent, seq uint64) int { return cmp.Compare(e.seq, seq) })
 	if !ok {
 		return nil
 	}
 	return x.events[i]
 }
 
-// beginGroup begins an operation on consumer group group: ErrNoGroup, with
-// the operation ended, when there is none.
-func (h *Hashes) beginGroup(ctx context.Context, group string) (int64, *hxGroup, error) {
-	now, err := h.begin(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	g := h.events.groups[group]
-	if g == nil {
-		h.end(now, 0)
-		return 0, nil, fmt.Errorf("%w: %q", ttlhash.ErrNoGroup, group)
-	}
-	return now, g, nil
+// groupUpdate runs f as one operation on consumer group group of h's
+// events (see update): ErrNoGroup, and f not run, when there is none.
+func groupUpdate[T any](ctx context.Context, h *Hashes, group string, f func(now int64, g *hxGroup) (T, wal.Ticket)) (T, error) {
+	return update(ctx, h.tx(), func(now int64) (T, wal.Ticket, error) {
+		g := h.events.groups[group]
+		if g == nil {
+			var zero T
+			return zero, 0, fmt.Errorf("%w: %q", ttlhash.ErrNoGroup, group)
+		}
+		v, t := f(now, g)
+		return v, t, nil
+	})
 }
 
 // Read implements ttlhash.Store.
 func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]ttlhash.Event, error) {
-	now, g, err := h.beginGroup(ctx, group)
-	if err != nil {
-		return nil, err
-	}
+	return groupUpdate(ctx, h, group, func(now int64, g *hxGroup) ([]ttlhash.Event, wal.Ticket) {
+		return h.readEvents(g, consumer, max, now), 0
+	})
+}
+
+// readEvents is Read of group g under the Store's lock at now.
+func (h *Hashes) readEvents(g *hxGroup, consumer string, max int, now int64) []ttlhash.Event {
 	x := h.events
 	var out []ttlhash.Event
 	if first := x.firstSeq(); g.next < first {
@@ -269,17 +258,19 @@ func (h *Hashes) Read(ctx context.Context, group, consumer string, max int) ([]t
 		g.pending[seq] = &hxPending{consumer: consumer, at: nowMS(now)}
 		out = append(out, eventOf(e, false))
 	}
-	return out, h.end(now, 0)
+	return out
 }
 
 // Claim implements ttlhash.Store, on the Store's clock.
 func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time.Duration, max int) ([]ttlhash.Event, error) {
-	now, g, err := h.beginGroup(ctx, group)
-	if err != nil {
-		return nil, err
-	}
+	return groupUpdate(ctx, h, group, func(now int64, g *hxGroup) ([]ttlhash.Event, wal.Ticket) {
+		return h.claim(g, consumer, minIdle, max, nowMS(now)), 0
+	})
+}
+
+// claim is Claim of group g under the Store's lock at ms.
+func (h *Hashes) claim(g *hxGroup, consumer string, minIdle time.Duration, max int, ms int64) []ttlhash.Event {
 	x := h.events
-	ms := nowMS(now)
 	var seqs []uint64
 	for seq, p := range g.pending {
 		if ms-p.at >= minIdle.Milliseconds() {
@@ -300,7 +291,7 @@ func (h *Hashes) Claim(ctx context.Context, group, consumer string, minIdle time
 		g.pending[seq] = &hxPending{consumer: consumer, at: ms, again: true}
 		out = append(out, eventOf(e, true))
 	}
-	return out, h.end(now, 0)
+	return out
 }
 
 // Ack implements ttlhash.Store.
@@ -313,25 +304,23 @@ func (h *Hashes) Ack(ctx context.Context, group string, ids []string) (int, erro
 		}
 		seqs[i] = n
 	}
-	now, err := h.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	x := h.events
-	g := x.groups[group]
-	n := 0
-	var t wal.Ticket
-	if g != nil {
+	return hashUpdate(ctx, h, func(_ int64, t *wal.Ticket) int {
+		x := h.events
+		g := x.groups[group]
+		if g == nil {
+			return 0
+		}
+		n := 0
 		for _, seq := range seqs {
 			if g.pending[seq] != nil {
 				delete(g.pending, seq)
-				t = h.e.append(kindHXAck, h.events.encodeAck(group, seq), nil)
+				*t = h.e.append(kindHXAck, h.events.encodeAck(group, seq), nil)
 				n++
 			}
 		}
 		x.trim()
-	}
-	return n, h.end(now, t)
+		return n
+	})
 }
 
 // EventStats implements ttlhash.Store.

@@ -27,6 +27,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -129,12 +130,9 @@ func (s *Store) Hashes() *Hashes { return &s.hashes }
 
 func nowMS(now int64) int64 { return now / int64(time.Millisecond) }
 
-// begin starts an operation on the hashes (see engine.begin).
-func (h *Hashes) begin(ctx context.Context) (int64, error) { return h.e.begin(ctx, ttlhash.ErrClosed) }
-
-// end finishes an operation (see engine.end): event listeners are woken
-// once the events are durable.
-func (h *Hashes) end(now int64, t wal.Ticket) error { return h.e.end(now, t) }
+// tx is the terms of the hashes' operations (see update); event
+// listeners are woken once the events are durable.
+func (h *Hashes) tx() tx { return tx{e: h.e, closed: ttlhash.ErrClosed} }
 
 // live returns the field if it exists and has not expired at ms.
 func (x *hashFields) live(hash, field string, ms int64) *hxField {
@@ -237,13 +235,15 @@ func (h *Hashes) Set(ctx context.Context, hash string, req ttlhash.SetRequest) (
 	for _, fd := range req.Fields {
 		need += 64 + int64(len(hash)+len(fd.Name)+len(fd.Value))
 	}
-	now, err := h.e.beginSized(ctx, ttlhash.ErrClosed, need)
-	if err != nil {
-		return 0, err
-	}
-	ms := nowMS(now)
-	var t wal.Ticket
-	added := 0
+	return update(ctx, h.tx().sized(need), func(now int64) (int, wal.Ticket, error) {
+		added, t := h.set(hash, req, nowMS(now))
+		return added, t, nil
+	})
+}
+
+// set is Set under the Store's lock at ms; it returns the fields added and
+// the ticket of the last record.
+func (h *Hashes) set(hash string, req ttlhash.SetRequest, ms int64) (added int, t wal.Ticket) {
 	for _, fd := range req.Fields {
 		h.fields.reap(hash, fd.Name, ms, &t)
 		f := h.fields.live(hash, fd.Name, ms)
@@ -263,17 +263,26 @@ func (h *Hashes) Set(ctx context.Context, hash string, req ttlhash.SetRequest) (
 		h.fields.putField(hash, fd.Name, v, dl)
 		t = h.e.append(kindHXSet, h.fields.encodeSet(hash, fd.Name, dl), v)
 	}
-	return added, h.end(now, t)
+	return added, t
 }
 
 // read runs a read-only operation under the lock.
 func (h *Hashes) read(ctx context.Context, f func(ms int64)) error {
-	now, err := h.e.beginRead(ctx, ttlhash.ErrClosed)
-	if err != nil {
-		return err
-	}
-	f(nowMS(now))
-	return h.end(now, 0)
+	_, err := read(ctx, h.tx(), func(now int64) (struct{}, error) {
+		f(nowMS(now))
+		return struct{}{}, nil
+	})
+	return err
+}
+
+// hashUpdate runs f as one operation on h's hashes at ms; f returns its
+// result and sets t to the ticket of its last record.
+func hashUpdate[T any](ctx context.Context, h *Hashes, f func(ms int64, t *wal.Ticket) T) (T, error) {
+	return update(ctx, h.tx(), func(now int64) (T, wal.Ticket, error) {
+		var t wal.Ticket
+		v := f(nowMS(now), &t)
+		return v, t, nil
+	})
 }
 
 func entryOf(f *hxField) ttlhash.Entry {
@@ -355,22 +364,18 @@ func (h *Hashes) Scan(ctx context.Context, hash, cursor string, count int) ([]tt
 
 // Del implements ttlhash.Store.
 func (h *Hashes) Del(ctx context.Context, hash string, fields []string) (int, error) {
-	now, err := h.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	ms := nowMS(now)
-	var t wal.Ticket
-	n := 0
-	for _, name := range fields {
-		h.fields.reap(hash, name, ms, &t)
-		if f := h.fields.live(hash, name, ms); f != nil {
-			h.fields.removeField(f)
-			t = h.e.append(kindHXDel, h.fields.encodeDel(hash, name), nil)
-			n++
+	return hashUpdate(ctx, h, func(ms int64, t *wal.Ticket) int {
+		n := 0
+		for _, name := range fields {
+			h.fields.reap(hash, name, ms, t)
+			if f := h.fields.live(hash, name, ms); f != nil {
+				h.fields.removeField(f)
+				*t = h.e.append(kindHXDel, h.fields.encodeDel(hash, name), nil)
+				n++
+			}
 		}
-	}
-	return n, h.end(now, t)
+		return n
+	})
 }
 
 // Len implements ttlhash.Store.
@@ -409,19 +414,18 @@ func (h *Hashes) TTL(ctx context.Context, hash string, fields []string) ([]time.
 
 // Expire implements ttlhash.Store.
 func (h *Hashes) Expire(ctx context.Context, hash string, req ttlhash.ExpireRequest) ([]int, error) {
-	now, err := h.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ms := nowMS(now)
+	return hashUpdate(ctx, h, func(ms int64, t *wal.Ticket) []int { return h.expire(hash, req, ms, t) })
+}
+
+// expire is Expire under the Store's lock at ms.
+func (h *Hashes) expire(hash string, req ttlhash.ExpireRequest, ms int64, t *wal.Ticket) []int {
 	target := ms + req.TTL.Milliseconds()
 	if !req.At.IsZero() {
 		target = req.At.UnixMilli()
 	}
-	var t wal.Ticket
 	out := make([]int, len(req.Fields))
 	for i, name := range req.Fields {
-		h.fields.reap(hash, name, ms, &t)
+		h.fields.reap(hash, name, ms, t)
 		f := h.fields.live(hash, name, ms)
 		if f == nil {
 			out[i] = ttlhash.NoField
@@ -444,41 +448,37 @@ func (h *Hashes) Expire(ctx context.Context, hash string, req ttlhash.ExpireRequ
 		case !ok:
 			out[i] = ttlhash.NotMet
 		case target <= ms:
-			t = h.fields.expireField(f, target, ms)
+			*t = h.fields.expireField(f, target, ms)
 			out[i] = ttlhash.Deleted
 		default:
 			h.fields.setDeadline(f, target)
-			t = h.e.append(kindHXSet, h.fields.encodeSet(hash, name, target), f.value)
+			*t = h.e.append(kindHXSet, h.fields.encodeSet(hash, name, target), f.value)
 			out[i] = ttlhash.Done
 		}
 	}
-	return out, h.end(now, t)
+	return out
 }
 
 // Persist implements ttlhash.Store.
 func (h *Hashes) Persist(ctx context.Context, hash string, fields []string) ([]int, error) {
-	now, err := h.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ms := nowMS(now)
-	var t wal.Ticket
-	out := make([]int, len(fields))
-	for i, name := range fields {
-		h.fields.reap(hash, name, ms, &t)
-		f := h.fields.live(hash, name, ms)
-		switch {
-		case f == nil:
-			out[i] = ttlhash.NoField
-		case f.dl == 0:
-			out[i] = ttlhash.NoTTL
-		default:
-			h.fields.setDeadline(f, 0)
-			t = h.e.append(kindHXSet, h.fields.encodeSet(hash, name, 0), f.value)
-			out[i] = ttlhash.Done
+	return hashUpdate(ctx, h, func(ms int64, t *wal.Ticket) []int {
+		out := make([]int, len(fields))
+		for i, name := range fields {
+			h.fields.reap(hash, name, ms, t)
+			f := h.fields.live(hash, name, ms)
+			switch {
+			case f == nil:
+				out[i] = ttlhash.NoField
+			case f.dl == 0:
+				out[i] = ttlhash.NoTTL
+			default:
+				h.fields.setDeadline(f, 0)
+				*t = h.e.append(kindHXSet, h.fields.encodeSet(hash, name, 0), f.value)
+				out[i] = ttlhash.Done
+			}
 		}
-	}
-	return out, h.end(now, t)
+		return out
+	})
 }
 
 // Shards implements ttlhash.Store: the engine has one.
@@ -490,20 +490,18 @@ func (h *Hashes) Sweep(ctx context.Context, shard, max int) (ttlhash.SweepResult
 	if shard != 0 {
 		return ttlhash.SweepResult{}, fmt.Errorf("%w: shard %d: the embedded engine has shard 0 only", ttlhash.ErrInvalid, shard)
 	}
-	now, err := h.begin(ctx)
-	if err != nil {
-		return ttlhash.SweepResult{}, err
-	}
-	n, t := h.fields.expire(now, max)
-	r := ttlhash.SweepResult{Expired: n, Next: -1}
-	if len(h.fields.due) > 0 {
-		if d := h.fields.due[0].dl - nowMS(now); d <= 0 {
-			r.More, r.Next = true, 0
-		} else {
-			r.Next = time.Duration(d) * time.Millisecond
+	return update(ctx, h.tx(), func(now int64) (ttlhash.SweepResult, wal.Ticket, error) {
+		n, t := h.fields.expire(now, max)
+		r := ttlhash.SweepResult{Expired: n, Next: -1}
+		if len(h.fields.due) > 0 {
+			if d := h.fields.due[0].dl - nowMS(now); d <= 0 {
+				r.More, r.Next = true, 0
+			} else {
+				r.Next = time.Duration(d) * time.Millisecond
+			}
 		}
-	}
-	return r, h.end(now, t)
+		return r, t, nil
+	})
 }
 
 // Records.
@@ -525,12 +523,7 @@ func (x *hashFields) encodeDel(hash, field string) []byte {
 
 // snapshot adds the fields to a snapshot.
 func (x *hashFields) snapshot(w *wal.SnapshotWriter) {
-	names := make([]string, 0, len(x.hashes))
-	for n := range x.hashes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(x.hashes)) {
 		for _, f := range x.hashes[n].fields {
 			w.Add(kindHXSet, x.encodeSet(n, f.name, f.dl), f.value)
 		}

@@ -61,15 +61,13 @@ func keptSize(j *job) int64 { return jobSize(j) + 16 + int64(len(j.more.kept.res
 
 // SetRetention is the part's side of Store.SetRetention (queuestore.go).
 func (q *jobQueue) SetRetention(ctx context.Context, tube string, d time.Duration) error {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return err
-	}
-	q.setRetentionLocked(tube, int64(d))
-	b := appendString(q.e.scratch[:0], tube)
-	b = binary.AppendVarint(b, int64(d))
-	q.e.scratch = b
-	return q.e.end(now, q.e.append(kindRetain, b, nil))
+	return write(ctx, q.tx(), func(int64) (wal.Ticket, error) {
+		q.setRetentionLocked(tube, int64(d))
+		b := appendString(q.e.scratch[:0], tube)
+		b = binary.AppendVarint(b, int64(d))
+		q.e.scratch = b
+		return q.e.append(kindRetain, b, nil), nil
+	})
 }
 
 func (q *jobQueue) setRetentionLocked(tube string, d int64) {
@@ -85,41 +83,26 @@ func (q *jobQueue) setRetentionLocked(tube string, d int64) {
 
 // Retention is the part's side of Store.Retention (queuestore.go).
 func (q *jobQueue) Retention(ctx context.Context, tube string) (time.Duration, error) {
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return 0, err
-	}
-	d := q.retain[tube]
-	q.e.end(now, 0)
-	return durationOf(d), nil
+	return read(ctx, q.tx(), func(int64) (time.Duration, error) { return durationOf(q.retain[tube]), nil })
 }
 
 // Finish is the part's side of Store.Finish (queuestore.go).
 func (q *jobQueue) Finish(ctx context.Context, owner string, id queue.ID, result []byte) error {
-	now, err := q.beginSized(ctx, smallRecord+int64(len(result)))
-	if err != nil {
-		return err
-	}
-	tk, err := q.endLocked(owner, id, result, now)
-	if eerr := q.e.end(now, tk); eerr != nil {
-		return eerr
-	}
-	return err
+	return write(ctx, q.tx().sized(smallRecord+int64(len(result))), func(now int64) (wal.Ticket, error) {
+		return q.endLocked(owner, id, result, now)
+	})
 }
 
 // endLocked ends job id for owner, as a delete: it keeps the job with
 // result when its tube has a retention, and deletes it otherwise.
 func (q *jobQueue) endLocked(owner string, id queue.ID, result []byte, now int64) (wal.Ticket, error) {
-	j := q.jobs[id]
-	switch {
-	case j == nil:
-		return 0, queue.ErrNotFound
-	case j.state == queue.Reserved && j.owner != owner:
-		return 0, queue.ErrReserved
+	j, err := q.endable(owner, id)
+	if err != nil {
+		return 0, err
 	}
 	r, w := q.retain[j.tube.name], j.window()
 	if r <= 0 && w <= now {
-		return q.deleteLocked(owner, id)
+		return q.deleteLocked(j), nil
 	}
 	drop := now + r
 	if r <= 0 {
@@ -190,32 +173,24 @@ func (q *jobQueue) dropLocked(j *job) {
 
 // Lookup is the part's side of Store.Lookup (queuestore.go).
 func (q *jobQueue) Lookup(ctx context.Context, id queue.ID) (queue.JobStats, error) {
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return queue.JobStats{}, err
-	}
-	j := q.jobs[id]
-	if j == nil {
-		j = q.kept[id]
-	}
-	out, err := q.lookupLocked(j, now)
-	q.e.end(now, 0)
-	return out, err
+	return read(ctx, q.tx(), func(now int64) (queue.JobStats, error) {
+		j := q.jobs[id]
+		if j == nil {
+			j = q.kept[id]
+		}
+		return q.lookupLocked(j, now)
+	})
 }
 
 // LookupKey is the part's side of Store.LookupKey (queuestore.go).
 func (q *jobQueue) LookupKey(ctx context.Context, tube, key string) (queue.JobStats, error) {
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return queue.JobStats{}, err
-	}
-	var j *job
-	if t := q.tubes[tube]; t != nil {
-		j = t.keys[key]
-	}
-	out, err := q.lookupLocked(j, now)
-	q.e.end(now, 0)
-	return out, err
+	return read(ctx, q.tx(), func(now int64) (queue.JobStats, error) {
+		var j *job
+		if t := q.tubes[tube]; t != nil {
+			j = t.keys[key]
+		}
+		return q.lookupLocked(j, now)
+	})
 }
 
 func (q *jobQueue) lookupLocked(j *job, now int64) (queue.JobStats, error) {

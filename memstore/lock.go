@@ -80,8 +80,8 @@ func (l *Locks) close() {
 	l.due = nil
 }
 
-// begin starts an operation (see engine.begin).
-func (l *Locks) begin(ctx context.Context) (int64, error) { return l.e.begin(ctx, lock.ErrClosed) }
+// tx is the terms of the Locks' operations (see update).
+func (l *Locks) tx() tx { return tx{e: l.e, closed: lock.ErrClosed} }
 
 // prune drops the ended leases and lapsed places of st, and reports
 // whether it dropped any.
@@ -168,32 +168,27 @@ func (l *Locks) rebuild() {
 	heap.Init(&l.due)
 }
 
-// end finishes an operation and wakes the waiters of names.
-func (l *Locks) end(now int64, names ...string) {
-	for _, name := range names {
-		l.e.wake(&l.listeners, name)
-	}
-	l.e.end(now, 0)
-}
-
-// update runs f between begin and end, at the time begin read: f returns
-// the names whose listeners to wake, and its outcome.
+// update runs f as one operation (see the engine's update): f returns the
+// names whose listeners to wake, and its outcome.
 func (l *Locks) update(ctx context.Context, f func(now int64) (wake []string, err error)) error {
-	now, err := l.begin(ctx)
-	if err != nil {
-		return err
-	}
-	wake, err := f(now)
-	l.end(now, wake...)
-	return err
+	return write(ctx, l.tx(), func(now int64) (wal.Ticket, error) {
+		wake, err := f(now)
+		for _, name := range wake {
+			l.e.wake(&l.listeners, name)
+		}
+		return 0, err
+	})
 }
 
 // Acquire implements lock.Store.
 func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Grant, error) {
-	now, err := l.begin(ctx)
-	if err != nil {
-		return lock.Grant{}, err
-	}
+	return update(ctx, l.tx(), func(now int64) (lock.Grant, wal.Ticket, error) {
+		return l.acquire(req, now), 0, nil
+	})
+}
+
+// acquire is Acquire at now.
+func (l *Locks) acquire(req lock.AcquireRequest, now int64) lock.Grant {
 	st := l.state(req.Name, now)
 	if st == nil {
 		st = &lockState{holders: map[string]int64{}}
@@ -210,8 +205,7 @@ func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Gran
 		until := now + int64(req.TTL)
 		st.holders[req.Token] = until
 		l.schedule(req.Name, until)
-		l.end(now)
-		return lock.Grant{Acquired: true, Fence: fence}, nil
+		return lock.Grant{Acquired: true, Fence: fence}
 	}
 	if req.Queue {
 		until := now + int64(req.QueueTTL)
@@ -238,11 +232,10 @@ func (l *Locks) Acquire(ctx context.Context, req lock.AcquireRequest) (lock.Gran
 		}
 	}
 	l.tidy(req.Name, st)
-	l.end(now)
 	if wait == never {
 		wait = int64(time.Millisecond)
 	}
-	return lock.Grant{Wait: time.Duration(wait)}, nil
+	return lock.Grant{Wait: time.Duration(wait)}
 }
 
 // held returns name's state and the lease end of token's grant of it; ok
@@ -286,16 +279,13 @@ func (l *Locks) Refresh(ctx context.Context, name, token string, ttl time.Durati
 
 // TTL implements lock.Store.
 func (l *Locks) TTL(ctx context.Context, name, token string) (time.Duration, error) {
-	now, err := l.e.beginRead(ctx, lock.ErrClosed)
-	if err != nil {
-		return 0, err
-	}
-	defer l.end(now)
-	_, until, ok := l.held(name, token, now)
-	if !ok {
-		return 0, lock.ErrNotHeld
-	}
-	return time.Duration(until - now), nil
+	return read(ctx, l.tx(), func(now int64) (time.Duration, error) {
+		_, until, ok := l.held(name, token, now)
+		if !ok {
+			return 0, lock.ErrNotHeld
+		}
+		return time.Duration(until - now), nil
+	})
 }
 
 // Leave implements lock.Store.

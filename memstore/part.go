@@ -14,7 +14,7 @@ import (
 // the clock; ratelimit.go.) The core, the engine (engine.go), owns the
 // mutex, the clock, the one timer, the log and the listeners, and knows
 // no primitive; a part owns its state, its records and its deadlines,
-// holds a pointer to the engine for begin, end, append, listen and wake,
+// holds a pointer to the engine for update, read, append, listen and wake,
 // and the engine asks every part the same things. Every method is called
 // with the engine's mutex held.
 type part interface {

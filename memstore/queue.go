@@ -39,10 +39,13 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 	for _, nj := range jobs {
 		need += putRecordSize + int64(len(nj.Body)+len(nj.UniqueKey)+len(nj.TraceContext))
 	}
-	now, err := q.beginSized(ctx, need)
-	if err != nil {
-		return nil, err
-	}
+	return update(ctx, q.tx().sized(need), func(now int64) ([]queue.PutResult, wal.Ticket, error) {
+		return q.putLocked(tube, jobs, now)
+	})
+}
+
+// putLocked is Put at now, under the Store's lock.
+func (q *jobQueue) putLocked(tube string, jobs []queue.NewJob, now int64) ([]queue.PutResult, wal.Ticket, error) {
 	t := q.tubes[tube]
 	// How many jobs are new, for the cap and the ID space.
 	n := 0
@@ -78,13 +81,10 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 		n++
 	}
 	if q.maxJobs > 0 && len(q.jobs)+n > q.maxJobs {
-		err := fmt.Errorf("%w: %d jobs stored, %d more would pass the cap of %d", queue.ErrFull, len(q.jobs), n, q.maxJobs)
-		q.e.end(now, 0)
-		return nil, err
+		return nil, 0, fmt.Errorf("%w: %d jobs stored, %d more would pass the cap of %d", queue.ErrFull, len(q.jobs), n, q.maxJobs)
 	}
 	if uint64(q.lastID)+uint64(n) > uint64(queue.MaxID) {
-		q.e.end(now, 0)
-		return nil, fmt.Errorf("memstore: job IDs exhausted (the last issued is %d)", q.lastID)
+		return nil, 0, fmt.Errorf("memstore: job IDs exhausted (the last issued is %d)", q.lastID)
 	}
 	res := make([]queue.PutResult, len(jobs))
 	var tk wal.Ticket
@@ -115,10 +115,7 @@ func (q *jobQueue) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([
 	if n > 0 {
 		q.wakeLocked(tube)
 	}
-	if err := q.e.end(now, tk); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return res, tk, nil
 }
 
 // putRecordSize bounds a put record's bytes beside the job's body, unique
@@ -194,10 +191,14 @@ func (q *jobQueue) putOnce(tube string, nj queue.NewJob, now int64) (queue.ID, w
 
 // Reserve is the part's side of Store.Reserve (queuestore.go).
 func (q *jobQueue) Reserve(ctx context.Context, req queue.ReserveRequest) (queue.ReserveResult, error) {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return queue.ReserveResult{}, err
-	}
+	return update(ctx, q.tx(), func(now int64) (queue.ReserveResult, wal.Ticket, error) {
+		res, tk := q.reserveAt(req, now)
+		return res, tk, nil
+	})
+}
+
+// reserveAt is Reserve at now, under the Store's lock.
+func (q *jobQueue) reserveAt(req queue.ReserveRequest, now int64) (queue.ReserveResult, wal.Ticket) {
 	res := queue.ReserveResult{Next: -1}
 	var tk wal.Ticket
 	if len(req.Delete) > 0 {
@@ -277,10 +278,7 @@ func (q *jobQueue) Reserve(ctx context.Context, req queue.ReserveRequest) (queue
 			}
 		}
 	}
-	if err := q.e.end(now, tk); err != nil {
-		return queue.ReserveResult{}, err
-	}
-	return res, nil
+	return res, tk
 }
 
 // reserveLocked reserves j for owner.
@@ -296,70 +294,62 @@ func (q *jobQueue) reserveLocked(j *job, owner string, now int64) {
 
 // ReserveJob is the part's side of Store.ReserveJob (queuestore.go).
 func (q *jobQueue) ReserveJob(ctx context.Context, owner string, id queue.ID) (queue.Job, error) {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return queue.Job{}, err
-	}
-	j := q.jobs[id]
-	var tk wal.Ticket
-	switch {
-	case j == nil:
-		err = queue.ErrNotFound
-	case j.state == queue.Reserved:
-		err = queue.ErrReserved
-	default:
+	return update(ctx, q.tx(), func(now int64) (queue.Job, wal.Ticket, error) {
+		j := q.jobs[id]
+		switch {
+		case j == nil:
+			return queue.Job{}, 0, queue.ErrNotFound
+		case j.state == queue.Reserved:
+			return queue.Job{}, 0, queue.ErrReserved
+		}
 		was := j.state
 		q.reserveLocked(j, owner, now)
+		var tk wal.Ticket
 		if was != queue.Ready {
 			tk = q.e.append(kindUpdateH, q.encodeUpdate(j), nil)
 		}
-	}
-	var out queue.Job
-	if err == nil {
-		out = j.exportHeld(now)
-	}
-	if err := q.e.end(now, tk); err != nil {
-		return queue.Job{}, err
-	}
-	return out, err
+		return j.exportHeld(now), tk, nil
+	})
 }
 
 // Delete is the part's side of Store.Delete (queuestore.go).
 func (q *jobQueue) Delete(ctx context.Context, owner string, ids []queue.ID) ([]error, error) {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	errs := make([]error, len(ids))
-	var tk wal.Ticket
-	for i, id := range ids {
-		var t wal.Ticket
-		t, errs[i] = q.endLocked(owner, id, nil, now)
-		tk = max(tk, t)
-	}
-	if err := q.e.end(now, tk); err != nil {
-		return nil, err
-	}
-	return errs, nil
+	return update(ctx, q.tx(), func(now int64) ([]error, wal.Ticket, error) {
+		errs := make([]error, len(ids))
+		var tk wal.Ticket
+		for i, id := range ids {
+			var t wal.Ticket
+			t, errs[i] = q.endLocked(owner, id, nil, now)
+			tk = max(tk, t)
+		}
+		return errs, tk, nil
+	})
 }
 
-// deleteLocked deletes job id for owner; the ticket is that of its record.
-func (q *jobQueue) deleteLocked(owner string, id queue.ID) (wal.Ticket, error) {
+// endable returns job id if owner may end it (delete or finish it): not
+// when there is none (ErrNotFound) or another owner holds it
+// (ErrReserved).
+func (q *jobQueue) endable(owner string, id queue.ID) (*job, error) {
 	j := q.jobs[id]
 	switch {
 	case j == nil:
-		return 0, queue.ErrNotFound
+		return nil, queue.ErrNotFound
 	case j.state == queue.Reserved && j.owner != owner:
-		return 0, queue.ErrReserved
+		return nil, queue.ErrReserved
 	}
-	t := j.tube
+	return j, nil
+}
+
+// deleteLocked deletes live job j; the ticket is that of its record.
+func (q *jobQueue) deleteLocked(j *job) wal.Ticket {
+	id, t := j.id, j.tube
 	q.freeSlotLocked(j)
 	q.removeJob(j)
 	tk := q.e.append(kindDelete, q.encodeDelete(id), nil)
 	if t.jobs() == 0 {
 		tk = max(tk, q.freeLocked(t))
 	}
-	return tk, nil
+	return tk
 }
 
 // heldBy returns the job id if owner has it reserved, or the error for
@@ -378,19 +368,13 @@ func (q *jobQueue) heldBy(owner string, id queue.ID) (*job, error) {
 // onHeld runs f, as one operation, on a job that owner holds; f returns
 // the ticket of what it logged (0 for nothing).
 func (q *jobQueue) onHeld(ctx context.Context, owner string, id queue.ID, f func(now int64, j *job) wal.Ticket) error {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return err
-	}
-	j, err := q.heldBy(owner, id)
-	var tk wal.Ticket
-	if err == nil {
-		tk = f(now, j)
-	}
-	if err := q.e.end(now, tk); err != nil {
-		return err
-	}
-	return err
+	return write(ctx, q.tx(), func(now int64) (wal.Ticket, error) {
+		j, err := q.heldBy(owner, id)
+		if err != nil {
+			return 0, err
+		}
+		return f(now, j), nil
+	})
 }
 
 // Release is the part's side of Store.Release (queuestore.go).
@@ -450,40 +434,32 @@ func (q *jobQueue) Touch(ctx context.Context, owner string, id queue.ID) (time.D
 
 // Reservations is the part's side of Store.Reservations (queuestore.go).
 func (q *jobQueue) Reservations(ctx context.Context, owner string) ([]queue.Reservation, error) {
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]queue.Reservation, 0, len(q.byOwner[owner]))
-	for j := range q.byOwner[owner] {
-		out = append(out, queue.Reservation{ID: j.id, Left: durationOf(j.at - now)})
-	}
-	q.e.end(now, 0)
-	return out, nil
+	return read(ctx, q.tx(), func(now int64) ([]queue.Reservation, error) {
+		out := make([]queue.Reservation, 0, len(q.byOwner[owner]))
+		for j := range q.byOwner[owner] {
+			out = append(out, queue.Reservation{ID: j.id, Left: durationOf(j.at - now)})
+		}
+		return out, nil
+	})
 }
 
 // Unreserve is the part's side of Store.Unreserve (queuestore.go).
 func (q *jobQueue) Unreserve(ctx context.Context, owner string, ids []queue.ID) (int, error) {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, id := range ids {
-		j := q.jobs[id]
-		if j == nil || j.state != queue.Reserved || j.owner != owner {
-			continue
+	return update(ctx, q.tx(), func(int64) (int, wal.Ticket, error) {
+		n := 0
+		for _, id := range ids {
+			j := q.jobs[id]
+			if j == nil || j.state != queue.Reserved || j.owner != owner {
+				continue
+			}
+			q.unlink(j)
+			j.at = 0
+			q.link(j, queue.Ready)
+			q.wakeLocked(j.tube.name)
+			n++
 		}
-		q.unlink(j)
-		j.at = 0
-		q.link(j, queue.Ready)
-		q.wakeLocked(j.tube.name)
-		n++
-	}
-	if err := q.e.end(now, 0); err != nil {
-		return 0, err
-	}
-	return n, nil
+		return n, 0, nil
+	})
 }
 
 // kickLocked moves a buried or delayed job to ready at now.
@@ -498,51 +474,41 @@ func (q *jobQueue) kickLocked(j *job, now int64) wal.Ticket {
 
 // Kick is the part's side of Store.Kick (queuestore.go).
 func (q *jobQueue) Kick(ctx context.Context, tube string, n int) (int, error) {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	k := 0
-	var tk wal.Ticket
-	if t := q.tubes[tube]; t != nil {
+	return update(ctx, q.tx(), func(now int64) (int, wal.Ticket, error) {
+		t := q.tubes[tube]
+		if t == nil {
+			return 0, 0, nil
+		}
 		h := &t.buried
 		if h.len() == 0 {
 			h = &t.delayed
 		}
+		k := 0
+		var tk wal.Ticket
 		for ; k < n && h.len() > 0; k++ {
 			tk = q.kickLocked(h.top(), now)
 		}
 		if k > 0 {
 			q.wakeLocked(tube)
 		}
-	}
-	if err := q.e.end(now, tk); err != nil {
-		return 0, err
-	}
-	return k, nil
+		return k, tk, nil
+	})
 }
 
 // KickJob is the part's side of Store.KickJob (queuestore.go).
 func (q *jobQueue) KickJob(ctx context.Context, id queue.ID) error {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return err
-	}
-	j := q.jobs[id]
-	var tk wal.Ticket
-	switch {
-	case j == nil:
-		err = queue.ErrNotFound
-	case j.state != queue.Buried && j.state != queue.Delayed:
-		err = queue.ErrNotKickable
-	default:
-		tk = q.kickLocked(j, now)
+	return write(ctx, q.tx(), func(now int64) (wal.Ticket, error) {
+		j := q.jobs[id]
+		switch {
+		case j == nil:
+			return 0, queue.ErrNotFound
+		case j.state != queue.Buried && j.state != queue.Delayed:
+			return 0, queue.ErrNotKickable
+		}
+		tk := q.kickLocked(j, now)
 		q.wakeLocked(j.tube.name)
-	}
-	if err := q.e.end(now, tk); err != nil {
-		return err
-	}
-	return err
+		return tk, nil
+	})
 }
 
 // PeekStateN is the part's side of Store.PeekStateN (queuestore.go).
@@ -553,35 +519,24 @@ func (q *jobQueue) PeekStateN(ctx context.Context, tube string, st queue.State, 
 	if n < 1 {
 		return nil, fmt.Errorf("%w: PeekStateN of %d jobs", queue.ErrInvalid, n)
 	}
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []queue.Job
-	if t := q.tubes[tube]; t != nil {
-		t.heap(st).first(n, func(j *job) { out = append(out, j.export()) })
-	}
-	q.e.end(now, 0)
-	if out == nil {
-		out = []queue.Job{}
-	}
-	return out, nil
+	return read(ctx, q.tx(), func(int64) ([]queue.Job, error) {
+		out := []queue.Job{}
+		if t := q.tubes[tube]; t != nil {
+			t.heap(st).first(n, func(j *job) { out = append(out, j.export()) })
+		}
+		return out, nil
+	})
 }
 
 // StatsJob is the part's side of Store.StatsJob (queuestore.go).
 func (q *jobQueue) StatsJob(ctx context.Context, id queue.ID) (queue.JobStats, error) {
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return queue.JobStats{}, err
-	}
-	var out queue.JobStats
-	if j := q.jobs[id]; j != nil {
-		out = j.stats(now)
-	} else {
-		err = queue.ErrNotFound
-	}
-	q.e.end(now, 0)
-	return out, err
+	return read(ctx, q.tx(), func(now int64) (queue.JobStats, error) {
+		j := q.jobs[id]
+		if j == nil {
+			return queue.JobStats{}, queue.ErrNotFound
+		}
+		return j.stats(now), nil
+	})
 }
 
 // stats describes j at now, as StatsJob does.
@@ -619,11 +574,13 @@ func (j *job) stats(now int64) queue.JobStats {
 
 // StatsTube is the part's side of Store.StatsTube (queuestore.go).
 func (q *jobQueue) StatsTube(ctx context.Context, tube string) (queue.TubeStats, error) {
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return queue.TubeStats{}, err
-	}
+	return read(ctx, q.tx(), func(now int64) (queue.TubeStats, error) { return q.statsTube(tube, now) })
+}
+
+// statsTube is StatsTube at now, under the Store's lock.
+func (q *jobQueue) statsTube(tube string, now int64) (queue.TubeStats, error) {
 	var out queue.TubeStats
+	var err error
 	f := q.families[tube]
 	if t := q.tubes[tube]; t == nil && f != nil {
 		out.Name = tube
@@ -662,45 +619,38 @@ func (q *jobQueue) StatsTube(ctx context.Context, tube string) (queue.TubeStats,
 	} else {
 		err = queue.ErrNotFound
 	}
-	q.e.end(now, 0)
 	return out, err
 }
 
 // Stats is the part's side of Store.Stats (queuestore.go).
 func (q *jobQueue) Stats(ctx context.Context) (queue.Stats, error) {
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return queue.Stats{}, err
-	}
-	out := queue.Stats{
-		Urgent:    q.urgent,
-		Ready:     q.ready,
-		Reserved:  q.reserved,
-		Delayed:   q.delayed,
-		Buried:    q.buried,
-		TotalJobs: q.totalJobs,
-		Timeouts:  q.timeouts,
-		Tubes:     int64(len(q.tubes)),
-	}
-	q.e.end(now, 0)
-	return out, nil
+	return read(ctx, q.tx(), func(int64) (queue.Stats, error) {
+		return queue.Stats{
+			Urgent:    q.urgent,
+			Ready:     q.ready,
+			Reserved:  q.reserved,
+			Delayed:   q.delayed,
+			Buried:    q.buried,
+			TotalJobs: q.totalJobs,
+			Timeouts:  q.timeouts,
+			Tubes:     int64(len(q.tubes)),
+		}, nil
+	})
 }
 
 // PauseTube is the part's side of Store.PauseTube (queuestore.go).
 func (q *jobQueue) PauseTube(ctx context.Context, tube string, d time.Duration) error {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return err
-	}
-	t := q.tubeFor(tube)
-	var until int64
-	if d > 0 {
-		until = now + int64(d)
-	}
-	q.setPause(t, int64(d), until)
-	tk := q.e.append(kindPause, q.encodePause(t), nil)
-	q.wakeLocked(tube)
-	return q.e.end(now, tk)
+	return write(ctx, q.tx(), func(now int64) (wal.Ticket, error) {
+		t := q.tubeFor(tube)
+		var until int64
+		if d > 0 {
+			until = now + int64(d)
+		}
+		q.setPause(t, int64(d), until)
+		tk := q.e.append(kindPause, q.encodePause(t), nil)
+		q.wakeLocked(tube)
+		return tk, nil
+	})
 }
 
 // holdKey names the references of one session to one tube.
@@ -708,10 +658,13 @@ type holdKey struct{ session, tube string }
 
 // Hold is the part's side of Store.Hold (queuestore.go).
 func (q *jobQueue) Hold(ctx context.Context, owner, tube string, n int) error {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return err
-	}
+	return write(ctx, q.tx(), func(now int64) (wal.Ticket, error) {
+		return q.holdLocked(owner, tube, n, now), nil
+	})
+}
+
+// holdLocked is Hold at now, under the Store's lock.
+func (q *jobQueue) holdLocked(owner, tube string, n int, now int64) wal.Ticket {
 	k := holdKey{queue.SessionOf(owner), tube}
 	had := q.holds[k]
 	d := max(int64(n), -had)
@@ -737,7 +690,7 @@ func (q *jobQueue) Hold(ctx context.Context, owner, tube string, n int) error {
 			tk = max(tk, q.freeLocked(t))
 		}
 	}
-	return q.e.end(now, tk)
+	return tk
 }
 
 // releaseAllLocked ends every reference, as when the process that held
@@ -755,15 +708,12 @@ func (q *jobQueue) releaseAllLocked(now int64) {
 
 // Tubes is the part's side of Store.Tubes (queuestore.go).
 func (q *jobQueue) Tubes(ctx context.Context) ([]string, error) {
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ts := q.tubesInOrder()
-	names := make([]string, len(ts))
-	for i, t := range ts {
-		names[i] = t.name
-	}
-	q.e.end(now, 0)
-	return names, nil
+	return read(ctx, q.tx(), func(int64) ([]string, error) {
+		ts := q.tubesInOrder()
+		names := make([]string, len(ts))
+		for i, t := range ts {
+			names[i] = t.name
+		}
+		return names, nil
+	})
 }

@@ -2,8 +2,6 @@ package memstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 
 	"github.com/hourglass-io/hourglass/internal/wal"
@@ -73,30 +71,9 @@ func (q *jobQueue) init(e *engine, maxJobs int) {
 	q.replayTubes = map[uint64]*tube{}
 }
 
-// begin starts an operation (see engine.begin).
-func (q *jobQueue) begin(ctx context.Context) (int64, error) {
-	return q.full(q.e.begin(ctx, queue.ErrClosed))
-}
-
-// beginSized starts an operation whose records take about need bytes (see
-// engine.beginSized).
-func (q *jobQueue) beginSized(ctx context.Context, need int64) (int64, error) {
-	return q.full(q.e.beginSized(ctx, queue.ErrClosed, need))
-}
-
-// beginRead starts an operation that changes nothing (see
-// engine.beginRead).
-func (q *jobQueue) beginRead(ctx context.Context) (int64, error) {
-	return q.e.beginRead(ctx, queue.ErrClosed)
-}
-
-// full makes a full disk the queue's ErrFull.
-func (q *jobQueue) full(now int64, err error) (int64, error) {
-	if errors.Is(err, ErrNoSpace) {
-		err = fmt.Errorf("%w: %w", queue.ErrFull, err)
-	}
-	return now, err
-}
+// tx is the terms of the queue's operations (see update): a full disk is
+// also the queue's ErrFull.
+func (q *jobQueue) tx() tx { return tx{e: q.e, closed: queue.ErrClosed, full: queue.ErrFull} }
 
 func (q *jobQueue) next() int64 {
 	n := int64(never)

@@ -101,25 +101,22 @@ func (c *Schedules) index(e *scEntry) {
 	}
 }
 
-// begin is begin with the schedule package's sentinel for a closed store.
-func (c *Schedules) begin(ctx context.Context) (int64, error) {
-	return c.e.begin(ctx, schedule.ErrClosed)
-}
+// tx is the terms of the Schedules' operations (see update).
+func (c *Schedules) tx() tx { return tx{e: c.e, closed: schedule.ErrClosed} }
 
 // Set implements schedule.Store.
 func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State, error) {
-	now, err := c.begin(ctx)
-	if err != nil {
-		return schedule.State{}, err
-	}
+	return update(ctx, c.tx(), func(int64) (schedule.State, wal.Ticket, error) { return c.set(st) })
+}
+
+// set is Set under the Store's lock.
+func (c *Schedules) set(st schedule.State) (schedule.State, wal.Ticket, error) {
 	e := c.byName[st.Name]
 	if e != nil && schedule.EqualDefinition(e.st.Schedule, st.Schedule) {
-		out := cloneState(e.st)
-		return out, c.e.end(now, 0)
+		return cloneState(e.st), 0, nil
 	}
 	if e != nil && e.st.Job.Tube != st.Job.Tube {
-		c.e.end(now, 0)
-		return schedule.State{}, fmt.Errorf("%w: Job.Tube: schedule %q puts into tube %q; delete it to move it to %q", schedule.ErrInvalidOption, st.Name, e.st.Job.Tube, st.Job.Tube)
+		return schedule.State{}, 0, fmt.Errorf("%w: Job.Tube: schedule %q puts into tube %q; delete it to move it to %q", schedule.ErrInvalidOption, st.Name, e.st.Job.Tube, st.Job.Tube)
 	}
 	if e == nil {
 		e = &scEntry{hidx: -1}
@@ -133,78 +130,68 @@ func (c *Schedules) Set(ctx context.Context, st schedule.State) (schedule.State,
 	c.index(e)
 	tk := c.e.append(kindSchedState2, c.encodeSched(&e.st), nil)
 	c.e.wake(&c.listeners, "")
-	out := cloneState(e.st)
-	return out, c.e.end(now, tk)
+	return cloneState(e.st), tk, nil
 }
 
 // Get implements schedule.Store.
 func (c *Schedules) Get(ctx context.Context, name string) (schedule.State, error) {
-	now, err := c.e.beginRead(ctx, schedule.ErrClosed)
-	if err != nil {
-		return schedule.State{}, err
-	}
-	e := c.byName[name]
-	if e == nil {
-		c.e.end(now, 0)
-		return schedule.State{}, schedule.ErrNotFound
-	}
-	out := cloneState(e.st)
-	return out, c.e.end(now, 0)
+	return read(ctx, c.tx(), func(int64) (schedule.State, error) {
+		e := c.byName[name]
+		if e == nil {
+			return schedule.State{}, schedule.ErrNotFound
+		}
+		return cloneState(e.st), nil
+	})
 }
 
 // List implements schedule.Store.
 func (c *Schedules) List(ctx context.Context, after string, limit int) ([]schedule.State, error) {
-	now, err := c.e.beginRead(ctx, schedule.ErrClosed)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(c.byName))
-	for n := range c.byName {
-		if n > after {
-			names = append(names, n)
+	return read(ctx, c.tx(), func(int64) ([]schedule.State, error) {
+		names := make([]string, 0, len(c.byName))
+		for n := range c.byName {
+			if n > after {
+				names = append(names, n)
+			}
 		}
-	}
-	sort.Strings(names)
-	out := make([]schedule.State, 0, min(limit, len(names)))
-	for _, n := range names[:min(limit, len(names))] {
-		out = append(out, cloneState(c.byName[n].st))
-	}
-	return out, c.e.end(now, 0)
+		sort.Strings(names)
+		out := make([]schedule.State, 0, min(limit, len(names)))
+		for _, n := range names[:min(limit, len(names))] {
+			out = append(out, cloneState(c.byName[n].st))
+		}
+		return out, nil
+	})
 }
 
 // Delete implements schedule.Store.
 func (c *Schedules) Delete(ctx context.Context, name string) error {
-	now, err := c.begin(ctx)
-	if err != nil {
-		return err
-	}
-	e := c.byName[name]
-	if e == nil {
-		c.e.end(now, 0)
-		return schedule.ErrNotFound
-	}
-	if e.hidx >= 0 {
-		heap.Remove(&c.due, e.hidx)
-	}
-	delete(c.byName, name)
-	tk := c.e.append(kindSchedDelete, appendString(c.e.scratch[:0], name), nil)
-	return c.e.end(now, tk)
+	return write(ctx, c.tx(), func(int64) (wal.Ticket, error) {
+		e := c.byName[name]
+		if e == nil {
+			return 0, schedule.ErrNotFound
+		}
+		if e.hidx >= 0 {
+			heap.Remove(&c.due, e.hidx)
+		}
+		delete(c.byName, name)
+		return c.e.append(kindSchedDelete, appendString(c.e.scratch[:0], name), nil), nil
+	})
 }
 
 // SetPaused implements schedule.Store.
 func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, next time.Time) (schedule.State, error) {
-	now, err := c.begin(ctx)
-	if err != nil {
-		return schedule.State{}, err
-	}
+	return update(ctx, c.tx(), func(int64) (schedule.State, wal.Ticket, error) {
+		return c.setPaused(name, paused, next)
+	})
+}
+
+// setPaused is SetPaused under the Store's lock.
+func (c *Schedules) setPaused(name string, paused bool, next time.Time) (schedule.State, wal.Ticket, error) {
 	e := c.byName[name]
 	if e == nil {
-		c.e.end(now, 0)
-		return schedule.State{}, schedule.ErrNotFound
+		return schedule.State{}, 0, schedule.ErrNotFound
 	}
 	if e.st.Paused == paused {
-		out := cloneState(e.st)
-		return out, c.e.end(now, 0)
+		return cloneState(e.st), 0, nil
 	}
 	if !paused && e.st.PauseReason != "" {
 		// The buried job that paused it is acknowledged: the next tick
@@ -220,20 +207,47 @@ func (c *Schedules) SetPaused(ctx context.Context, name string, paused bool, nex
 	e.st.Version++
 	c.index(e)
 	tk := c.e.append(kindSchedState2, c.encodeSched(&e.st), nil)
-	out := cloneState(e.st)
-	return out, c.e.end(now, tk)
+	return cloneState(e.st), tk, nil
 }
 
 // Fire implements schedule.Store: the job is put and the schedule advanced
 // under one hold of the Store's lock.
 func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedule.FireResult, error) {
-	now, err := c.begin(ctx)
+	var tell []*cancelListener // the cancelled job's listeners, told once the cancel is durable
+	var putErr error           // a put that failed after the previous job was cancelled
+	var tick time.Time
+	res, err := update(ctx, c.tx(), func(now int64) (schedule.FireResult, wal.Ticket, error) {
+		return c.fire(req, now, &tick, &tell, &putErr)
+	})
+	if putErr != nil {
+		// The cancel is done and logged: it is kept (its holder told), and
+		// the schedule as it was.
+		if err == nil {
+			c.tell(tell, res.CancelledPrevious, req.Name, tick)
+		}
+		return schedule.FireResult{}, putErr
+	}
 	if err != nil {
 		return schedule.FireResult{}, err
 	}
-	fail := func(err error) (schedule.FireResult, error) {
-		c.e.end(now, 0)
-		return schedule.FireResult{}, err
+	c.tell(tell, res.CancelledPrevious, req.Name, tick)
+	return res, nil
+}
+
+// tell calls the listeners of a job cancelled by the fire of name's tick.
+func (c *Schedules) tell(tell []*cancelListener, id uint64, name string, tick time.Time) {
+	for _, l := range tell {
+		l.f(queue.ID(id), schedule.CancelReason(name, tick))
+	}
+}
+
+// fire is Fire under the Store's lock at now; it sets the tick fired, the
+// listeners to tell of a cancel and, when the put fails after a cancel,
+// its failure (then the result carries the cancel and the ticket its
+// record).
+func (c *Schedules) fire(req schedule.FireRequest, now int64, tickp *time.Time, tell *[]*cancelListener, putErr *error) (schedule.FireResult, wal.Ticket, error) {
+	fail := func(err error) (schedule.FireResult, wal.Ticket, error) {
+		return schedule.FireResult{}, 0, err
 	}
 	e := c.byName[req.Name]
 	if e == nil || (req.Tube != "" && req.Tube != e.st.Job.Tube) {
@@ -250,9 +264,9 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 			return fail(schedule.ErrNotDue)
 		}
 	}
+	*tickp = tick
 	res := schedule.FireResult{}
 	var tk wal.Ticket
-	var tell []*cancelListener
 	put := !tick.IsZero()
 	if put && !req.Manual {
 		// The previous job's state, as the overlap policy and
@@ -279,7 +293,7 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 			res.Overlapped, put = true, false
 		case e.st.Overlap == schedule.OverlapCancelPrevious:
 			res.CancelledPrevious = uint64(prev.id)
-			tk, tell = c.q.cancelLocked(prev, schedule.CancelReason(req.Name, tick), now)
+			tk, *tell = c.q.cancelLocked(prev, schedule.CancelReason(req.Name, tick), now)
 		}
 	}
 	if put {
@@ -288,17 +302,12 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 			UniqueKey: schedule.JobKey(req.Name, tick), TraceContext: req.TraceContext,
 		}, now)
 		if err != nil {
+			err = fmt.Errorf("schedule %q: %w", req.Name, err)
 			if tk != 0 {
-				// The cancel is done and logged: keep it (its holder told),
-				// and the schedule as it was.
-				if eerr := c.e.end(now, tk); eerr == nil {
-					for _, l := range tell {
-						l.f(queue.ID(res.CancelledPrevious), schedule.CancelReason(req.Name, tick))
-					}
-				}
-				return schedule.FireResult{}, fmt.Errorf("schedule %q: %w", req.Name, err)
+				*putErr = err
+				return schedule.FireResult{CancelledPrevious: res.CancelledPrevious}, tk, nil
 			}
-			return fail(fmt.Errorf("schedule %q: %w", req.Name, err))
+			return fail(err)
 		}
 		tk = max(tk, ptk)
 		res.JobID = uint64(id)
@@ -316,21 +325,16 @@ func (c *Schedules) Fire(ctx context.Context, req schedule.FireRequest) (schedul
 	c.index(e)
 	tk = max(tk, c.e.append(kindSchedState2, c.encodeSched(&e.st), nil))
 	res.State = cloneState(e.st)
-	if err := c.e.end(now, tk); err != nil {
-		return schedule.FireResult{}, err
-	}
-	for _, l := range tell {
-		l.f(queue.ID(res.CancelledPrevious), schedule.CancelReason(req.Name, tick))
-	}
-	return res, nil
+	return res, tk, nil
 }
 
 // Due implements schedule.Store.
 func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, error) {
-	now, err := c.e.beginRead(ctx, schedule.ErrClosed)
-	if err != nil {
-		return schedule.DueResult{}, err
-	}
+	return read(ctx, c.tx(), func(now int64) (schedule.DueResult, error) { return c.dueAt(now, limit), nil })
+}
+
+// dueAt is Due under the Store's lock at now.
+func (c *Schedules) dueAt(now int64, limit int) schedule.DueResult {
 	res := schedule.DueResult{Now: time.Unix(0, now)}
 	// The heap's order: collect the due prefix by a bounded walk.
 	var walk func(i int)
@@ -353,16 +357,12 @@ func (c *Schedules) Due(ctx context.Context, limit int) (schedule.DueResult, err
 	if len(res.Due) > 0 {
 		res.Earliest = time.Time{}
 	}
-	return res, c.e.end(now, 0)
+	return res
 }
 
 // Now implements schedule.Store: the store's clock (Options.Clock).
 func (c *Schedules) Now(ctx context.Context) (time.Time, error) {
-	now, err := c.e.beginRead(ctx, schedule.ErrClosed)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return time.Unix(0, now), c.e.end(now, 0)
+	return read(ctx, c.tx(), func(now int64) (time.Time, error) { return time.Unix(0, now), nil })
 }
 
 // Listen implements schedule.Notifier: wake is called after a schedule is

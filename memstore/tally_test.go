@@ -27,7 +27,7 @@ const (
 )
 
 // tallies is the part: its state, guarded by the engine's mutex, and the
-// engine it runs on (begin, end, append).
+// engine it runs on (update, read, append).
 type tallies struct {
 	e      *engine
 	values map[string]int64
@@ -77,41 +77,33 @@ func (t *tallies) replay(kind byte, d *decoder) error {
 }
 
 // tallyStore is the part's view, the tally.Store: each method checks its
-// input, then runs between the core's begin and end.
+// input, then runs as one operation of the core (update, or read for one
+// that changes nothing).
 type tallyStore struct{ t *tallies }
 
 var _ tally.Store = tallyStore{}
 
-// begin starts an operation; a closed Store fails with the tally's error.
-func (v tallyStore) begin(ctx context.Context) (int64, error) {
-	return v.t.e.begin(ctx, tally.ErrClosed)
-}
+// tx is the terms of the tally's operations: a closed Store fails with
+// the tally's error.
+func (v tallyStore) tx() tx { return tx{e: v.t.e, closed: tally.ErrClosed} }
 
 func (v tallyStore) Add(ctx context.Context, name string, n int64) (int64, error) {
 	if err := tally.Check(name, n); err != nil {
 		return 0, err
 	}
-	now, err := v.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	e := v.t.e
-	total := v.t.values[name] + n
-	v.t.values[name] = total
-	tk := e.append(kindTally, encodeTally(e.scratch[:0], name, total), nil)
-	return total, e.end(now, tk)
+	return update(ctx, v.tx(), func(int64) (int64, wal.Ticket, error) {
+		e := v.t.e
+		total := v.t.values[name] + n
+		v.t.values[name] = total
+		return total, e.append(kindTally, encodeTally(e.scratch[:0], name, total), nil), nil
+	})
 }
 
 func (v tallyStore) Get(ctx context.Context, name string) (int64, error) {
 	if err := tally.Check(name, 1); err != nil {
 		return 0, err
 	}
-	now, err := v.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	total := v.t.values[name]
-	return total, v.t.e.end(now, 0)
+	return read(ctx, v.tx(), func(int64) (int64, error) { return v.t.values[name], nil })
 }
 
 // withTally returns options that add the tally part to a Store, and the

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/wal"
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 )
@@ -76,14 +77,12 @@ func (tl *tubeLimit) charge(now int64) {
 
 // SetLimits is the part's side of Store.SetLimits (queuestore.go).
 func (q *jobQueue) SetLimits(ctx context.Context, tube string, l queue.Limits) error {
-	now, err := q.begin(ctx)
-	if err != nil {
-		return err
-	}
-	q.setLimitsLocked(tube, l, now)
-	tk := q.e.append(kindLimit, q.encodeLimit(tube, l), nil)
-	q.wakeLocked(tube)
-	return q.e.end(now, tk)
+	return write(ctx, q.tx(), func(now int64) (wal.Ticket, error) {
+		q.setLimitsLocked(tube, l, now)
+		tk := q.e.append(kindLimit, q.encodeLimit(tube, l), nil)
+		q.wakeLocked(tube)
+		return tk, nil
+	})
 }
 
 // setLimitsLocked sets or clears tube's limits; a rate that stays keeps its
@@ -110,28 +109,23 @@ func (q *jobQueue) setLimitsLocked(tube string, l queue.Limits, now int64) {
 
 // TubeLimits is the part's side of Store.TubeLimits (queuestore.go).
 func (q *jobQueue) TubeLimits(ctx context.Context, tube string) (queue.Limits, error) {
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return queue.Limits{}, err
-	}
-	var l queue.Limits
-	if tl := q.tubeLimits[tube]; tl != nil {
-		l = tl.l
-	}
-	return l, q.e.end(now, 0)
+	return read(ctx, q.tx(), func(int64) (queue.Limits, error) {
+		if tl := q.tubeLimits[tube]; tl != nil {
+			return tl.l, nil
+		}
+		return queue.Limits{}, nil
+	})
 }
 
 // LimitedTubes is the part's side of Store.LimitedTubes (queuestore.go).
 func (q *jobQueue) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
-	now, err := q.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]queue.Limits, len(q.tubeLimits))
-	for name, tl := range q.tubeLimits {
-		out[name] = tl.l
-	}
-	return out, q.e.end(now, 0)
+	return read(ctx, q.tx(), func(int64) (map[string]queue.Limits, error) {
+		out := make(map[string]queue.Limits, len(q.tubeLimits))
+		for name, tl := range q.tubeLimits {
+			out[name] = tl.l
+		}
+		return out, nil
+	})
 }
 
 func (q *jobQueue) encodeLimit(tube string, l queue.Limits) []byte {
@@ -202,12 +196,7 @@ func (q *jobQueue) recoveredLimits(now int64) {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range maps.Keys(m) {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
+	return slices.Sorted(maps.Keys(m))
 }
 
 // freeSlotLocked wakes the waiters of j's tube when j, about to leave the

@@ -17,55 +17,50 @@ import (
 // (BAD_FORMAT), "pause-tubefoo 5" pauses "foo", and anything that starts
 // with "quit" quits.
 var commands = [...]struct {
-	prefix string
-	run    func(c *conn, args string) error
+	prefix, name string // name: the prefix without its space, for Server.Observe
+	run          func(c *conn, args string) error
 }{
-	{"put ", (*conn).cmdPut},
-	{"peek ", (*conn).cmdPeek},
-	{"peek-ready", (*conn).cmdPeekReady},
-	{"peek-delayed", (*conn).cmdPeekDelayed},
-	{"peek-buried", (*conn).cmdPeekBuried},
-	{"reserve-with-timeout ", (*conn).cmdReserveWithTimeout},
-	{"reserve-job ", (*conn).cmdReserveJob},
-	{"reserve", (*conn).cmdReserve},
-	{"delete ", (*conn).cmdDelete},
-	{"release ", (*conn).cmdRelease},
-	{"bury ", (*conn).cmdBury},
-	{"kick ", (*conn).cmdKick},
-	{"kick-job ", (*conn).cmdKickJob},
-	{"touch ", (*conn).cmdTouch},
-	{"stats-job ", (*conn).cmdStatsJob},
-	{"stats-tube ", (*conn).cmdStatsTube},
-	{"stats", (*conn).cmdStats},
-	{"use ", (*conn).cmdUse},
-	{"watch ", (*conn).cmdWatch},
-	{"ignore ", (*conn).cmdIgnore},
-	{"list-tubes-watched", (*conn).cmdListTubesWatched},
-	{"list-tube-used", (*conn).cmdListTubeUsed},
-	{"list-tubes", (*conn).cmdListTubes},
-	{"quit", (*conn).cmdQuit},
-	{"pause-tube", (*conn).cmdPauseTube},
+	{"put ", "put", (*conn).cmdPut},
+	{"peek ", "peek", (*conn).cmdPeek},
+	{"peek-ready", "peek-ready", (*conn).cmdPeekReady},
+	{"peek-delayed", "peek-delayed", (*conn).cmdPeekDelayed},
+	{"peek-buried", "peek-buried", (*conn).cmdPeekBuried},
+	{"reserve-with-timeout ", "reserve-with-timeout", (*conn).cmdReserveWithTimeout},
+	{"reserve-job ", "reserve-job", (*conn).cmdReserveJob},
+	{"reserve", "reserve", (*conn).cmdReserve},
+	{"delete ", "delete", (*conn).cmdDelete},
+	{"release ", "release", (*conn).cmdRelease},
+	{"bury ", "bury", (*conn).cmdBury},
+	{"kick ", "kick", (*conn).cmdKick},
+	{"kick-job ", "kick-job", (*conn).cmdKickJob},
+	{"touch ", "touch", (*conn).cmdTouch},
+	{"stats-job ", "stats-job", (*conn).cmdStatsJob},
+	{"stats-tube ", "stats-tube", (*conn).cmdStatsTube},
+	{"stats", "stats", (*conn).cmdStats},
+	{"use ", "use", (*conn).cmdUse},
+	{"watch ", "watch", (*conn).cmdWatch},
+	{"ignore ", "ignore", (*conn).cmdIgnore},
+	{"list-tubes-watched", "list-tubes-watched", (*conn).cmdListTubesWatched},
+	{"list-tube-used", "list-tube-used", (*conn).cmdListTubeUsed},
+	{"list-tubes", "list-tubes", (*conn).cmdListTubes},
+	{"quit", "quit", (*conn).cmdQuit},
+	{"pause-tube", "pause-tube", (*conn).cmdPauseTube},
 }
 
-// do runs one command line. It returns nil when the command has written its
-// reply, errQuit or an error wrapping errHangUp when the connection must
-// close, and otherwise the error that replyErr answers.
-func (c *conn) do(line string) error {
+// do runs one command line and returns the name of the command it ran (""
+// for none). The error is nil when the command has written its reply,
+// errQuit or an error wrapping errHangUp when the connection must close,
+// and otherwise the error that replyErr answers.
+func (c *conn) do(line string) (string, error) {
 	if strings.IndexByte(line, 0) >= 0 {
-		return errBadFormat
+		return "", errBadFormat
 	}
 	for _, cmd := range commands {
 		if strings.HasPrefix(line, cmd.prefix) {
-			if c.srv.Observe == nil {
-				return cmd.run(c, line[len(cmd.prefix):])
-			}
-			start := time.Now()
-			err := cmd.run(c, line[len(cmd.prefix):])
-			c.srv.Observe(strings.TrimSpace(cmd.prefix), time.Since(start), err)
-			return err
+			return cmd.name, cmd.run(c, line[len(cmd.prefix):])
 		}
 	}
-	return errUnknownCommand
+	return "", errUnknownCommand
 }
 
 // commandName is the first word of a command line, for logs.
@@ -85,7 +80,7 @@ func (c *conn) cmdPut(rest string) error {
 	if !a.ok {
 		return errBadFormat // the body is not read: it is taken for commands
 	}
-	c.srv.count(opPut)
+	c.count(opPut)
 	if int64(size) > int64(c.q.MaxJobSize()) {
 		c.refreshDeadline()
 		if err := c.discard(int64(size) + 2); err != nil {
@@ -134,7 +129,7 @@ func (c *conn) cmdPeek(rest string) error {
 	if !a.end() {
 		return errBadFormat
 	}
-	c.srv.count(opPeek)
+	c.count(opPeek)
 	j, err := c.q.Peek(c.ctx, queue.ID(id))
 	if err != nil {
 		return err
@@ -159,7 +154,7 @@ func (c *conn) peekState(rest string, o op, peek func(ctx context.Context, tube 
 	if rest != "" {
 		return errBadFormat
 	}
-	c.srv.count(o)
+	c.count(o)
 	j, err := peek(c.ctx, c.used)
 	if err != nil {
 		return err
@@ -173,7 +168,7 @@ func (c *conn) cmdReserveWithTimeout(rest string) error {
 	if !ok {
 		return errBadFormat
 	}
-	c.srv.count(opReserveWithTimeout)
+	c.count(opReserveWithTimeout)
 	// beanstalkd 1.12 keeps the value in an int: it wraps, and a negative
 	// timeout waits for ever.
 	t := int32(n)
@@ -187,7 +182,7 @@ func (c *conn) cmdReserve(rest string) error {
 	if rest != "" {
 		return errBadFormat
 	}
-	c.srv.count(opReserve)
+	c.count(opReserve)
 	return c.reserve(-1)
 }
 
@@ -197,7 +192,7 @@ func (c *conn) cmdReserveJob(rest string) error {
 	if !a.end() {
 		return errBadFormat
 	}
-	c.srv.count(opReserveJob)
+	c.count(opReserveJob)
 	if !c.srv.sessionSure() {
 		return errSessionUnsure
 	}
@@ -215,7 +210,7 @@ func (c *conn) cmdDelete(rest string) error {
 	if !a.end() {
 		return errBadFormat
 	}
-	c.srv.count(opDelete)
+	c.count(opDelete)
 	err := c.q.Delete(c.ctx, queue.ID(id))
 	c.settle(queue.ID(id), err)
 	if err != nil {
@@ -227,7 +222,11 @@ func (c *conn) cmdDelete(rest string) error {
 
 // settle forgets a reservation once the store has answered for it.
 func (c *conn) settle(id queue.ID, err error) {
-	if _, known := replyFor(err); err == nil || known {
+	if err == nil {
+		delete(c.held, id)
+		return
+	}
+	if _, known := replyFor(err); known {
 		delete(c.held, id)
 	}
 }
@@ -238,7 +237,7 @@ func (c *conn) cmdRelease(rest string) error {
 	if !a.end() {
 		return errBadFormat
 	}
-	c.srv.count(opRelease)
+	c.count(opRelease)
 	err := c.q.Release(c.ctx, queue.ID(id), pri, secs(delay))
 	c.settle(queue.ID(id), err)
 	if err != nil {
@@ -254,7 +253,7 @@ func (c *conn) cmdBury(rest string) error {
 	if !a.end() {
 		return errBadFormat
 	}
-	c.srv.count(opBury)
+	c.count(opBury)
 	err := c.q.Bury(c.ctx, queue.ID(id), pri)
 	c.settle(queue.ID(id), err)
 	if err != nil {
@@ -269,7 +268,7 @@ func (c *conn) cmdKick(rest string) error {
 	if !ok {
 		return errBadFormat
 	}
-	c.srv.count(opKick)
+	c.count(opKick)
 	// beanstalkd 1.12 keeps the bound in an unsigned int: it wraps.
 	kicked, err := c.q.Kick(c.ctx, c.used, int(uint32(n)))
 	if err != nil {
@@ -285,7 +284,7 @@ func (c *conn) cmdKickJob(rest string) error {
 	if !a.end() {
 		return errBadFormat
 	}
-	c.srv.count(opKickJob)
+	c.count(opKickJob)
 	if err := c.q.KickJob(c.ctx, queue.ID(id)); err != nil {
 		return err
 	}
@@ -299,13 +298,13 @@ func (c *conn) cmdTouch(rest string) error {
 	if !a.end() {
 		return errBadFormat
 	}
-	c.srv.count(opTouch)
+	c.count(opTouch)
 	left, err := c.q.Touch(c.ctx, queue.ID(id))
 	if err != nil {
 		c.settle(queue.ID(id), err)
 		return err
 	}
-	c.held[queue.ID(id)] = time.Now().Add(left)
+	c.held[queue.ID(id)] = c.now.Add(left)
 	c.reply("TOUCHED\r\n")
 	return nil
 }
@@ -316,7 +315,7 @@ func (c *conn) cmdStatsJob(rest string) error {
 	if !a.end() {
 		return errBadFormat
 	}
-	c.srv.count(opStatsJob)
+	c.count(opStatsJob)
 	st, err := c.q.StatsJob(c.ctx, queue.ID(id))
 	if err != nil {
 		return err
@@ -330,7 +329,7 @@ func (c *conn) cmdStatsTube(rest string) error {
 		return errBadFormat
 	}
 	rest = strings.Clone(rest) // kept: the line is reused
-	c.srv.count(opStatsTube)
+	c.count(opStatsTube)
 	y, err := c.srv.tubeYAML(c.ctx, rest)
 	if err != nil {
 		return err
@@ -343,7 +342,7 @@ func (c *conn) cmdStats(rest string) error {
 	if rest != "" {
 		return errBadFormat
 	}
-	c.srv.count(opStats)
+	c.count(opStats)
 	y, err := c.srv.statsYAML(c.ctx)
 	if err != nil {
 		return err
@@ -357,7 +356,7 @@ func (c *conn) cmdUse(rest string) error {
 		return errBadFormat
 	}
 	rest = strings.Clone(rest) // kept: the line is reused
-	c.srv.count(opUse)
+	c.count(opUse)
 	if rest != c.used {
 		if err := c.hold(rest, 1); err != nil {
 			return err
@@ -376,7 +375,7 @@ func (c *conn) cmdWatch(rest string) error {
 		return errBadFormat
 	}
 	rest = strings.Clone(rest) // kept: the line is reused
-	c.srv.count(opWatch)
+	c.count(opWatch)
 	if c.watching(rest) < 0 {
 		if c.srv.MaxWatch > 0 && len(c.watched) >= c.srv.MaxWatch {
 			return errTooManyWatched
@@ -396,7 +395,7 @@ func (c *conn) cmdIgnore(rest string) error {
 		return errBadFormat
 	}
 	rest = strings.Clone(rest) // kept: the line is reused
-	c.srv.count(opIgnore)
+	c.count(opIgnore)
 	if i := c.watching(rest); i >= 0 {
 		if len(c.watched) < 2 {
 			return errNotIgnored
@@ -447,7 +446,7 @@ func (c *conn) cmdListTubesWatched(rest string) error {
 	if rest != "" {
 		return errBadFormat
 	}
-	c.srv.count(opListTubesWatched)
+	c.count(opListTubesWatched)
 	c.replyOK(listYAML(c.watched))
 	return nil
 }
@@ -456,7 +455,7 @@ func (c *conn) cmdListTubeUsed(rest string) error {
 	if rest != "" {
 		return errBadFormat
 	}
-	c.srv.count(opListTubeUsed)
+	c.count(opListTubeUsed)
 	c.reply("USING " + c.used + "\r\n")
 	return nil
 }
@@ -465,7 +464,7 @@ func (c *conn) cmdListTubes(rest string) error {
 	if rest != "" {
 		return errBadFormat
 	}
-	c.srv.count(opListTubes)
+	c.count(opListTubes)
 	tubes, err := c.srv.liveTubes(c.ctx)
 	if err != nil {
 		return err
@@ -494,7 +493,7 @@ func (c *conn) cmdPauseTube(rest string) error {
 	if !a.end() {
 		return errBadFormat
 	}
-	c.srv.count(opPauseTube)
+	c.count(opPauseTube)
 	if !queue.ValidTube(tube) {
 		return errBadFormat
 	}

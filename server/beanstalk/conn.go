@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -51,13 +52,16 @@ const (
 // conn is one client connection. Its protocol state belongs to its own
 // goroutine; mu guards what Shutdown touches.
 type conn struct {
-	srv     *Server
-	nc      net.Conn
-	br      *bufio.Reader
-	bw      *bufio.Writer
-	q       *queue.Queue // the connection's owner view
-	ctx     context.Context
-	log     *slog.Logger
+	srv *Server
+	nc  net.Conn
+	br  *bufio.Reader
+	bw  *bufio.Writer
+	q   *queue.Queue // the connection's owner view
+	ctx context.Context
+	log *slog.Logger
+	// now is the local time as the connection last read it (Server.clock):
+	// when the command running began, or when its wait in reserve ended.
+	now     time.Time
 	scratch [64]byte // reply lines are built here
 	// line holds the command line being run; readLine returns it as a
 	// string without a copy, valid until the next readLine: a command
@@ -71,7 +75,10 @@ type conn struct {
 	// reserve or a touch arrived plus the time left that the store gave
 	// (queue.Job.Left, Queue.Touch), so that the store's clock decides. The
 	// store is the ledger: closing returns what it lists (Queue.Abandon).
-	held     map[queue.ID]time.Time
+	held map[queue.ID]time.Time
+	// ops counts the commands the connection ran, by opcode; written by
+	// its goroutine, read by stats (Server.opCounts).
+	ops      [numOps]atomic.Uint64
 	producer bool // has put
 	worker   bool // has reserved
 	// finished is set once the client has closed its sending side (a FIN
@@ -143,6 +150,7 @@ func (c *conn) serve() {
 		switch {
 		case errors.Is(err, errLineTooLong):
 			c.replyErr("", errBadFormat)
+			c.commandDone()
 		case err != nil:
 			return
 		case first && httpRequestLine(line):
@@ -153,14 +161,20 @@ func (c *conn) serve() {
 			return
 		default:
 			c.busy()
-			if err := c.do(line); err != nil {
+			start := c.srv.clock()
+			c.now = start
+			name, err := c.do(line)
+			end := c.commandDone()
+			if name != "" && c.srv.Observe != nil {
+				c.srv.Observe(name, end.Sub(start), err)
+			}
+			if err != nil {
 				if errors.Is(err, errQuit) || errors.Is(err, errHangUp) {
 					return
 				}
 				c.replyErr(strings.Clone(commandName(line)), err)
 			}
 		}
-		c.commandDone()
 		if c.finished {
 			// The client sent all it will send. It may still read (a
 			// half-close, answered as beanstalkd answers it) or be gone
@@ -212,16 +226,13 @@ func (c *conn) idle() bool {
 	if c.closing {
 		return false
 	}
-	var now, d time.Time
+	var d time.Time
 	if c.state != stateIdle { // commandDone marks it idle, since its reply
-		now = time.Now()
-		c.state, c.since = stateIdle, now
+		c.now = c.srv.clock()
+		c.state, c.since = stateIdle, c.now
 	}
 	if c.srv.IdleTimeout > 0 {
-		if now.IsZero() {
-			now = time.Now()
-		}
-		d = now.Add(c.srv.IdleTimeout)
+		d = c.since.Add(c.srv.IdleTimeout)
 	}
 	c.setDeadlineLocked(d)
 	return true
@@ -230,13 +241,15 @@ func (c *conn) idle() bool {
 // commandDone marks the connection waiting for its next command from the
 // moment its command is answered, before the reply is flushed, so that
 // MaxConns sees it so without waiting for the goroutine to come round to
-// idle.
-func (c *conn) commandDone() {
+// idle. It returns the time it read, which it keeps in c.now.
+func (c *conn) commandDone() time.Time {
+	c.now = c.srv.clock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.state == stateBusy || c.state == stateBody {
-		c.state, c.since = stateIdle, time.Now()
+		c.state, c.since = stateIdle, c.now
 	}
+	c.mu.Unlock()
+	return c.now
 }
 
 // stalled reports since when the connection has waited for its next
@@ -495,7 +508,9 @@ func (c *conn) reserved(j queue.Job) error {
 		c.q.Release(c.ctx, j.ID, j.Priority, 0)
 		return errSessionUnsure
 	}
-	c.held[j.ID] = time.Now().Add(j.Left)
+	// c.now was read before the store's answer came: the reservation's
+	// end is taken a little early, never late.
+	c.held[j.ID] = c.now.Add(j.Left)
 	c.replyJob("RESERVED", j)
 	return nil
 }
@@ -504,6 +519,9 @@ func (c *conn) reserved(j queue.Job) error {
 // safety margin of the end of its reservation, and when the next one will
 // be (zero if none). Reservations that have ended are forgotten.
 func (c *conn) deadlineSoon(now time.Time) (soon bool, next time.Time) {
+	if len(c.held) == 0 {
+		return false, time.Time{}
+	}
 	for id, deadline := range c.held {
 		if !now.Before(deadline) {
 			delete(c.held, id) // the TTR ran out: the job is no longer ours
@@ -527,7 +545,7 @@ func (c *conn) reserve(timeout time.Duration) error {
 	if !c.srv.sessionSure() {
 		return errSessionUnsure
 	}
-	now := time.Now()
+	now := c.now
 	soon, soonAt := c.deadlineSoon(now)
 	if soon || timeout == 0 {
 		j, err := c.q.Reserve(c.ctx, queue.ReserveOptions{Tubes: c.watched, Timeout: -1})
@@ -581,6 +599,7 @@ func (c *conn) reserve(timeout time.Duration) error {
 	c.srv.tubes.wait(c.watched, 1)
 	watching := c.watchHangUp(cancel)
 	j, err = c.q.Reserve(ctx, queue.ReserveOptions{Tubes: c.watched, Timeout: wait})
+	c.now = c.srv.clock()
 	watching()
 	c.srv.tubes.wait(c.watched, -1)
 	c.srv.waiting.Add(-1)
@@ -605,7 +624,7 @@ func (c *conn) reserve(timeout time.Duration) error {
 	case err == nil:
 		return c.reserved(j)
 	case errors.Is(err, queue.ErrTimeout):
-		if !soonAt.IsZero() && !time.Now().Before(soonAt) {
+		if !soonAt.IsZero() && !c.now.Before(soonAt) {
 			return errDeadlineSoon
 		}
 		return err

@@ -101,7 +101,7 @@ type Server struct {
 	host     hostInfo
 
 	draining  atomic.Bool
-	ops       [numOps]atomic.Uint64 // commands run, by opcode
+	ops       [numOps]atomic.Uint64 // commands run by the connections closed, by opcode (opCounts)
 	connSeq   atomic.Uint64         // numbers connections, for owner names
 	totalConn atomic.Uint64
 	current   atomic.Int64 // open connections
@@ -310,6 +310,9 @@ func (s *Server) bodyTimeout() time.Duration {
 // MaxConns.
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
+	for i := range c.ops {
+		s.ops[i].Add(c.ops[i].Load())
+	}
 	delete(s.conns, c)
 	s.mu.Unlock()
 	if s.ConnState != nil {
@@ -363,8 +366,32 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Everything else keeps working.
 func (s *Server) Drain() { s.draining.Store(true) }
 
-// count records one run of a command.
-func (s *Server) count(o op) { s.ops[o].Add(1) }
+// count records one run of a command, in the connection's own counters:
+// counters all connections shared would move between the cores' caches at
+// every command. Stats adds them up (opCounts).
+func (c *conn) count(o op) { c.ops[o].Add(1) }
+
+// opCounts returns the commands run so far, by opcode: those of the
+// connections closed and of those open.
+func (s *Server) opCounts() (n [numOps]uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range n {
+		n[i] = s.ops[i].Load()
+	}
+	for c := range s.conns {
+		for i := range n {
+			n[i] += c.ops[i].Load()
+		}
+	}
+	return n
+}
+
+// clock reads the local clock for the connections' own bookkeeping (the
+// state's since, reservations' ends, Observe's durations): the monotonic
+// clock alone, one read where time.Now takes two, as a Time after
+// s.started.
+func (s *Server) clock() time.Time { return s.started.Add(time.Since(s.started)) }
 
 // hostname returns the name stats reports.
 func hostname() string {

@@ -184,8 +184,9 @@ func (s *Server) statsYAML(ctx context.Context) ([]byte, error) {
 	y.int("current-jobs-reserved", st.Reserved)
 	y.int("current-jobs-delayed", st.Delayed)
 	y.int("current-jobs-buried", st.Buried)
+	ops := s.opCounts()
 	for i, name := range opNames {
-		y.uint("cmd-"+name, s.ops[i].Load())
+		y.uint("cmd-"+name, ops[i])
 	}
 	y.int("job-timeouts", st.Timeouts)
 	y.int("total-jobs", st.TotalJobs)

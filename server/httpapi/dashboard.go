@@ -154,8 +154,10 @@ type jobsPanelData struct {
 	DelayedCut, ReservedCut bool
 	PauseOpts               []pauseOpt
 	// Query is the search the tubes (by name) and the jobs listed (by
-	// id, tube or body) were filtered by.
+	// id, tube or body) were filtered by; Keys the jobs of the tubes
+	// listed whose unique key it is.
 	Query string
+	Keys  []keyMatch
 }
 
 // The dashboard lists up to panelJobsPerTube delayed and buried jobs of
@@ -191,6 +193,11 @@ func jobsPanel(ctx context.Context, s *Server) (any, error) {
 		}
 		if sr.name(t) {
 			d.Tubes = append(d.Tubes, tubeStatsOf(st))
+		}
+		if km, ok, err := sr.keyMatchIn(ctx, q, t); err != nil {
+			return nil, err
+		} else if ok {
+			d.Keys = append(d.Keys, km)
 		}
 		for _, l := range []struct {
 			state queue.State

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -57,6 +58,8 @@ type browseData struct {
 	// by; Matched counts the jobs of the window that match it.
 	Query   string
 	Matched int
+	// Key is the tube's job whose unique key the search is, live or kept.
+	Key *keyMatch
 }
 
 type browseTab struct {
@@ -158,6 +161,11 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d := browseData{Tube: tube, State: stateName, Stats: tubeStatsOf(st), PauseOpts: pauseOpts, Query: sr.text}
+	if km, ok, err := sr.keyMatchIn(ctx, s.Queue, tube); err != nil {
+		return err
+	} else if ok {
+		d.Key = &km
+	}
 	counts := map[queue.State]int64{queue.Ready: st.Ready, queue.Delayed: st.Delayed, queue.Reserved: st.Reserved, queue.Buried: st.Buried}
 	for _, bs := range browseStates {
 		d.Tabs = append(d.Tabs, browseTab{State: bs.String(), Count: counts[bs], Active: bs == state})
@@ -167,7 +175,7 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(jobs, func(a, b queue.Job) int { return cmpID(a.ID, b.ID) })
+	slices.SortFunc(jobs, func(a, b queue.Job) int { return cmp.Compare(a.ID, b.ID) })
 	d.Window, d.Cut = len(jobs), d.Count > int64(len(jobs))
 	if sr.any() {
 		jobs = slices.DeleteFunc(jobs, func(j queue.Job) bool { return !sr.job(j) })
@@ -178,10 +186,10 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 	lo := 0
 	switch {
 	case before != 0:
-		hi, _ := slices.BinarySearchFunc(jobs, queue.ID(before), func(j queue.Job, id queue.ID) int { return cmpID(j.ID, id) })
+		hi, _ := slices.BinarySearchFunc(jobs, queue.ID(before), func(j queue.Job, id queue.ID) int { return cmp.Compare(j.ID, id) })
 		lo = max(hi-browsePage, 0)
 	case after != 0:
-		lo, _ = slices.BinarySearchFunc(jobs, queue.ID(after)+1, func(j queue.Job, id queue.ID) int { return cmpID(j.ID, id) })
+		lo, _ = slices.BinarySearchFunc(jobs, queue.ID(after)+1, func(j queue.Job, id queue.ID) int { return cmp.Compare(j.ID, id) })
 	}
 	hi := min(lo+browsePage, len(jobs))
 	page := jobs[lo:hi]
@@ -202,16 +210,6 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 		d.Jobs = append(d.Jobs, bj)
 	}
 	return renderFragment(w, http.StatusOK, "browse", d)
-}
-
-func cmpID(a, b queue.ID) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // renderFragment renders the template name with data as an HTML reply
@@ -250,6 +248,36 @@ type jobPageData struct {
 	// most ErrorBytes together, each at most ReasonBytes.
 	Errors                             []attemptError
 	MaxErrors, ErrorBytes, ReasonBytes int
+	// Finished: a job its tube keeps after it ended, with its Result
+	// (FinishedAt and KeptUntil are among Extra).
+	Finished bool
+	Result   shownBytes
+}
+
+// shownBytes is bytes as the job page shows them: Text when UTF-8 (JSON
+// indented), else Hex (a dump of the first jobPageHex bytes).
+type shownBytes struct {
+	Size int
+	Text string
+	JSON bool
+	Hex  string
+}
+
+func pageText(b []byte) shownBytes {
+	out := shownBytes{Size: len(b)}
+	switch {
+	case len(b) == 0:
+	case utf8.Valid(b):
+		var ind bytes.Buffer
+		if json.Valid(b) && json.Indent(&ind, b, "", "  ") == nil {
+			out.Text, out.JSON = ind.String(), true
+		} else {
+			out.Text = string(b)
+		}
+	default:
+		out.Hex = hex.Dump(b[:min(len(b), jobPageHex)])
+	}
+	return out
 }
 
 // attemptError is an error a job was released or buried with.
@@ -305,6 +333,12 @@ func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
 	id := queue.ID(n)
 	st, err := s.Queue.StatsJob(r.Context(), id) // the job and its stats in one look
 	if errors.Is(err, queue.ErrNotFound) {
+		// A job its tube keeps after it finished (docs/keys.md).
+		if kst, kerr := s.Queue.Lookup(r.Context(), id); kerr == nil {
+			st, err = kst, nil
+		}
+	}
+	if errors.Is(err, queue.ErrNotFound) {
 		return serveMissing(w, missingData{What: "job", Name: "#" + strconv.FormatUint(n, 10),
 			Why: "The store holds no job #" + strconv.FormatUint(n, 10) + ": it was deleted (a job is deleted once its work is done) or was never put."})
 	}
@@ -314,6 +348,10 @@ func (s *Server) serveJob(w http.ResponseWriter, r *http.Request) error {
 	j := st.Job()
 	d := jobPageData{Job: j, Stats: st, State: st.State.String(), Holder: holderOf(st.ReservedBy), Size: len(j.Body), Extra: jobExtras(st),
 		Errors: jobErrors(st), MaxErrors: queue.MaxErrors, ErrorBytes: queue.MaxErrorBytes, ReasonBytes: queue.MaxReasonLen}
+	if st.State == queue.Finished {
+		d.Finished = true
+		d.Result = pageText(st.Result)
+	}
 	body := j.Body
 	if len(body) > jobPageBody {
 		body, d.Cut = body[:jobPageBody], true
@@ -340,7 +378,9 @@ var knownJobStats = map[string]bool{"ID": true, "Tube": true, "State": true, "Pr
 	// (an HTTP lease's owner is its token, never shown whole).
 	"Body": true, "ReservedBy": true,
 	// In the errors' table (jobErrors).
-	"LastError": true, "LastErrorAt": true, "Errors": true}
+	"LastError": true, "LastErrorAt": true, "Errors": true,
+	// A kept job's result, in a section of its own.
+	"Result": true}
 
 // jobExtras returns the fields of st the page does not name, those that
 // are set: what the store records beyond beanstalkd's stats-job (a last

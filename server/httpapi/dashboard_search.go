@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,7 +14,10 @@ import (
 // The dashboard's search and its not-found page.
 //
 // Search: the header's one field. A job id (123 or #123) opens the job's
-// page; other text filters the jobs listed, by id, tube or body: the
+// page; other text is also looked up as a unique key (queue.LookupKey) in
+// each tube listed (the tubes view) or in the tube shown (its page), which
+// finds the key's job live or kept after it finished, and it filters the
+// jobs listed, by id, tube or body: the
 // tubes view's tubes and job lists (GET /dashboard/panels?view=jobs&q=…)
 // or, on a tube's page, the tube's window of up to queue.MaxPeekN jobs
 // (GET /dashboard/browse?…&q=…). The store has no index of bodies: the
@@ -67,6 +71,31 @@ func withSearch(ctx context.Context, s search) context.Context {
 func searchIn(ctx context.Context) search {
 	s, _ := ctx.Value(searchKey{}).(search)
 	return s
+}
+
+// keyMatch is the job a search found as a tube's unique key: live, or
+// kept by its tube after it finished.
+type keyMatch struct {
+	Tube   string
+	ID     queue.ID
+	State  string
+	Result int // bytes of a kept job's result
+}
+
+// keyMatchIn looks the search's text up as a unique key of tube. No job
+// with the key, or text that cannot be a key, is no match.
+func (s search) keyMatchIn(ctx context.Context, q *queue.Queue, tube string) (keyMatch, bool, error) {
+	if !s.any() || len(s.text) > queue.MaxUniqueKey {
+		return keyMatch{}, false, nil
+	}
+	st, err := q.LookupKey(ctx, tube, s.text)
+	if err != nil {
+		if isOutcome(err) || errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrNoKeep) {
+			return keyMatch{}, false, nil
+		}
+		return keyMatch{}, false, err
+	}
+	return keyMatch{Tube: tube, ID: st.ID, State: st.State.String(), Result: len(st.Result)}, true, nil
 }
 
 // missingData is the not-found page: "No job #12", and why.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -108,8 +109,11 @@ type Metrics struct {
 
 	// bs caches the series of each beanstalkd command and result, so that
 	// recording a command looks up no label values (by [command, result]).
-	bsMu sync.RWMutex
-	bs   map[[2]string]bsSeries
+	// The map is never changed once stored: a new pair stores a copy (under
+	// bsMu), so that a command reads it without a lock, whose counter every
+	// connection would write.
+	bsMu sync.Mutex
+	bs   atomic.Pointer[map[[2]string]bsSeries]
 }
 
 // bsSeries are the series one beanstalkd command and result records to.
@@ -196,26 +200,43 @@ func (m *Metrics) ObserveBeanstalk(cmd string, d time.Duration, err error) {
 		result = "ok"
 	}
 	k := [2]string{cmd, result}
-	m.bsMu.RLock()
-	o, ok := m.bs[k]
-	m.bsMu.RUnlock()
+	var o bsSeries
+	ok := false
+	if bs := m.bs.Load(); bs != nil {
+		o, ok = (*bs)[k]
+	}
 	if !ok {
-		o = bsSeries{
-			requests: m.requests.WithLabelValues("beanstalk", "jobs", cmd, result),
-			duration: m.duration.WithLabelValues("beanstalk", "jobs", cmd),
-		}
-		m.bsMu.Lock()
-		if m.bs == nil {
-			m.bs = map[[2]string]bsSeries{}
-		}
-		m.bs[k] = o
-		m.bsMu.Unlock()
+		o = m.addBeanstalkSeries(k)
 	}
 	o.requests.Inc()
 	o.duration.Observe(d.Seconds())
 	if result == "INTERNAL_ERROR" {
 		m.storeErrors.WithLabelValues("beanstalk", "jobs").Inc()
 	}
+}
+
+// addBeanstalkSeries caches the series of a beanstalkd command and result
+// (k) and returns them.
+func (m *Metrics) addBeanstalkSeries(k [2]string) bsSeries {
+	m.bsMu.Lock()
+	defer m.bsMu.Unlock()
+	old := m.bs.Load()
+	if old != nil {
+		if o, ok := (*old)[k]; ok {
+			return o
+		}
+	}
+	o := bsSeries{
+		requests: m.requests.WithLabelValues("beanstalk", "jobs", k[0], k[1]),
+		duration: m.duration.WithLabelValues("beanstalk", "jobs", k[0]),
+	}
+	bs := make(map[[2]string]bsSeries, 1)
+	if old != nil {
+		bs = maps.Clone(*old)
+	}
+	bs[k] = o
+	m.bs.Store(&bs)
+	return o
 }
 
 // BeanstalkConnState records a beanstalkd-protocol connection opening
