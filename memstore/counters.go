@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -114,11 +115,7 @@ func (c *counterLog) replay(kind byte, d *decoder) error {
 
 // snapshot adds each kept minute as one record, oldest first.
 func (c *counterLog) snapshot(w *wal.SnapshotWriter) {
-	ms := make([]int64, 0, len(c.minutes))
-	for m := range c.minutes {
-		ms = append(ms, m)
-	}
-	slices.Sort(ms)
+	ms := slices.Sorted(maps.Keys(c.minutes))
 	w.Grow(len(ms))
 	for _, m := range ms {
 		cm := c.minutes[m]

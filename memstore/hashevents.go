@@ -17,6 +17,7 @@ package memstore
 // acknowledgements.
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -168,21 +169,11 @@ func (x *hashEvents) trim() {
 		floor = min(floor, g.floor())
 	}
 	n, _ := slices.BinarySearchFunc(x.events, floor, func(e *hxEvent, seq uint64) int {
-		return cmpU64(e.seq, seq)
+		return cmp.Compare(e.seq, seq)
 	})
 	if n > 0 {
 		x.cut(n)
 	}
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // CreateGroup implements ttlhash.Store.
@@ -218,7 +209,7 @@ func eventOf(e *hxEvent, again bool) ttlhash.Event {
 }
 
 func (x *hashEvents) event(seq uint64) *hxEvent {
-	i, ok := slices.BinarySearchFunc(x.events, seq, func(e *hxEvent, seq uint64) int { return cmpU64(e.seq, seq) })
+	i, ok := slices.BinarySearchFunc(x.events, seq, func(e *hxEvent, seq uint64) int { return cmp.Compare(e.seq, seq) })
 	if !ok {
 		return nil
 	}

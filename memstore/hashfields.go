@@ -27,6 +27,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -522,12 +523,7 @@ func (x *hashFields) encodeDel(hash, field string) []byte {
 
 // snapshot adds the fields to a snapshot.
 func (x *hashFields) snapshot(w *wal.SnapshotWriter) {
-	names := make([]string, 0, len(x.hashes))
-	for n := range x.hashes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(x.hashes)) {
 		for _, f := range x.hashes[n].fields {
 			w.Add(kindHXSet, x.encodeSet(n, f.name, f.dl), f.value)
 		}

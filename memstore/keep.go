@@ -96,16 +96,13 @@ func (q *jobQueue) Finish(ctx context.Context, owner string, id queue.ID, result
 // endLocked ends job id for owner, as a delete: it keeps the job with
 // result when its tube has a retention, and deletes it otherwise.
 func (q *jobQueue) endLocked(owner string, id queue.ID, result []byte, now int64) (wal.Ticket, error) {
-	j := q.jobs[id]
-	switch {
-	case j == nil:
-		return 0, queue.ErrNotFound
-	case j.state == queue.Reserved && j.owner != owner:
-		return 0, queue.ErrReserved
+	j, err := q.endable(owner, id)
+	if err != nil {
+		return 0, err
 	}
 	r, w := q.retain[j.tube.name], j.window()
 	if r <= 0 && w <= now {
-		return q.deleteLocked(owner, id)
+		return q.deleteLocked(j), nil
 	}
 	drop := now + r
 	if r <= 0 {

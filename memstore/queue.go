@@ -329,23 +329,30 @@ func (q *jobQueue) Delete(ctx context.Context, owner string, ids []queue.ID) ([]
 	})
 }
 
-// deleteLocked deletes job id for owner; the ticket is that of its record.
-func (q *jobQueue) deleteLocked(owner string, id queue.ID) (wal.Ticket, error) {
+// endable returns job id if owner may end it (delete or finish it): not
+// when there is none (ErrNotFound) or another owner holds it
+// (ErrReserved).
+func (q *jobQueue) endable(owner string, id queue.ID) (*job, error) {
 	j := q.jobs[id]
 	switch {
 	case j == nil:
-		return 0, queue.ErrNotFound
+		return nil, queue.ErrNotFound
 	case j.state == queue.Reserved && j.owner != owner:
-		return 0, queue.ErrReserved
+		return nil, queue.ErrReserved
 	}
-	t := j.tube
+	return j, nil
+}
+
+// deleteLocked deletes live job j; the ticket is that of its record.
+func (q *jobQueue) deleteLocked(j *job) wal.Ticket {
+	id, t := j.id, j.tube
 	q.freeSlotLocked(j)
 	q.removeJob(j)
 	tk := q.e.append(kindDelete, q.encodeDelete(id), nil)
 	if t.jobs() == 0 {
 		tk = max(tk, q.freeLocked(t))
 	}
-	return tk, nil
+	return tk
 }
 
 // heldBy returns the job id if owner has it reserved, or the error for

@@ -196,12 +196,7 @@ func (q *jobQueue) recoveredLimits(now int64) {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range maps.Keys(m) {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
+	return slices.Sorted(maps.Keys(m))
 }
 
 // freeSlotLocked wakes the waiters of j's tube when j, about to leave the

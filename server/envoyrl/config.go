@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,12 +86,7 @@ func (c *Config) Generation() uint64 { return c.gen.Load() }
 // Domains lists the configured domains, sorted.
 func (c *Config) Domains() []string {
 	r := c.cur.Load()
-	out := make([]string, 0, len(r.domains))
-	for d := range r.domains {
-		out = append(out, d)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(r.domains))
 }
 
 // Reload reads the configuration again. When the files are unchanged it

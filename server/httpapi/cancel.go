@@ -87,15 +87,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) error {
 		return queue.ErrNoCancel
 	}
 	timeout := min(ms(req.TimeoutMS), s.maxWait())
-	if timeout > 0 {
-		leave, err := s.enterWait()
-		if err != nil {
-			return err
-		}
-		defer leave()
+	ctx, done, err := s.longPoll(r, timeout > 0)
+	if err != nil {
+		return err
 	}
-	ctx, cancel := s.longPoll(r)
-	defer cancel()
+	defer done()
 	// The job's tube, and that the lease holds it.
 	st, err := s.Queue.StatsJob(ctx, id)
 	if err != nil {

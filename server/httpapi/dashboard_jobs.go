@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -174,7 +175,7 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(jobs, func(a, b queue.Job) int { return cmpID(a.ID, b.ID) })
+	slices.SortFunc(jobs, func(a, b queue.Job) int { return cmp.Compare(a.ID, b.ID) })
 	d.Window, d.Cut = len(jobs), d.Count > int64(len(jobs))
 	if sr.any() {
 		jobs = slices.DeleteFunc(jobs, func(j queue.Job) bool { return !sr.job(j) })
@@ -185,10 +186,10 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 	lo := 0
 	switch {
 	case before != 0:
-		hi, _ := slices.BinarySearchFunc(jobs, queue.ID(before), func(j queue.Job, id queue.ID) int { return cmpID(j.ID, id) })
+		hi, _ := slices.BinarySearchFunc(jobs, queue.ID(before), func(j queue.Job, id queue.ID) int { return cmp.Compare(j.ID, id) })
 		lo = max(hi-browsePage, 0)
 	case after != 0:
-		lo, _ = slices.BinarySearchFunc(jobs, queue.ID(after)+1, func(j queue.Job, id queue.ID) int { return cmpID(j.ID, id) })
+		lo, _ = slices.BinarySearchFunc(jobs, queue.ID(after)+1, func(j queue.Job, id queue.ID) int { return cmp.Compare(j.ID, id) })
 	}
 	hi := min(lo+browsePage, len(jobs))
 	page := jobs[lo:hi]
@@ -209,16 +210,6 @@ func (s *Server) serveBrowse(w http.ResponseWriter, r *http.Request) error {
 		d.Jobs = append(d.Jobs, bj)
 	}
 	return renderFragment(w, http.StatusOK, "browse", d)
-}
-
-func cmpID(a, b queue.ID) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // renderFragment renders the template name with data as an HTML reply

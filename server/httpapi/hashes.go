@@ -598,15 +598,11 @@ func (s *Server) hashRead(w http.ResponseWriter, r *http.Request) error {
 	}
 	group := r.PathValue("group")
 	deadline := time.Now().Add(min(ms(req.TimeoutMS), s.maxWait()))
-	if req.TimeoutMS > 0 {
-		leave, err := s.enterWait()
-		if err != nil {
-			return err
-		}
-		defer leave()
+	ctx, done, err := s.longPoll(r, req.TimeoutMS > 0)
+	if err != nil {
+		return err
 	}
-	ctx, cancel := s.longPoll(r)
-	defer cancel()
+	defer done()
 	evs, err := s.Hashes.ReadWait(ctx, group, req.Consumer, req.Max, deadline)
 	if err != nil {
 		return s.pollErr(r, err)

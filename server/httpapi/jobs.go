@@ -451,17 +451,14 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
 		return apiError{http.StatusBadRequest, CodeTooManyTubes, sprintf("%d tubes, want at most %d", len(req.Tubes), n), 0}
 	}
 	timeout := min(ms(req.TimeoutMS), s.maxWait())
+	ctx, done, err := s.longPoll(r, timeout != 0)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if timeout == 0 {
 		timeout = -1 // one attempt
-	} else {
-		leave, err := s.enterWait()
-		if err != nil {
-			return err
-		}
-		defer leave()
 	}
-	ctx, cancel := s.longPoll(r)
-	defer cancel()
 	lease := newLease()
 	q := s.Queue.WithOwner(lease)
 	j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: req.Tubes, Timeout: timeout})

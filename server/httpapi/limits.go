@@ -246,15 +246,11 @@ func (s *Server) limitWait(w http.ResponseWriter, r *http.Request) error {
 		}
 		maxWait = min(ms(*req.MaxWaitMS), maxWait)
 	}
-	if maxWait > 0 {
-		leave, err := s.enterWait()
-		if err != nil {
-			return err
-		}
-		defer leave()
+	ctx, done, err := s.longPoll(r, maxWait > 0)
+	if err != nil {
+		return err
 	}
-	ctx, cancel := s.longPoll(r)
-	defer cancel()
+	defer done()
 	res, err := s.Limiter.ReserveN(ctx, c.key, c.n, maxWait, c.limits...)
 	s.decided(c, err == nil && res.OK(), err)
 	if err != nil {

@@ -212,17 +212,15 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	if wait <= 0 {
 		l, err = sem.TryAcquire(r.Context(), opts)
 	} else {
-		leave, werr := s.enterWait()
+		ctx, done, werr := s.longPoll(r, true)
 		if werr != nil {
 			return werr
 		}
-		defer leave()
+		defer done()
 		mode = "wait"
 		if req.Fair {
 			mode = "fair"
 		}
-		ctx, cancel := s.longPoll(r)
-		defer cancel()
 		ctx, cancelWait := context.WithTimeout(ctx, wait)
 		defer cancelWait()
 		l, err = sem.Acquire(ctx, opts)

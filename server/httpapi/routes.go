@@ -180,10 +180,19 @@ func notAllowed(mux *http.ServeMux, r *http.Request) string {
 }
 
 // longPoll returns the context of a long poll: r's, ended by Shutdown too.
-func (s *Server) longPoll(r *http.Request) (context.Context, context.CancelFunc) {
+// When the poll waits, it takes one of the server's places for waits
+// first (enterWait), or fails with too_many_waits; done gives back what
+// it took.
+func (s *Server) longPoll(r *http.Request, waits bool) (ctx context.Context, done func(), err error) {
+	leave := func() {}
+	if waits {
+		if leave, err = s.enterWait(); err != nil {
+			return nil, nil, err
+		}
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	stop := context.AfterFunc(s.stop, cancel)
-	return ctx, func() { stop(); cancel() }
+	return ctx, func() { stop(); cancel(); leave() }, nil
 }
 
 // pollErr is the error of a long poll (one made under longPoll's

@@ -233,6 +233,15 @@ func (s *Server) Handler() http.Handler {
 // http.Server.Serve does, with the Server's timeouts. It returns
 // ErrServerClosed after Shutdown.
 func (s *Server) Serve(l net.Listener) error {
+	if err := s.listen(l); err != nil {
+		return err
+	}
+	return s.hs.Serve(l)
+}
+
+// listen readies the Server to serve on l: it closes l and fails when the
+// Server's configuration does not hold.
+func (s *Server) listen(l net.Listener) error {
 	s.init()
 	if s.err != nil {
 		l.Close()
@@ -241,19 +250,14 @@ func (s *Server) Serve(l net.Listener) error {
 	if s.AllowedHosts == nil {
 		s.hosts.addListener(l)
 	}
-	return s.hs.Serve(l)
+	return nil
 }
 
 // ServeTLS is Serve over TLS with the certificate and key in the named
 // PEM files, as http.Server.ServeTLS.
 func (s *Server) ServeTLS(l net.Listener, certFile, keyFile string) error {
-	s.init()
-	if s.err != nil {
-		l.Close()
-		return s.err
-	}
-	if s.AllowedHosts == nil {
-		s.hosts.addListener(l)
+	if err := s.listen(l); err != nil {
+		return err
 	}
 	return s.hs.ServeTLS(l, certFile, keyFile)
 }
