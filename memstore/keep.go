@@ -125,6 +125,7 @@ func (q *jobQueue) endLocked(owner string, id queue.ID, result []byte, now int64
 // until drop.
 func (q *jobQueue) keepLocked(j *job, k *kept, drop int64) {
 	t := j.tube
+	q.endedBehind(j)
 	q.freeSlotLocked(j)
 	q.unlink(j)
 	q.jobs, q.jobsMax = shrinkIDs(q.jobs, j.id, q.jobsMax)

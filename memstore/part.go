@@ -54,7 +54,8 @@ type registration struct {
 //
 //	0        the log's own
 //	1–31     the job queue (queue.go, queuelog.go; 1–16, 18–19, 22–23 and
-//	         26–27 in use: keep.go, cancel.go, the error history)
+//	         26–28 in use: keep.go, cancel.go, the error history, a job
+//	         held behind another in behind.go)
 //	32–33    expiring hash fields (hashfields.go; both in use)
 //	34–63    expiry events of hash fields (hashevents.go; 34–39 in use)
 //	64–65    the tubes' counters by minute (counters.go; 64 in use)

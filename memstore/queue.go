@@ -168,9 +168,10 @@ func (q *jobQueue) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.
 // putOnce puts nj in tube within an operation of another part (a
 // schedule's fire), unless a live job of the tube holds its unique key: it
 // returns the ID of the job put, or of the one found, and the ticket of
-// the put's record (0 when none). It fails as Put does at the cap
-// (queue.ErrFull) and when job IDs are exhausted.
-func (q *jobQueue) putOnce(tube string, nj queue.NewJob, now int64) (queue.ID, wal.Ticket, error) {
+// the put's record (0 when none). Given behind, a reserved job of the
+// tube, the job put is held behind it (behind.go). It fails as Put does
+// at the cap (queue.ErrFull) and when job IDs are exhausted.
+func (q *jobQueue) putOnce(tube string, nj queue.NewJob, now int64, behind *job) (queue.ID, wal.Ticket, error) {
 	t := q.tubes[tube]
 	if old := t.dupOf(nj, now); old != nil {
 		return old.id, 0, nil
@@ -185,6 +186,9 @@ func (q *jobQueue) putOnce(tube string, nj queue.NewJob, now int64) (queue.ID, w
 		t = q.tubeFor(tube)
 	}
 	j, tk := q.putJobLocked(t, nj, now)
+	if behind != nil {
+		return j.id, max(tk, q.holdBehindLocked(behind, j)), nil
+	}
 	q.wakeLocked(tube)
 	return j.id, tk, nil
 }
@@ -414,6 +418,7 @@ func (q *jobQueue) Bury(ctx context.Context, owner string, id queue.ID, pri int6
 		q.burySeq++
 		j.at = q.burySeq
 		q.link(j, queue.Buried)
+		q.endedBehind(j)
 		return q.e.append(updateKind(reason), q.encodeUpdate(j), nil)
 	})
 }
@@ -562,7 +567,7 @@ func (j *job) stats(now int64) queue.JobStats {
 		TraceContext: j.traceContext(),
 	}
 	j.addHistory(&out)
-	if j.state == queue.Delayed || j.state == queue.Reserved {
+	if (j.state == queue.Delayed && !isHeld(j)) || j.state == queue.Reserved {
 		out.TimeLeft = durationOf(max(j.at-now, 0))
 	}
 	if j.state == queue.Reserved {

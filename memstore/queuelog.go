@@ -43,7 +43,8 @@ const (
 	// that gives a reason logs kindUpdateE, whose replay appends the
 	// error it carries to the job's history; a snapshot writes a job's
 	// history, when it has one, in a kindErrors after the job's record.
-	// 28–29 are free for the history's later layouts.
+	// kindBehind = 28: a job held behind another (behind.go), log and
+	// snapshot; 29 is free.
 	kindErrors  = 26 // snapshot: a job's error history
 	kindUpdateE = 27 // log: an update that records an error of an attempt
 )
@@ -79,6 +80,7 @@ func updateKind(reason string) byte {
 //	pause      s tube name, v pauseLen, v pauseUntil (0 and 0: unpaused)
 //	hold       s tube name, byte 1 held / 0 not, v time (Unix ns)
 //	cancel     u id, s reason
+//	behind     u running job's id, u held job's id (behind.go)
 //
 // References (Store.Hold) are not durable, but whether a tube has any is
 // logged when it changes, so that a replay keeps a tube's counters exactly
@@ -233,7 +235,7 @@ func appendHistory(b []byte, j *job) []byte {
 
 // snapshot adds the whole queue state to w.
 func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
-	w.Grow(1 + len(q.tubes) + len(q.jobs) + len(q.tubeLimits) + len(q.kept) + len(q.retain))
+	w.Grow(1 + len(q.tubes) + len(q.jobs) + len(q.tubeLimits) + len(q.kept) + len(q.retain) + len(q.behind))
 	b := binary.AppendUvarint(q.e.scratch[:0], uint64(q.lastID))
 	b = binary.AppendUvarint(b, q.tubeSeq)
 	b = binary.AppendVarint(b, q.burySeq)
@@ -277,6 +279,7 @@ func (q *jobQueue) snapshot(w *wal.SnapshotWriter) {
 		b = q.e.scratch[:0]
 	}
 	q.e.scratch = b[:0]
+	q.snapshotBehind(w)
 	q.snapshotLimits(func(kind byte, head []byte) { w.Add(kind, head, nil) })
 	q.snapshotRetain(w)
 }
@@ -348,6 +351,9 @@ func (q *jobQueue) replay(kind byte, d *decoder) error {
 
 	case kindErrors:
 		return q.replayErrors(d)
+
+	case kindBehind:
+		return q.replayBehind(d)
 
 	case kindHold:
 		return q.replayHold(d)
@@ -506,6 +512,9 @@ func (q *jobQueue) replayUpdate(kind byte, d *decoder) error {
 		q.burySeq = max(q.burySeq, at)
 	}
 	q.link(j, st)
+	if st == queue.Buried {
+		q.endedBehind(j)
+	}
 	return nil
 }
 

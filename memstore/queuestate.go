@@ -59,6 +59,10 @@ type jobQueue struct {
 	kept      map[queue.ID]*job
 	keptMax   int // the most entries kept has held since it was made (shrinkIDs)
 	keptBytes int64
+
+	// behind links a running job to the job held behind it (behind.go);
+	// nil when there is none.
+	behind map[queue.ID]queue.ID
 }
 
 func (q *jobQueue) init(e *engine, maxJobs int) {
@@ -308,6 +312,7 @@ func (q *jobQueue) removeJob(j *job) {
 // cancel counts itself).
 func (q *jobQueue) dropJob(j *job) {
 	t := j.tube
+	q.endedBehind(j)
 	q.unlink(j)
 	q.jobs, q.jobsMax = shrinkIDs(q.jobs, j.id, q.jobsMax)
 	if k := j.key(); k != "" {

@@ -27,7 +27,9 @@ const (
 	kindSchedDelete = 129 // s name
 	// kindSchedState2: a schedule's whole state (log and snapshot): 128's
 	// layout then the overlap policy and what it counts; layout in
-	// encodeSched. 131–133 are free for the schedules' overlap.
+	// encodeSched. 131–133 are free for the schedules' overlap (a
+	// buffer_one job held behind the running one is a queue record,
+	// kindBehind).
 	kindSchedState2 = 130
 )
 
@@ -268,6 +270,7 @@ func (c *Schedules) fire(req schedule.FireRequest, now int64, tickp *time.Time, 
 	res := schedule.FireResult{}
 	var tk wal.Ticket
 	put := !tick.IsZero()
+	var behind *job // buffer_one: the reserved previous job the tick's job waits behind
 	if put && !req.Manual {
 		// The previous job's state, as the overlap policy and
 		// PauseOnFailure see it (due transitions applied at begin).
@@ -294,13 +297,15 @@ func (c *Schedules) fire(req schedule.FireRequest, now int64, tickp *time.Time, 
 		case e.st.Overlap == schedule.OverlapCancelPrevious:
 			res.CancelledPrevious = uint64(prev.id)
 			tk, *tell = c.q.cancelLocked(prev, schedule.CancelReason(req.Name, tick), now)
+		case e.st.Overlap == schedule.OverlapBufferOne:
+			behind = prev // reserved: the tick's job is held until it ends
 		}
 	}
 	if put {
 		id, ptk, err := c.q.putOnce(e.st.Job.Tube, queue.NewJob{
 			Body: e.st.Job.Body, Priority: e.st.Job.Priority, TTR: cmp.Or(e.st.Job.TTR, queue.DefaultTTR),
 			UniqueKey: schedule.JobKey(req.Name, tick), TraceContext: req.TraceContext,
-		}, now)
+		}, now, behind)
 		if err != nil {
 			err = fmt.Errorf("schedule %q: %w", req.Name, err)
 			if tk != 0 {

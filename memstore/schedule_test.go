@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
@@ -13,14 +14,124 @@ import (
 )
 
 func TestScheduleConformance(t *testing.T) {
-	storetest.Schedule(t, func(t *testing.T, clock *storetest.Clock) (schedule.Store, queue.Store) {
-		s, err := memstore.New(&memstore.Options{Clock: clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s.Schedules(), s
-	})
+	for _, disk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "disk"}[disk], func(t *testing.T) {
+			storetest.Schedule(t, func(t *testing.T, clock *storetest.Clock) (schedule.Store, queue.Store) {
+				var s *memstore.Store
+				var err error
+				if disk {
+					s, err = memstore.Open(t.TempDir(), &memstore.Options{Clock: clock.Now})
+				} else {
+					s, err = memstore.New(&memstore.Options{Clock: clock.Now})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s.Schedules(), s
+			})
+		})
+	}
+}
+
+// TestScheduleOverlapRestart: a restart keeps the schedules' overlap
+// fields (policy, PauseOnFailure, skips, the pause's reason, the last
+// job) and a buffer_one job held behind its running job, from the log
+// alone and from a snapshot: the running job comes back ready (a
+// reservation is not durable), the held job still held, and the held job
+// becomes ready when the running job is deleted.
+func TestScheduleOverlapRestart(t *testing.T) {
+	for _, snapshot := range []bool{false, true} {
+		t.Run(map[bool]string{false: "log", true: "snapshot"}[snapshot], func(t *testing.T) {
+			base := time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
+			clock := storetest.NewClock(base)
+			dir := t.TempDir()
+			open := func() (*memstore.Store, *schedule.Client) {
+				s, err := memstore.Open(dir, &memstore.Options{Clock: clock.Now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, _ := schedule.New(s.Schedules(), nil)
+				return s, c
+			}
+			s, c := open()
+			ctx := t.Context()
+			set := func(name string, o schedule.Overlap, pof bool) {
+				if _, err := c.Set(ctx, schedule.Schedule{Name: name, Spec: "@every 1m", Overlap: o, PauseOnFailure: pof, Job: schedule.Job{Tube: name, TTR: time.Hour}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			set("buf", schedule.OverlapBufferOne, false)
+			set("pof", schedule.OverlapSkip, true)
+			tick := func() {
+				clock.Advance(time.Minute)
+				if _, err := c.FireDue(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reserve := func(tube string) queue.ID {
+				res, err := s.Reserve(ctx, queue.ReserveRequest{Owner: "w", Tubes: []string{tube}, Max: 1})
+				if err != nil || len(res.Jobs) != 1 {
+					t.Fatalf("Reserve %s: %+v %v", tube, res.Jobs, err)
+				}
+				return res.Jobs[0].ID
+			}
+			tick() // both put their first job
+			tick() // both skip: the previous job is ready
+			a := reserve("buf")
+			p := reserve("pof")
+			if err := s.Bury(ctx, "w", p, 0, "boom"); err != nil {
+				t.Fatal(err)
+			}
+			tick() // buf: a job held behind a; pof: pauses itself
+			if snapshot {
+				if err := memstore.Compact(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := map[string]schedule.State{}
+			for _, n := range []string{"buf", "pof"} {
+				st, err := c.Get(ctx, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[n] = st
+			}
+			b := queue.ID(want["buf"].LastJob)
+			if b == a || want["buf"].Skips != 1 || want["buf"].Overlap != schedule.OverlapBufferOne {
+				t.Fatalf("before the restart: %+v", want["buf"])
+			}
+			if !want["pof"].Paused || want["pof"].PauseReason == "" || want["pof"].Skips != 2 || !want["pof"].PauseOnFailure {
+				t.Fatalf("before the restart: %+v", want["pof"])
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, c = open()
+			defer s.Close()
+			for n, w := range want {
+				st, err := c.Get(ctx, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(w, st); diff != "" {
+					t.Errorf("%s after the restart (-want +got):\n%s", n, diff)
+				}
+			}
+			if js, err := s.StatsJob(ctx, b); err != nil || js.State != queue.Delayed || js.TimeLeft != 0 {
+				t.Fatalf("held job after the restart: %v %v %v", js.State, js.TimeLeft, err)
+			}
+			if got := reserve("buf"); got != a {
+				t.Fatalf("reserved %d after the restart, want the running job %d back", got, a)
+			}
+			if errs, err := s.Delete(ctx, "w", []queue.ID{a}); err != nil || errs[0] != nil {
+				t.Fatal(errs, err)
+			}
+			if got := reserve("buf"); got != b {
+				t.Fatalf("reserved %d after the running job's delete, want the held job %d", got, b)
+			}
+		})
+	}
 }
 
 // A restart with ticks missed applies each schedule's misfire policy, from

@@ -67,11 +67,13 @@ const (
 	// reserved; the tick is counted in State.Skips. A buried previous job
 	// does not hold the next tick back.
 	OverlapSkip
-	// OverlapBufferOne lets at most one job wait behind the previous one:
-	// the tick puts nothing (counted in State.Skips) while the previous
-	// job is ready or delayed, and puts its job while the previous one is
-	// reserved. The waiting job is any free worker's: to run the jobs
-	// one at a time, give the tube a concurrency limit of 1.
+	// OverlapBufferOne lets at most one job wait behind the previous one,
+	// and start only once it has ended: while the previous job is
+	// reserved the tick puts its job held behind it (delayed with no due
+	// time), and the store makes it ready when the previous job is
+	// deleted, finished, buried or cancelled (not when it is released or
+	// its TTR runs out: it is still live). The tick puts nothing (counted
+	// in State.Skips) while the previous job is ready, delayed or held.
 	OverlapBufferOne
 	// OverlapCancelPrevious cancels the previous job if it is still in
 	// the queue, as queue.Cancel does (a holder is told), then puts the

@@ -43,7 +43,8 @@ late), fire-once (fire the latest however late) or catch-up=N (fire the
 latest N). --overlap says what a tick does while the schedule's previous
 job is still in the queue: allow (the default: put anyway), skip (put
 nothing while it is ready, delayed or reserved), buffer_one (put nothing
-while it is ready or delayed) or cancel_previous (cancel it, then put);
+while it is ready or delayed; while it is reserved, put one held until it
+ends) or cancel_previous (cancel it, then put);
 --pause-on-failure pauses the schedule when a tick finds the previous
 job buried. Exit status 3 when there is no schedule of the name.
 

@@ -17,6 +17,11 @@ stamp(rec, F_BURIED_AT, now)
 stamp_attempt_error(idh, rec, reason, now)
 rec[F_STATE] = BURIED
 rec[F_OWNER] = ''
+if rec.behind then
+  -- the job held behind it is ready (see "Held jobs" in lib.lua)
+  redis.call('HDEL', KEYS[2], 'n' .. idh)
+  unbuffer(T, rec.behind)
+end
 flush(T)
 redis.call('ZADD', T.b, redis.call('HINCRBY', T.t, 'bseq', 1), idh)
 redis.call('HINCRBY', T.t, 'bu', 1)

@@ -51,6 +51,9 @@ local F_RESERVES, F_TIMEOUTS, F_RELEASES, F_BURIES, F_KICKS, F_OWNER, F_UKEY = 7
 local F_RESERVED_AT, F_RELEASED_AT, F_ERROR_AT, F_ERROR, F_BURIED_AT, F_TIMEDOUT_AT, F_KICKED_AT = 14, 15, 16, 17, 18, 19, 20
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
 local PROMOTE_LIMIT = 1000
+-- HELD is the score in d of a job held behind another (see "Held jobs"):
+-- a due time no clock reaches (2^52 ms), never taken for a due time.
+local HELD = 4503599627370496
 
 local function num(v)
   if v then
@@ -195,6 +198,8 @@ end
 --          (ms after put, -1 never) with the last error after the error's
 --          time}, trailing defaults left out
 --   o<id>  its reservation, while it is reserved: "<reserved at, ms after put>:<owner>"
+--   n<id>  the job held behind it, while it runs (see "Held jobs"): the
+--          held job's id (hex)
 --   e<id>  its error history, once a release or bury gave a reason:
 --          msgpack {at, attempt, reason, at, attempt, reason, ...}, oldest
 --          first (at: ms after put; attempt: its reserves then), the last
@@ -257,8 +262,9 @@ local function rec_of(v, pv, ov)
 end
 
 -- load reads a live job: nil when there is none (a kept job is not live).
+-- rec.behind is the id of the job held behind it, nil for none.
 local function load(idh)
-  local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh, 'o' .. idh)
+  local v = redis.call('HMGET', KEYS[2], idh, 'p' .. idh, 'o' .. idh, 'n' .. idh)
   if not v[1] then
     return nil
   end
@@ -266,6 +272,7 @@ local function load(idh)
   if rec.ended then
     return nil
   end
+  rec.behind = v[4] or nil
   return rec, body
 end
 
@@ -748,7 +755,7 @@ local function next_due(T, now)
     local v = false
     for _, k in ipairs({ T.d, T.x }) do
       local h = head_score(k)
-      if h and (not v or h < v) then
+      if h and h < HELD and (not v or h < v) then
         v = h
       end
     end
@@ -829,7 +836,7 @@ local function tick(T, tube, now)
   end
   local dh = head_score(T.d)
   T.ndx = false
-  if dh then T.ndx = dh end
+  if dh and dh < HELD then T.ndx = dh end
   if xh and (not T.ndx or xh < T.ndx) then T.ndx = xh end
   if T.pu and T.pu <= now then
     set(T, 'pu', false)
@@ -1020,6 +1027,31 @@ local function jobreply(idh, rec, body, tube, left)
   return { idnum(idh), tube, rec[F_PRI], rec[F_TTR], rec[F_RESERVES], body, rec[F_UKEY], left or 0, rec.tc }
 end
 
+-- Held jobs (docs/redis-data-model.md, "Held jobs"). A schedule with the
+-- overlap policy buffer_one puts a tick's job, while the previous job idh
+-- is reserved, held behind it (sc_fire.lua): in d with the score HELD, and
+-- named by idh's field n<idh> of j. Every end of idh (a delete or finish,
+-- a bury, a cancel; kept or not) removes n<idh> with its other fields and
+-- calls unbuffer; a release or a timeout leaves the held job held. A kick
+-- makes a held job ready as any delayed job.
+
+-- unbuffer makes ready the job hh (hex; nil for none) held behind a job
+-- of T that ended, when it is still held, and wakes T's waiters.
+local function unbuffer(T, hh)
+  if not hh then
+    return
+  end
+  local sc = redis.call('ZSCORE', T.d, hh)
+  if not sc or tonumber(sc) < HELD then
+    return
+  end
+  local _, h = cmsgpack.unpack_one(redis.call('HGET', KEYS[2], hh))
+  redis.call('ZREM', T.d, hh)
+  redis.call('ZADD', T.r, h[2], hh)
+  fam_ready(T)
+  wake(T)
+end
+
 -- Kept jobs (docs/redis-data-model.md, "Kept jobs"). A tube with a
 -- retention (kr in its hash, ms; m's k:<tube> while it does not exist)
 -- keeps the jobs that end in it until the retention has passed:
@@ -1055,7 +1087,9 @@ local function keep_one(T, tube, idh, rec, result, now, how)
   else
     redis.call('HSET', KEYS[2], 'p' .. idh, cmsgpack.pack(p))
   end
-  if rec.oraw then
+  if rec.behind then
+    redis.call('HDEL', KEYS[2], 'o' .. idh, 'n' .. idh)
+  elseif rec.oraw then
     redis.call('HDEL', KEYS[2], 'o' .. idh)
   end
   local w = 0
@@ -1084,7 +1118,7 @@ end
 
 -- drop_fields removes a deleted job's fields and frees its unique key.
 local function drop_fields(T, idh, ukey)
-  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh, 'e' .. idh)
+  redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh, 'e' .. idh, 'n' .. idh)
   if ukey and ukey ~= '' then
     redis.call('HDEL', T.u, ukey)
   end
@@ -1118,9 +1152,11 @@ local function delete_loaded(T, tube, idh, owner, now, result)
   set(T, 'live', T.live - 1)
   if T.kr and T.kr > 0 or rec.ufor > 0 and rec[F_CREATED] + rec.ufor > T.now then
     keep_one(T, tube, idh, rec, result, T.now)
+    unbuffer(T, rec.behind)
     return 2
   end
   drop_fields(T, idh, rec[F_UKEY])
+  unbuffer(T, rec.behind)
   return 1
 end
 
@@ -1133,7 +1169,7 @@ local function delete_one(T, tube, idh, owner, now, result)
   if (T.kr and T.kr > 0) or (T.kn or 0) > 0 then
     return delete_loaded(T, tube, idh, owner, now, result)
   end
-  local v = redis.call('HMGET', KEYS[2], idh, 'o' .. idh)
+  local v = redis.call('HMGET', KEYS[2], idh, 'o' .. idh, 'n' .. idh)
   if not v[1] then
     return 0
   end
@@ -1167,6 +1203,7 @@ local function delete_one(T, tube, idh, owner, now, result)
   drop_fields(T, idh, h[6])
   set(T, 'deletes', T.deletes + 1)
   set(T, 'live', T.live - 1)
+  unbuffer(T, v[3] or nil)
   return 1
 end
 
@@ -1249,11 +1286,12 @@ local function cancel_job(T, tube, idh, rec, reason, now)
     stamp_error(rec, reason, now)
     keep_one(T, tube, idh, rec, nil, now, KEPT_CANCELLED)
   else
-    redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh, 'e' .. idh)
+    redis.call('HDEL', KEYS[2], idh, 'p' .. idh, 'o' .. idh, 'e' .. idh, 'n' .. idh)
     if rec[F_UKEY] ~= '' then
       redis.call('HDEL', T.u, rec[F_UKEY])
     end
   end
+  unbuffer(T, rec.behind)
   redis.call('HINCRBY', T.t, 'cn', 1)
   set(T, 'live', T.live - 1)
   if was == RESERVED then

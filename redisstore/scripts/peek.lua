@@ -18,7 +18,9 @@ if rec[F_STATE] == RESERVED then owner = rec[F_OWNER] end
 if rec[F_STATE] == RESERVED or rec[F_STATE] == DELAYED then
   local from = T.x
   if rec[F_STATE] == DELAYED then from = T.d end
-  left = tonumber(redis.call('ZSCORE', from, idh)) - now
+  left = tonumber(redis.call('ZSCORE', from, idh))
+  if left >= HELD then left = now end -- held behind a running job: no due time
+  left = left - now
   if left < 0 then left = 0 end
 end
 local errs = {}

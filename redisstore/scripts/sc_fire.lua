@@ -16,8 +16,10 @@
 -- taken for gone. A tick (not a manual fire) first applies pause on
 -- failure (previous job buried: pause, record why, count a skip, put
 -- nothing) and the overlap policy (skip: previous ready, delayed or
--- reserved; buffer_one: previous ready or delayed: count a skip, put
--- nothing; cancel_previous: cancel it as cancel.lua does, then put).
+-- reserved; buffer_one: previous ready or delayed, or held itself:
+-- count a skip, put nothing; previous reserved: put the job held behind
+-- it, see "Held jobs" in lib.lua; cancel_previous: cancel it as
+-- cancel.lua does, then put).
 -- Returns: {status, job id, definition, body, version, next, paused, fires, misfires,
 --          skips, pause reason, last job, #last, last..., cancelled job id (0 none)}:
 --          status 0 done, 1 no such schedule, 2 changed since read, 3 tick not due,
@@ -54,6 +56,7 @@ else
 end
 tick(T, tube, now)
 local jobid, status, cancelled = 0, 0, 0
+local behind -- buffer_one: the reserved previous job the tick's job is held behind
 if tickus >= 0 and not manual and (st[11] ~= 0 or st[12] == 1) and st[10] > 0 and st[10] % 256 == tag then
   local pidh = idhex(st[10])
   local prec = load(pidh)
@@ -77,6 +80,8 @@ if tickus >= 0 and not manual and (st[11] ~= 0 or st[12] == 1) and st[10] > 0 an
     elseif st[11] == 3 then
       cancel_job(T, tube, pidh, prec, ARGV[14], now)
       cancelled = st[10]
+    elseif st[11] == 2 then
+      behind = pidh -- reserved: see "Held jobs" in lib.lua
     end
   end
 end
@@ -89,17 +94,28 @@ if tickus >= 0 and status == 0 then
     register(T, tube, us)
     number(T, tube)
     local idh = idhex((alloc_ids(KEYS[12], 1, now) + 1) * 256 + tag)
-    redis.call('ZADD', T.r, st[6], idh)
-    fam_ready(T)
+    if behind then
+      redis.call('ZADD', T.d, HELD, idh)
+    else
+      redis.call('ZADD', T.r, st[6], idh)
+      fam_ready(T)
+    end
     local ttr = st[7]
     if ttr == 0 then
       ttr = tonumber(ARGV[13])
     end
-    redis.call('HSET', KEYS[2], idh, pack_job(T.ix, st[6], 0, ttr, now, ukey, h[3], ARGV[15]))
+    local rec = pack_job(T.ix, st[6], 0, ttr, now, ukey, h[3], ARGV[15])
+    if behind then
+      redis.call('HSET', KEYS[2], idh, rec, 'n' .. behind, idh)
+    else
+      redis.call('HSET', KEYS[2], idh, rec)
+    end
     redis.call('HSET', T.u, ukey, idh)
     set(T, 'total', T.total + 1)
     set(T, 'live', T.live + 1)
-    wake(T)
+    if not behind then
+      wake(T)
+    end
     jobid = idnum(idh)
   end
   st[10] = jobid

@@ -137,8 +137,10 @@ func scheduler(ctx context.Context, s *redisstore.Store) {
 // one worker on tube HG_TUBE whose every job takes HG_WORK. It prints
 // "ready" once both run, "fire <job id> <put unix µs>" for each tick it
 // fires (the put's time by the store's clock: tick + lateness), and
-// "r <job id> <unix µs>" right after a reserve returns and "d <job id>
-// <unix µs>" right before the job's delete is sent.
+// "r <job id> <unix µs> <reserved µs>" right after a reserve returns (the
+// second time is the reserve's by the store's clock, in whole ms, from the
+// job's stats) and "d <job id> <unix µs>" right before the job's delete is
+// sent.
 func overlapServer(ctx context.Context, s *redisstore.Store) {
 	work, err := time.ParseDuration(os.Getenv("HG_WORK"))
 	must(err)
@@ -157,7 +159,10 @@ func overlapServer(ctx context.Context, s *redisstore.Store) {
 	for {
 		j, err := q.Reserve(ctx, queue.ReserveOptions{Tubes: []string{tube}})
 		must(err)
-		fmt.Println("r", j.ID, time.Now().UnixMicro())
+		at := time.Now().UnixMicro()
+		js, err := q.StatsJob(ctx, j.ID)
+		must(err)
+		fmt.Println("r", j.ID, at, js.ReservedAt.UnixMicro())
 		time.Sleep(work) // the job's work
 		fmt.Println("d", j.ID, time.Now().UnixMicro())
 		if err := q.Delete(ctx, j.ID); err != nil && !errors.Is(err, queue.ErrNotFound) {

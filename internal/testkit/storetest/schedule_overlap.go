@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
@@ -123,10 +124,13 @@ func testScOverlapSkip(e *scEnv) {
 	}
 }
 
-// testScOverlapBufferOne: a tick puts its job while the previous one is
-// reserved (the job waits behind it) and nothing while the previous one
-// still waits (ready, delayed, back after a timeout), so at most one job
-// of the schedule waits.
+// testScOverlapBufferOne: a tick whose previous job is reserved puts its
+// job held behind it — delayed with no due time, not ready while the
+// previous job is reserved, released or back after a timeout — and the
+// held job becomes ready in the same operation that ends the previous
+// one: a delete, a bury, a cancel. A tick that finds the previous job
+// waiting (held, ready or delayed) puts nothing, so at most one job of
+// the schedule waits.
 func testScOverlapBufferOne(e *scEnv) {
 	e.set(ovSchedule("b", schedule.OverlapBufferOne))
 	a := queue.ID(e.tickOnce("b").LastJob)
@@ -135,31 +139,125 @@ func testScOverlapBufferOne(e *scEnv) {
 	st := e.tickOnce("b")
 	b := queue.ID(st.LastJob)
 	e.wantTick(st, 2, 1, b, "previous reserved: one waits behind it")
-	if _, err := e.qs.Delete(e.ctx, ovOwner, []queue.ID{a}); err != nil {
+	e.wantHeld("sc", b, "behind a reserved job")
+	// Released, the previous job is still live: b waits.
+	if err := e.qs.Release(e.ctx, ovOwner, a, 0, 0, "again"); err != nil {
 		e.t.Fatal(err)
 	}
-	e.wantTick(e.tickOnce("b"), 2, 2, b, "one already waits")
-	if ready := e.inState("sc", queue.Ready); len(ready) != 1 || ready[0] != b {
-		e.t.Fatalf("ready %v, want [%d]", ready, b)
-	}
-	// The waiting job taken and released with a delay still waits.
+	e.wantReady("sc", []queue.ID{a}, "the previous job released")
+	e.wantHeld("sc", b, "the previous job released")
+	e.reserveOne("sc", a)
+	e.wantTick(e.tickOnce("b"), 2, 2, b, "a third tick while one is held")
+	e.wantHeld("sc", b, "after a skipped tick")
+	// Its TTR runs out: ready again, still live; the tick finds b held.
+	e.wantTick(e.tickAfterTimeout("b"), 2, 3, b, "previous job timed out")
+	e.wantReady("sc", []queue.ID{a}, "the previous job timed out")
+	e.wantHeld("sc", b, "the previous job timed out")
+	e.reserveOne("sc", a)
+	e.wakes("sc", "the previous job deleted", func() {
+		if _, err := e.qs.Delete(e.ctx, ovOwner, []queue.ID{a}); err != nil {
+			e.t.Fatal(err)
+		}
+	})
+	e.wantReady("sc", []queue.ID{b}, "the previous job deleted")
+	e.wantTick(e.tickOnce("b"), 2, 4, b, "one ready already")
+	// Buried: the one held behind it is ready at once.
 	e.reserveOne("sc", b)
-	if err := e.qs.Release(e.ctx, ovOwner, b, 0, 10*time.Minute, ""); err != nil {
-		e.t.Fatal(err)
-	}
-	e.wantTick(e.tickOnce("b"), 2, 3, b, "previous delayed")
-	if err := e.qs.KickJob(e.ctx, b); err != nil {
-		e.t.Fatal(err)
-	}
-	// A reserved previous job whose TTR ran out is waiting again.
-	e.reserveOne("sc", b)
-	e.wantTick(e.tickAfterTimeout("b"), 2, 4, b, "previous timed out")
-	e.reserveOne("sc", b)
-	if err := e.qs.Bury(e.ctx, ovOwner, b, 0, ""); err != nil {
-		e.t.Fatal(err)
-	}
 	st = e.tickOnce("b")
-	e.wantTick(st, 3, 4, queue.ID(st.LastJob), "previous buried")
+	c := queue.ID(st.LastJob)
+	e.wantTick(st, 3, 4, c, "held behind b")
+	e.wantHeld("sc", c, "behind b")
+	e.wakes("sc", "the previous job buried", func() {
+		if err := e.qs.Bury(e.ctx, ovOwner, b, 0, "failed"); err != nil {
+			e.t.Fatal(err)
+		}
+	})
+	e.wantReady("sc", []queue.ID{c}, "the previous job buried")
+	// Cancelled: likewise.
+	e.reserveOne("sc", c)
+	st = e.tickOnce("b")
+	d := queue.ID(st.LastJob)
+	e.wantTick(st, 4, 4, d, "held behind c")
+	e.wantHeld("sc", d, "behind c")
+	cs, _ := e.qs.(queue.CancelStore)
+	if cs == nil {
+		e.t.Fatal("the queue store of a schedule store must cancel (queue.CancelStore)")
+	}
+	e.wakes("sc", "the previous job cancelled", func() {
+		if _, err := cs.Cancel(e.ctx, c, "stop"); err != nil {
+			e.t.Fatal(err)
+		}
+	})
+	e.wantReady("sc", []queue.ID{d}, "the previous job cancelled")
+	// A held job kicked is ready at once; its previous job's end then
+	// changes nothing.
+	e.reserveOne("sc", d)
+	st = e.tickOnce("b")
+	f := queue.ID(st.LastJob)
+	e.wantHeld("sc", f, "behind d")
+	if err := e.qs.KickJob(e.ctx, f); err != nil {
+		e.t.Fatal(err)
+	}
+	e.wantReady("sc", []queue.ID{f}, "the held job kicked")
+	if _, err := e.qs.Delete(e.ctx, ovOwner, []queue.ID{d}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.wantReady("sc", []queue.ID{f}, "the previous job of a kicked one deleted")
+	if st := e.get("b"); st.Fires+st.Skips != 9 || st.Misfires != 0 {
+		e.t.Fatalf("fires %d + skips %d + misfires %d, want 9 ticks", st.Fires, st.Skips, st.Misfires)
+	}
+}
+
+// wantHeld checks that job id of tube is held behind a running job:
+// delayed with no time left, not ready.
+func (e *scEnv) wantHeld(tube string, id queue.ID, what string) {
+	e.t.Helper()
+	js, err := e.qs.StatsJob(e.ctx, id)
+	if err != nil || js.State != queue.Delayed || js.TimeLeft != 0 {
+		e.t.Fatalf("%s: job %d: state %v time left %v %v, want held (delayed, no time left)", what, id, js.State, js.TimeLeft, err)
+	}
+	for _, r := range e.inState(tube, queue.Ready) {
+		if r == id {
+			e.t.Fatalf("%s: held job %d is ready", what, id)
+		}
+	}
+}
+
+// wakes runs end, which ends a running job, and checks that the store's
+// queue.Notifier, when it has one, wakes the waiters of tube: the job
+// held behind it became ready then, not at a later tick.
+func (e *scEnv) wakes(tube, what string, end func()) {
+	e.t.Helper()
+	n, ok := e.qs.(queue.Notifier)
+	if !ok {
+		end()
+		return
+	}
+	woken := make(chan struct{}, 1)
+	stop, err := n.Listen(e.ctx, tube, func(string) {
+		select {
+		case woken <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer stop()
+	end()
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		e.t.Fatalf("%s: the waiters of %s were not woken", what, tube)
+	}
+}
+
+// wantReady checks the ready jobs of tube.
+func (e *scEnv) wantReady(tube string, want []queue.ID, what string) {
+	e.t.Helper()
+	if got := e.inState(tube, queue.Ready); !slices.Equal(got, want) {
+		e.t.Fatalf("%s: ready %v, want %v", what, got, want)
+	}
 }
 
 // testScOverlapCancelPrevious: a tick cancels the previous job wherever it
