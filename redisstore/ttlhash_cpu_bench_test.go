@@ -27,7 +27,8 @@ import (
 // commands (INFO commandstats) per expired field, of the sweeps, reads and
 // acknowledgements together. rate=10k: 100,000 fields over 1,000 hashes
 // due over 10 s; rate=2k: 20,000 over 200; rate=100k: 200,000 over 2,000
-// due over 2 s. Run with -benchtime=1x.
+// due over 2 s; rate=10k,fields=1M: 1,000,000 over 10,000 due over 100 s
+// (TTLHashLag's scale). Run with -benchtime=1x.
 func BenchmarkTTLHashSweepCPU(b *testing.B) {
 	for _, c := range []struct {
 		name           string
@@ -37,6 +38,7 @@ func BenchmarkTTLHashSweepCPU(b *testing.B) {
 		{"rate=10k", 100_000, 1000, 10 * time.Second},
 		{"rate=2k", 20_000, 200, 10 * time.Second},
 		{"rate=100k", 200_000, 2000, 2 * time.Second},
+		{"rate=10k,fields=1M", 1_000_000, 10_000, 100 * time.Second},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			srv := redistest.Standalone(b)
@@ -76,6 +78,7 @@ func BenchmarkTTLHashSweepCPU(b *testing.B) {
 				b.Fatalf("expired %d fields, want %d", expired, c.fields)
 			}
 			calls, fcalls := sweepCommandCalls(b, rc)
+			b.Logf("commands by time:%s", commandsByTime(b, rc, c.fields))
 			b.ReportMetric(cpu/float64(c.fields)*1e6, "redis-cpu-µs/field")
 			b.ReportMetric(float64(calls)/float64(c.fields), "commands/field")
 			b.ReportMetric(float64(fcalls)/float64(c.fields), "fcalls/field")

@@ -177,38 +177,7 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 	b.Logf("test process CPU %.1f µs per expired field; %d GCs, %.1f ms of pauses",
 		float64(proc.Microseconds())/float64(fields), gc.NumGC-t.gc0.NumGC, float64(gc.PauseTotalNs-t.gc0.PauseTotalNs)/1e6)
 	b.ReportMetric(cpu/float64(fields)*1e6, "redis-cpu-µs/field")
-	if stats, err := t.rc.Info(context.Background(), "commandstats").Result(); err == nil {
-		type cs struct {
-			name        string
-			calls, usec int64
-		}
-		var all []cs
-		for _, line := range strings.Split(stats, "\r\n") {
-			name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
-			if !ok || !strings.HasPrefix(line, "cmdstat_") {
-				continue
-			}
-			var c cs
-			c.name = name
-			for _, kv := range strings.Split(rest, ",") {
-				k, v, _ := strings.Cut(kv, "=")
-				n, _ := strconv.ParseInt(v, 10, 64)
-				switch k {
-				case "calls":
-					c.calls = n
-				case "usec":
-					c.usec = n
-				}
-			}
-			all = append(all, c)
-		}
-		slices.SortFunc(all, func(a, b cs) int { return int(b.usec - a.usec) })
-		var sb strings.Builder
-		for _, c := range all[:min(8, len(all))] {
-			fmt.Fprintf(&sb, " %s %d calls %.2f µs/field;", c.name, c.calls, float64(c.usec)/float64(fields))
-		}
-		b.Logf("Redis CPU %.2f µs per expired field; commands by time:%s", cpu/float64(fields)*1e6, sb.String())
-	}
+	b.Logf("Redis CPU %.2f µs per expired field; commands by time:%s", cpu/float64(fields)*1e6, commandsByTime(b, t.rc, fields))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for s := range t.wakes {
@@ -347,4 +316,42 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 	if len(dur) > 0 {
 		b.Logf("sweeper passes: %d (%d store calls); woke after the planned time: %s; pass: %s; entries looked at per pass (as ms): %s; gaps of 25 ms or more between passes: %s", len(dur), calls, pct(late), pct(dur), pct(looked), pct(gaps))
 	}
+}
+
+// commandsByTime lists the commands of INFO commandstats, the dearest
+// first, with their calls and µs per expired field.
+func commandsByTime(tb testing.TB, rc *redis.Client, fields int) string {
+	stats, err := rc.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	type cs struct {
+		name        string
+		calls, usec int64
+	}
+	var all []cs
+	for _, line := range strings.Split(stats, "\r\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		c := cs{name: name}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				c.calls = n
+			case "usec":
+				c.usec = n
+			}
+		}
+		all = append(all, c)
+	}
+	slices.SortFunc(all, func(a, b cs) int { return int(b.usec - a.usec) })
+	var sb strings.Builder
+	for _, c := range all[:min(24, len(all))] {
+		fmt.Fprintf(&sb, " %s %d calls %.2f µs/field;", c.name, c.calls, float64(c.usec)/float64(fields))
+	}
+	return sb.String()
 }

@@ -351,9 +351,9 @@ const maxAcks = 4
 // the batch it handled for the read the next wake-up brings (AckReader),
 // before it sends it on its own: at a steady rate of events the next
 // wake-up comes sooner, and the two share a round trip. A Sweeper of
-// Redis sweeps on a grid of SweeperOptions.Gather (10 ms by default), so
+// Redis sweeps on a grid of SweeperOptions.Gather (DefaultGather), so
 // the wake-ups of a steady rate come that far apart.
-const ackHold = 12 * time.Millisecond
+const ackHold = DefaultGather + 2*time.Millisecond
 
 // ackFlight is a Consume's acknowledgements in flight.
 type ackFlight struct {

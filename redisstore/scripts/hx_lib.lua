@@ -199,8 +199,11 @@ end
 local function insert(name, field, dl, now, maxl, id)
   local b, due, lo = bucketOf(dl, now, maxl or 99)
   if not b then
-    zpend[#zpend + 1] = dl
-    zpend[#zpend + 1] = enc6(dl) .. uv(#name) .. name .. field
+    local n = #zpend
+    -- the score formatted as an integer: a number passed to a command is
+    -- formatted as a double, which costs Redis more
+    zpend[n + 1] = string.format('%d', dl)
+    zpend[n + 2] = enc6(dl) .. uv(#name) .. name .. field
     zmin = math.min(zmin or dl, dl)
     return
   end

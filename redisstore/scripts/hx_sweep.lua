@@ -22,7 +22,7 @@
 -- next due time, if sooner): a call made then finds work, so one that
 -- finds none was preceded by another sweeper's.
 local now = nowms()
-local nowstr = tostring(now) -- formatted once, not per event
+local nowstr = string.format('%d', now) -- formatted once, as an integer, not per event
 quiet = true -- the return value tells the caller the next due time
 local max = tonumber(ARGV[3])
 local shard = ARGV[4] and tonumber(ARGV[4]) -- nil: refine in any call
@@ -32,61 +32,89 @@ local paced = false -- refining stopped early, to go on with a later call
 local behind = false -- urgent work left
 local urgent, refined = 0, 0 -- entries of urgent buckets (and z), of the others
 
--- The fields due now. The first few members of z (each starts with its
+-- The fields due now. The first HEAD members of z (each starts with its
 -- deadline, so no scores are read: formatting them costs Redis more than
--- the read) give both those due (usually all there are) and the next due
--- time; only when all of them are due does a range read fetch the rest.
-local zs, znext = {}, nil
-local head = redis.call('ZRANGE', Z, 0, 7)
-for k = 1, #head do
-  local dl = dec6(head[k])
+-- the read) give both those due (usually all there are: a Sweeper's call
+-- on its grid takes about a dozen) and the next due time; only when
+-- all of them are due does a range read fetch the rest.
+local HEAD = 16
+local zs, nz, znext = redis.call('ZRANGE', Z, 0, HEAD - 1), 0, nil
+for k = 1, #zs do
+  local dl = dec6(zs[k])
   if dl > now then
     znext = dl
     break
   end
-  if #zs < max then
-    zs[#zs + 1] = head[k]
-  end
+  nz = k
 end
-if #head == 8 and not znext and max > 8 then
-  zs = redis.call('ZRANGEBYSCORE', Z, '-inf', now, 'LIMIT', 0, max)
+if nz > max then
+  nz = max
+elseif nz == HEAD and max > HEAD then
+  zs = redis.call('ZRANGEBYSCORE', Z, '-inf', nowstr, 'LIMIT', 0, max)
+  nz = #zs
   znext = false -- not known
 end
-if #zs > 0 then
-  redis.call('ZREMRANGEBYRANK', Z, 0, #zs - 1)
-  work, urgent = #zs, #zs
-  if #zs >= max then
+if nz > 0 then
+  redis.call('ZREMRANGEBYRANK', Z, 0, nz - 1)
+  work, urgent = nz, nz
+  if nz >= max then
     behind = true
   end
-  local by, order = {}, {} -- hash name -> {fields, deadlines}
-  for _, m in ipairs(zs) do
+  -- The members by hash, in flat arrays (no table per member or per
+  -- hash): fs[k], dls[k] the field and deadline of member k, later[k] the
+  -- next member of the same hash; first[name] the first, order the hashes.
+  local fs, dls, later, first, last, order = {}, {}, {}, {}, {}, {}
+  for k = 1, nz do
+    local m = zs[k]
     local n, p = readuv(m, 7)
     local name = string.sub(m, p, p + n - 1)
-    local t = by[name]
-    if not t then
-      t = { {}, {} }
-      by[name] = t
+    fs[k], dls[k] = string.sub(m, p + n), dec6(m)
+    local prev = last[name]
+    if prev then
+      later[prev] = k
+    else
+      first[name] = k
       order[#order + 1] = name
     end
-    t[1][#t[1] + 1] = string.sub(m, p + n)
-    t[2][#t[2] + 1] = dec6(m)
+    last[name] = k
+  end
+  -- an event: the deadline formatted as an integer (a number passed to a
+  -- command is formatted as a double)
+  local function event(name, k, raw)
+    redis.call('XADD', E, '*', 'h', name, 'f', fs[k], 'v', string.sub(raw, 7), 'd', string.format('%d', dls[k]), 'x', nowstr)
   end
   for _, name in ipairs(order) do
-    local fs, dls = by[name][1], by[name][2]
     local D = BASE .. 'd:' .. name
-    local raws = redis.call('HMGET', D, unpack(fs))
-    local gone = {}
-    for k = 1, #fs do
-      local raw = raws[k]
+    local k = first[name]
+    if not later[k] then
+      -- one field of the hash, the usual case with many hashes
+      local raw = redis.call('HGET', D, fs[k])
       if raw and dec6(raw) == dls[k] then
-        gone[#gone + 1] = fs[k]
-        redis.call('XADD', E, '*', 'h', name, 'f', fs[k], 'v', string.sub(raw, 7), 'd', tostring(dls[k]), 'x', nowstr)
+        event(name, k, raw)
+        redis.call('HDEL', D, fs[k])
+        emitted = emitted + 1
+        emptied[name] = D
       end
-    end
-    if #gone > 0 then
-      redis.call('HDEL', D, unpack(gone))
-      emitted = emitted + #gone
-      emptied[name] = D
+    else
+      local ks, names = {}, {}
+      while k do
+        ks[#ks + 1], names[#names + 1] = k, fs[k]
+        k = later[k]
+      end
+      local raws = redis.call('HMGET', D, unpack(names))
+      local gone = {}
+      for j = 1, #ks do
+        local raw = raws[j]
+        if raw and dec6(raw) == dls[ks[j]] then
+          gone[#gone + 1] = names[j]
+          event(name, ks[j], raw)
+        end
+      end
+      if #gone > 0 then
+        redis.call('HDEL', D, unpack(gone))
+        emitted = emitted + #gone
+        emptied[name] = D
+      end
     end
   end
 end
@@ -187,11 +215,12 @@ local function allowance(due)
   return allow
 end
 
--- the entries of a chunk, {id, field, deadline (new layout) or nil}, the
--- names of their ids looked up in one read
+-- the entries of a chunk, in three flat arrays (no table per entry): ids,
+-- fields, deadlines (new layout; the earlier one's carry none), the names
+-- of their ids looked up in one read
 local function parse(chunk, lo, new)
-  local out, missing = {}, {}
-  local p = 1
+  local eid, ef, edl, missing = {}, {}, {}, {}
+  local p, k = 1, 0
   while p <= #chunk do
     local id, off, n
     id, p = readuv(chunk, p)
@@ -199,7 +228,11 @@ local function parse(chunk, lo, new)
       off, p = readuv(chunk, p)
     end
     n, p = readuv(chunk, p)
-    out[#out + 1] = { id, string.sub(chunk, p, p + n - 1), new and lo + off or nil }
+    k = k + 1
+    eid[k], ef[k] = id, string.sub(chunk, p, p + n - 1)
+    if new then
+      edl[k] = lo + off
+    end
     p = p + n
     if names[id] == nil then
       names[id] = false
@@ -208,11 +241,11 @@ local function parse(chunk, lo, new)
   end
   if #missing > 0 then
     local got = redis.call('HMGET', N, unpack(missing))
-    for k, id in ipairs(missing) do
-      names[id] = got[k] or false
+    for j, id in ipairs(missing) do
+      names[id] = got[j] or false
     end
   end
-  return out
+  return k, eid, ef, edl
 end
 
 -- The first bucket of r (this layout) and of q (the earlier one): when
@@ -292,18 +325,18 @@ while wheel do
   local lo = tonumber(idx) * width(l)
   local hi = lo + width(l)
   local new = sep == '.'
-  local es = parse(take(b), lo, new)
-  work = work + #es
+  local ne, eid, ef, edl = parse(take(b), lo, new)
+  work = work + ne
   if burgent then
-    urgent = urgent + #es
+    urgent = urgent + ne
   else
-    refined = refined + #es
+    refined = refined + ne
   end
-  for _, e in ipairs(es) do
-    local id, f = e[1], e[2]
+  for k = 1, ne do
+    local id, f = eid[k], ef[k]
     local name = names[id]
     if name and new then
-      insert(name, f, e[3], now, l - 1, id)
+      insert(name, f, edl[k], now, l - 1, id)
     elseif name then
       local D = BASE .. 'd:' .. name
       local raw = redis.call('HGET', D, f)
