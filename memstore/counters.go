@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -115,7 +114,7 @@ func (c *counterLog) replay(kind byte, d *decoder) error {
 
 // snapshot adds each kept minute as one record, oldest first.
 func (c *counterLog) snapshot(w *wal.SnapshotWriter) {
-	ms := slices.Sorted(maps.Keys(c.minutes))
+	ms := sortedKeys(c.minutes)
 	w.Grow(len(ms))
 	for _, m := range ms {
 		cm := c.minutes[m]

@@ -27,7 +27,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -523,7 +522,7 @@ func (x *hashFields) encodeDel(hash, field string) []byte {
 
 // snapshot adds the fields to a snapshot.
 func (x *hashFields) snapshot(w *wal.SnapshotWriter) {
-	for _, n := range slices.Sorted(maps.Keys(x.hashes)) {
+	for _, n := range sortedKeys(x.hashes) {
 		for _, f := range x.hashes[n].fields {
 			w.Add(kindHXSet, x.encodeSet(n, f.name, f.dl), f.value)
 		}

@@ -195,11 +195,33 @@ func atLess(a, b *job) bool {
 	return a.id < b.id
 }
 
+// heapKey is what a jobHeap orders a job by: (pri, id) in the ready heap,
+// (at, id) in the others. The heap keeps each job's key beside it, so that
+// a sift compares keys in one array and reads no job but those it moves.
+type heapKey struct {
+	k  int64 // pri or at
+	id queue.ID
+}
+
+func (a heapKey) less(b heapKey) bool { return a.k < b.k || a.k == b.k && a.id < b.id }
+
 // jobHeap is a binary min-heap of jobs that keeps each job's index in it,
 // so that any job can be removed in O(log n).
 type jobHeap struct {
-	s    []*job
-	less func(a, b *job) bool
+	s []*job
+	// k holds the key of each job of s, taken as it was pushed: a job's pri
+	// and at do not change while it is in a heap (it is taken out, changed
+	// and put back).
+	k     []heapKey
+	less  func(a, b *job) bool // the order of the keys, for first and check
+	byPri bool                 // keys are (pri, id) (readyLess), else (at, id) (atLess)
+}
+
+func (h *jobHeap) key(j *job) heapKey {
+	if h.byPri {
+		return heapKey{int64(j.pri), j.id}
+	}
+	return heapKey{j.at, j.id}
 }
 
 func (h *jobHeap) len() int { return len(h.s) }
@@ -215,6 +237,7 @@ func (h *jobHeap) top() *job {
 func (h *jobHeap) push(j *job) {
 	j.hidx = int32(len(h.s))
 	h.s = append(h.s, j)
+	h.k = append(h.k, h.key(j))
 	h.up(len(h.s) - 1)
 }
 
@@ -226,7 +249,7 @@ func (h *jobHeap) remove(j *job) {
 		h.swap(i, n)
 	}
 	h.s[n] = nil
-	h.s = h.s[:n]
+	h.s, h.k = h.s[:n], h.k[:n]
 	if i != n {
 		if !h.down(i) {
 			h.up(i)
@@ -236,11 +259,13 @@ func (h *jobHeap) remove(j *job) {
 	// Give memory back after a burst.
 	if c := cap(h.s); c > 1024 && len(h.s) < c/4 {
 		h.s = append(make([]*job, 0, c/2), h.s...)
+		h.k = append(make([]heapKey, 0, c/2), h.k...)
 	}
 }
 
 func (h *jobHeap) swap(i, k int) {
 	h.s[i], h.s[k] = h.s[k], h.s[i]
+	h.k[i], h.k[k] = h.k[k], h.k[i]
 	h.s[i].hidx = int32(i)
 	h.s[k].hidx = int32(k)
 }
@@ -248,7 +273,7 @@ func (h *jobHeap) swap(i, k int) {
 func (h *jobHeap) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(h.s[i], h.s[p]) {
+		if !h.k[i].less(h.k[p]) {
 			return
 		}
 		h.swap(i, p)
@@ -265,10 +290,10 @@ func (h *jobHeap) down(i0 int) bool {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && h.less(h.s[r], h.s[l]) {
+		if r := l + 1; r < n && h.k[r].less(h.k[l]) {
 			m = r
 		}
-		if !h.less(h.s[m], h.s[i]) {
+		if !h.k[m].less(h.k[i]) {
 			break
 		}
 		h.swap(i, m)
@@ -277,10 +302,10 @@ func (h *jobHeap) down(i0 int) bool {
 	return i > i0
 }
 
-// check verifies the heap property and the indexes.
+// check verifies the heap property, the indexes and the keys.
 func (h *jobHeap) check() (bad *job, ok bool) {
 	for i, j := range h.s {
-		if int(j.hidx) != i {
+		if int(j.hidx) != i || h.k[i] != h.key(j) {
 			return j, false
 		}
 		if i > 0 && h.less(j, h.s[(i-1)/2]) {

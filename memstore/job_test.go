@@ -12,7 +12,7 @@ import (
 // model, with many ties.
 func TestJobHeap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	h := jobHeap{less: readyLess}
+	h := jobHeap{less: readyLess, byPri: true}
 	var model []*job
 	for i := range 5000 {
 		if len(model) == 0 || rng.IntN(3) != 0 {
@@ -120,7 +120,7 @@ func TestTubeHeap(t *testing.T) {
 // that it leaves the heap as it was.
 func TestJobHeapFirst(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	h := jobHeap{less: readyLess}
+	h := jobHeap{less: readyLess, byPri: true}
 	for i := range 300 {
 		h.push(&job{id: queue.ID(i + 1), pri: uint32(rng.IntN(20))})
 	}

@@ -133,6 +133,11 @@ func (q *jobQueue) keepLocked(j *job, k *kept, drop int64) {
 	if k.how == keptFinished {
 		t.deletes++
 	}
+	q.addKept(t, j, k, drop)
+}
+
+// addKept keeps j, ended as k says, in its tube t until drop.
+func (q *jobQueue) addKept(t *tube, j *job, k *kept, drop int64) {
 	j.setKept(k)
 	j.state, j.at = queue.Finished, drop
 	t.kept.push(j)
@@ -298,16 +303,7 @@ func (q *jobQueue) replayKeep(kind byte, d *decoder) error {
 			}
 			t.keys[key] = j
 		}
-		j.setKept(k)
-		j.state, j.at = queue.Finished, drop
-		t.kept.push(j)
-		if q.kept == nil {
-			q.kept = map[queue.ID]*job{}
-		}
-		q.kept[j.id] = j
-		q.keptMax = max(q.keptMax, len(q.kept))
-		q.keptBytes += keptSize(j)
-		q.resched(t)
+		q.addKept(t, j, k, drop)
 		return nil
 	}
 	return fmt.Errorf("unknown record kind %d", kind)

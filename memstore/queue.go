@@ -148,16 +148,19 @@ func (q *jobQueue) putJobLocked(t *tube, nj queue.NewJob, now int64) (*job, wal.
 	q.addJob(j, st)
 	t.totalJobs++
 	q.totalJobs++
-	kind := byte(kindPut)
-	if nj.TraceContext != "" {
-		kind = kindPutT
+	var tk wal.Ticket
+	if q.e.log != nil { // in memory alone the record is not made
+		kind := byte(kindPut)
+		if nj.TraceContext != "" {
+			kind = kindPutT
+		}
+		b := q.encodeJob(j, false)
+		if kind == kindPutT {
+			b = appendString(b, nj.TraceContext)
+			q.e.scratch = b
+		}
+		tk = q.e.append(kind, b, j.body)
 	}
-	b := q.encodeJob(j, false)
-	if kind == kindPutT {
-		b = appendString(b, nj.TraceContext)
-		q.e.scratch = b
-	}
-	tk := q.e.append(kind, b, j.body)
 	if nj.UniqueFor > 0 {
 		j.more.ufor = int64(nj.UniqueFor)
 		tk = q.e.append(kindKeyX, q.encodeKeyX(j), nil)

@@ -52,7 +52,7 @@ func newTube(name string, seq uint64) *tube {
 	return &tube{
 		name:     name,
 		seq:      seq,
-		ready:    jobHeap{less: readyLess},
+		ready:    jobHeap{less: readyLess, byPri: true},
 		delayed:  jobHeap{less: atLess},
 		reserved: jobHeap{less: atLess},
 		buried:   jobHeap{less: atLess},

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -195,7 +196,8 @@ func (q *jobQueue) recoveredLimits(now int64) {
 	}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
+// sortedKeys returns m's keys in order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 	return slices.Sorted(maps.Keys(m))
 }
 

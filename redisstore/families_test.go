@@ -18,7 +18,7 @@ func TestEveryScriptInARegisteredFamily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helperFiles := map[string]bool{}
+	helperFiles := map[string]bool{sharedHelpers: true}
 	for _, f := range families {
 		helperFiles[f.helpers.file] = true
 	}

@@ -90,6 +90,8 @@ func build() {
 	// then names the library and the functions.
 	var b strings.Builder
 	b.WriteString("local KEYS, ARGV\n")
+	b.Write(read(sharedHelpers))
+	b.WriteString("\n")
 	for _, h := range order {
 		list := byHelpers[h.file]
 		sort.Slice(list, func(i, j int) bool { return list[i].file < list[j].file })
@@ -136,6 +138,11 @@ func build() {
 	library.name = "hourglass_" + digest
 	library.source = "#!lua name=" + library.name + "\n" + body
 }
+
+// sharedHelpers is the helper file that every family's code runs with
+// (the one GCRA, of tube rates and rate limits alike): its functions come
+// first in the library, outside every family's block.
+const sharedHelpers = "gcra_lib"
 
 func read(file string) []byte {
 	src, err := scriptFS.ReadFile("scripts/" + file + ".lua")

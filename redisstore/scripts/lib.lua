@@ -945,14 +945,10 @@ local function limit_open(T, tube)
 end
 
 -- gcra_wait is how long (µs) until a rate of one reserve per iv µs with
--- burst lets one more pass at us, given its theoretical arrival time tat:
--- GCRA passes one when max(tat, us) + iv - burst*iv <= us. 0 when it does now.
+-- burst lets one more pass at us, given its theoretical arrival time tat
+-- (gcra_lib.lua): 0 when it does now.
 local function gcra_wait(tat, iv, burst, us)
-  local w = tat - (burst - 1) * iv - us
-  if w > 0 then
-    return w
-  end
-  return 0
+  return gcra_delay(tat, us, iv, burst * iv)
 end
 
 -- cap_reached marks tube T as found at its cap, so that the next place
@@ -988,7 +984,7 @@ end
 -- limit_charge counts one reserve of T against its rate at us.
 local function limit_charge(T, us)
   if T.iv then
-    T.tat = math.max(T.tat, us) + T.iv
+    T.tat = gcra_charge(T.tat, us, T.iv)
     T.tatdirty = true
   end
 end

@@ -222,7 +222,7 @@ local function group_charge(P, M)
   end
   limit_charge(P, us)
   if P.giv then
-    M.gtat = math.max(M.gtat or gtat_read(M.name), us) + P.giv
+    M.gtat = gcra_charge(M.gtat or gtat_read(M.name), us, P.giv)
     M.gtatdirty = true
   end
 end

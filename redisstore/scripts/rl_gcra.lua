@@ -14,7 +14,8 @@
 -- delay, now
 --
 -- A cost of c units passes at time t when max(tat, t) + c*interval -
--- burst*interval <= t; it then sets tat = max(tat, t) + c*interval. The
+-- burst*interval <= t; it then sets tat = max(tat, t) + c*interval (the
+-- library's one GCRA, gcra_lib.lua: gcra_delay, gcra_charge). The
 -- state expires when tat is reached: the key is idle again. Each key is
 -- read once and written once however many decisions of the call use it.
 -- A one-limit allow or reserve that costs something, on a key the next
@@ -68,11 +69,10 @@ while j <= nargs do
       tats[key] = tat
     end
     local base = max(tat, now)
-    local act = max(now, base + cost - B * T)
-    delay = act - now
+    delay = gcra_delay(tat, now, cost, B * T)
     ok, j = grant(op, delay, j)
     if ok == 1 then
-      tat = max(tat, act) + cost
+      tat = gcra_charge(tat, now + delay, cost)
       tats[key] = tat
       dirty[key] = true
       base = tat
@@ -126,15 +126,14 @@ while j <= nargs do
         end
       end
     else
-      local act = now
+      delay = 0
       for i = 1, L do
-        act = max(act, max(tat[i], now) + (n * Q[i] - B[i]) * T[i])
+        delay = max(delay, gcra_delay(tat[i], now, n * Q[i] * T[i], B[i] * T[i]))
       end
-      delay = act - now
       ok, j = grant(op, delay, j)
       if ok == 1 then
         for i = 1, L do
-          tat[i] = max(tat[i], act) + n * Q[i] * T[i]
+          tat[i] = gcra_charge(tat[i], now + delay, n * Q[i] * T[i])
         end
       else
         retry = delay

@@ -337,6 +337,23 @@ func (c *conn) close() {
 // (skipLine reads those).
 func (c *conn) readLine() (string, error) {
 	buf := &c.line
+	// Most lines are in the buffer whole once it has anything: framed
+	// there at once, as below they would be byte by byte.
+	if c.br.Buffered() == 0 {
+		if _, err := c.br.Peek(1); err != nil {
+			return "", err
+		}
+	}
+	if p, _ := c.br.Peek(min(c.br.Buffered(), maxLine)); len(p) > 1 {
+		if i := bytes.IndexByte(p, '\r'); i >= 0 && i+1 < len(p) && p[i+1] == '\n' {
+			n := copy(buf[:], p[:i])
+			c.br.Discard(i + 2)
+			if n == 0 {
+				return "", nil
+			}
+			return unsafe.String(&buf[0], n), nil
+		}
+	}
 	n := 0        // bytes in the current window
 	cr := false   // the last byte was the window's first '\r'
 	dead := false // the window's first '\r' was not followed by '\n'
