@@ -99,9 +99,11 @@ func ParseKeptCursor(s string) (KeptCursor, error) {
 // KeptCursor for the first), and the cursor of the next page: the zero
 // KeptCursor when there is none. It returns ErrInvalidTube for a bad
 // name, ErrInvalid for a limit out of range, and ErrNoKeep when the store
-// cannot list kept jobs. Each call is one consistent look at the tube's
-// kept jobs; a job kept between calls is listed by a later page only if
-// its place is after the cursor.
+// cannot list kept jobs. A call looks at the tube's kept jobs at one
+// instant on the embedded engine and for a tube of one partition on
+// Redis; a tube of several partitions on Redis is read one partition
+// after another. A job kept between calls is listed by a later page only
+// if its place is after the cursor.
 func (q *Queue) ListKept(ctx context.Context, tube string, from KeptCursor, limit int) ([]KeptJob, KeptCursor, error) {
 	if err := CheckTube(tube); err != nil {
 		return nil, KeptCursor{}, err
