@@ -110,7 +110,7 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	defer h.leaveGroup(group, g)
 	c := &consuming{
 		h: h, ctx: ctx, group: group, consumer: consumer, handle: handle,
-		g: g, readAll: true, trace: startTrace(),
+		g: g, readAll: true, now: h.opts.clock().Now, trace: startTrace(),
 	}
 	c.sharded, _ = h.s.(ShardReader)
 	c.ackReader, _ = h.s.(AckReader)
@@ -170,7 +170,8 @@ type consuming struct {
 	// every half timeout (and when there is nothing new): a claim scans
 	// pending entries. lastClaim is the last look.
 	lastClaim time.Time
-	trace     consumeTrace // a benchmark's (events_trace.go)
+	now       func() time.Time // Options.Clock's
+	trace     consumeTrace     // a benchmark's (events_trace.go)
 }
 
 // startAck sends ids' acknowledgement on its own, reporting trace tr (if
@@ -201,8 +202,8 @@ func (c *consuming) fetch() ([]Event, error) {
 	h := c.h
 	var evs []Event
 	var err error
-	if time.Since(c.lastClaim) >= h.opts.visibility()/2 {
-		c.lastClaim = time.Now()
+	if c.now().Sub(c.lastClaim) >= h.opts.visibility()/2 {
+		c.lastClaim = c.now()
 		if err = c.sendCarried(); err == nil {
 			evs, err = h.s.Claim(c.ctx, c.group, c.consumer, h.opts.visibility(), h.opts.batch())
 		}
@@ -210,8 +211,8 @@ func (c *consuming) fetch() ([]Event, error) {
 	if err == nil && len(evs) == 0 {
 		evs, err = c.read()
 	}
-	if err == nil && len(evs) == 0 && !c.lastClaim.IsZero() && time.Since(c.lastClaim) >= h.opts.visibility()/8 {
-		c.lastClaim = time.Now()
+	if err == nil && len(evs) == 0 && !c.lastClaim.IsZero() && c.now().Sub(c.lastClaim) >= h.opts.visibility()/8 {
+		c.lastClaim = c.now()
 		evs, err = h.s.Claim(c.ctx, c.group, c.consumer, h.opts.visibility(), h.opts.batch())
 	}
 	return evs, err
@@ -249,13 +250,13 @@ func (c *consuming) read() ([]Event, error) {
 // is carried to the next read instead, when that comes at once.
 func (c *consuming) handleBatch(evs []Event, tr *batchTrace) error {
 	var done []string
-	since := time.Now()
+	since := c.now()
 	ack := func(last bool) error {
 		if len(done) == 0 {
 			return nil
 		}
 		ids, report := done, tr
-		done, since = nil, time.Now()
+		done, since = nil, c.now()
 		if !last {
 			report = nil // the batch is reported with its last acknowledgement
 		}
@@ -269,7 +270,7 @@ func (c *consuming) handleBatch(evs []Event, tr *batchTrace) error {
 			done = append(done, e.ID)
 		}
 		tr.handled(e.ID)
-		if time.Since(since) > c.h.opts.visibility()/2 {
+		if c.now().Sub(since) > c.h.opts.visibility()/2 {
 			if err := ack(false); err != nil {
 				return err
 			}
@@ -304,7 +305,7 @@ func (c *consuming) sleep() error {
 	if len(c.carried) > 0 {
 		// The acknowledgement waits for the read of a wake-up that comes
 		// within ackHold, and goes on its own after that.
-		hold := time.Now().Add(ackHold)
+		hold := c.now().Add(ackHold)
 		if r, err = p.Wait(c.ctx, hold, 0); err == nil && r == wait.Deadline && hold.Before(look) {
 			if err = c.sendCarried(); err == nil {
 				r, err = p.Wait(c.ctx, look, poll)
