@@ -3,8 +3,6 @@ package ttlhash
 import (
 	"context"
 	"time"
-
-	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // ReadWait is Read that waits up to until for a first event: it reads, and
@@ -19,7 +17,8 @@ import (
 //
 // Errors: those of Read, and ctx's when it ends first.
 func (h *Hashes) ReadWait(ctx context.Context, group, consumer string, max int, until time.Time) ([]Event, error) {
-	if !time.Now().Before(until) {
+	now := h.opts.clock().Now
+	if !now().Before(until) {
 		return h.Read(ctx, group, consumer, max)
 	}
 	if err := checkGroup("group", group); err != nil {
@@ -33,21 +32,24 @@ func (h *Hashes) ReadWait(ctx context.Context, group, consumer string, max int, 
 		return nil, err
 	}
 	defer h.leaveGroup(group, g)
-	cw := &consumerWait{w: wait.New()}
 	for {
 		g.take() // Read reads every shard
 		evs, err := h.Read(ctx, group, consumer, max)
-		if err != nil || len(evs) > 0 || !time.Now().Before(until) {
+		if err != nil || len(evs) > 0 || !now().Before(until) {
 			if len(evs) == max {
 				g.passOn() // there may be more: wake another reader to help
 			}
 			return evs, err
 		}
-		if !g.idleWait(cw) {
+		p, err := g.enter(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
 			continue // woken while reading
 		}
-		_, err = cw.w.Wait(ctx, until, h.opts.poll())
-		g.awake(cw)
+		_, err = p.Wait(ctx, until, h.opts.poll())
+		g.leave(p)
 		if err != nil {
 			return nil, err
 		}
