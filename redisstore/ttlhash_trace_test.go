@@ -43,6 +43,7 @@ type lagTrace struct {
 	sampled map[string]*sampledEvent // by event ID
 	batches []tracedBatch
 	passes  []tracedPass
+	standby []evtrace.Standby
 	stop    func()
 }
 
@@ -119,7 +120,12 @@ func startLagTrace(b *testing.B, rc *redis.Client, hs *ttlhash.Hashes, fields in
 		t.passes = append(t.passes, tracedPass{unixNano(p.Planned), unixNano(p.Woken), unixNano(p.Start), unixNano(p.End), p.Calls, p.Expired, p.Looked})
 		t.mu.Unlock()
 	}
-	b.Cleanup(func() { evtrace.OnBatch, evtrace.OnPass = nil, nil })
+	evtrace.OnStandby = func(sb evtrace.Standby) {
+		t.mu.Lock()
+		t.standby = append(t.standby, sb)
+		t.mu.Unlock()
+	}
+	b.Cleanup(func() { evtrace.OnBatch, evtrace.OnPass, evtrace.OnStandby = nil, nil, nil })
 	rc.ConfigResetStat(context.Background())
 	t.cpu0 = redisCPU(b, rc)
 	t.proc0 = processCPU()
@@ -293,6 +299,9 @@ func (t *lagTrace) report(b *testing.B, fields int) {
 		}
 		b.Logf("deliveries over 25 ms: %d in %d of %d windows of 100 ms; the worst:%s", lateAll, c, len(wins), sb.String())
 	}
+	if len(t.events) > 0 {
+		b.Logf("standing by: %s", t.standbyAt())
+	}
 	var big strings.Builder
 	nbig := 0
 	for _, p := range t.passes {
@@ -352,6 +361,51 @@ func commandsByTime(tb testing.TB, rc *redis.Client, fields int) string {
 	var sb strings.Builder
 	for _, c := range all[:min(24, len(all))] {
 		fmt.Fprintf(&sb, " %s %d calls %.2f µs/field;", c.name, c.calls, float64(c.usec)/float64(fields))
+	}
+	return sb.String()
+}
+
+// standbyAt says how often the Sweepers changed their role for a shard,
+// and how many shards every Sweeper stood by for (so that none swept them
+// on time) at the first deadline and in the 300 ms after it.
+func (t *lagTrace) standbyAt() string {
+	t0 := t.events[0].deadline
+	for _, e := range t.events {
+		t0 = min(t0, e.deadline)
+	}
+	slices.SortFunc(t.standby, func(a, c evtrace.Standby) int { return a.At.Compare(c.At) })
+	sweepers := map[int]bool{}
+	ons := 0
+	for _, sb := range t.standby {
+		sweepers[sb.Sweeper] = true
+		if sb.On {
+			ons++
+		}
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d changes (%d to standing by) by %d Sweepers; shards every Sweeper stood by for, by ms from the first deadline:", len(t.standby), ons, len(sweepers))
+	for _, at := range []int64{-1000, 0, 50, 100, 150, 200, 300} {
+		when := t0 + at*int64(time.Millisecond)
+		on := map[[2]int]bool{}
+		for _, c := range t.standby {
+			if c.At.UnixNano() > when {
+				break
+			}
+			on[[2]int{c.Sweeper, c.Shard}] = c.On
+		}
+		all := 0
+		for shard := range 16 {
+			n := 0
+			for w := range sweepers {
+				if on[[2]int{w, shard}] {
+					n++
+				}
+			}
+			if n > 0 && n == len(sweepers) {
+				all++
+			}
+		}
+		fmt.Fprintf(&sb, " %+d: %d", at, all)
 	}
 	return sb.String()
 }

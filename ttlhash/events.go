@@ -111,7 +111,7 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	defer h.leaveGroup(group, g)
 	c := &consuming{
 		h: h, ctx: ctx, group: group, consumer: consumer, handle: handle,
-		g: g, cw: &consumerWait{w: wait.New()}, readAll: true,
+		g: g, readAll: true,
 	}
 	c.sharded, _ = h.s.(ShardReader)
 	c.ackReader, _ = h.s.(AckReader)
@@ -156,7 +156,6 @@ type consuming struct {
 	group, consumer string
 	handle          Handler
 	g               *groupConsumers
-	cw              *consumerWait
 	sharded         ShardReader // nil when the store reads every shard at once
 	ackReader       AckReader   // nil when the store cannot acknowledge in a read
 	readAll         bool        // the next read reads every shard
@@ -300,25 +299,25 @@ func (c *consuming) sleep() error {
 	if !c.g.notified {
 		poll = h.opts.poll()
 	}
-	if !c.g.idleWait(c.cw) {
-		return nil // shards were woken while these were handled: read them (with these acknowledged)
+	p, err := c.g.enter(c.ctx)
+	if err != nil || p == nil {
+		return err // nil: shards were woken while these were handled: read them (with these acknowledged)
 	}
 	look := c.lastClaim.Add(h.opts.visibility() / 8)
 	var r wait.Reason
-	var err error
 	if len(c.carried) > 0 {
 		// The acknowledgement waits for the read of a wake-up that comes
 		// within ackHold, and goes on its own after that.
 		hold := time.Now().Add(ackHold)
-		if r, err = c.cw.w.Wait(c.ctx, hold, 0); err == nil && r == wait.Deadline && hold.Before(look) {
+		if r, err = p.Wait(c.ctx, hold, 0); err == nil && r == wait.Deadline && hold.Before(look) {
 			if err = c.sendCarried(); err == nil {
-				r, err = c.cw.w.Wait(c.ctx, look, poll)
+				r, err = p.Wait(c.ctx, look, poll)
 			}
 		}
 	} else {
-		r, err = c.cw.w.Wait(c.ctx, look, poll)
+		r, err = p.Wait(c.ctx, look, poll)
 	}
-	c.g.awake(c.cw)
+	c.g.leave(p)
 	if err != nil {
 		return err
 	}
@@ -435,9 +434,16 @@ func (s *shardSet) empty() bool {
 // take returns the shards noted and empties the set. all is true when any
 // shard may have events; the first read of a consumer reads every shard.
 func (s *shardSet) take() (shards []int, all bool) {
+	shards, all = s.takeNoted()
+	return shards, all || len(shards) == 0
+}
+
+// takeNoted is take for a consumer, which reads nothing when nothing was
+// noted: all is true only when any shard was.
+func (s *shardSet) takeNoted() (shards []int, all bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	shards, all = slices.Clone(s.shards), s.all || len(s.shards) == 0
+	shards, all = slices.Clone(s.shards), s.all
 	s.all, s.shards = false, s.shards[:0]
 	return shards, all
 }

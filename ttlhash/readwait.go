@@ -3,8 +3,6 @@ package ttlhash
 import (
 	"context"
 	"time"
-
-	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // ReadWait is Read that waits up to until for a first event: it reads, and
@@ -33,7 +31,6 @@ func (h *Hashes) ReadWait(ctx context.Context, group, consumer string, max int, 
 		return nil, err
 	}
 	defer h.leaveGroup(group, g)
-	cw := &consumerWait{w: wait.New()}
 	for {
 		g.take() // Read reads every shard
 		evs, err := h.Read(ctx, group, consumer, max)
@@ -43,11 +40,15 @@ func (h *Hashes) ReadWait(ctx context.Context, group, consumer string, max int, 
 			}
 			return evs, err
 		}
-		if !g.idleWait(cw) {
+		p, err := g.enter(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
 			continue // woken while reading
 		}
-		_, err = cw.w.Wait(ctx, until, h.opts.poll())
-		g.awake(cw)
+		_, err = p.Wait(ctx, until, h.opts.poll())
+		g.leave(p)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/evtrace"
@@ -54,6 +55,7 @@ type Sweeper struct {
 	batch    int
 	gather   time.Duration
 	log      *slog.Logger
+	id       int // the Sweeper's number in this process, for evtrace
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -65,7 +67,7 @@ type Sweeper struct {
 // NewSweeper returns a Sweeper of s, not started. It fails with ErrInvalid
 // when opts are out of range.
 func NewSweeper(s FieldStore, opts *SweeperOptions) (*Sweeper, error) {
-	w := &Sweeper{s: s, batch: 256, gather: DefaultGather, log: slog.Default()}
+	w := &Sweeper{s: s, batch: 256, gather: DefaultGather, log: slog.Default(), id: int(sweepers.Add(1))}
 	if opts != nil {
 		if opts.Interval < 0 {
 			return nil, invalid("SweeperOptions.Interval", "%v: want 0 (default) or positive", opts.Interval)
@@ -425,13 +427,23 @@ func (l *shardSweep) record(p *sweepPass, k int, r SweepResult) (converted bool)
 	w, s := l.w, p.shards[k]
 	// A shard swept at its deadline with nothing due was swept by
 	// another Sweeper first: this one stands by, sweeping it at
-	// most every backupEvery, until a sweep of its expires fields
-	// again (the other stopped, or this one came first).
+	// most every backupEvery, until a sweep of its finds work again
+	// (the other stopped, or this one came first). Any work counts,
+	// refining too: the Sweeper that did it has just made the other
+	// stand by, so one Sweeper of a shard always sweeps it on time.
+	// (Counting only expiries, the two took turns at refining the
+	// coarse buckets ahead of the first fields due and each lost a
+	// turn sooner or later: when the first fields fell due both stood
+	// by, for every shard, and swept them up to backupEvery late.)
+	was := l.backup[s]
 	switch {
-	case r.Expired > 0:
+	case r.Expired > 0 || r.Looked > 0:
 		l.backup[s] = false
 	case p.planned[k] && r.Looked == 0 && !r.More:
 		l.backup[s] = true
+	}
+	if evtrace.OnStandby != nil && l.backup[s] != was {
+		evtrace.OnStandby(evtrace.Standby{Sweeper: w.id, Shard: s, On: l.backup[s], At: p.end})
 	}
 	l.storeDue[s] = time.Time{}
 	switch {
@@ -492,6 +504,9 @@ func (c *clockAhead) of(at, end time.Time) time.Duration {
 
 // est is the estimate.
 func (c *clockAhead) est() time.Duration { return max(c.cur, c.prev) }
+
+// sweepers numbers the Sweepers of this process (Sweeper.id).
+var sweepers atomic.Int64
 
 // DefaultGather is SweeperOptions.Gather when it is 0.
 const DefaultGather = 15 * time.Millisecond

@@ -98,31 +98,40 @@ func selectTube(ctx context.Context, conn *beanstalkc.Conn, tube string) error {
 // describe turns a client error into a message for people. NOT_FOUND is
 // the caller's to word, since only it knows what was not found.
 func describe(err error) error {
-	var msg string
-	switch {
-	case errors.Is(err, beanstalkc.ErrDraining):
-		msg = "the server is draining: it takes no new jobs (DRAINING)"
-	case errors.Is(err, beanstalkc.ErrOutOfMemory):
-		msg = "the server cannot store the job: it is full (OUT_OF_MEMORY)"
-	case errors.Is(err, beanstalkc.ErrBuried):
-		msg = "the server ran out of memory and buried the job (BURIED)"
-	case errors.Is(err, beanstalkc.ErrInternalError):
-		msg = "the server failed (INTERNAL_ERROR); its log says why"
-	case errors.Is(err, beanstalkc.ErrBadFormat):
-		return refusedError{"the server did not accept the command's arguments (BAD_FORMAT)", err}
-	case errors.Is(err, beanstalkc.ErrUnknownCommand):
-		msg = "the server does not know the command (UNKNOWN_COMMAND)"
-	case errors.Is(err, context.Canceled):
-		msg = "interrupted"
-	case errors.Is(err, context.DeadlineExceeded):
-		msg = "the server did not answer in time"
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), isConnReset(err):
-		msg = "the server closed the connection"
-	default:
-		return err
+	for _, d := range descriptions {
+		switch {
+		case !errors.Is(err, d.err):
+		case d.err == beanstalkc.ErrBadFormat:
+			return refusedError{d.msg, err}
+		default:
+			return errors.New(d.msg)
+		}
 	}
-	return errors.New(msg)
+	if isConnReset(err) {
+		return errors.New(msgConnClosed)
+	}
+	return err
 }
+
+// descriptions are the errors describe words, the first that matches in
+// their order.
+var descriptions = []struct {
+	err error
+	msg string
+}{
+	{beanstalkc.ErrDraining, "the server is draining: it takes no new jobs (DRAINING)"},
+	{beanstalkc.ErrOutOfMemory, "the server cannot store the job: it is full (OUT_OF_MEMORY)"},
+	{beanstalkc.ErrBuried, "the server ran out of memory and buried the job (BURIED)"},
+	{beanstalkc.ErrInternalError, "the server failed (INTERNAL_ERROR); its log says why"},
+	{beanstalkc.ErrBadFormat, "the server did not accept the command's arguments (BAD_FORMAT)"},
+	{beanstalkc.ErrUnknownCommand, "the server does not know the command (UNKNOWN_COMMAND)"},
+	{context.Canceled, "interrupted"},
+	{context.DeadlineExceeded, "the server did not answer in time"},
+	{io.ErrUnexpectedEOF, msgConnClosed},
+	{net.ErrClosed, msgConnClosed},
+}
+
+const msgConnClosed = "the server closed the connection"
 
 func isConnReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
 var hashCommand = &command{
@@ -242,12 +244,7 @@ func (c *cli) hashTTL(ctx context.Context, h hashCall) error {
 	if err != nil || h.f.http.json {
 		return c.hashShow(h, body, err)
 	}
-	var r struct {
-		Fields []struct {
-			Name  string `json:"name"`
-			TTLMS int64  `json:"ttl_ms"`
-		} `json:"fields"`
-	}
+	var r httpapi.TTLReply
 	if err := json.Unmarshal(body, &r); err != nil {
 		return err
 	}
@@ -287,12 +284,7 @@ func (c *cli) hashExpire(ctx context.Context, h hashCall) error {
 	if err != nil || f.http.json {
 		return c.hashShow(h, body, err)
 	}
-	var r struct {
-		Fields []struct {
-			Name string `json:"name"`
-			Code int    `json:"code"`
-		} `json:"fields"`
-	}
+	var r httpapi.CodesReply
 	if err := json.Unmarshal(body, &r); err != nil {
 		return err
 	}
@@ -343,15 +335,7 @@ func showValue(b64 string, text *string) string {
 }
 
 func (c *cli) printFields(body []byte) error {
-	var r struct {
-		Fields []struct {
-			Name        string     `json:"name"`
-			ValueBase64 string     `json:"value_base64"`
-			Value       *string    `json:"value"`
-			Deadline    *time.Time `json:"deadline"`
-		} `json:"fields"`
-		Missing []string `json:"missing"`
-	}
+	var r httpapi.GetFieldsReply
 	if err := json.Unmarshal(body, &r); err != nil {
 		return err
 	}
@@ -369,18 +353,7 @@ func (c *cli) printFields(body []byte) error {
 }
 
 func (c *cli) printEvents(body []byte) error {
-	var r struct {
-		Events []struct {
-			ID          string    `json:"id"`
-			Hash        string    `json:"hash"`
-			Field       string    `json:"field"`
-			ValueBase64 string    `json:"value_base64"`
-			Value       *string   `json:"value"`
-			Deadline    time.Time `json:"deadline"`
-			ExpiredAt   time.Time `json:"expired_at"`
-			Redelivered bool      `json:"redelivered"`
-		} `json:"events"`
-	}
+	var r httpapi.EventsReply
 	if err := json.Unmarshal(body, &r); err != nil {
 		return err
 	}

@@ -28,22 +28,7 @@ serve at start. Names are 1 to 64 letters, digits and - _ . :
 
 // namedLimits reads --limit and --limits-file.
 func (o *serveOptions) namedLimits() (map[string][]ratelimit.Limit, error) {
-	named := map[string][]ratelimit.Limit{}
-	add := func(where, s string) error {
-		name, ls, err := httpapi.ParseNamedLimit(s)
-		if err != nil {
-			return usagef("%s: %v", where, err)
-		}
-		if _, dup := named[name]; dup {
-			return usagef("%s: limit %s is defined twice", where, name)
-		}
-		named[name] = ls
-		return nil
-	}
-	if err := eachSpec("--limits-file", o.limitsFile, "--limit", o.limits, add); err != nil {
-		return nil, err
-	}
-	return named, nil
+	return namedSpecs("--limits-file", o.limitsFile, "--limit", o.limits, httpapi.ParseNamedLimit, "limit %s is defined twice")
 }
 
 var limitCommand = &command{

@@ -40,22 +40,7 @@ them while the server runs.
 // load reads the flags and the file, all of it before anything is set: a
 // bad line changes nothing.
 func (o *tubeLimitOptions) load() (map[string]queue.Limits, error) {
-	out := map[string]queue.Limits{}
-	add := func(where, s string) error {
-		tube, l, err := httpapi.ParseNamedTubeLimits(s)
-		if err != nil {
-			return usagef("%s: %v", where, err)
-		}
-		if _, dup := out[tube]; dup {
-			return usagef("%s: tube %s has limits twice", where, tube)
-		}
-		out[tube] = l
-		return nil
-	}
-	if err := eachSpec("--tube-limits-file", o.file, "--tube-limit", o.specs, add); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return namedSpecs("--tube-limits-file", o.file, "--tube-limit", o.specs, httpapi.ParseNamedTubeLimits, "tube %s has limits twice")
 }
 
 // apply sets the limits in the store.
@@ -68,15 +53,29 @@ func applyTubeLimits(ctx context.Context, q *queue.Queue, limits map[string]queu
 	return nil
 }
 
-// eachSpec calls add with each line of file (skipping blank lines and
-// # comments), then with each of specs, naming where each came from
-// ("--limits-file limits.txt:3", "--limit \"a=1/s\""), and stops at the
-// first error add returns.
-func eachSpec(fileFlag, file, specFlag string, specs []string, add func(where, spec string) error) error {
+// namedSpecs parses each line of file (skipping blank lines and
+// # comments), then each of specs, into a name and its value, all of them
+// before anything is set. It stops at the first that does not parse or
+// whose name came before (twice is that error's format, given the name),
+// naming where it came from ("--limits-file limits.txt:3",
+// "--limit \"a=1/s\"").
+func namedSpecs[T any](fileFlag, file, specFlag string, specs []string, parse func(string) (string, T, error), twice string) (map[string]T, error) {
+	out := map[string]T{}
+	add := func(where, s string) error {
+		name, v, err := parse(s)
+		if err != nil {
+			return usagef("%s: %v", where, err)
+		}
+		if _, dup := out[name]; dup {
+			return usagef("%s: "+twice, where, name)
+		}
+		out[name] = v
+		return nil
+	}
 	if file != "" {
 		f, err := os.Open(file)
 		if err != nil {
-			return fmt.Errorf("%s: %w", fileFlag, err)
+			return nil, fmt.Errorf("%s: %w", fileFlag, err)
 		}
 		defer f.Close()
 		sc := bufio.NewScanner(f)
@@ -86,17 +85,17 @@ func eachSpec(fileFlag, file, specFlag string, specs []string, add func(where, s
 				continue
 			}
 			if err := add(fmt.Sprintf("%s %s:%d", fileFlag, file, n), line); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return fmt.Errorf("%s: %w", fileFlag, err)
+			return nil, fmt.Errorf("%s: %w", fileFlag, err)
 		}
 	}
 	for _, s := range specs {
 		if err := add(fmt.Sprintf("%s %q", specFlag, s), s); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return out, nil
 }

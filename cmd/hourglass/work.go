@@ -157,19 +157,6 @@ func (w *shellWorker) run(ctx context.Context, n int) error {
 	return nil
 }
 
-// wireJob is a job as the reserve reply has it.
-type wireJob struct {
-	ID         uint64 `json:"id"`
-	Tube       string `json:"tube"`
-	Priority   uint32 `json:"priority"`
-	TTRMS      int64  `json:"ttr_ms"`
-	Reserves   uint32 `json:"reserves"`
-	BodyBase64 string `json:"body_base64"`
-	// The W3C trace context the job was put with (docs/tracing.md).
-	Traceparent string `json:"traceparent"`
-	Tracestate  string `json:"tracestate"`
-}
-
 // slot reserves and runs jobs one at a time until ctx ends.
 func (w *shellWorker) slot(ctx context.Context) error {
 	failures := 0
@@ -198,10 +185,7 @@ func (w *shellWorker) slot(ctx context.Context) error {
 			continue // no job within the poll
 		}
 		failures = 0
-		var r struct {
-			Lease string  `json:"lease"`
-			Job   wireJob `json:"job"`
-		}
+		var r httpapi.ReserveReply
 		if err := json.Unmarshal(body, &r); err != nil {
 			return fmt.Errorf("reserve: the server's reply: %w", err)
 		}
@@ -211,7 +195,7 @@ func (w *shellWorker) slot(ctx context.Context) error {
 }
 
 // handle runs the command for job and then deletes, releases or buries it.
-func (w *shellWorker) handle(stopping context.Context, lease string, job wireJob) {
+func (w *shellWorker) handle(stopping context.Context, lease string, job httpapi.Job) {
 	hc := *w.hc
 	hc.header = map[string]string{httpapi.LeaseHeader: lease}
 	body, err := base64.StdEncoding.DecodeString(job.BodyBase64)
@@ -341,7 +325,7 @@ func (w *shellWorker) watch(ctx context.Context, hc *httpClient, id uint64, canc
 // interrupted it, and else releases it with a backoff or buries it after
 // its last attempt, with the end of the command's standard error as the
 // reason.
-func (w *shellWorker) finish(hc *httpClient, job wireJob, runErr error, stderrTail string, out *headBuffer, interrupted bool) {
+func (w *shellWorker) finish(hc *httpClient, job httpapi.Job, runErr error, stderrTail string, out *headBuffer, interrupted bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	path := fmt.Sprintf("/v1/jobs/%d", job.ID)
@@ -482,7 +466,7 @@ func (t *tailBuffer) String() string {
 // TRACESTATE, the variables OpenTelemetry's environment carrier names,
 // replacing those the worker itself was started with; a job without one
 // runs with neither.
-func traceEnv(env []string, job wireJob) []string {
+func traceEnv(env []string, job httpapi.Job) []string {
 	out := env[:0:0]
 	for _, kv := range env {
 		if !strings.HasPrefix(kv, "TRACEPARENT=") && !strings.HasPrefix(kv, "TRACESTATE=") {

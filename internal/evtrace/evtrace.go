@@ -36,9 +36,20 @@ type Pass struct {
 	Expired, Looked int
 }
 
+// Standby is a Sweeper's change of role for one shard: it stands by (On:
+// another Sweeper sweeps the shard on time, so it looks only now and then)
+// or sweeps the shard on time again.
+type Standby struct {
+	Sweeper, Shard int // the Sweeper's number in its process, from 1
+	On             bool
+	At             time.Time
+}
+
 // Hooks called when set: OnBatch by every Consume after a batch was read,
-// handled and acknowledged; OnPass by every Sweeper after a pass.
+// handled and acknowledged; OnPass by every Sweeper after a pass;
+// OnStandby by a Sweeper when it changes its role for a shard.
 var (
-	OnBatch func(Batch)
-	OnPass  func(Pass)
+	OnBatch   func(Batch)
+	OnPass    func(Pass)
+	OnStandby func(Standby)
 )

@@ -62,9 +62,14 @@
 //
 // When many goroutines of a process wait on the topics of one notifier
 // (a Queue's blocking reserves on tubes, a lock client's waiters on lock
-// names), they wait in one Line: it shares one subscription per topic
-// among them and gives a wake-up of a topic to its oldest waiter with none
-// pending (or to every waiter that entered with all set), so one change
-// does not set every waiter racing. Enter returns a Place, whose Waiter is
-// waited on in the loop above; Leave passes on a wake-up left unused.
+// names, the consumers of an expiring hash's group on TopicEvents), they
+// wait in one Line: it shares one subscription per topic among them and
+// gives a wake-up of a topic to its oldest waiter with none pending (or to
+// every waiter that entered with all set), so one change does not set
+// every waiter racing. Enter returns a Place, whose Waiter is waited on in
+// the loop above; Leave passes on a wake-up left unused. A waiter that
+// stands in the Line only while it waits, not while it works (a hash's
+// consumer: a wake-up should reach a consumer that is free to read), holds
+// its topics with Hold between its waits, so that the subscription stays
+// in effect.
 package wait

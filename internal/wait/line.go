@@ -34,9 +34,11 @@ type LineOptions struct {
 // waiters: only the store knows which of them is first in line). A waiter
 // that leaves without using a wake-up passes it on.
 //
-// The queue's blocking reserves (one Line a Queue, topics the tubes) and
-// a lock client's waiters (one Line a Client, topics the lock names) wait
-// in one. A Line is safe for concurrent use.
+// The queue's blocking reserves (one Line a Queue, topics the tubes), a
+// lock client's waiters (one Line a Client, topics the lock names) and
+// the consumers of an expiring hash's group (one Line a group in a
+// ttlhash.Hashes, topic TopicEvents, entered for each wait) wait in one.
+// A Line is safe for concurrent use.
 type Line struct {
 	listen ListenFunc // nil: no notifier; wake-ups come from Wake alone
 	opts   LineOptions
@@ -85,19 +87,11 @@ func NewLine(listen ListenFunc, opts *LineOptions) *Line {
 // Place it returns.
 func (l *Line) Enter(ctx context.Context, topics []string, all bool) (*Place, error) {
 	p := &Place{Waiter: New(), topics: topics, all: all}
-	if l.listen != nil {
-		for _, t := range topics {
-			s, err := l.subscribe(ctx, t)
-			if err != nil {
-				l.mu.Lock()
-				stops := l.releaseLocked(p.subs)
-				l.mu.Unlock()
-				stopAll(stops)
-				return nil, err
-			}
-			p.subs = append(p.subs, s)
-		}
+	subs, err := l.subscribeAll(ctx, topics)
+	if err != nil {
+		return nil, err
 	}
+	p.subs = subs
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -105,6 +99,47 @@ func (l *Line) Enter(ctx context.Context, topics []string, all bool) (*Place, er
 	}
 	p.elem = l.places.PushBack(p)
 	return p, nil
+}
+
+// Hold takes the subscription of each of topics, as Enter does, without
+// adding a waiter, and returns once each is in effect; release gives them
+// back. A waiter that stands in the Line only while it waits (an expiring
+// hash's consumer, which is not woken while it reads) holds its topics
+// between its waits: no change is missed meanwhile, and its Enter finds
+// the subscriptions in effect.
+func (l *Line) Hold(ctx context.Context, topics []string) (release func(), err error) {
+	subs, err := l.subscribeAll(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		l.mu.Lock()
+		stops := l.releaseLocked(subs)
+		subs = nil
+		l.mu.Unlock()
+		stopAll(stops)
+	}, nil
+}
+
+// subscribeAll takes a reference to the subscription of each of topics
+// (none when the Line has no notifier), all or none.
+func (l *Line) subscribeAll(ctx context.Context, topics []string) ([]*lineSub, error) {
+	if l.listen == nil {
+		return nil, nil
+	}
+	subs := make([]*lineSub, 0, len(topics))
+	for _, t := range topics {
+		s, err := l.subscribe(ctx, t)
+		if err != nil {
+			l.mu.Lock()
+			stops := l.releaseLocked(subs)
+			l.mu.Unlock()
+			stopAll(stops)
+			return nil, err
+		}
+		subs = append(subs, s)
+	}
+	return subs, nil
 }
 
 // subscribe takes a reference to the subscription of topic, making it

@@ -104,6 +104,43 @@ func TestLineSharesAndWakesOldest(t *testing.T) {
 	}
 }
 
+// Hold keeps a subscription in effect with no waiter: a waiter that then
+// enters shares it, a wake-up reaches only waiters in the line, and the
+// subscription ends with the hold's release once no waiter uses it.
+func TestLineHold(t *testing.T) {
+	var n topics
+	l := wait.NewLine(n.Listen, nil)
+	release, err := l.Hold(context.Background(), []string{"x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.count("x") != 1 {
+		t.Fatal("Hold did not subscribe")
+	}
+	n.Notify("x") // no waiter: nobody to wake
+	p := enter(t, l, false, "x")
+	if n.count("x") != 1 || pending(p) {
+		t.Fatalf("after Enter: %d subscriptions, pending %v; want 1, false", n.count("x"), pending(p))
+	}
+	n.Notify("x")
+	if !pending(p) {
+		t.Fatal("the waiter of a held topic was not woken")
+	}
+	p.Take()
+	l.Leave(p, false)
+	if n.count("x") != 1 {
+		t.Fatal("the held subscription ended with the last waiter")
+	}
+	release()
+	if n.count("x") != 0 {
+		t.Fatal("release did not end the subscription")
+	}
+	n.fail = errors.New("down")
+	if _, err := l.Hold(context.Background(), []string{"x"}); !errors.Is(err, n.fail) {
+		t.Fatalf("Hold = %v, want %v", err, n.fail)
+	}
+}
+
 // With Linger, a subscription outlives its last waiter for the next one;
 // Close ends it, wakes the waiters, and Enter then fails with Closed.
 func TestLineLingerAndClose(t *testing.T) {

@@ -9,48 +9,6 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-// The wrappers of the suite pass cancels through to the store, or report
-// that it cannot cancel.
-
-func cancelStoreOf(s queue.Store) (queue.CancelStore, error) {
-	if cs, ok := s.(queue.CancelStore); ok {
-		return cs, nil
-	}
-	return nil, queue.ErrNoCancel
-}
-
-func (r *recorder) Cancel(ctx context.Context, id queue.ID, reason string) (queue.State, error) {
-	cs, err := cancelStoreOf(r.Store)
-	if err != nil {
-		return 0, err
-	}
-	return cs.Cancel(ctx, id, reason)
-}
-
-func (r *recorder) ListenCancel(ctx context.Context, tube string, f func(queue.ID, string)) (func(), error) {
-	cs, err := cancelStoreOf(r.Store)
-	if err != nil {
-		return nil, err
-	}
-	return cs.ListenCancel(ctx, tube, f)
-}
-
-func (x notifying) Cancel(ctx context.Context, id queue.ID, reason string) (queue.State, error) {
-	cs, err := cancelStoreOf(x.Store)
-	if err != nil {
-		return 0, err
-	}
-	return cs.Cancel(ctx, id, reason)
-}
-
-func (x notifying) ListenCancel(ctx context.Context, tube string, f func(queue.ID, string)) (func(), error) {
-	cs, err := cancelStoreOf(x.Store)
-	if err != nil {
-		return nil, err
-	}
-	return cs.ListenCancel(ctx, tube, f)
-}
-
 // cancelCases are the cases of cancels (queue.CancelStore).
 func cancelCases() []queueCase {
 	return []queueCase{

@@ -28,12 +28,11 @@ func groupCases() []queueCase {
 // limits on tube when l is not zero.
 func (e *env) grouped(tube string, l queue.Limits) {
 	e.t.Helper()
-	if _, ok := e.raw.(queue.LimitStore); !ok {
-		e.t.Skip("the store does not implement queue.LimitStore")
+	if l.IsZero() {
+		e.needLimits()
+		return
 	}
-	if !l.IsZero() {
-		e.ok("SetLimits", e.q.SetLimits(e.ctx, tube, l))
-	}
+	e.limited(tube, l)
 }
 
 // putGroup stores a job of group g of tube with priority pri.
@@ -257,9 +256,7 @@ func testGroupWakes(t *testing.T, s *suite) {
 		e.grouped("wk", queue.Limits{})
 		w := e.startWaiter("wk")
 		id := e.putGroup("wk", "g", 0, "g")
-		if r := w.result(); r.err != nil || r.job.ID != id {
-			t.Fatalf("waiting Reserve = job %d, %v; want job %d", r.job.ID, r.err, id)
-		}
+		w.wantJob(t, id, "a put")
 	})
 	t.Run("Delete", func(t *testing.T) {
 		e := s.env(t)
@@ -269,9 +266,7 @@ func testGroupWakes(t *testing.T, s *suite) {
 		next := e.putGroup("wk", "g", 5, "next")
 		w := e.startWaiter("wk")
 		e.ok("Delete", e.q2.Delete(e.ctx, held))
-		if r := w.result(); r.err != nil || r.job.ID != next {
-			t.Fatalf("waiting Reserve = job %d, %v; want job %d", r.job.ID, r.err, next)
-		}
+		w.wantJob(t, next, "a delete")
 	})
 	// The tube's cap counts its groups' reservations: with one of the
 	// tube's own jobs and one of a group's reserved, the cap of 2 holds a
@@ -286,9 +281,7 @@ func testGroupWakes(t *testing.T, s *suite) {
 		next := e.putGroup("wf", "g", 5, "next")
 		w := e.startWaiter("wf")
 		e.ok("Delete", e.q2.Delete(e.ctx, own))
-		if r := w.result(); r.err != nil || r.job.ID != next {
-			t.Fatalf("waiting Reserve = job %d, %v; want job %d", r.job.ID, r.err, next)
-		}
+		w.wantJob(t, next, "a delete")
 	})
 }
 

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -10,64 +9,6 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 	"github.com/hourglass-io/hourglass/ratelimit"
 )
-
-// The wrappers of the suite pass the limits through to the store, or
-// report that it has none.
-
-func limitStoreOf(s queue.Store) (queue.LimitStore, error) {
-	if ls, ok := s.(queue.LimitStore); ok {
-		return ls, nil
-	}
-	return nil, queue.ErrNoLimits
-}
-
-func (r *recorder) SetLimits(ctx context.Context, tube string, l queue.Limits) error {
-	ls, err := limitStoreOf(r.Store)
-	if err != nil {
-		return err
-	}
-	return ls.SetLimits(ctx, tube, l)
-}
-
-func (r *recorder) TubeLimits(ctx context.Context, tube string) (queue.Limits, error) {
-	ls, err := limitStoreOf(r.Store)
-	if err != nil {
-		return queue.Limits{}, err
-	}
-	return ls.TubeLimits(ctx, tube)
-}
-
-func (r *recorder) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
-	ls, err := limitStoreOf(r.Store)
-	if err != nil {
-		return nil, err
-	}
-	return ls.LimitedTubes(ctx)
-}
-
-func (x notifying) SetLimits(ctx context.Context, tube string, l queue.Limits) error {
-	ls, err := limitStoreOf(x.Store)
-	if err != nil {
-		return err
-	}
-	return ls.SetLimits(ctx, tube, l)
-}
-
-func (x notifying) TubeLimits(ctx context.Context, tube string) (queue.Limits, error) {
-	ls, err := limitStoreOf(x.Store)
-	if err != nil {
-		return queue.Limits{}, err
-	}
-	return ls.TubeLimits(ctx, tube)
-}
-
-func (x notifying) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
-	ls, err := limitStoreOf(x.Store)
-	if err != nil {
-		return nil, err
-	}
-	return ls.LimitedTubes(ctx)
-}
 
 // limitCases are the cases of tube limits (queue.LimitStore).
 func limitCases() []queueCase {
@@ -85,10 +26,17 @@ func limitCases() []queueCase {
 // limited sets limits on tube, skipping the case for a store without them.
 func (e *env) limited(tube string, l queue.Limits) {
 	e.t.Helper()
+	e.needLimits()
+	e.ok("SetLimits", e.q.SetLimits(e.ctx, tube, l))
+}
+
+// needLimits skips the case for a store without tube limits (nor groups,
+// which are held to their tube's group template).
+func (e *env) needLimits() {
+	e.t.Helper()
 	if _, ok := e.raw.(queue.LimitStore); !ok {
 		e.t.Skip("the store does not implement queue.LimitStore")
 	}
-	e.ok("SetLimits", e.q.SetLimits(e.ctx, tube, l))
 }
 
 // storeNext asks the store for one job of tubes, wanting none, and returns
@@ -381,13 +329,7 @@ func testLimitWakes(t *testing.T, s *suite) {
 			next := e.putPri("wake", 5, "next")
 			w := e.startWaiter("wake")
 			c.act(e, held)
-			r := w.result()
-			if r.err != nil {
-				t.Fatalf("waiting Reserve: %v (not woken by %s)", r.err, c.name)
-			}
-			if r.job.ID != next {
-				t.Errorf("waiting Reserve got job %d, want %d", r.job.ID, next)
-			}
+			w.wantJob(t, next, c.name)
 		})
 	}
 }

@@ -192,6 +192,19 @@ func (w *waiter) result() waitResult {
 	return r
 }
 
+// wantJob waits for the waiter's Reserve and fails t unless it returned
+// job id; by says what was to wake it.
+func (w *waiter) wantJob(t *testing.T, id queue.ID, by string) {
+	t.Helper()
+	r := w.result()
+	if r.err != nil {
+		t.Fatalf("waiting Reserve: %v (not woken by %s)", r.err, by)
+	}
+	if r.job.ID != id {
+		t.Fatalf("waiting Reserve got job %d, want %d", r.job.ID, id)
+	}
+}
+
 // testBlockingReserve: a waiting Reserve is woken by what another goroutine
 // does: a put, a release, a kick, an abandon, a pause ended early.
 func testBlockingReserve(t *testing.T, s *suite) {
@@ -251,13 +264,7 @@ func testBlockingReserve(t *testing.T, s *suite) {
 			id := c.setup(e)
 			w := e.startWaiter("block", "block-2")
 			want := c.act(e, id)
-			r := w.result()
-			if r.err != nil {
-				t.Fatalf("waiting Reserve: %v (not woken by %s)", r.err, c.name)
-			}
-			if r.job.ID != want {
-				t.Errorf("waiting Reserve got job %d, want %d", r.job.ID, want)
-			}
+			w.wantJob(t, want, c.name)
 			e.wantState(want, queue.Reserved)
 		})
 	}

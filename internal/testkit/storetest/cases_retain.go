@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,9 +130,7 @@ func testRetentionSetting(t *testing.T, s *suite) {
 	if r, _ := e.q.Retention(e.ctx, "r"); r != 90*time.Second {
 		t.Errorf("Retention after refused changes = %v, want 1m30s", r)
 	}
-	if names := e.tubes(); slices.Contains(names, "r") {
-		t.Errorf("a retention alone makes a tube: %q", names)
-	}
+	e.wantListed("r", false, "a retention alone makes a tube")
 	// It outlives the tube: a job put after it is kept.
 	id := e.put("r", queue.NewJob{Body: []byte("a")})
 	e.ok("Delete", e.q.Delete(e.ctx, id))
@@ -184,18 +181,14 @@ func testFinishKeeps(t *testing.T, s *suite) {
 	if _, err := e.q.ReserveJob(e.ctx, id); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("ReserveJob of a kept job: %v, want ErrNotFound", err)
 	}
-	if names := e.tubes(); !slices.Contains(names, "done") {
-		t.Errorf("a tube keeping a job is not listed: %q", names)
-	}
+	e.wantListed("done", true, "a tube keeping a job is not listed")
 	// Until its deadline, and not after.
 	e.advance(10*time.Second - time.Millisecond)
 	e.wantKept("a millisecond before the deadline", id, "shipped", until)
 	e.advance(time.Millisecond)
 	e.wantNoLookup("at the deadline", id, "done", "order-42")
 	e.dropKept()
-	if names := e.tubes(); slices.Contains(names, "done") {
-		t.Errorf("a tube whose kept jobs are dropped is still listed: %q", names)
-	}
+	e.wantListed("done", false, "a tube whose kept jobs are dropped is still listed")
 }
 
 // testDeleteKeeps: a delete (a beanstalkd delete, a worker's done-next
@@ -242,9 +235,7 @@ func testFinishWithoutRetention(t *testing.T, s *suite) {
 	e.ok("Finish", e.q.Finish(e.ctx, id, []byte("r")))
 	e.wantNoLookup("finished without a retention", id, "plain", "k")
 	e.dropKept()
-	if names := e.tubes(); slices.Contains(names, "plain") {
-		t.Errorf("tube listed after its only job finished: %q", names)
-	}
+	e.wantListed("plain", false, "tube listed after its only job finished")
 }
 
 // testFinishErrors: bad input is refused and changes nothing.
@@ -431,7 +422,5 @@ func testKeyOptionsBadInput(t *testing.T, s *suite) {
 			t.Errorf("Put(%+v): %v, want ErrInvalid", j, err)
 		}
 	}
-	if names := e.tubes(); slices.Contains(names, "bad") {
-		t.Errorf("refused puts made the tube: %q", names)
-	}
+	e.wantListed("bad", false, "refused puts made the tube")
 }

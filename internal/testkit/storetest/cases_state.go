@@ -220,11 +220,7 @@ func testKickJob(t *testing.T, s *suite) {
 		{"ready", func(e *env) queue.ID { return e.putPri("kj", 3, "r") }, queue.ErrNotKickable},
 		{"reserved", func(e *env) queue.ID { return e.reserved(e.q2, "kj", queue.NewJob{Body: []byte("x")}) }, queue.ErrNotKickable},
 		{"unknown", func(e *env) queue.ID { return e.unknownID() }, queue.ErrNotFound},
-		{"deleted", func(e *env) queue.ID {
-			id := e.putPri("kj", 3, "del")
-			e.ok("Delete", e.q.Delete(e.ctx, id))
-			return id
-		}, queue.ErrNotFound},
+		{"deleted", func(e *env) queue.ID { return e.deleted("kj") }, queue.ErrNotFound},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := s.env(t)
@@ -328,11 +324,7 @@ func testDelete(t *testing.T, s *suite) {
 			return e.putPri("del", 0, "p")
 		}, nil},
 		{"unknown", func(e *env) queue.ID { return e.unknownID() }, queue.ErrNotFound},
-		{"deleted", func(e *env) queue.ID {
-			id := e.putPri("del", 0, "twice")
-			e.ok("Delete", e.q.Delete(e.ctx, id))
-			return id
-		}, queue.ErrNotFound},
+		{"deleted", func(e *env) queue.ID { return e.deleted("del") }, queue.ErrNotFound},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := s.env(t)

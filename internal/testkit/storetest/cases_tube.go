@@ -235,9 +235,7 @@ func testTubes(t *testing.T, s *suite) {
 	want("paused tube emptied", "tb", "ta", "tp")
 	e.advance(5 * time.Second)
 	want("pause over", "tb", "ta")
-	if ts, err := e.q.StatsTube(e.ctx, "tp"); !errors.Is(err, queue.ErrNotFound) {
-		t.Errorf("StatsTube of an empty tube whose pause ended = %+v, %v; want ErrNotFound", ts, err)
-	}
+	e.wantNoTube("tp", "of an empty tube whose pause ended")
 	e.put("tc", queue.NewJob{Body: []byte("c again")})
 	e.wantTubeStats("tc created again", queue.TubeStats{Name: "tc", Urgent: 1, Ready: 1, TotalJobs: 1})
 }
@@ -284,16 +282,12 @@ func testHold(t *testing.T, s *suite) {
 
 	// The last reference goes: the tube is gone, pause and counters too.
 	e.ok("Hold -1 by the other session", other.Hold(e.ctx, "h", -1))
-	if ts, err := e.q.StatsTube(e.ctx, "h"); !errors.Is(err, queue.ErrNotFound) {
-		t.Errorf("StatsTube after the last reference went = %+v, %v; want ErrNotFound", ts, err)
-	}
+	e.wantNoTube("h", "after the last reference went")
 	if got := e.tubes(); len(got) != 0 {
 		t.Errorf("Tubes after the last reference went = %q, want none", got)
 	}
 	e.ok("Hold -1 of a tube that does not exist", e.q.Hold(e.ctx, "h", -1))
-	if ts, err := e.q.StatsTube(e.ctx, "h"); !errors.Is(err, queue.ErrNotFound) {
-		t.Errorf("StatsTube after taking back nothing = %+v, %v; want ErrNotFound", ts, err)
-	}
+	e.wantNoTube("h", "after taking back nothing")
 
 	// A tube with jobs whose last reference goes keeps its counters while
 	// it holds a job; its last job going then ends it.
@@ -303,9 +297,7 @@ func testHold(t *testing.T, s *suite) {
 	e.ok("PauseTube hj", e.q.PauseTube(e.ctx, "hj", time.Hour))
 	e.wantTubeStats("a job, no reference", queue.TubeStats{Name: "hj", Ready: 1, Urgent: 1, TotalJobs: 1, Pauses: 1, Pause: time.Hour, PauseTimeLeft: time.Hour})
 	e.ok("Delete", e.q.Delete(e.ctx, j))
-	if ts, err := e.q.StatsTube(e.ctx, "hj"); !errors.Is(err, queue.ErrNotFound) {
-		t.Errorf("StatsTube of a paused tube after its last job went = %+v, %v; want ErrNotFound", ts, err)
-	}
+	e.wantNoTube("hj", "of a paused tube after its last job went")
 
 	// A tube emptied by Reserve's deletes goes too, unless held.
 	e.ok("Hold hr", e.q.Hold(e.ctx, "hr", 2))
@@ -317,9 +309,7 @@ func testHold(t *testing.T, s *suite) {
 	}
 	e.wantTubeStats("held tube emptied by Reserve", queue.TubeStats{Name: "hr", TotalJobs: 1, Deletes: 1, Reserves: 1})
 	e.ok("Hold hr -2", e.q.Hold(e.ctx, "hr", -2))
-	if ts, err := e.q.StatsTube(e.ctx, "hr"); !errors.Is(err, queue.ErrNotFound) {
-		t.Errorf("StatsTube after the references went = %+v, %v; want ErrNotFound", ts, err)
-	}
+	e.wantNoTube("hr", "after the references went")
 }
 
 // testHoldSessions: a store shared by several processes (queue.Sessions)
@@ -347,14 +337,10 @@ func testHoldSessions(t *testing.T, s *suite) {
 	}
 	e.rec.forgetSession("hold-a")
 	e.wantTubeStats("a lapsed, b holds", want)
-	if ts, err := e.q.StatsTube(e.ctx, "hs-a"); !errors.Is(err, queue.ErrNotFound) {
-		t.Errorf("StatsTube of the tube only a lapsed session held = %+v, %v; want ErrNotFound", ts, err)
-	}
+	e.wantNoTube("hs-a", "of the tube only a lapsed session held")
 	e.ok("EndSession b", ss.EndSession(e.ctx, "hold-b"))
 	e.rec.forgetSession("hold-b")
-	if ts, err := e.q.StatsTube(e.ctx, "hs"); !errors.Is(err, queue.ErrNotFound) {
-		t.Errorf("StatsTube after the last session ended = %+v, %v; want ErrNotFound", ts, err)
-	}
+	e.wantNoTube("hs", "after the last session ended")
 }
 
 // testSessionsReap: a store shared by several processes (queue.Sessions)

@@ -44,7 +44,7 @@ func (s *suite) env(t *testing.T) *env {
 	if raw == nil {
 		t.Fatal("NewQueueStore returned a nil store")
 	}
-	rec := &recorder{Store: raw, ids: map[queue.ID]bool{}, tubes: map[string]bool{}, holds: map[holdKey]int{}}
+	rec := &recorder{passOn: passOn{raw}, ids: map[queue.ID]bool{}, tubes: map[string]bool{}, holds: map[holdKey]int{}}
 	var store queue.Store = rec
 	if n, ok := raw.(queue.Notifier); ok {
 		store = recNotifying{rec, n}
@@ -76,7 +76,7 @@ func (s *suite) env(t *testing.T) *env {
 // recorder remembers the IDs of the jobs put through it and the tubes that
 // were named in a put or a pause, for the invariant check.
 type recorder struct {
-	queue.Store
+	passOn
 
 	mu        sync.Mutex
 	ids       map[queue.ID]bool
@@ -161,8 +161,56 @@ func (r *recorder) known() ([]queue.ID, []string) {
 // notifying adds inner's Listen to a wrapping store, so that a Queue over
 // the wrapper still gets wake-ups from the store.
 type notifying struct {
-	queue.Store
+	passOn
 	n queue.Notifier
+}
+
+// passOn is a wrapping store that passes the optional abilities a Queue
+// finds by a type assertion, cancels (queue.CancelStore) and tube limits
+// (queue.LimitStore), through to the store it wraps, or reports that the
+// store has none (queue.ErrNoCancel, queue.ErrNoLimits).
+type passOn struct {
+	queue.Store
+}
+
+func (p passOn) Cancel(ctx context.Context, id queue.ID, reason string) (queue.State, error) {
+	cs, ok := p.Store.(queue.CancelStore)
+	if !ok {
+		return 0, queue.ErrNoCancel
+	}
+	return cs.Cancel(ctx, id, reason)
+}
+
+func (p passOn) ListenCancel(ctx context.Context, tube string, f func(queue.ID, string)) (func(), error) {
+	cs, ok := p.Store.(queue.CancelStore)
+	if !ok {
+		return nil, queue.ErrNoCancel
+	}
+	return cs.ListenCancel(ctx, tube, f)
+}
+
+func (p passOn) SetLimits(ctx context.Context, tube string, l queue.Limits) error {
+	ls, ok := p.Store.(queue.LimitStore)
+	if !ok {
+		return queue.ErrNoLimits
+	}
+	return ls.SetLimits(ctx, tube, l)
+}
+
+func (p passOn) TubeLimits(ctx context.Context, tube string) (queue.Limits, error) {
+	ls, ok := p.Store.(queue.LimitStore)
+	if !ok {
+		return queue.Limits{}, queue.ErrNoLimits
+	}
+	return ls.TubeLimits(ctx, tube)
+}
+
+func (p passOn) LimitedTubes(ctx context.Context) (map[string]queue.Limits, error) {
+	ls, ok := p.Store.(queue.LimitStore)
+	if !ok {
+		return nil, queue.ErrNoLimits
+	}
+	return ls.LimitedTubes(ctx)
 }
 
 func (x notifying) Listen(ctx context.Context, tube string, wake func(tube string)) (func(), error) {
@@ -243,9 +291,17 @@ func (r *recorder) ListKept(ctx context.Context, tube string, from queue.KeptCur
 // keepNotifier returns w, with Listen when inner is a queue.Notifier.
 func keepNotifier(w, inner queue.Store) queue.Store {
 	if n, ok := inner.(queue.Notifier); ok {
-		return notifying{Store: w, n: n}
+		return notifying{passOn{w}, n}
 	}
 	return w
+}
+
+// deleted returns the ID of a job put in tube and deleted.
+func (e *env) deleted(tube string) queue.ID {
+	e.t.Helper()
+	id := e.putPri(tube, 0, "deleted")
+	e.ok("Delete", e.q.Delete(e.ctx, id))
+	return id
 }
 
 // unknownID returns an ID that no job of e has.
@@ -396,6 +452,24 @@ func (e *env) tubes() []string {
 		e.t.Fatalf("Tubes: %v", err)
 	}
 	return ts
+}
+
+// wantNoTube checks that StatsTube finds no tube named tube; when says
+// after what.
+func (e *env) wantNoTube(tube, when string) {
+	e.t.Helper()
+	if ts, err := e.q.StatsTube(e.ctx, tube); !errors.Is(err, queue.ErrNotFound) {
+		e.t.Errorf("StatsTube %s = %+v, %v; want ErrNotFound", when, ts, err)
+	}
+}
+
+// wantListed checks that Tubes lists tube, or does not when listed is
+// false; failure says what is wrong when it does not hold.
+func (e *env) wantListed(tube string, listed bool, failure string) {
+	e.t.Helper()
+	if names := e.tubes(); slices.Contains(names, tube) != listed {
+		e.t.Errorf("%s: %q", failure, names)
+	}
 }
 
 // wantState checks the state of job id.

@@ -310,7 +310,10 @@ func testScGrace(e *scEnv) {
 	}
 }
 
-func dstCase(e *scEnv, from time.Time, want time.Time) {
+// dstCase sets "30 2 * * *" in Berlin at from (a local noon the day
+// before a change of clocks) and checks that it fires once, at want, the
+// night of the change, and next at dayAfter.
+func dstCase(e *scEnv, from, want, dayAfter time.Time) {
 	e.t.Helper()
 	e.advanceTo(from)
 	st := e.set(schedule.Schedule{Name: "berlin", Spec: "30 2 * * *", Zone: "Europe/Berlin"})
@@ -335,26 +338,23 @@ func dstCase(e *scEnv, from time.Time, want time.Time) {
 	if err != nil || len(times) != 2 || !times[0].Equal(st.Next) || !times[1].After(times[0]) {
 		e.t.Fatalf("NextTimes: %v %v", times, err)
 	}
+	if !st.Next.Equal(dayAfter) {
+		e.t.Fatalf("the day after: %v, want %v", st.Next, dayAfter)
+	}
 }
 
 func testScDSTSpring(e *scEnv) {
 	berlin, _ := schedule.LoadZone("Europe/Berlin")
 	// 2026-03-29: clocks jump from 02:00 CET to 03:00 CEST; 02:30 fires at 03:00.
-	dstCase(e, time.Date(2026, 3, 28, 12, 0, 0, 0, berlin), time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC))
-	next := e.get("berlin").Next
-	if want := time.Date(2026, 3, 30, 0, 30, 0, 0, time.UTC); !next.Equal(want) {
-		e.t.Fatalf("the day after: %v, want %v", next, want)
-	}
+	dstCase(e, time.Date(2026, 3, 28, 12, 0, 0, 0, berlin), time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC),
+		time.Date(2026, 3, 30, 0, 30, 0, 0, time.UTC))
 }
 
 func testScDSTAutumn(e *scEnv) {
 	berlin, _ := schedule.LoadZone("Europe/Berlin")
 	// 2026-10-25: 02:00–03:00 happens twice; 02:30 fires once, at 02:30 CEST.
-	dstCase(e, time.Date(2026, 10, 24, 12, 0, 0, 0, berlin), time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC))
-	next := e.get("berlin").Next
-	if want := time.Date(2026, 10, 26, 1, 30, 0, 0, time.UTC); !next.Equal(want) {
-		e.t.Fatalf("the day after: %v, want %v", next, want)
-	}
+	dstCase(e, time.Date(2026, 10, 24, 12, 0, 0, 0, berlin), time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC),
+		time.Date(2026, 10, 26, 1, 30, 0, 0, time.UTC))
 }
 
 func testScStartEnd(e *scEnv) {

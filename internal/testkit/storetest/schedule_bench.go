@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -74,12 +73,8 @@ func BenchScheduleLateness(b *testing.B, ss schedule.Store, qs queue.Store, n in
 	if len(ready) < n/2 {
 		b.Fatalf("only %d of %d jobs matched a fire", len(ready), n)
 	}
-	ms := func(d []time.Duration, p float64) float64 {
-		slices.Sort(d)
-		return float64(d[min(len(d)-1, int(p*float64(len(d))))]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(ms(fire, 0.5), "fire-p50-ms")
-	b.ReportMetric(ms(fire, 0.99), "fire-p99-ms")
-	b.ReportMetric(ms(ready, 0.5), "ready-p50-ms")
-	b.ReportMetric(ms(ready, 0.99), "ready-p99-ms")
+	b.ReportMetric(quantileMS(fire, 0.5), "fire-p50-ms")
+	b.ReportMetric(quantileMS(fire, 0.99), "fire-p99-ms")
+	b.ReportMetric(quantileMS(ready, 0.5), "ready-p50-ms")
+	b.ReportMetric(quantileMS(ready, 0.99), "ready-p99-ms")
 }
