@@ -28,6 +28,7 @@ type Client struct {
 	line *wait.Line
 	// trace gives the tracer of Options.TracerProvider.
 	trace *tracing.Source
+	clock wait.Clock // Options.Clock, or the machine's
 }
 
 // New returns a Client of s. It returns an error wrapping ErrInvalidTTL or
@@ -41,8 +42,9 @@ func New(s Store, opts *Options) (*Client, error) {
 		c.opts = *opts
 	}
 	c.trace = tracing.New(c.opts.TracerProvider)
+	c.clock = wait.Or(c.opts.Clock)
 	if n, ok := s.(Notifier); ok {
-		c.line = wait.NewLine(n.Listen, nil)
+		c.line = wait.NewLine(n.Listen, &wait.LineOptions{Clock: c.opts.Clock})
 	}
 	return c, nil
 }
@@ -124,7 +126,7 @@ func (c *Client) obtainUntraced(ctx context.Context, name string, limit int, opt
 		return nil, err
 	}
 	for {
-		start := time.Now()
+		start := c.clock.Now()
 		g, err := c.s.Acquire(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -150,7 +152,7 @@ func (c *Client) obtainUntraced(ctx context.Context, name string, limit int, opt
 		if w == nil {
 			place, polled = c.await(ctx, name, req.Queue)
 			if polled {
-				w = wait.New()
+				w = wait.NewOn(c.clock)
 			} else {
 				w = place.Waiter
 			}
@@ -166,7 +168,7 @@ func (c *Client) obtainUntraced(ctx context.Context, name string, limit int, opt
 		if polled {
 			poll = c.opts.pollInterval()
 		}
-		if _, err := w.Wait(ctx, time.Now().Add(recheck), poll); err != nil {
+		if _, err := w.Wait(ctx, c.clock.Now().Add(recheck), poll); err != nil {
 			return giveUp(fmt.Errorf("%w: %w", ErrNotObtained, err))
 		}
 	}

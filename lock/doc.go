@@ -20,7 +20,8 @@
 // only with AutoRenew. Lock.Context is cancelled (Lost is closed) the moment
 // this process learns the lock is no longer held: Release, a renewal that
 // finds the lock gone (ErrNotHeld), or a lease that ran out on this
-// process's clock with no successful renewal (ErrLeaseExpired). The local
+// process's clock (Options.Clock) with no successful renewal
+// (ErrLeaseExpired). The local
 // deadline is counted from before the grant's request was sent, so it is
 // never later than the store's.
 //

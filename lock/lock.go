@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Lock is a held lock or semaphore slot: a lease in the store under a
@@ -32,7 +34,7 @@ type Lock struct {
 	// no timer.
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
-	expiry   *time.Timer
+	expiry   wait.Timer
 	released bool
 }
 
@@ -69,7 +71,7 @@ func (l *Lock) Context() context.Context {
 	if l.ctx == nil {
 		l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(l.parent))
 		if l.heldLocked() {
-			l.expiry = time.AfterFunc(time.Until(l.deadline), l.expire)
+			l.expiry = l.c.clock.AfterFunc(l.deadline.Sub(l.c.clock.Now()), l.expire)
 		} else {
 			l.cancel(l.cause)
 		}
@@ -83,7 +85,7 @@ func (l *Lock) Lost() <-chan struct{} { return l.Context().Done() }
 // heldLocked reports whether the lock is held as far as this process can
 // tell, recording ErrLeaseExpired as the cause once the deadline passed.
 func (l *Lock) heldLocked() bool {
-	if l.cause == nil && !time.Now().Before(l.deadline) {
+	if l.cause == nil && !l.c.clock.Now().Before(l.deadline) {
 		l.cause = ErrLeaseExpired
 	}
 	return l.cause == nil
@@ -146,7 +148,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 }
 
 func (l *Lock) refresh(ctx context.Context, ttl time.Duration) error {
-	start := time.Now()
+	start := l.c.clock.Now()
 	err := l.c.s.Refresh(ctx, l.name, l.token, ttl)
 	if isNotHeld(err) {
 		l.lose(ErrNotHeld)
@@ -159,7 +161,7 @@ func (l *Lock) refresh(ctx context.Context, ttl time.Duration) error {
 	if l.heldLocked() {
 		l.deadline = start.Add(ttl)
 		if l.expiry != nil {
-			l.expiry.Reset(time.Until(l.deadline))
+			l.expiry.Reset(l.deadline.Sub(l.c.clock.Now()))
 		}
 	} else if l.ctx != nil {
 		l.cancel(l.cause)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Limits of names, leases and semaphores.
@@ -49,6 +51,12 @@ type Options struct {
 	// OpenTelemetry's global provider. While neither is set (or the
 	// provider is a no-op one) no span is made.
 	TracerProvider trace.TracerProvider
+	// Clock is the time an obtain's wait reads and waits on (its rechecks
+	// and polls) and a Lock's own view of its lease (Context's deadline);
+	// nil means the machine's. A suite passes a manual clock
+	// (storetest.Clock), with the store on the same clock, to drive time.
+	// Renewals run on the machine's clock whatever Clock is.
+	Clock wait.Clock
 }
 
 func (o *Options) validate() error {

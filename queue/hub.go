@@ -143,11 +143,11 @@ func (h *hub) epochLocked(tubes []string) (uint64, bool) {
 	return sum, true
 }
 
-// found records what a reserve asked at epoch e found: nothing it could
-// take in tubes, none of which may change for next without a wake-up
-// (next < 0: until one). Nothing is recorded when a tube was woken since
-// e, whose change the answer may not have seen.
-func (h *hub) found(tubes []string, e uint64, next time.Duration) {
+// found records what a reserve asked at epoch e and at asked found:
+// nothing it could take in tubes, none of which may change for next after
+// asked without a wake-up (next < 0: until one). Nothing is recorded when
+// a tube was woken since e, whose change the answer may not have seen.
+func (h *hub) found(tubes []string, e uint64, asked time.Time, next time.Duration) {
 	h.smu.Lock()
 	defer h.smu.Unlock()
 	if sum, ok := h.epochLocked(tubes); !ok || sum != e {
@@ -155,7 +155,7 @@ func (h *hub) found(tubes []string, e uint64, next time.Duration) {
 	}
 	var until time.Time
 	if next >= 0 {
-		until = time.Now().Add(next)
+		until = asked.Add(next)
 	}
 	for _, t := range tubes {
 		s := h.seen[t]
@@ -192,9 +192,8 @@ func (h *hub) forget() {
 	h.smu.Unlock()
 }
 
-// schedule asks for a wake-up of tube after d.
-func (h *hub) schedule(tube string, d time.Duration) {
-	at := time.Now().Add(d)
+// schedule asks for a wake-up of tube at at.
+func (h *hub) schedule(tube string, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if cur, ok := h.due[tube]; ok && !at.Before(cur) {

@@ -297,9 +297,15 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 // ask makes one Reserve call and passes on what it learnt: when a job is
 // left for another waiter, a wake-up for it; when nothing is (no job, or
 // Drained), that the tubes are empty until the store's Next, and a
-// wake-up then.
+// wake-up then. Next is counted from the call's start: the store measured
+// it at an instant of the call, and counting it from the reply would add
+// the reply's way back (milliseconds, on a loaded machine) to every wait
+// for a delayed job. Counted from the start, the wake-up comes no later
+// than the store's time; when it comes early the reserve finds nothing
+// and asks again.
 func (q *Queue) ask(ctx context.Context, req ReserveRequest) ([]Job, ReserveResult, error) {
 	e, known := q.hub.epoch(req.Tubes)
+	asked := time.Now()
 	res, err := q.store.Reserve(ctx, req)
 	if err != nil {
 		return nil, res, err
@@ -314,10 +320,10 @@ func (q *Queue) ask(ctx context.Context, req ReserveRequest) ([]Job, ReserveResu
 	// Nothing it could take is left (none, or limits hold back the rest):
 	// wake a waiter when one may be.
 	if known {
-		q.hub.found(req.Tubes, e, res.Next)
+		q.hub.found(req.Tubes, e, asked, res.Next)
 	}
 	if res.Next >= 0 && !res.SelfWaking {
-		q.hub.schedule(res.NextTube, res.Next)
+		q.hub.schedule(res.NextTube, asked.Add(res.Next))
 	}
 	return res.Jobs, res, nil
 }

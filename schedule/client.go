@@ -45,6 +45,12 @@ type Options struct {
 	// OpenTelemetry's global provider. While neither is set (or the
 	// provider is a no-op one) no span is made.
 	TracerProvider trace.TracerProvider
+	// Clock is the time Run reads and waits on until the next tick, the
+	// next poll or a retry; nil means the machine's. A suite passes a
+	// manual clock (storetest.Clock), with the store on the same clock, to
+	// drive time. The ticks themselves are on the store's clock
+	// (Store.Now).
+	Clock wait.Clock
 }
 
 // Client manages schedules in a Store and, with Run, fires their ticks.
@@ -55,6 +61,7 @@ type Client struct {
 	store  Store
 	opt    Options
 	waiter *wait.Waiter // Run's: woken by a change through this Client or the Notifier
+	clock  wait.Clock   // Options.Clock, or the machine's
 	trace  *tracing.Source
 
 	mu      sync.Mutex
@@ -65,10 +72,12 @@ type Client struct {
 
 // New returns a Client of store.
 func New(store Store, opt *Options) (*Client, error) {
-	c := &Client{store: store, waiter: wait.New()}
+	c := &Client{store: store}
 	if opt != nil {
 		c.opt = *opt
 	}
+	c.clock = wait.Or(c.opt.Clock)
+	c.waiter = wait.NewOn(c.clock)
 	if c.opt.PollInterval < 0 {
 		return nil, fmt.Errorf("%w: PollInterval %v is negative", ErrInvalidOption, c.opt.PollInterval)
 	}
@@ -250,7 +259,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if !notified {
 		poll = c.opt.PollInterval
 	}
-	due := time.Now() // the first look at once
+	due := c.clock.Now() // the first look at once
 	for {
 		if _, err := c.waiter.Wait(ctx, due, poll); err != nil {
 			return err
@@ -268,7 +277,7 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		due = time.Time{}
 		if wait >= 0 {
-			due = time.Now().Add(wait)
+			due = c.clock.Now().Add(wait)
 		}
 	}
 }

@@ -1,11 +1,13 @@
 package schedule_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/schedule"
 )
@@ -67,5 +69,51 @@ func TestParseJobKey(t *testing.T) {
 		if name, tick, ok := schedule.ParseJobKey(key); ok {
 			t.Errorf("ParseJobKey(%q) = %q, %v, true; want not a schedule's key", key, name, tick)
 		}
+	}
+}
+
+// Run waits on the Client's clock for the next tick and fires it once
+// that clock gets there, however little time the machine's clock has
+// moved: the store and the Client are on one manual clock.
+func TestRunWaitsOnTheClock(t *testing.T) {
+	clk := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC))
+	s, err := memstore.New(&memstore.Options{Clock: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fired := make(chan time.Time, 10)
+	c, err := schedule.New(s.Schedules(), &schedule.Options{Clock: clk, OnFire: func(_ string, f schedule.Fire) { fired <- f.Tick }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Set(ctx, schedule.Schedule{Name: "hourly", Spec: "0 * * * *", Job: schedule.Job{Tube: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	armed := clk.Armed()
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(ctx) }()
+	if err := clk.WaitArmed(ctx, armed+1); err != nil {
+		t.Fatalf("Run did not wait on the clock: %v", err)
+	}
+	select {
+	case tick := <-fired:
+		t.Fatalf("a tick of %v fired before its time", tick)
+	default:
+	}
+	clk.Advance(time.Hour)
+	select {
+	case tick := <-fired:
+		if want := time.Date(2030, 1, 1, 1, 0, 0, 0, time.UTC); !tick.Equal(want) {
+			t.Fatalf("fired the tick of %v, want %v", tick, want)
+		}
+	case <-ctx.Done():
+		t.Fatal("no tick fired once the clock passed it")
+	}
+	cancel()
+	if err := <-ran; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want context.Canceled", err)
 	}
 }

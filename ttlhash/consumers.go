@@ -37,7 +37,7 @@ func (h *Hashes) joinGroup(ctx context.Context, group string) (*groupConsumers, 
 	}
 	g := &groupConsumers{refs: 1}
 	if n, ok := h.s.(Notifier); ok {
-		g.line = wait.NewLine(g.listen(n), nil)
+		g.line = wait.NewLine(g.listen(n), &wait.LineOptions{Clock: h.opts.Clock})
 		// Not ctx: the subscription outlives the Consume that made it
 		// while other consumers of the group run.
 		release, err := g.line.Hold(context.WithoutCancel(ctx), eventsTopic)
@@ -49,7 +49,7 @@ func (h *Hashes) joinGroup(ctx context.Context, group string) (*groupConsumers, 
 		}
 	}
 	if !g.notified {
-		g.line = wait.NewLine(nil, nil) // woken by passOn alone; they poll
+		g.line = wait.NewLine(nil, &wait.LineOptions{Clock: h.opts.Clock}) // woken by passOn alone; they poll
 	}
 	if h.groups == nil {
 		h.groups = map[string]*groupConsumers{}

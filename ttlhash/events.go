@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hourglass-io/hourglass/internal/evtrace"
 	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
@@ -111,7 +110,7 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 	defer h.leaveGroup(group, g)
 	c := &consuming{
 		h: h, ctx: ctx, group: group, consumer: consumer, handle: handle,
-		g: g, readAll: true,
+		g: g, readAll: true, now: h.opts.clock().Now, trace: startTrace(),
 	}
 	c.sharded, _ = h.s.(ShardReader)
 	c.ackReader, _ = h.s.(AckReader)
@@ -122,11 +121,10 @@ func (h *Hashes) Consume(ctx context.Context, group, consumer string, handle Han
 		if err != nil {
 			return c.fail(err)
 		}
-		c.traceRead(&tr)
-		if err := c.handleBatch(evs, &tr); err != nil {
+		tr.read()
+		if err := c.handleBatch(evs, tr); err != nil {
 			return c.fail(err)
 		}
-		c.wokeAt = time.Time{}
 		if ctx.Err() != nil {
 			return c.fail(nil)
 		}
@@ -163,30 +161,26 @@ type consuming struct {
 	// read again at once and the store acknowledges them in the read's
 	// round trip (AckReader); carriedTrace is that batch's trace.
 	carried      []string
-	carriedTrace evtrace.Batch
+	carriedTrace *batchTrace
 	// Acknowledgements go out while the next batches are read: up to
 	// maxAcks in flight, so that a slow one does not hold the next read;
 	// each result is taken before Consume sleeps or returns.
 	acks ackFlight
 	// Events whose visibility timeout ran out are looked for at most
 	// every half timeout (and when there is nothing new): a claim scans
-	// pending entries. lastClaim is the last look; wokeAt is when the
-	// wait before this pass ended (for the trace).
-	lastClaim, wokeAt time.Time
+	// pending entries. lastClaim is the last look.
+	lastClaim time.Time
+	now       func() time.Time // Options.Clock's
+	trace     consumeTrace     // a benchmark's (events_trace.go)
 }
 
-// startAck sends ids' acknowledgement on its own, reporting trace tr when
-// report is set.
-func (c *consuming) startAck(ids []string, tr evtrace.Batch, report bool) error {
-	if report {
-		tr.AckStart = time.Now()
-	}
+// startAck sends ids' acknowledgement on its own, reporting trace tr (if
+// any) when it returns.
+func (c *consuming) startAck(ids []string, tr *batchTrace) error {
+	tr.ackStart()
 	return c.acks.start(func() error {
 		_, err := c.h.s.Ack(context.WithoutCancel(c.ctx), c.group, ids)
-		if report {
-			tr.AckEnd = time.Now()
-			evtrace.OnBatch(tr)
-		}
+		tr.acked()
 		return err
 	})
 }
@@ -196,9 +190,9 @@ func (c *consuming) sendCarried() error {
 	if len(c.carried) == 0 {
 		return nil
 	}
-	ids := c.carried
-	c.carried = nil
-	return c.startAck(ids, c.carriedTrace, evtrace.OnBatch != nil)
+	ids, tr := c.carried, c.carriedTrace
+	c.carried, c.carriedTrace = nil, nil
+	return c.startAck(ids, tr)
 }
 
 // fetch returns the next batch: events whose visibility timeout ran out
@@ -208,8 +202,8 @@ func (c *consuming) fetch() ([]Event, error) {
 	h := c.h
 	var evs []Event
 	var err error
-	if time.Since(c.lastClaim) >= h.opts.visibility()/2 {
-		c.lastClaim = time.Now()
+	if c.now().Sub(c.lastClaim) >= h.opts.visibility()/2 {
+		c.lastClaim = c.now()
 		if err = c.sendCarried(); err == nil {
 			evs, err = h.s.Claim(c.ctx, c.group, c.consumer, h.opts.visibility(), h.opts.batch())
 		}
@@ -217,8 +211,8 @@ func (c *consuming) fetch() ([]Event, error) {
 	if err == nil && len(evs) == 0 {
 		evs, err = c.read()
 	}
-	if err == nil && len(evs) == 0 && !c.lastClaim.IsZero() && time.Since(c.lastClaim) >= h.opts.visibility()/8 {
-		c.lastClaim = time.Now()
+	if err == nil && len(evs) == 0 && !c.lastClaim.IsZero() && c.now().Sub(c.lastClaim) >= h.opts.visibility()/8 {
+		c.lastClaim = c.now()
 		evs, err = h.s.Claim(c.ctx, c.group, c.consumer, h.opts.visibility(), h.opts.batch())
 	}
 	return evs, err
@@ -237,10 +231,10 @@ func (c *consuming) read() ([]Event, error) {
 	}
 	if len(c.carried) > 0 {
 		ids, tr := c.carried, c.carriedTrace
-		c.carried = nil
-		tr.AckStart = time.Now()
+		c.carried, c.carriedTrace = nil, nil
+		tr.ackStart()
 		evs, err := c.ackReader.AckRead(context.WithoutCancel(c.ctx), c.group, c.consumer, ids, shards, h.opts.batch())
-		c.traceAcked(tr)
+		tr.acked()
 		return evs, err
 	}
 	if shards == nil {
@@ -254,16 +248,19 @@ func (c *consuming) read() ([]Event, error) {
 // the visibility timeout has passed; handled events are acknowledged even
 // when ctx has just ended. With an AckReader the batch's acknowledgement
 // is carried to the next read instead, when that comes at once.
-func (c *consuming) handleBatch(evs []Event, tr *evtrace.Batch) error {
+func (c *consuming) handleBatch(evs []Event, tr *batchTrace) error {
 	var done []string
-	since := time.Now()
+	since := c.now()
 	ack := func(last bool) error {
 		if len(done) == 0 {
 			return nil
 		}
-		ids := done
-		done, since = nil, time.Now()
-		return c.startAck(ids, *tr, last && evtrace.OnBatch != nil)
+		ids, report := done, tr
+		done, since = nil, c.now()
+		if !last {
+			report = nil // the batch is reported with its last acknowledgement
+		}
+		return c.startAck(ids, report)
 	}
 	for _, e := range evs {
 		if c.ctx.Err() != nil {
@@ -272,8 +269,8 @@ func (c *consuming) handleBatch(evs []Event, tr *evtrace.Batch) error {
 		if err := c.handleOne(e); err == nil {
 			done = append(done, e.ID)
 		}
-		c.traceHandled(tr, e.ID)
-		if time.Since(since) > c.h.opts.visibility()/2 {
+		tr.handled(e.ID)
+		if c.now().Sub(since) > c.h.opts.visibility()/2 {
 			if err := ack(false); err != nil {
 				return err
 			}
@@ -282,7 +279,7 @@ func (c *consuming) handleBatch(evs []Event, tr *evtrace.Batch) error {
 	if c.ackReader != nil && c.ctx.Err() == nil {
 		// Kept for the next read if it comes at once, sent on its own
 		// before a wait.
-		c.carried, c.carriedTrace = done, *tr
+		c.carried, c.carriedTrace = done, tr
 		return nil
 	}
 	return ack(true)
@@ -308,7 +305,7 @@ func (c *consuming) sleep() error {
 	if len(c.carried) > 0 {
 		// The acknowledgement waits for the read of a wake-up that comes
 		// within ackHold, and goes on its own after that.
-		hold := time.Now().Add(ackHold)
+		hold := c.now().Add(ackHold)
 		if r, err = p.Wait(c.ctx, hold, 0); err == nil && r == wait.Deadline && hold.Before(look) {
 			if err = c.sendCarried(); err == nil {
 				r, err = p.Wait(c.ctx, look, poll)

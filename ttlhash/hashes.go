@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hourglass-io/hourglass/internal/tracing"
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Options configure Hashes. Nil or the zero value means the defaults.
@@ -27,6 +28,10 @@ type Options struct {
 	// OpenTelemetry's global provider. While neither is set (or the
 	// provider is a no-op one) no span is made.
 	TracerProvider trace.TracerProvider
+	// Clock is the time Consume and ReadWait read and wait on: their
+	// until, visibility-timeout looks and polls. nil means the machine's;
+	// a suite passes a manual clock (storetest.Clock) to drive time.
+	Clock wait.Clock
 }
 
 func (o *Options) validate() error {
@@ -57,6 +62,13 @@ func (o *Options) poll() time.Duration {
 		return time.Second
 	}
 	return o.PollInterval
+}
+
+func (o *Options) clock() wait.Clock {
+	if o == nil {
+		return wait.Real
+	}
+	return wait.Or(o.Clock)
 }
 
 func (o *Options) batch() int {

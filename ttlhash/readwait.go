@@ -17,7 +17,8 @@ import (
 //
 // Errors: those of Read, and ctx's when it ends first.
 func (h *Hashes) ReadWait(ctx context.Context, group, consumer string, max int, until time.Time) ([]Event, error) {
-	if !time.Now().Before(until) {
+	now := h.opts.clock().Now
+	if !now().Before(until) {
 		return h.Read(ctx, group, consumer, max)
 	}
 	if err := checkGroup("group", group); err != nil {
@@ -34,7 +35,7 @@ func (h *Hashes) ReadWait(ctx context.Context, group, consumer string, max int, 
 	for {
 		g.take() // Read reads every shard
 		evs, err := h.Read(ctx, group, consumer, max)
-		if err != nil || len(evs) > 0 || !time.Now().Before(until) {
+		if err != nil || len(evs) > 0 || !now().Before(until) {
 			if len(evs) == max {
 				g.passOn() // there may be more: wake another reader to help
 			}

@@ -1,7 +1,9 @@
 // Package evtrace lets a benchmark see where an expiry event waits between
 // the sweep that expires it and the handler that gets it. Its hooks are
 // nil unless a benchmark sets them, before it starts Sweepers or
-// consumers, and costs a nil check when unset.
+// consumers. A Consume takes OnBatch once, when it starts, and one started
+// without it keeps no trace at all; a Sweeper looks at OnPass and
+// OnStandby where it would call them.
 package evtrace
 
 import "time"

@@ -22,6 +22,8 @@ type LineOptions struct {
 	Linger time.Duration
 	// MaxIdle bounds the subscriptions kept so (0: no bound but Linger).
 	MaxIdle int
+	// Clock is the clock of the waiters' Waiters (nil: the machine's).
+	Clock Clock
 }
 
 // Line is the waiters of one process on the topics of one notifier. They
@@ -86,7 +88,7 @@ func NewLine(listen ListenFunc, opts *LineOptions) *Line {
 // ctx's, or LineOptions.Closed after Close. The caller must Leave the
 // Place it returns.
 func (l *Line) Enter(ctx context.Context, topics []string, all bool) (*Place, error) {
-	p := &Place{Waiter: New(), topics: topics, all: all}
+	p := &Place{Waiter: NewOn(l.opts.Clock), topics: topics, all: all}
 	subs, err := l.subscribeAll(ctx, topics)
 	if err != nil {
 		return nil, err

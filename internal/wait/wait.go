@@ -31,14 +31,25 @@ func (r Reason) String() string {
 	return "Reason(?)"
 }
 
-// Waiter is a goroutine's wait for wake-ups. Make one with New.
+// Waiter is a goroutine's wait for wake-ups. Make one with New or NewOn.
 type Waiter struct {
 	ch    chan struct{} // capacity 1: a pending wake-up
 	timer *time.Timer   // Wait's, reused; only Wait touches it
+	clock Clock         // nil: the machine's, waited on with timer
 }
 
-// New returns a Waiter with no wake-up pending.
+// New returns a Waiter with no wake-up pending, whose deadlines and polls
+// are on the machine's clock.
 func New() *Waiter { return &Waiter{ch: make(chan struct{}, 1)} }
+
+// NewOn is New on clock c (nil or Real: the machine's).
+func NewOn(c Clock) *Waiter {
+	w := New()
+	if c != Real {
+		w.clock = c
+	}
+	return w
+}
 
 // Wake leaves a wake-up pending, unless one is already, and reports
 // whether it did. It never blocks.
@@ -68,7 +79,8 @@ func (w *Waiter) Take() bool {
 // Wait waits until a wake-up is pending (Woken, taking it), until deadline
 // when it is not zero (Deadline), until poll has passed when it is
 // positive (Polled), or until ctx ends (ctx's error). A pending wake-up
-// comes first, then a deadline already passed.
+// comes first, then a deadline already passed. deadline and poll are on
+// the Waiter's clock.
 func (w *Waiter) Wait(ctx context.Context, deadline time.Time, poll time.Duration) (Reason, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -81,7 +93,7 @@ func (w *Waiter) Wait(ctx context.Context, deadline time.Time, poll time.Duratio
 		reason Reason
 	)
 	if !deadline.IsZero() {
-		d, reason = time.Until(deadline), Deadline
+		d, reason = deadline.Sub(w.now()), Deadline
 		if d <= 0 {
 			return Deadline, nil
 		}
@@ -90,7 +102,13 @@ func (w *Waiter) Wait(ctx context.Context, deadline time.Time, poll time.Duratio
 		d, reason = poll, Polled
 	}
 	var timeout <-chan time.Time
-	if reason != 0 {
+	var fired chan struct{} // a Clock's timer's
+	switch {
+	case reason != 0 && w.clock != nil:
+		fired = make(chan struct{})
+		t := w.clock.AfterFunc(d, func() { close(fired) })
+		defer t.Stop()
+	case reason != 0:
 		if w.timer == nil {
 			w.timer = time.NewTimer(d)
 		} else {
@@ -104,7 +122,16 @@ func (w *Waiter) Wait(ctx context.Context, deadline time.Time, poll time.Duratio
 		return Woken, nil
 	case <-timeout:
 		return reason, nil
+	case <-fired:
+		return reason, nil
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+}
+
+func (w *Waiter) now() time.Time {
+	if w.clock != nil {
+		return w.clock.Now()
+	}
+	return time.Now()
 }

@@ -1,23 +1,53 @@
 package storetest
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Clock is a manual clock for deterministic tests. Its time moves only when
 // Advance is called, and its timers (AfterFunc) fire only then. It is safe
-// for concurrent use.
+// for concurrent use. It is a wait.Clock: a client under test (a lock
+// Client, a schedule Client's Run, ttlhash's Consume and ReadWait) waits on
+// it when passed as its Options.Clock.
 type Clock struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*clockTimer // the armed ones
+	armed  *wait.Waiter  // woken when a timer is armed (WaitArmed)
 }
+
+var _ wait.Clock = (*Clock)(nil)
 
 // NewClock returns a Clock that reads start until it is advanced.
 func NewClock(start time.Time) *Clock {
-	return &Clock{now: start}
+	return &Clock{now: start, armed: wait.New()}
+}
+
+// Armed returns how many timers are armed on the clock.
+func (c *Clock) Armed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// WaitArmed returns once at least n timers are armed on the clock — a
+// waiter under test has gone to sleep on it, so that an Advance now is
+// one it sleeps through — or ctx's error when ctx ends first. One
+// goroutine at a time may call it.
+func (c *Clock) WaitArmed(ctx context.Context, n int) error {
+	for {
+		if c.Armed() >= n {
+			return nil
+		}
+		if _, err := c.armed.Wait(ctx, time.Time{}, 0); err != nil {
+			return err
+		}
+	}
 }
 
 // Now returns the clock's current time. Its method value is what a store
@@ -94,6 +124,9 @@ func (t *clockTimer) Reset(d time.Duration) bool {
 	if !was {
 		t.armed = true
 		c.timers = append(c.timers, t)
+		if c.armed != nil {
+			c.armed.Wake()
+		}
 	}
 	return was
 }
