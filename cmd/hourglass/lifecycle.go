@@ -60,6 +60,16 @@ func (f *leaseFlags) needLease(cmd string) error {
 	return nil
 }
 
+// heldJob reads the one ID argument of a lifecycle command and refuses a
+// call without a lease (needLease).
+func (f *leaseFlags) heldJob(cmd string, args []string) (uint64, error) {
+	id, err := jobArg(cmd, args)
+	if err != nil {
+		return 0, err
+	}
+	return id, f.needLease(cmd)
+}
+
 // heldError words the API's error of a call on a held job.
 func heldError(err error, id uint64) error {
 	var ae *apiError
@@ -134,11 +144,8 @@ Examples:
 		fs.Var(&pri, "priority", "new `priority`, 0 (most urgent) to 4294967295 (default: the job's own)")
 		reason := fs.String("reason", "", "why: becomes the job's last error (`text`, at most 1024 bytes kept)")
 		return func(ctx context.Context, c *cli, args []string) error {
-			id, err := jobArg("bury", args)
+			id, err := lf.heldJob("bury", args)
 			if err != nil {
-				return err
-			}
-			if err := lf.needLease("bury"); err != nil {
 				return err
 			}
 			req := httpapi.BuryRequest{Reason: *reason}
@@ -173,11 +180,8 @@ Examples:
 		fs.Var(&delay, "delay", "keep the job delayed this long (a `duration` such as 30s or 5m)")
 		reason := fs.String("reason", "", "why: becomes the job's last error (`text`, at most 1024 bytes kept)")
 		return func(ctx context.Context, c *cli, args []string) error {
-			id, err := jobArg("release", args)
+			id, err := lf.heldJob("release", args)
 			if err != nil {
-				return err
-			}
-			if err := lf.needLease("release"); err != nil {
 				return err
 			}
 			if delay.d < 0 {
@@ -210,11 +214,8 @@ Examples:
 		var lf leaseFlags
 		lf.define(fs, true)
 		return func(ctx context.Context, c *cli, args []string) error {
-			id, err := jobArg("touch", args)
+			id, err := lf.heldJob("touch", args)
 			if err != nil {
-				return err
-			}
-			if err := lf.needLease("touch"); err != nil {
 				return err
 			}
 			return c.held(ctx, lf, id, "touch", nil, fmt.Sprintf("touched job %d", id))

@@ -27,9 +27,12 @@ type Cluster struct {
 }
 
 // Addrs returns the addresses of all nodes, masters and replicas.
-func (c *Cluster) Addrs() []string {
-	addrs := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
+func (c *Cluster) Addrs() []string { return addrsOf(c.nodes) }
+
+// addrsOf returns the addresses of servers, in their order.
+func addrsOf(servers []*Server) []string {
+	addrs := make([]string, len(servers))
+	for i, n := range servers {
 		addrs[i] = n.Addr
 	}
 	return addrs

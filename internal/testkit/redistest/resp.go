@@ -89,26 +89,20 @@ func readReply(r *bufio.Reader) (any, error) {
 		return nil, respError(line[1:])
 	case ':':
 		return strconv.ParseInt(line[1:], 10, 64)
-	case '$':
+	case '$', '*':
 		n, err := strconv.Atoi(line[1:])
 		if err != nil {
-			return nil, fmt.Errorf("malformed bulk length %q", line)
+			return nil, fmt.Errorf("malformed length %q", line)
 		}
 		if n < 0 {
-			return nil, nil
+			return nil, nil // a null bulk string or array
 		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil {
-			return nil, fmt.Errorf("malformed array length %q", line)
-		}
-		if n < 0 {
-			return nil, nil
+		if line[0] == '$' {
+			buf := make([]byte, n+2)
+			if _, err := io.ReadFull(r, buf); err != nil {
+				return nil, err
+			}
+			return string(buf[:n]), nil
 		}
 		out := make([]any, n)
 		for i := range out {

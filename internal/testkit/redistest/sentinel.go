@@ -37,13 +37,7 @@ type Sentinel struct {
 }
 
 // SentinelAddrs returns the addresses of the sentinel processes.
-func (s *Sentinel) SentinelAddrs() []string {
-	addrs := make([]string, len(s.Sentinels))
-	for i, n := range s.Sentinels {
-		addrs[i] = n.Addr
-	}
-	return addrs
-}
+func (s *Sentinel) SentinelAddrs() []string { return addrsOf(s.Sentinels) }
 
 // Stop stops the sentinels first (so stopping the data nodes does not start
 // a failover), then the master and the replica, and waits for all of them.
