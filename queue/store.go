@@ -58,8 +58,9 @@ type Store interface {
 	// When no job is ready it returns no jobs and, in Next, how long until
 	// one of the tubes may have one without further puts (a delay ending, a
 	// TTR running out, a pause ending) with NextTube naming that tube, or
-	// Next < 0 when nothing is scheduled. Reserve never blocks; Queue does
-	// the waiting.
+	// Next < 0 when nothing is scheduled; Next is counted from an instant
+	// of the call on the store's clock, and Queue counts it from the
+	// call's start. Reserve never blocks; Queue does the waiting.
 	Reserve(ctx context.Context, req ReserveRequest) (ReserveResult, error)
 
 	// ReserveJob reserves the job with the given ID for owner, whatever its
