@@ -36,7 +36,12 @@ type jobQueue struct {
 	// byOwner indexes the reserved jobs by owner (Reservations): link and
 	// unlink keep it.
 	byOwner map[string]map[*job]struct{}
-	spare   map[*job]struct{} // an empty entry of byOwner kept for the next owner
+	// spares are emptied entries of byOwner kept for the next owners, at
+	// most maxSpares: a connection that reserves and deletes one job at a
+	// time empties its entry every time, and a map made anew each time is
+	// two allocations a reserve. A spare keeps the room of the most jobs
+	// its owner held at once, which the store held then.
+	spares []map[*job]struct{}
 
 	// holds counts the references of each session to each tube (Hold);
 	// each tube's refs is their sum. Not logged: a store opened again
@@ -218,7 +223,9 @@ func (q *jobQueue) unlink(j *job) {
 		delete(m, j)
 		if len(m) == 0 {
 			delete(q.byOwner, j.owner)
-			q.spare = m
+			if len(q.spares) < maxSpares {
+				q.spares = append(q.spares, m)
+			}
 		}
 		j.owner = ""
 		q.resched(t)
@@ -227,6 +234,9 @@ func (q *jobQueue) unlink(j *job) {
 	}
 	j.state = 0
 }
+
+// maxSpares bounds jobQueue.spares.
+const maxSpares = 64
 
 // link puts j, with its fields set for st, into the heap of st.
 func (q *jobQueue) link(j *job, st queue.State) {
@@ -250,8 +260,11 @@ func (q *jobQueue) link(j *job, st queue.State) {
 		q.reserved++
 		m := q.byOwner[j.owner]
 		if m == nil {
-			m, q.spare = q.spare, nil
-			if m == nil {
+			if n := len(q.spares); n > 0 {
+				m = q.spares[n-1]
+				q.spares[n-1] = nil
+				q.spares = q.spares[:n-1]
+			} else {
 				m = map[*job]struct{}{}
 			}
 			q.byOwner[j.owner] = m

@@ -105,9 +105,20 @@ func checkTTR(d time.Duration) error {
 // truncMS drops sub-millisecond precision: stores keep milliseconds.
 func truncMS(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
 
+// checkTubes checks the names of tubes and returns them without
+// duplicates, in order: tubes itself when it has none (a reserve's usual
+// case, which then copies nothing), ["default"] when it is empty.
 func checkTubes(tubes []string) ([]string, error) {
 	if len(tubes) == 0 {
 		return []string{"default"}, nil
+	}
+	if len(tubes) <= 8 && distinct(tubes) {
+		for _, t := range tubes {
+			if err := CheckTube(t); err != nil {
+				return nil, err
+			}
+		}
+		return tubes, nil
 	}
 	out := make([]string, 0, len(tubes))
 	seen := make(map[string]bool, len(tubes))
@@ -121,6 +132,18 @@ func checkTubes(tubes []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// distinct reports whether no name of a short list is there twice.
+func distinct(tubes []string) bool {
+	for i, t := range tubes {
+		for _, u := range tubes[:i] {
+			if t == u {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func checkID(id ID) error {

@@ -79,6 +79,7 @@ func (q *Queue) Close() error {
 // Put stores a job in tube and returns its ID. A job with a UniqueKey that a
 // live job of the tube already holds is not stored: Put returns that job's ID
 // (with Debounce, a delayed one is changed instead: NewJob.Debounce).
+// Put keeps no hold of job.Body once it returns.
 func (q *Queue) Put(ctx context.Context, tube string, job NewJob) (ID, error) {
 	r, err := q.PutMany(ctx, tube, []NewJob{job})
 	if err != nil {
@@ -226,7 +227,10 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 	// cut short could have reserved a job this Queue never hears of, which
 	// would then wait out its TTR. Store calls are bounded by the store's
 	// own timeouts.
-	sctx := context.WithoutCancel(ctx)
+	sctx := ctx
+	if ctx.Done() != nil { // a context that never ends needs no wrapping
+		sctx = context.WithoutCancel(ctx)
+	}
 	req := ReserveRequest{Owner: q.owner, Tubes: tubes, Max: max, Delete: del}
 	var deleted []error
 	if q.hub.empty(tubes) {

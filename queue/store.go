@@ -44,6 +44,9 @@ type Store interface {
 	// DuplicateLive or that job's UniqueFor window holds.
 	// A store that is full (a configured job cap) stores none of the jobs and
 	// returns ErrFull.
+	// Put keeps no hold of the jobs' Body slices once it returns: a store
+	// copies what it keeps, and the caller may write over them (the
+	// beanstalkd server hands over its connection's read buffer).
 	Put(ctx context.Context, tube string, jobs []NewJob) ([]PutResult, error)
 
 	// Reserve reserves up to req.Max ready jobs from the tubes in req.Tubes

@@ -93,11 +93,16 @@ func (c *conn) cmdPut(rest string) error {
 	}
 	c.setProducer()
 	ttr = max(ttr, 1)
-	body := make([]byte, int(size)+2)
-	if c.br.Buffered() >= len(body) {
-		// The body came with its line: no wait, no timeout to arm.
-		io.ReadFull(c.br, body) // from the buffer: cannot fail
+	var body []byte
+	if n := int(size) + 2; c.br.Buffered() >= n {
+		// The body came with its line: no wait, no timeout to arm, and
+		// no copy: the store is handed the reader's buffer, which nothing
+		// reads into until Put returns, and keeps none of it
+		// (queue.Store.Put).
+		body, _ = c.br.Peek(n) // buffered: cannot fail
+		defer c.br.Discard(n)
 	} else {
+		body = make([]byte, n)
 		c.refreshDeadline()
 		if _, err := io.ReadFull(c.br, body); err != nil {
 			return hangUp(err)

@@ -46,7 +46,8 @@ func testPutReserveDelete(t *testing.T, s *suite) {
 }
 
 // testBodies: bodies come back byte for byte, whatever they hold, up to
-// MaxJobSize.
+// MaxJobSize, and Put keeps no hold of the slice it was given: the caller
+// may write over it once Put returns (queue.Store.Put).
 func testBodies(t *testing.T, s *suite) {
 	all := make([]byte, 256)
 	for i := range all {
@@ -66,7 +67,11 @@ func testBodies(t *testing.T, s *suite) {
 		t.Run(c.name, func(t *testing.T) {
 			e := s.env(t)
 			body := c.body(e.q.MaxJobSize())
-			id := e.put("bodies", queue.NewJob{Body: body})
+			sent := slices.Clone(body)
+			id := e.put("bodies", queue.NewJob{Body: sent})
+			for i := range sent {
+				sent[i] ^= 0xff
+			}
 			want := queue.Job{ID: id, Tube: "bodies", TTR: queue.DefaultTTR, Body: body}
 			e.wantPeek(id, want)
 			want.Reserves = 1
