@@ -102,13 +102,33 @@ func BenchmarkDebounceProcesses(b *testing.B) {
 	}
 }
 
-// redisPutterEnv names the redis-server a putter process of
-// BenchmarkDebounceProcesses puts on.
+// BenchmarkKeyWindowsProcesses: the key windows by 8 processes on the
+// real clock (storetest.BenchKeyWindowsProcs): the test binary started
+// again, each with a client and a Store of its own on one redis-server of
+// its own; 10,000 keys over 5 s, windows of 500 ms.
+//
+//	go test -run '^$' -bench KeyWindowsProcesses -benchtime 1x ./redisstore/
+func BenchmarkKeyWindowsProcesses(b *testing.B) {
+	srv := redistest.Standalone(b)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	b.Cleanup(func() { c.Close() })
+	s, err := redisstore.New(context.Background(), c, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	for range b.N {
+		storetest.BenchKeyWindowsProcs(b, s, 8, []string{redisPutterEnv + "=" + srv.Addr}, 10000, 5*time.Second, 500*time.Millisecond)
+	}
+}
+
+// redisPutterEnv names the redis-server a caller process of
+// BenchmarkDebounceProcesses or BenchmarkKeyWindowsProcesses works on.
 const redisPutterEnv = "HOURGLASS_DEBOUNCE_REDIS"
 
-// redisPutter is a putter process's Store of its own on the redis-server
-// redisPutterEnv names (storetest.RunDebounceChild).
-func redisPutter() (storetest.DebouncePutter, func(), error) {
+// redisQueue is a caller process's Queue on a Store of its own on the
+// redis-server redisPutterEnv names.
+func redisQueue() (*queue.Queue, func(), error) {
 	c := redis.NewClient(&redis.Options{Addr: os.Getenv(redisPutterEnv), MaxRetries: -1})
 	s, err := redisstore.New(context.Background(), c, nil)
 	if err != nil {
@@ -121,12 +141,36 @@ func redisPutter() (storetest.DebouncePutter, func(), error) {
 		c.Close()
 		return nil, nil, err
 	}
-	put := func(ctx context.Context, tube string, j queue.NewJob) (queue.PutResult, error) {
+	return q, func() { q.Close(); s.Close(); c.Close() }, nil
+}
+
+// redisPut puts j through q.
+func redisPut(q *queue.Queue) storetest.DebouncePutter {
+	return func(ctx context.Context, tube string, j queue.NewJob) (queue.PutResult, error) {
 		r, err := q.PutMany(ctx, tube, []queue.NewJob{j})
 		if err != nil {
 			return queue.PutResult{}, err
 		}
 		return r[0], nil
 	}
-	return put, func() { q.Close(); s.Close(); c.Close() }, nil
+}
+
+// redisPutter is a putter process's Store of its own
+// (storetest.RunDebounceChild).
+func redisPutter() (storetest.DebouncePutter, func(), error) {
+	q, closeFn, err := redisQueue()
+	if err != nil {
+		return nil, nil, err
+	}
+	return redisPut(q), closeFn, nil
+}
+
+// redisWindowsClient is a caller process's Store of its own
+// (storetest.RunWindowsChild).
+func redisWindowsClient() (storetest.WindowsClient, func(), error) {
+	q, closeFn, err := redisQueue()
+	if err != nil {
+		return storetest.WindowsClient{}, nil, err
+	}
+	return storetest.WindowsClient{Put: redisPut(q), Finish: q.Finish}, closeFn, nil
 }

@@ -16,7 +16,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	storetest.RunDebounceChild(redisPutter) // a putter process of BenchmarkDebounceProcesses
+	storetest.RunDebounceChild(redisPutter)       // a putter process of BenchmarkDebounceProcesses
+	storetest.RunWindowsChild(redisWindowsClient) // a caller process of BenchmarkKeyWindowsProcesses
 	redistest.Main(m)
 }
 

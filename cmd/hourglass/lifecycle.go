@@ -109,6 +109,26 @@ func (p *priorityFlag) Set(s string) error {
 	return nil
 }
 
+// endFlags are the flags of bury and release, which end a reservation and
+// may change the job's priority and last error.
+type endFlags struct {
+	pri    priorityFlag
+	reason string
+}
+
+func (f *endFlags) define(fs *flag.FlagSet) {
+	fs.Var(&f.pri, "priority", "new `priority`, 0 (most urgent) to 4294967295 (default: the job's own)")
+	fs.StringVar(&f.reason, "reason", "", "why: becomes the job's last error (`text`, at most 1024 bytes kept)")
+}
+
+// priority is --priority, nil when not given.
+func (f *endFlags) priority() *uint32 {
+	if !f.pri.set {
+		return nil
+	}
+	return &f.pri.v
+}
+
 // jobArg reads the one ID argument of a lifecycle command.
 func jobArg(cmd string, args []string) (uint64, error) {
 	if len(args) != 1 {
@@ -140,18 +160,14 @@ Examples:
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var lf leaseFlags
 		lf.define(fs, true)
-		var pri priorityFlag
-		fs.Var(&pri, "priority", "new `priority`, 0 (most urgent) to 4294967295 (default: the job's own)")
-		reason := fs.String("reason", "", "why: becomes the job's last error (`text`, at most 1024 bytes kept)")
+		var ef endFlags
+		ef.define(fs)
 		return func(ctx context.Context, c *cli, args []string) error {
 			id, err := lf.heldJob("bury", args)
 			if err != nil {
 				return err
 			}
-			req := httpapi.BuryRequest{Reason: *reason}
-			if pri.set {
-				req.Priority = &pri.v
-			}
+			req := httpapi.BuryRequest{Reason: ef.reason, Priority: ef.priority()}
 			return c.held(ctx, lf, id, "bury", req, fmt.Sprintf("buried job %d", id))
 		}
 	},
@@ -174,11 +190,10 @@ Examples:
 	flags: func(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var lf leaseFlags
 		lf.define(fs, true)
-		var pri priorityFlag
-		fs.Var(&pri, "priority", "new `priority`, 0 (most urgent) to 4294967295 (default: the job's own)")
+		var ef endFlags
+		ef.define(fs)
 		var delay durationFlag
 		fs.Var(&delay, "delay", "keep the job delayed this long (a `duration` such as 30s or 5m)")
-		reason := fs.String("reason", "", "why: becomes the job's last error (`text`, at most 1024 bytes kept)")
 		return func(ctx context.Context, c *cli, args []string) error {
 			id, err := lf.heldJob("release", args)
 			if err != nil {
@@ -187,10 +202,7 @@ Examples:
 			if delay.d < 0 {
 				return usagef("--delay %v: want 0 or more", delay.d)
 			}
-			req := httpapi.ReleaseRequest{DelayMS: delay.d.Milliseconds(), Reason: *reason}
-			if pri.set {
-				req.Priority = &pri.v
-			}
+			req := httpapi.ReleaseRequest{DelayMS: delay.d.Milliseconds(), Reason: ef.reason, Priority: ef.priority()}
 			done := fmt.Sprintf("released job %d", id)
 			if delay.d > 0 {
 				done += fmt.Sprintf(" (ready in %v)", delay.d)

@@ -32,7 +32,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	storetest.RunDebounceChild(httpPutter) // a putter process of BenchmarkDebounceProcesses
+	storetest.RunDebounceChild(httpPutter)       // a putter process of BenchmarkDebounceProcesses
+	storetest.RunWindowsChild(httpWindowsClient) // a caller process of BenchmarkKeyWindowsProcesses
 	redistest.Main(m)
 }
 
