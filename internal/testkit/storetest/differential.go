@@ -83,45 +83,27 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			do = func(s *diffSide) any { return class(s.s.Bury(ctx, owner, s.id(pick), relPri, reason)) }
 		case 10:
 			name = "Touch"
-			do = func(s *diffSide) any {
-				left, err := s.s.Touch(ctx, owner, s.id(pick))
-				return []any{left, class(err)}
-			}
+			do = func(s *diffSide) any { return outcome(s.s.Touch(ctx, owner, s.id(pick))) }
 		case 11:
 			name = "Kick"
 			n := rng.IntN(3)
-			do = func(s *diffSide) any {
-				kicked, err := s.s.Kick(ctx, tube, n+1)
-				return []any{kicked, class(err)}
-			}
+			do = func(s *diffSide) any { return outcome(s.s.Kick(ctx, tube, n+1)) }
 		case 12:
 			name = "KickJob"
 			do = func(s *diffSide) any { return class(s.s.KickJob(ctx, s.id(pick))) }
 		case 13:
 			name = "ReserveJob"
-			do = func(s *diffSide) any {
-				j, err := s.s.ReserveJob(ctx, owner, s.id(pick))
-				return []any{s.job(j, err), class(err)}
-			}
+			do = func(s *diffSide) any { return s.job(s.s.ReserveJob(ctx, owner, s.id(pick))) }
 		case 14:
 			name = "StatsJob"
-			do = func(s *diffSide) any {
-				js, err := s.s.StatsJob(ctx, s.id(pick))
-				return []any{s.stats(js, err), class(err)}
-			}
+			do = func(s *diffSide) any { return s.stats(s.s.StatsJob(ctx, s.id(pick))) }
 		case 15:
 			name = "PeekStateN"
 			st := []queue.State{queue.Ready, queue.Delayed, queue.Reserved, queue.Buried}[rng.IntN(4)]
-			do = func(s *diffSide) any {
-				js, err := s.s.PeekStateN(ctx, tube, st, 2)
-				return []any{s.jobs(js, err), class(err)}
-			}
+			do = func(s *diffSide) any { return s.jobs(s.s.PeekStateN(ctx, tube, st, 2)) }
 		case 16:
 			name = "StatsTube"
-			do = func(s *diffSide) any {
-				ts, err := s.s.StatsTube(ctx, tube)
-				return []any{ts, class(err)}
-			}
+			do = func(s *diffSide) any { return outcome(s.s.StatsTube(ctx, tube)) }
 		case 17:
 			name = "PauseTube"
 			d := []time.Duration{0, 2 * time.Second}[rng.IntN(2)]
@@ -136,10 +118,7 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			}
 		case 19:
 			name = "Unreserve"
-			do = func(s *diffSide) any {
-				n, err := s.s.Unreserve(ctx, owner, s.all())
-				return []any{n, class(err)}
-			}
+			do = func(s *diffSide) any { return outcome(s.s.Unreserve(ctx, owner, s.all())) }
 		case 20:
 			name = "Hold"
 			holder := []string{"s0/a", "s1/b", owner}[rng.IntN(3)]
@@ -160,22 +139,15 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 				if set != "ok" {
 					return set
 				}
-				kept, err := s.keep.Retention(ctx, tube)
-				return []any{set, kept, class(err)}
+				return []any{set, outcome(s.keep.Retention(ctx, tube))}
 			}
 		case 23:
 			name = "Lookup"
-			do = func(s *diffSide) any {
-				js, err := s.keep.Lookup(ctx, s.id(pick))
-				return []any{s.stats(js, err), class(err)}
-			}
+			do = func(s *diffSide) any { return s.stats(s.keep.Lookup(ctx, s.id(pick))) }
 		case 24:
 			name = "LookupKey"
 			key := fmt.Sprintf("k%d", rng.IntN(3))
-			do = func(s *diffSide) any {
-				js, err := s.keep.LookupKey(ctx, tube, key)
-				return []any{s.stats(js, err), class(err)}
-			}
+			do = func(s *diffSide) any { return s.stats(s.keep.LookupKey(ctx, tube, key)) }
 		}
 		if diff := gocmp.Diff(do(da), do(db)); diff != "" {
 			t.Fatalf("seed %d, step %d: %s (tube %s, owner %s) differs (-A +B):\n%s", seed, step, name, tube, owner, diff)
@@ -269,29 +241,37 @@ func (d *diffSide) errOf(errs []error, err error) []any {
 	return out
 }
 
+// job, jobs and stats give what a read returned as both sides compare
+// it, jobs by their position: the outcome of its error, or what it read.
 func (d *diffSide) job(j queue.Job, err error) any {
 	if err != nil {
-		return nil
+		return class(err)
 	}
 	return []any{d.n(j.ID), j.Tube, j.Priority, j.TTR, j.Reserves, string(j.Body), j.Left}
 }
 
 func (d *diffSide) jobs(js []queue.Job, err error) any {
+	if err != nil {
+		return class(err)
+	}
 	out := []any{}
 	for _, j := range js {
-		out = append(out, d.job(j, err))
+		out = append(out, d.job(j, nil))
 	}
 	return out
 }
 
 func (d *diffSide) stats(s queue.JobStats, err error) any {
 	if err != nil {
-		return nil
+		return class(err)
 	}
 	n := d.n(s.ID)
 	s.ID = 0
 	return []any{n, s}
 }
+
+// outcome is a value and the outcome of the error that came with it.
+func outcome[T any](v T, err error) []any { return []any{v, class(err)} }
 
 // class reduces an error to the outcome sentinel it carries.
 func class(err error) string {
