@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,9 +46,9 @@ func RunDebounceChild(open func() (DebouncePutter, func(), error)) {
 
 // childCaller is a burst caller that is a child process: the running
 // test binary, with env added to its environment.
-func childCaller(exe string, env []string) burstCaller {
+func childCaller(env []string) burstCaller {
 	return func(ctx context.Context, g, callers int, tube string, per int, gap time.Duration, start time.Time, maxWait time.Duration) (map[string]putRecord, error) {
-		out, err := putterPart.run(ctx, exe, env, g, callers, tube, per, gap.Nanoseconds(), start.UnixNano(), maxWait.Nanoseconds())
+		out, err := putterPart.run(ctx, env, g, callers, tube, per, gap.Nanoseconds(), start.UnixNano(), maxWait.Nanoseconds())
 		if err != nil {
 			return nil, fmt.Errorf("putter process %d: %w", g, err)
 		}
@@ -88,13 +87,9 @@ func BenchDebounceProcs(b *testing.B, rs queue.Store, procs int, env []string, b
 		b.Fatal(err)
 	}
 	defer q.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
 	callers := make([]burstCaller, procs)
 	for i := range callers {
-		callers[i] = childCaller(exe, env)
+		callers[i] = childCaller(env)
 	}
 	benchDebounce(b, q, callers, time.Second, "processes", bursts)
 }

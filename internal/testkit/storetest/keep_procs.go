@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,10 +140,6 @@ func BenchKeyWindowsProcs(b *testing.B, rs queue.Store, procs int, env []string,
 		b.Fatal(err)
 	}
 	defer q.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
 	tube := fmt.Sprintf("windows-%d", time.Now().UnixNano())
 	start := time.Now().Add(time.Second) // the processes start first
 	steps := make([]map[byte]windowsStep, keys)
@@ -156,7 +151,7 @@ func BenchKeyWindowsProcs(b *testing.B, rs queue.Store, procs int, env []string,
 	var mu sync.Mutex
 	for g := range procs {
 		wg.Go(func() {
-			out, err := windowsPart.run(ctx, exe, env, g, procs, tube, keys, span.Nanoseconds(), start.UnixNano(), window.Nanoseconds())
+			out, err := windowsPart.run(ctx, env, g, procs, tube, keys, span.Nanoseconds(), start.UnixNano(), window.Nanoseconds())
 			if err != nil {
 				b.Errorf("caller process %d: %v", g, err)
 				return

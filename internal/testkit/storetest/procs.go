@@ -24,10 +24,14 @@ type childPart struct {
 	name string
 }
 
-// run starts the test binary exe again to play p with fields, env added
-// to its environment, and returns what it wrote to standard output; a
-// failure carries what it wrote to standard error.
-func (p childPart) run(ctx context.Context, exe string, env []string, fields ...any) (string, error) {
+// run starts the running test binary again to play p with fields, env
+// added to its environment, and returns what it wrote to standard output;
+// a failure carries what it wrote to standard error.
+func (p childPart) run(ctx context.Context, env []string, fields ...any) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
 	spec := make([]string, len(fields))
 	for i, f := range fields {
 		spec[i] = fmt.Sprint(f)
