@@ -124,23 +124,31 @@ func (c *conn) cmdPut(rest string) error {
 	if err != nil {
 		return err
 	}
-	c.replyID("INSERTED", id)
+	c.replyNum("INSERTED", uint64(id))
 	return nil
 }
 
-func (c *conn) cmdPeek(rest string) error {
+// jobCommand runs a command whose one argument is a job's id: once the
+// line parses, it counts o and runs run with the id.
+func (c *conn) jobCommand(rest string, o op, run func(id queue.ID) error) error {
 	a := args{s: rest, ok: true}
 	id := a.u64()
 	if !a.end() {
 		return errBadFormat
 	}
-	c.count(opPeek)
-	j, err := c.q.Peek(c.ctx, queue.ID(id))
-	if err != nil {
-		return err
-	}
-	c.replyJob("FOUND", j)
-	return nil
+	c.count(o)
+	return run(queue.ID(id))
+}
+
+func (c *conn) cmdPeek(rest string) error {
+	return c.jobCommand(rest, opPeek, func(id queue.ID) error {
+		j, err := c.q.Peek(c.ctx, id)
+		if err != nil {
+			return err
+		}
+		c.replyJob("FOUND", j)
+		return nil
+	})
 }
 
 func (c *conn) cmdPeekReady(rest string) error {
@@ -192,36 +200,33 @@ func (c *conn) cmdReserve(rest string) error {
 }
 
 func (c *conn) cmdReserveJob(rest string) error {
-	a := args{s: rest, ok: true}
-	id := a.u64()
-	if !a.end() {
-		return errBadFormat
-	}
-	c.count(opReserveJob)
-	if !c.srv.sessionSure() {
-		return errSessionUnsure
-	}
-	j, err := c.q.ReserveJob(c.ctx, queue.ID(id))
-	if err != nil {
-		return err
-	}
-	c.setWorker()
-	return c.reserved(j)
+	return c.jobCommand(rest, opReserveJob, func(id queue.ID) error {
+		if !c.srv.sessionSure() {
+			return errSessionUnsure
+		}
+		j, err := c.q.ReserveJob(c.ctx, id)
+		if err != nil {
+			return err
+		}
+		c.setWorker()
+		return c.reserved(j)
+	})
 }
 
 func (c *conn) cmdDelete(rest string) error {
-	a := args{s: rest, ok: true}
-	id := a.u64()
-	if !a.end() {
-		return errBadFormat
-	}
-	c.count(opDelete)
-	err := c.q.Delete(c.ctx, queue.ID(id))
-	c.settle(queue.ID(id), err)
+	return c.jobCommand(rest, opDelete, func(id queue.ID) error {
+		return c.settled(id, c.q.Delete(c.ctx, id), "DELETED\r\n")
+	})
+}
+
+// settled answers a command that ends the connection's reservation of job
+// id (delete, release, bury) and returned err: reply when it is nil.
+func (c *conn) settled(id queue.ID, err error, reply string) error {
+	c.settle(id, err)
 	if err != nil {
 		return err
 	}
-	c.reply("DELETED\r\n")
+	c.reply(reply)
 	return nil
 }
 
@@ -243,13 +248,7 @@ func (c *conn) cmdRelease(rest string) error {
 		return errBadFormat
 	}
 	c.count(opRelease)
-	err := c.q.Release(c.ctx, queue.ID(id), pri, secs(delay))
-	c.settle(queue.ID(id), err)
-	if err != nil {
-		return err
-	}
-	c.reply("RELEASED\r\n")
-	return nil
+	return c.settled(queue.ID(id), c.q.Release(c.ctx, queue.ID(id), pri, secs(delay)), "RELEASED\r\n")
 }
 
 func (c *conn) cmdBury(rest string) error {
@@ -259,13 +258,7 @@ func (c *conn) cmdBury(rest string) error {
 		return errBadFormat
 	}
 	c.count(opBury)
-	err := c.q.Bury(c.ctx, queue.ID(id), pri)
-	c.settle(queue.ID(id), err)
-	if err != nil {
-		return err
-	}
-	c.reply("BURIED\r\n")
-	return nil
+	return c.settled(queue.ID(id), c.q.Bury(c.ctx, queue.ID(id), pri), "BURIED\r\n")
 }
 
 func (c *conn) cmdKick(rest string) error {
@@ -279,54 +272,42 @@ func (c *conn) cmdKick(rest string) error {
 	if err != nil {
 		return err
 	}
-	c.replyCount("KICKED", kicked)
+	c.replyNum("KICKED", uint64(kicked))
 	return nil
 }
 
 func (c *conn) cmdKickJob(rest string) error {
-	a := args{s: rest, ok: true}
-	id := a.u64()
-	if !a.end() {
-		return errBadFormat
-	}
-	c.count(opKickJob)
-	if err := c.q.KickJob(c.ctx, queue.ID(id)); err != nil {
-		return err
-	}
-	c.reply("KICKED\r\n")
-	return nil
+	return c.jobCommand(rest, opKickJob, func(id queue.ID) error {
+		if err := c.q.KickJob(c.ctx, id); err != nil {
+			return err
+		}
+		c.reply("KICKED\r\n")
+		return nil
+	})
 }
 
 func (c *conn) cmdTouch(rest string) error {
-	a := args{s: rest, ok: true}
-	id := a.u64()
-	if !a.end() {
-		return errBadFormat
-	}
-	c.count(opTouch)
-	left, err := c.q.Touch(c.ctx, queue.ID(id))
-	if err != nil {
-		c.settle(queue.ID(id), err)
-		return err
-	}
-	c.held[queue.ID(id)] = c.now.Add(left)
-	c.reply("TOUCHED\r\n")
-	return nil
+	return c.jobCommand(rest, opTouch, func(id queue.ID) error {
+		left, err := c.q.Touch(c.ctx, id)
+		if err != nil {
+			c.settle(id, err)
+			return err
+		}
+		c.held[id] = c.now.Add(left)
+		c.reply("TOUCHED\r\n")
+		return nil
+	})
 }
 
 func (c *conn) cmdStatsJob(rest string) error {
-	a := args{s: rest, ok: true}
-	id := a.u64()
-	if !a.end() {
-		return errBadFormat
-	}
-	c.count(opStatsJob)
-	st, err := c.q.StatsJob(c.ctx, queue.ID(id))
-	if err != nil {
-		return err
-	}
-	c.replyOK(jobYAML(st))
-	return nil
+	return c.jobCommand(rest, opStatsJob, func(id queue.ID) error {
+		st, err := c.q.StatsJob(c.ctx, id)
+		if err != nil {
+			return err
+		}
+		c.replyOK(jobYAML(st))
+		return nil
+	})
 }
 
 func (c *conn) cmdStatsTube(rest string) error {
@@ -391,7 +372,7 @@ func (c *conn) cmdWatch(rest string) error {
 		c.watched = append(c.watched, rest)
 		c.srv.tubes.watch(rest, 1)
 	}
-	c.replyCount("WATCHING", len(c.watched))
+	c.replyNum("WATCHING", uint64(len(c.watched)))
 	return nil
 }
 
@@ -411,7 +392,7 @@ func (c *conn) cmdIgnore(rest string) error {
 		c.unhold(c.ctx, rest, 1)
 		c.srv.tubes.watch(rest, -1)
 	}
-	c.replyCount("WATCHING", len(c.watched))
+	c.replyNum("WATCHING", uint64(len(c.watched)))
 	return nil
 }
 

@@ -115,6 +115,16 @@ func (ls *lockServer) forget(token string) {
 	ls.recent = slices.DeleteFunc(ls.recent, func(h heldLock) bool { return h.token == token })
 }
 
+// held returns err, the outcome of a call on token's grant, having
+// forgotten the grant when err says it is not held (released elsewhere,
+// or its lease ran out).
+func (ls *lockServer) held(token string, err error) error {
+	if errors.Is(err, lock.ErrNotHeld) {
+		ls.forget(token)
+	}
+	return err
+}
+
 // LockObtainRequest is the JSON body of an obtain (optional: the defaults
 // are a lock, a lease of 15 s, no wait).
 type LockObtainRequest struct {
@@ -306,10 +316,7 @@ func (s *Server) lockRefresh(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Locks.Refresh(r.Context(), name, token, ttl); err != nil {
-		if errors.Is(err, lock.ErrNotHeld) {
-			s.locks.forget(token)
-		}
+	if err := s.locks.held(token, s.Locks.Refresh(r.Context(), name, token, ttl)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -322,10 +329,7 @@ func (s *Server) lockTTL(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d, err := s.Locks.TTL(r.Context(), name, token)
-	if err != nil {
-		if errors.Is(err, lock.ErrNotHeld) {
-			s.locks.forget(token)
-		}
+	if err := s.locks.held(token, err); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, LockTTL{TTLMS: d.Milliseconds()})
