@@ -15,9 +15,11 @@ import (
 	"github.com/hourglass-io/hourglass/schedule"
 )
 
+var scheduleForms = []string{"set NAME", "get NAME", "list", "delete NAME", "pause NAME", "resume NAME", "trigger NAME", "next NAME"}
+
 var scheduleCommand = &command{
 	name:    "schedule",
-	forms:   []string{"set NAME", "get NAME", "list", "delete NAME", "pause NAME", "resume NAME", "trigger NAME", "next NAME"},
+	forms:   scheduleForms,
 	args:    "[flags] set|get|list|delete|pause|resume|trigger|next [NAME]",
 	summary: "set, list, pause, trigger schedules over the HTTP API",
 	help: `Manages the schedules of the server's store through its HTTP API (--http,
@@ -125,23 +127,9 @@ func parseMisfire(s string) (map[string]any, error) {
 }
 
 func (c *cli) schedule(ctx context.Context, f *scheduleFlags, args []string) error {
-	if len(args) == 0 {
-		return usagef("schedule takes set, get, list, delete, pause, resume, trigger or next")
-	}
-	sub, args := args[0], args[1:]
-	want := 1
-	switch sub {
-	case "list":
-		want = 0
-	case "set", "get", "delete", "pause", "resume", "trigger", "next":
-	default:
-		return usagef("schedule: unknown subcommand %q: want set, get, list, delete, pause, resume, trigger or next", sub)
-	}
-	if len(args) != want {
-		if want == 0 {
-			return usagef("schedule list takes no arguments, got %q", args)
-		}
-		return usagef("schedule %s takes NAME, got %q", sub, args)
+	sub, args, err := subcommand("schedule", scheduleForms, args)
+	if err != nil {
+		return err
 	}
 	for _, fl := range f.set {
 		if !scheduleFlagFor(fl, sub) {
@@ -159,10 +147,7 @@ func (c *cli) schedule(ctx context.Context, f *scheduleFlags, args []string) err
 		return usagef("schedule %s: NAME is empty", sub)
 	}
 	path := "/v1/schedules/" + url.PathEscape(name)
-	var (
-		body []byte
-		err  error
-	)
+	var body []byte
 	switch sub {
 	case "set":
 		in, err := c.scheduleBody(f)

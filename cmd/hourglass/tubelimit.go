@@ -14,9 +14,11 @@ import (
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
+var tubeLimitForms = []string{"set TUBE", "get TUBE", "clear TUBE", "list"}
+
 var tubeLimitCommand = &command{
 	name:    "tube-limit",
-	forms:   []string{"set TUBE", "get TUBE", "clear TUBE", "list"},
+	forms:   tubeLimitForms,
 	args:    "[flags] set|get|clear|list [TUBE]",
 	summary: "set, get, list and clear a tube's rate and cap over the HTTP API",
 	help: `Manages the limits of tubes through the server's HTTP API (--http, or
@@ -64,23 +66,9 @@ type tubeLimitFlags struct {
 func (f *tubeLimitFlags) given(name string) bool { return slices.Contains(f.set, name) }
 
 func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) error {
-	if len(args) == 0 {
-		return usagef("tube-limit takes set, get, clear or list")
-	}
-	sub, args := args[0], args[1:]
-	want := 1
-	switch sub {
-	case "list":
-		want = 0
-	case "set", "get", "clear":
-	default:
-		return usagef("tube-limit: unknown subcommand %q: want set, get, clear or list", sub)
-	}
-	if len(args) != want {
-		if want == 0 {
-			return usagef("tube-limit list takes no arguments, got %q", args)
-		}
-		return usagef("tube-limit %s takes TUBE, got %q", sub, args)
+	sub, args, err := subcommand("tube-limit", tubeLimitForms, args)
+	if err != nil {
+		return err
 	}
 	for _, fl := range f.set {
 		if (fl == "rate" || fl == "cap" || fl == "group-rate" || fl == "group-cap") && sub != "set" {
@@ -115,7 +103,6 @@ func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) e
 	}
 	path := "/v1/tubes/" + url.PathEscape(tube) + "/limits"
 	var body []byte
-	var err error
 	switch sub {
 	case "set":
 		in := httpapi.TubeLimits{Cap: f.cap}
