@@ -79,7 +79,7 @@ Examples:
 		fs.StringVar(&f.after, "after", "", "list: start after this schedule `name`")
 		fs.IntVar(&f.n, "n", 10, "next: how many fire `times` (1 to 1000)")
 		return func(ctx context.Context, c *cli, args []string) error {
-			fs.Visit(func(fl *flag.Flag) { f.set = append(f.set, fl.Name) })
+			f.set = givenOf(fs)
 			return c.schedule(ctx, &f, args)
 		}
 	},
@@ -97,16 +97,7 @@ type scheduleFlags struct {
 	start, end       string
 	after            string
 	n                int
-	set              []string // the flags given
-}
-
-func (f *scheduleFlags) given(name string) bool {
-	for _, n := range f.set {
-		if n == name {
-			return true
-		}
-	}
-	return false
+	set              givenFlags
 }
 
 // parseMisfire reads --misfire as the API's misfire object.
@@ -234,7 +225,7 @@ func (c *cli) scheduleBody(f *scheduleFlags) (map[string]any, error) {
 		body = string(b)
 	}
 	job := map[string]any{"tube": f.tube, "body": body, "ttr_ms": f.ttr.Milliseconds()}
-	if f.given("priority") {
+	if f.set.has("priority") {
 		job["priority"] = f.priority
 	}
 	if _, err := schedule.ParseOverlap(f.overlap); err != nil {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"slices"
 	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
@@ -50,7 +49,7 @@ Examples:
 		fs.StringVar(&f.groupRate, "group-rate", "", "set: the `rate` of each group of the tube, EVENTS/PER[,burst=N]")
 		fs.IntVar(&f.groupCap, "group-cap", 0, "set: the most jobs of each group of the tube reserved at once (a `count`)")
 		return func(ctx context.Context, c *cli, args []string) error {
-			fs.Visit(func(fl *flag.Flag) { f.set = append(f.set, fl.Name) })
+			f.set = givenOf(fs)
 			return c.tubeLimit(ctx, &f, args)
 		}
 	},
@@ -60,10 +59,8 @@ type tubeLimitFlags struct {
 	http            httpFlags
 	rate, groupRate string
 	cap, groupCap   int
-	set             []string
+	set             givenFlags
 }
-
-func (f *tubeLimitFlags) given(name string) bool { return slices.Contains(f.set, name) }
 
 func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) error {
 	sub, args, err := subcommand("tube-limit", tubeLimitForms, args)
@@ -109,16 +106,16 @@ func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) e
 		if in.Rate, err = cliRate("--rate", f.rate); err != nil {
 			return err
 		}
-		if f.groupRate != "" || f.given("group-cap") {
+		if f.groupRate != "" || f.set.has("group-cap") {
 			in.Group = &httpapi.GroupLimits{Cap: f.groupCap}
 			if in.Group.Rate, err = cliRate("--group-rate", f.groupRate); err != nil {
 				return err
 			}
 		}
-		if in.Rate == nil && in.Cap == 0 && in.Group == nil && f.given("cap") {
+		if in.Rate == nil && in.Cap == 0 && in.Group == nil && f.set.has("cap") {
 			return usagef("tube-limit set %s --cap 0: 0 is no cap, and no other limit is given; to remove the tube's limits, run tube-limit clear %s", tube, tube)
 		}
-		if !f.given("rate") && !f.given("cap") && in.Group == nil {
+		if !f.set.has("rate") && !f.set.has("cap") && in.Group == nil {
 			return usagef("tube-limit set needs --rate, --cap, --group-rate or --group-cap (clear removes the limits)")
 		}
 		_, body, err = hc.call(ctx, "PUT", path, in)
