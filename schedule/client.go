@@ -122,13 +122,28 @@ func (c *Client) Set(ctx context.Context, s Schedule) (State, error) {
 	if s.Job.Body == nil {
 		s.Job.Body = []byte{}
 	}
-	now, err := c.store.Now(ctx)
+	next, err := c.firstTick(ctx, &s, spec)
 	if err != nil {
 		return State{}, err
 	}
-	st, err := c.store.Set(ctx, State{Schedule: s, Next: s.FirstTick(spec, now.Add(time.Nanosecond))})
+	return c.changed(c.store.Set(ctx, State{Schedule: s, Next: next}))
+}
+
+// firstTick returns the first tick of s after now on the store's clock
+// (Store.Now): where a schedule set or resumed starts.
+func (c *Client) firstTick(ctx context.Context, s *Schedule, spec *Spec) (time.Time, error) {
+	now, err := c.store.Now(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return s.FirstTick(spec, now.Add(time.Nanosecond)), nil
+}
+
+// changed passes on the result of a change to a schedule, waking this
+// Client's Run when the change was made: its next tick may be sooner.
+func (c *Client) changed(st State, err error) (State, error) {
 	if err == nil {
-		c.poke()
+		c.waiter.Wake()
 	}
 	return st, err
 }
@@ -177,15 +192,11 @@ func (c *Client) Resume(ctx context.Context, name string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	now, err := c.store.Now(ctx)
+	next, err := c.firstTick(ctx, &st.Schedule, spec)
 	if err != nil {
 		return State{}, err
 	}
-	st, err = c.store.SetPaused(ctx, name, false, st.FirstTick(spec, now.Add(time.Nanosecond)))
-	if err == nil {
-		c.poke()
-	}
-	return st, err
+	return c.changed(c.store.SetPaused(ctx, name, false, next))
 }
 
 // Trigger puts the schedule's job now, outside its spec, and returns the
@@ -223,8 +234,6 @@ func (c *Client) NextTimes(ctx context.Context, name string, n int) ([]time.Time
 	}
 	return append([]time.Time{st.Next}, st.NextTicks(spec, st.Next, n-1)...), nil
 }
-
-func (c *Client) poke() { c.waiter.Wake() }
 
 // recheck is how long a Run whose store is a Notifier waits at most when
 // no schedule has a next tick: a safety net against an announcement lost
