@@ -80,10 +80,16 @@ func (r recorder) SlidingLog(ctx context.Context, key string, n int, limits []ra
 }
 
 // sharedLimiters returns k Limiters, each on its own client and Store,
-// sharing one prefix (so one limit), whose admissions go to log.
-func sharedLimiters(t *testing.T, client func(testing.TB) redis.UniversalClient, k int, log *admissions) []*ratelimit.Limiter {
+// sharing one prefix (so one limit), whose admissions go to log. With clk,
+// the Stores and the Limiters are on clk; without, on Redis's and the
+// machine's.
+func sharedLimiters(t *testing.T, client func(testing.TB) redis.UniversalClient, k int, log *admissions, clk *storetest.Clock) []*ratelimit.Limiter {
 	t.Helper()
 	opts := redisstore.Options{Prefix: redistest.Prefix(t)}
+	var lopts ratelimit.Options
+	if clk != nil {
+		opts.Clock, lopts.Clock = clk.Now, clk
+	}
 	var ls []*ratelimit.Limiter
 	for range k {
 		s, err := redisstore.New(context.Background(), client(t), &opts)
@@ -91,7 +97,7 @@ func sharedLimiters(t *testing.T, client func(testing.TB) redis.UniversalClient,
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		l, err := ratelimit.New(recorder{Store: s.RateLimits(), log: log}, nil)
+		l, err := ratelimit.New(recorder{Store: s.RateLimits(), log: log}, &lopts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +131,7 @@ func TestRateLimitNeverOverAdmits(t *testing.T) {
 			} {
 				t.Run(c.name, func(t *testing.T) {
 					log := &admissions{}
-					limiters := sharedLimiters(t, topo.client, 4, log)
+					limiters := sharedLimiters(t, topo.client, 4, log, nil)
 					ctx := context.Background()
 					var wg sync.WaitGroup
 					var calls atomic.Int64
@@ -162,44 +168,57 @@ func TestRateLimitNeverOverAdmits(t *testing.T) {
 }
 
 // TestRateLimitFairWait: 8 contenders, each on its own client, call Wait
-// in a loop for 10 s on one key limited to 100 per second. Each gets its
+// in a loop on one key limited to 100 per second, for 10 s of a manual
+// clock that the Stores and the Limiters share and the test moves on, one
+// slot (10 ms) at a time, once every contender sleeps on it. Each gets its
 // share (Jain's fairness index at least 0.99), every slot is one interval
 // after the one before (reservations are served in the order they reached
-// Redis), and no Wait returns before its slot.
+// Redis), and no Wait returns before its slot or after the next one came.
 func TestRateLimitFairWait(t *testing.T) {
 	log := &admissions{}
-	const contenders = 8
-	limiters := sharedLimiters(t, standaloneClient, contenders, log)
+	const (
+		contenders = 8
+		every      = 10 * time.Millisecond
+		slots      = 1000 // 10 s
+	)
+	clk := storetest.NewClock(time.Now().Truncate(time.Second))
+	limiters := sharedLimiters(t, standaloneClient, contenders, log, clk)
 	lim := ratelimit.Limit{Events: 100, Per: time.Second, Burst: 1}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
 	var counts [contenders]int
-	var early atomic.Int64
-	type served struct{ slot, back time.Time }
-	var mu sync.Mutex
-	var order []served
+	var early, late atomic.Int64
 	for i, l := range limiters {
 		wg.Go(func() {
 			for {
 				s := &slot{}
 				err := l.Wait(context.WithValue(ctx, slotKey{}, s), "downstream", lim)
 				if err != nil {
-					return // the 10 s are over: ErrWaitTooLong or the deadline
+					return // the 10 s are over: ctx ended
 				}
-				// Redis's clock and ours are the same machine's clock;
-				// Redis rounds to the µs.
-				back := time.Now()
-				if back.Before(s.at.Add(-time.Millisecond)) {
+				switch back := clk.Now(); {
+				case back.Before(s.at):
 					early.Add(1)
+				case !back.Before(s.at.Add(every)):
+					late.Add(1)
 				}
-				mu.Lock()
-				order = append(order, served{s.at, back})
-				mu.Unlock()
 				counts[i]++
 			}
 		})
 	}
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	for n := range slots {
+		if err := clk.WaitArmed(wctx, contenders); err != nil {
+			t.Fatalf("slot %d: the contenders do not all wait on the clock: %v", n, err)
+		}
+		clk.Advance(every)
+	}
+	if err := clk.WaitArmed(wctx, contenders); err != nil {
+		t.Fatalf("after the last slot: %v", err)
+	}
+	cancel()
 	wg.Wait()
 	sum, sq := 0.0, 0.0
 	for _, c := range counts {
@@ -214,26 +233,19 @@ func TestRateLimitFairWait(t *testing.T) {
 	if n := early.Load(); n > 0 {
 		t.Errorf("%d waits returned before their slot", n)
 	}
-	// How often a waiter came back after the waiter of the next slot: a
-	// matter of the machine's scheduling, reported, not asserted.
-	slices.SortFunc(order, func(x, y served) int { return x.slot.Compare(y.slot) })
-	inversions := 0
-	for i := 1; i < len(order); i++ {
-		if order[i].back.Before(order[i-1].back) {
-			inversions++
-		}
+	if n := late.Load(); n > 0 {
+		t.Errorf("%d waits returned after the next slot came", n)
 	}
-	t.Logf("%d of %d waiters came back before the waiter of the slot before theirs", inversions, len(order))
 	a := log.sorted()
 	for i := 1; i < len(a); i++ {
-		if d := a[i].Sub(a[i-1]); d < 10*time.Millisecond {
-			t.Fatalf("slots %d and %d only %v apart, want at least 10ms", i-1, i, d)
+		if d := a[i].Sub(a[i-1]); d != every {
+			t.Fatalf("slots %d and %d %v apart, want %v", i-1, i, d, every)
 		}
 	}
-	// At most 100 per second for 10 s, and the first slot at once. (How
-	// many the contenders managed to use depends on the machine's load.)
-	if len(a) > 1001 {
-		t.Errorf("%d slots in 10 s at 100 per second", len(a))
+	// The first slot at once, one a step after, and one reserved ahead by
+	// each contender.
+	if want := 1 + slots + contenders; len(a) != want {
+		t.Errorf("%d slots reserved in %d steps of %v by %d contenders, want %d", len(a), slots, every, contenders, want)
 	}
 }
 
