@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"context"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,6 +63,51 @@ func TestNoWaiterNoHubLock(t *testing.T) {
 	for range 3 {
 		if err := cycle(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// PutMany never writes the caller's jobs: a job that needs a change (a
+// default TTR, whole milliseconds, an empty body for none) is changed in
+// a copy, and the store gets what it would have got before.
+func TestPutManyLeavesJobsAlone(t *testing.T) {
+	s, err := memstore.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	q, err := queue.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ctx := context.Background()
+	jobs := []queue.NewJob{
+		{Body: []byte("a"), TTR: 5 * time.Second},                             // as the store takes it
+		{Body: nil, TTR: 0, Delay: 1500*time.Microsecond + time.Hour},         // three changes
+		{Body: []byte("c"), TTR: time.Second + time.Microsecond, Priority: 7}, // whole milliseconds
+	}
+	before := slices.Clone(jobs)
+	res, err := q.PutMany(ctx, "t", jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range jobs {
+		if !reflect.DeepEqual(jobs[i], before[i]) {
+			t.Errorf("job %d written: %+v, was %+v", i, jobs[i], before[i])
+		}
+	}
+	want := []struct {
+		ttr   time.Duration
+		state queue.State
+	}{{5 * time.Second, queue.Ready}, {queue.DefaultTTR, queue.Delayed}, {time.Second, queue.Ready}}
+	for i, r := range res {
+		st, err := q.StatsJob(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.TTR != want[i].ttr || st.State != want[i].state {
+			t.Errorf("job %d: TTR %v, state %v; want %v, %v", i, st.TTR, st.State, want[i].ttr, want[i].state)
 		}
 	}
 }
