@@ -20,8 +20,6 @@ const (
 	kindCancelKept = 19
 )
 
-var _ queue.CancelStore = (*Store)(nil)
-
 // Cancel implements queue.CancelStore: the job is removed whatever its
 // state and a cancel counted in its tube (as its reserves are: since the
 // Store was opened); the listeners of a reserved job's tube

@@ -119,11 +119,6 @@ func (h *Hashes) init(e *engine, fields *hashFields, events *hashEvents) {
 	h.e, h.fields, h.events = e, fields, events
 }
 
-var (
-	_ ttlhash.Store    = (*Hashes)(nil)
-	_ ttlhash.Notifier = (*Hashes)(nil)
-)
-
 // Hashes returns the Store's ttlhash.Store (the same one on every call).
 func (s *Store) Hashes() *Hashes { return &s.hashes }
 

@@ -10,11 +10,6 @@ import (
 	"github.com/hourglass-io/hourglass/lock"
 )
 
-var (
-	_ lock.Store    = (*Locks)(nil)
-	_ lock.Notifier = (*Locks)(nil)
-)
-
 // Locks is the embedded engine's lock.Store and lock.Notifier: the holders
 // and fair queues of locks and semaphores, in memory, a part of the Store
 // (see part.go) under its mutex, on its clock. Locks are not written to

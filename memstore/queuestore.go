@@ -14,15 +14,6 @@ import (
 // (queuestate.go), which the engine knows only as a part; none does
 // anything else.
 
-var (
-	_ queue.Store      = (*Store)(nil)
-	_ queue.Notifier   = (*Store)(nil)
-	_ queue.LimitStore = (*Store)(nil)
-	_ queue.CounterLog = (*Store)(nil)
-	_ queue.KeepStore  = (*Store)(nil)
-	_ queue.KeptLister = (*Store)(nil)
-)
-
 // Put implements queue.Store.
 func (s *Store) Put(ctx context.Context, tube string, jobs []queue.NewJob) ([]queue.PutResult, error) {
 	return s.queue.Put(ctx, tube, jobs)

@@ -11,8 +11,6 @@ import (
 	"github.com/hourglass-io/hourglass/ratelimit"
 )
 
-var _ ratelimit.Store = (*RateLimits)(nil)
-
 // sweepPerCall is how many entries each decision examines for expiry, so
 // that idle keys are dropped incrementally without a timer.
 const sweepPerCall = 8

@@ -16,11 +16,6 @@ import (
 	"github.com/hourglass-io/hourglass/schedule"
 )
 
-var (
-	_ schedule.Store    = (*Schedules)(nil)
-	_ schedule.Notifier = (*Schedules)(nil)
-)
-
 // Record kinds of schedules: the range 128–159.
 const (
 	kindSchedState  = 128 // a schedule's whole state, as written before 130 (read at replay only)

@@ -8,8 +8,6 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-var _ queue.CancelStore = (*Store)(nil)
-
 // Cancel implements queue.CancelStore: one call of cancel.lua on the job's
 // tube, which removes the job, counts the cancel in the tube's cn and, for
 // a reserved job, publishes "<id> <reason>" on the tag's cancel channel.

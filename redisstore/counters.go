@@ -11,8 +11,6 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-var _ queue.CounterLog = (*Store)(nil)
-
 // The counter log (queue.CounterLog): a hash per minute,
 // "<prefix>cn:{cn}:<minute>", of tube -> "puts reserves deletes buries
 // timeouts" and "*end" (the end of its keep, ms on the store's clock),

@@ -31,8 +31,6 @@ func init() {
 	keepScripts.dropKept.waits = true
 }
 
-var _ queue.KeepStore = (*Store)(nil)
-
 // keepTags is the set of the tags whose tubes keep jobs, or did: every
 // process's keeper reads it, so that a process drops what another one
 // kept.

@@ -11,8 +11,6 @@ import (
 
 var listKeptScript = operation("listkept")
 
-var _ queue.KeptLister = (*Store)(nil)
-
 // ListKept implements queue.KeptLister: listkept.lua on each partition of
 // tube (a page of up to limit jobs from each), merged in the list's
 // order. The partitions are read one after another, so a tube of several

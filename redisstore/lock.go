@@ -13,11 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-var (
-	_ lock.Store    = (*Locks)(nil)
-	_ lock.Notifier = (*Locks)(nil)
-)
-
 var lockScripts = struct {
 	lock, acquire, release, refresh, ttl, leave *op
 }{

@@ -16,11 +16,6 @@ var rlScripts = struct{ gcra, log, window *op }{
 	window: operation("rl_window"),
 }
 
-var (
-	_ ratelimit.Store   = (*RateLimits)(nil)
-	_ ratelimit.Batcher = (*RateLimits)(nil)
-)
-
 // RateLimits is the ratelimit.Store on Redis. Each decision is one script on
 // the slot of its key, from Redis's clock (TIME, in µs). A key's state for
 // a GCRA limit is one string (its theoretical arrival time), for a sliding

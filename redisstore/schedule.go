@@ -17,11 +17,6 @@ import (
 	"github.com/hourglass-io/hourglass/schedule"
 )
 
-var (
-	_ schedule.Store    = (*Schedules)(nil)
-	_ schedule.Notifier = (*Schedules)(nil)
-)
-
 // Schedules is the schedule.Store on Redis. A schedule lives on the hash
 // tag of partition 0 of its job's tube, beside the tube's keys, so firing a
 // tick (putting the job and advancing the schedule) is one script on one

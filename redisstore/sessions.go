@@ -11,8 +11,6 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-var _ queue.Sessions = (*Store)(nil)
-
 // KeepAlive implements queue.Sessions: the session's lease ends lease from
 // now on Redis's clock.
 func (s *Store) KeepAlive(ctx context.Context, session string, lease time.Duration) error {

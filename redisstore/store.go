@@ -69,11 +69,6 @@ type Store struct {
 	cluster bool
 }
 
-var (
-	_ queue.Store    = (*Store)(nil)
-	_ queue.Notifier = (*Store)(nil)
-)
-
 // New returns a Store on c. It checks the layout version (writing it on a
 // new Redis), loads the scripts, and warns when Redis may evict keys.
 //

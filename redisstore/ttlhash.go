@@ -111,14 +111,6 @@ type Hashes struct {
 	rr     uint32
 }
 
-var (
-	_ ttlhash.Store        = (*Hashes)(nil)
-	_ ttlhash.Notifier     = (*Hashes)(nil)
-	_ ttlhash.ShardSweeper = (*Hashes)(nil)
-	_ ttlhash.ShardReader  = (*Hashes)(nil)
-	_ ttlhash.AckReader    = (*Hashes)(nil)
-)
-
 // Hashes returns the Store's ttlhash.Store with the default options.
 // HashesWith refuses only options out of range, which the defaults never
 // are: an error here is a defect of the defaults, and panics.

@@ -11,8 +11,6 @@ import (
 	"github.com/hourglass-io/hourglass/ratelimit"
 )
 
-var _ queue.LimitStore = (*Store)(nil)
-
 // limitOp is scripts/tubelimit.lua.
 var limitOp = operation("tubelimit")
 
