@@ -17,6 +17,7 @@ import (
 type hub struct {
 	notifier Notifier // nil: rely on polling
 	poll     time.Duration
+	clock    wait.Clock // the Queue's: the due times, the polls and the waiters' deadlines are on it
 	done     chan struct{}
 	// line holds the waiters and the store subscription of every tube a
 	// reserve waits on now, and of the tubes waited on lately: an idle
@@ -26,7 +27,7 @@ type hub struct {
 
 	mu     sync.Mutex
 	due    map[string]time.Time // per tube: when the store said something may become ready
-	timer  *time.Timer          // fires at the earliest of due and the next poll
+	timer  wait.Timer           // fires at the earliest of due and the next poll
 	closed bool
 
 	// What this process knows of each tube it holds a subscription to,
@@ -52,14 +53,14 @@ const (
 	maxIdle    = 256
 )
 
-func newHub(n Notifier, poll time.Duration) *hub {
-	h := &hub{notifier: n, poll: poll, done: make(chan struct{}), due: map[string]time.Time{}, seen: map[string]*tubeSeen{}}
+func newHub(n Notifier, poll time.Duration, clock wait.Clock) *hub {
+	h := &hub{notifier: n, poll: poll, clock: clock, done: make(chan struct{}), due: map[string]time.Time{}, seen: map[string]*tubeSeen{}}
 	var listen wait.ListenFunc
 	if n != nil {
 		listen = h.listen
 	}
-	h.line = wait.NewLine(listen, &wait.LineOptions{Closed: ErrClosed, Linger: idleLinger, MaxIdle: maxIdle})
-	h.timer = time.AfterFunc(time.Hour, h.fire)
+	h.line = wait.NewLine(listen, &wait.LineOptions{Closed: ErrClosed, Linger: idleLinger, MaxIdle: maxIdle, Clock: clock})
+	h.timer = clock.AfterFunc(time.Hour, h.fire)
 	h.timer.Stop()
 	return h
 }
@@ -171,7 +172,7 @@ func (h *hub) found(tubes []string, e uint64, asked time.Time, next time.Duratio
 func (h *hub) empty(tubes []string) bool {
 	h.smu.Lock()
 	defer h.smu.Unlock()
-	now := time.Now()
+	now := h.clock.Now()
 	for _, t := range tubes {
 		s := h.seen[t]
 		if s == nil || !s.empty || (!s.until.IsZero() && !now.Before(s.until)) {
@@ -207,7 +208,7 @@ var pollKey = "\x00poll" // not a valid tube name
 
 func (h *hub) armPollLocked() {
 	if _, ok := h.due[pollKey]; !ok {
-		h.due[pollKey] = time.Now().Add(h.poll)
+		h.due[pollKey] = h.clock.Now().Add(h.poll)
 		h.resetLocked()
 	}
 }
@@ -226,13 +227,13 @@ func (h *hub) resetLocked() {
 		h.timer.Stop()
 		return
 	}
-	h.timer.Reset(time.Until(first))
+	h.timer.Reset(first.Sub(h.clock.Now()))
 }
 
 func (h *hub) fire() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := time.Now()
+	now := h.clock.Now()
 	for tube, at := range h.due {
 		if at.After(now) {
 			continue

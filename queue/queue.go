@@ -22,6 +22,7 @@ type Queue struct {
 	owner string
 	hub   *hub            // shared with the WithOwner views
 	trace *tracing.Source // the tracer of Options.TracerProvider
+	clock wait.Clock      // Options.Clock, or the machine's
 }
 
 // New returns a Queue over store. It does not take ownership of the store:
@@ -35,12 +36,13 @@ func New(store Store, opts *Options) (*Queue, error) {
 		q.opts = *opts
 	}
 	q.trace = tracing.New(q.opts.TracerProvider)
+	q.clock = wait.Or(q.opts.Clock)
 	q.owner = q.opts.Owner
 	if q.owner == "" {
 		q.owner = randomOwner()
 	}
 	n, _ := store.(Notifier)
-	q.hub = newHub(n, q.opts.pollInterval())
+	q.hub = newHub(n, q.opts.pollInterval(), q.clock)
 	return q, nil
 }
 
@@ -259,7 +261,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 
 	var deadline time.Time
 	if opts.Timeout > 0 {
-		deadline = time.Now().Add(opts.Timeout)
+		deadline = q.clock.Now().Add(opts.Timeout)
 	}
 	w, err := q.hub.enter(ctx, tubes)
 	if err != nil {
@@ -305,7 +307,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 // and asks again.
 func (q *Queue) ask(ctx context.Context, req ReserveRequest) ([]Job, ReserveResult, error) {
 	e, known := q.hub.epoch(req.Tubes)
-	asked := time.Now()
+	asked := q.clock.Now()
 	res, err := q.store.Reserve(ctx, req)
 	if err != nil {
 		return nil, res, err

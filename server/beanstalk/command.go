@@ -164,16 +164,14 @@ func (c *conn) cmdPeekBuried(rest string) error {
 }
 
 func (c *conn) peekState(rest string, o op, peek func(ctx context.Context, tube string) (queue.Job, error)) error {
-	if rest != "" {
-		return errBadFormat
-	}
-	c.count(o)
-	j, err := peek(c.ctx, c.used)
-	if err != nil {
-		return err
-	}
-	c.replyJob("FOUND", j)
-	return nil
+	return c.bareCommand(rest, o, func() error {
+		j, err := peek(c.ctx, c.used)
+		if err != nil {
+			return err
+		}
+		c.replyJob("FOUND", j)
+		return nil
+	})
 }
 
 func (c *conn) cmdReserveWithTimeout(rest string) error {
@@ -192,11 +190,7 @@ func (c *conn) cmdReserveWithTimeout(rest string) error {
 }
 
 func (c *conn) cmdReserve(rest string) error {
-	if rest != "" {
-		return errBadFormat
-	}
-	c.count(opReserve)
-	return c.reserve(-1)
+	return c.bareCommand(rest, opReserve, func() error { return c.reserve(-1) })
 }
 
 func (c *conn) cmdReserveJob(rest string) error {
@@ -310,90 +304,97 @@ func (c *conn) cmdStatsJob(rest string) error {
 	})
 }
 
-func (c *conn) cmdStatsTube(rest string) error {
-	if !queue.ValidTube(rest) {
-		return errBadFormat
-	}
-	rest = strings.Clone(rest) // kept: the line is reused
-	c.count(opStatsTube)
-	y, err := c.srv.tubeYAML(c.ctx, rest)
-	if err != nil {
-		return err
-	}
-	c.replyOK(y)
-	return nil
-}
-
-func (c *conn) cmdStats(rest string) error {
+// bareCommand runs a command that takes no argument: once the line
+// parses, it counts o and runs run.
+func (c *conn) bareCommand(rest string, o op, run func() error) error {
 	if rest != "" {
 		return errBadFormat
 	}
-	c.count(opStats)
-	y, err := c.srv.statsYAML(c.ctx)
-	if err != nil {
-		return err
+	c.count(o)
+	return run()
+}
+
+// tubeCommand runs a command whose one argument is a tube's name: once
+// the line parses, it counts o and runs run with the name.
+func (c *conn) tubeCommand(rest string, o op, run func(tube string) error) error {
+	if !queue.ValidTube(rest) {
+		return errBadFormat
 	}
-	c.replyOK(y)
-	return nil
+	tube := strings.Clone(rest) // kept: the line is reused
+	c.count(o)
+	return run(tube)
+}
+
+func (c *conn) cmdStatsTube(rest string) error {
+	return c.tubeCommand(rest, opStatsTube, func(tube string) error {
+		y, err := c.srv.tubeYAML(c.ctx, tube)
+		if err != nil {
+			return err
+		}
+		c.replyOK(y)
+		return nil
+	})
+}
+
+func (c *conn) cmdStats(rest string) error {
+	return c.bareCommand(rest, opStats, func() error {
+		y, err := c.srv.statsYAML(c.ctx)
+		if err != nil {
+			return err
+		}
+		c.replyOK(y)
+		return nil
+	})
 }
 
 func (c *conn) cmdUse(rest string) error {
-	if !queue.ValidTube(rest) {
-		return errBadFormat
-	}
-	rest = strings.Clone(rest) // kept: the line is reused
-	c.count(opUse)
-	if rest != c.used {
-		if err := c.hold(rest, 1); err != nil {
-			return err
+	return c.tubeCommand(rest, opUse, func(tube string) error {
+		if tube != c.used {
+			if err := c.hold(tube, 1); err != nil {
+				return err
+			}
+			c.unhold(c.ctx, c.used, 1)
+			c.srv.tubes.use(tube, 1)
+			c.srv.tubes.use(c.used, -1)
+			c.used = tube
 		}
-		c.unhold(c.ctx, c.used, 1)
-		c.srv.tubes.use(rest, 1)
-		c.srv.tubes.use(c.used, -1)
-		c.used = rest
-	}
-	c.reply("USING " + c.used + "\r\n")
-	return nil
+		c.reply("USING " + c.used + "\r\n")
+		return nil
+	})
 }
 
 func (c *conn) cmdWatch(rest string) error {
-	if !queue.ValidTube(rest) {
-		return errBadFormat
-	}
-	rest = strings.Clone(rest) // kept: the line is reused
-	c.count(opWatch)
-	if c.watching(rest) < 0 {
-		if c.srv.MaxWatch > 0 && len(c.watched) >= c.srv.MaxWatch {
-			return errTooManyWatched
+	return c.tubeCommand(rest, opWatch, func(tube string) error {
+		if c.watching(tube) < 0 {
+			if c.srv.MaxWatch > 0 && len(c.watched) >= c.srv.MaxWatch {
+				return errTooManyWatched
+			}
+			if err := c.hold(tube, 1); err != nil {
+				return err
+			}
+			c.watched = append(c.watched, tube)
+			c.srv.tubes.watch(tube, 1)
 		}
-		if err := c.hold(rest, 1); err != nil {
-			return err
-		}
-		c.watched = append(c.watched, rest)
-		c.srv.tubes.watch(rest, 1)
-	}
-	c.replyNum("WATCHING", uint64(len(c.watched)))
-	return nil
+		c.replyNum("WATCHING", uint64(len(c.watched)))
+		return nil
+	})
 }
 
 func (c *conn) cmdIgnore(rest string) error {
-	if !queue.ValidTube(rest) {
-		return errBadFormat
-	}
-	rest = strings.Clone(rest) // kept: the line is reused
-	c.count(opIgnore)
-	if i := c.watching(rest); i >= 0 {
-		if len(c.watched) < 2 {
-			return errNotIgnored
+	return c.tubeCommand(rest, opIgnore, func(tube string) error {
+		if i := c.watching(tube); i >= 0 {
+			if len(c.watched) < 2 {
+				return errNotIgnored
+			}
+			last := len(c.watched) - 1
+			c.watched[i] = c.watched[last]
+			c.watched = c.watched[:last]
+			c.unhold(c.ctx, tube, 1)
+			c.srv.tubes.watch(tube, -1)
 		}
-		last := len(c.watched) - 1
-		c.watched[i] = c.watched[last]
-		c.watched = c.watched[:last]
-		c.unhold(c.ctx, rest, 1)
-		c.srv.tubes.watch(rest, -1)
-	}
-	c.replyNum("WATCHING", uint64(len(c.watched)))
-	return nil
+		c.replyNum("WATCHING", uint64(len(c.watched)))
+		return nil
+	})
 }
 
 // hold adds n references of the connection to tube in the store, which
@@ -429,34 +430,28 @@ func (c *conn) watching(tube string) int {
 }
 
 func (c *conn) cmdListTubesWatched(rest string) error {
-	if rest != "" {
-		return errBadFormat
-	}
-	c.count(opListTubesWatched)
-	c.replyOK(listYAML(c.watched))
-	return nil
+	return c.bareCommand(rest, opListTubesWatched, func() error {
+		c.replyOK(listYAML(c.watched))
+		return nil
+	})
 }
 
 func (c *conn) cmdListTubeUsed(rest string) error {
-	if rest != "" {
-		return errBadFormat
-	}
-	c.count(opListTubeUsed)
-	c.reply("USING " + c.used + "\r\n")
-	return nil
+	return c.bareCommand(rest, opListTubeUsed, func() error {
+		c.reply("USING " + c.used + "\r\n")
+		return nil
+	})
 }
 
 func (c *conn) cmdListTubes(rest string) error {
-	if rest != "" {
-		return errBadFormat
-	}
-	c.count(opListTubes)
-	tubes, err := c.srv.liveTubes(c.ctx)
-	if err != nil {
-		return err
-	}
-	c.replyOK(listYAML(tubes))
-	return nil
+	return c.bareCommand(rest, opListTubes, func() error {
+		tubes, err := c.srv.liveTubes(c.ctx)
+		if err != nil {
+			return err
+		}
+		c.replyOK(listYAML(tubes))
+		return nil
+	})
 }
 
 func (c *conn) cmdQuit(string) error { return errQuit }

@@ -127,11 +127,7 @@ func (s *Server) jobCall(w http.ResponseWriter, r *http.Request, use leaseUse, d
 			return err
 		}
 	}
-	if err := call(r.Context(), q, id); err != nil {
-		return jobError(id, err)
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, jobError(id, call(r.Context(), q, id)))
 }
 
 // readJob serves a read of the job the path names: reply writes what read
@@ -727,11 +723,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) error {
 	if err := checkMS("delay_ms", *req.DelayMS); err != nil {
 		return err
 	}
-	if err := s.Queue.PauseTube(r.Context(), r.PathValue("tube"), ms(*req.DelayMS)); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.Queue.PauseTube(r.Context(), r.PathValue("tube"), ms(*req.DelayMS)))
 }
 
 func (s *Server) peekState(w http.ResponseWriter, r *http.Request) error {

@@ -195,9 +195,5 @@ func (s *Server) setRetention(w http.ResponseWriter, r *http.Request) error {
 	if max := queue.MaxRetention.Milliseconds(); req.RetentionMS < 0 || req.RetentionMS > max {
 		return badField("retention_ms", "is %d, want 0 to %d (milliseconds)", req.RetentionMS, max)
 	}
-	if err := s.Queue.SetRetention(r.Context(), r.PathValue("tube"), time.Duration(req.RetentionMS)*time.Millisecond); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.Queue.SetRetention(r.Context(), r.PathValue("tube"), time.Duration(req.RetentionMS)*time.Millisecond))
 }

@@ -296,11 +296,7 @@ func (s *Server) lockRelease(w http.ResponseWriter, r *http.Request) error {
 	if err == nil || errors.Is(err, lock.ErrNotHeld) {
 		s.locks.forget(token)
 	}
-	if err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, err)
 }
 
 func (s *Server) lockRefresh(w http.ResponseWriter, r *http.Request) error {
@@ -316,11 +312,7 @@ func (s *Server) lockRefresh(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.locks.held(token, s.Locks.Refresh(r.Context(), name, token, ttl)); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.locks.held(token, s.Locks.Refresh(r.Context(), name, token, ttl)))
 }
 
 func (s *Server) lockTTL(w http.ResponseWriter, r *http.Request) error {

@@ -135,11 +135,7 @@ func (s *Server) setTubeLimits(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) clearTubeLimits(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Queue.ClearLimits(r.Context(), r.PathValue("tube")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.Queue.ClearLimits(r.Context(), r.PathValue("tube")))
 }
 
 // tubeLimitsField is the limits field of a tube's stats: nil for none.
