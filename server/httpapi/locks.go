@@ -239,13 +239,7 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	if isBadInput(err) {
 		return err
 	}
-	result := "granted"
-	switch {
-	case errors.Is(err, lock.ErrNotObtained):
-		result = "refused"
-	case err != nil:
-		result = "error"
-	}
+	result := lockResult(err, lock.ErrNotObtained, "granted", "refused")
 	s.locks.grants.WithLabelValues(mode, result).Inc()
 	s.locks.wait.WithLabelValues(mode, result).Observe(took.Seconds())
 	if err != nil {
@@ -261,6 +255,19 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, LockGrant{Name: name, Token: l.Token(), Fence: l.Fence(), Limit: req.Limit,
 		TTLMS: ttl.Milliseconds(), WaitedMS: took.Milliseconds()})
 	return nil
+}
+
+// lockResult is the metrics label "result" of a call that ended with err:
+// done when it succeeded, refused when err is the call's refusal (a lock
+// not obtained, a grant not held), "error" otherwise.
+func lockResult(err, refusal error, done, refused string) string {
+	switch {
+	case err == nil:
+		return done
+	case errors.Is(err, refusal):
+		return refused
+	}
+	return "error"
 }
 
 // lockTarget reads the name and owner token of a call on a grant.
@@ -285,13 +292,7 @@ func (s *Server) lockRelease(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	err = s.Locks.Release(r.Context(), name, token)
-	result := "released"
-	switch {
-	case errors.Is(err, lock.ErrNotHeld):
-		result = "not_held"
-	case err != nil:
-		result = "error"
-	}
+	result := lockResult(err, lock.ErrNotHeld, "released", "not_held")
 	s.locks.releases.WithLabelValues(result).Inc()
 	if err == nil || errors.Is(err, lock.ErrNotHeld) {
 		s.locks.forget(token)
