@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wait"
@@ -37,6 +38,10 @@ type hub struct {
 	smu  sync.Mutex
 	seen map[string]*tubeSeen // by tube, while subscribed
 	gen  uint64               // the last epoch given
+	// subs is len(seen), written under smu: while no tube is subscribed
+	// (no reserve of this Queue has waited lately) bump, epoch and empty
+	// know the answer without the lock every reserve and put would share.
+	subs atomic.Int64
 }
 
 // tubeSeen is what a hub knows of one subscribed tube.
@@ -102,10 +107,12 @@ func (h *hub) listen(ctx context.Context, tube string, wake func(string)) (func(
 	h.smu.Lock()
 	h.gen++
 	h.seen[tube] = &tubeSeen{epoch: h.gen}
+	h.subs.Store(int64(len(h.seen)))
 	h.smu.Unlock()
 	return func() {
 		h.smu.Lock()
 		delete(h.seen, tube)
+		h.subs.Store(int64(len(h.seen)))
 		h.smu.Unlock()
 		stop()
 	}, nil
@@ -114,6 +121,9 @@ func (h *hub) listen(ctx context.Context, tube string, wake func(string)) (func(
 // bump records a wake-up of tube: whatever a reserve found before it, the
 // tube may have a job now.
 func (h *hub) bump(tube string) {
+	if h.subs.Load() == 0 {
+		return // no tube is subscribed: none has anything to forget
+	}
 	h.smu.Lock()
 	if s := h.seen[tube]; s != nil {
 		h.gen++
@@ -127,6 +137,9 @@ func (h *hub) bump(tube string) {
 // tube without a subscription hears of no change, so nothing is known of
 // it).
 func (h *hub) epoch(tubes []string) (uint64, bool) {
+	if h.subs.Load() == 0 {
+		return 0, false
+	}
 	h.smu.Lock()
 	defer h.smu.Unlock()
 	return h.epochLocked(tubes)
@@ -170,13 +183,24 @@ func (h *hub) found(tubes []string, e uint64, asked time.Time, next time.Duratio
 // change another process makes (a put, a release, a kick, a place freed
 // under a cap), so asking again would only cost the store a call.
 func (h *hub) empty(tubes []string) bool {
+	if h.subs.Load() == 0 {
+		return false
+	}
 	h.smu.Lock()
 	defer h.smu.Unlock()
-	now := h.clock.Now()
+	var now time.Time // read once, if a tube was found empty until a time
 	for _, t := range tubes {
 		s := h.seen[t]
-		if s == nil || !s.empty || (!s.until.IsZero() && !now.Before(s.until)) {
+		if s == nil || !s.empty {
 			return false
+		}
+		if !s.until.IsZero() {
+			if now.IsZero() {
+				now = h.clock.Now()
+			}
+			if !now.Before(s.until) {
+				return false
+			}
 		}
 	}
 	return true

@@ -115,16 +115,21 @@ func (c *conn) cmdPut(rest string) error {
 	if c.srv.draining.Load() {
 		return errDraining
 	}
-	id, err := c.q.Put(c.ctx, c.used, queue.NewJob{
+	// The job goes in the connection's own slice of one: a put's job
+	// needs no change of the Queue's (whole seconds, a TTR, a body), so
+	// the store is handed this slice, and nothing is allocated for it.
+	c.put[0] = queue.NewJob{
 		Body:     body[:size],
 		Priority: pri,
 		Delay:    secs(delay),
 		TTR:      secs(ttr),
-	})
+	}
+	res, err := c.q.PutMany(c.ctx, c.used, c.put[:])
+	c.put[0] = queue.NewJob{}
 	if err != nil {
 		return err
 	}
-	c.replyNum("INSERTED", uint64(id))
+	c.replyNum("INSERTED", uint64(res[0].ID))
 	return nil
 }
 
