@@ -16,14 +16,14 @@
 // # Leases and renewal
 //
 // With ObtainOptions.TTL zero, a lock has a lease of Options.DefaultTTL and
-// renews it every third of that until Release. With a TTL given, it renews
-// only with AutoRenew. Lock.Context is cancelled (Lost is closed) the moment
-// this process learns the lock is no longer held: Release, a renewal that
-// finds the lock gone (ErrNotHeld), or a lease that ran out on this
-// process's clock (Options.Clock) with no successful renewal
-// (ErrLeaseExpired). The local
-// deadline is counted from before the grant's request was sent, so it is
-// never later than the store's.
+// renews it every third of that, on this process's clock (Options.Clock),
+// until Release. With a TTL given, it renews only with AutoRenew.
+// Lock.Context is cancelled (Lost is closed) the moment this process learns
+// the lock is no longer held: Release, a renewal that finds the lock gone
+// (ErrNotHeld), or a lease that ran out on this process's clock with no
+// successful renewal (ErrLeaseExpired). The local deadline is counted from
+// before the grant's request was sent, so it is never later than the
+// store's.
 //
 // # Fencing
 //

@@ -180,12 +180,19 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	return d, err
 }
 
-// renew refreshes the lease every third of its TTL until Release, retrying
-// failures to reach the store more often until the lease runs out.
+// renew refreshes the lease every third of its TTL, on the Client's clock,
+// until Release, retrying failures to reach the store more often until the
+// lease runs out.
 func (l *Lock) renew(lctx context.Context) {
 	defer close(l.done)
 	every := l.ttl / 3
-	t := time.NewTimer(every)
+	due := make(chan struct{}, 1)
+	t := l.c.clock.AfterFunc(every, func() {
+		select {
+		case due <- struct{}{}:
+		default:
+		}
+	})
 	defer t.Stop()
 	for {
 		select {
@@ -193,7 +200,7 @@ func (l *Lock) renew(lctx context.Context) {
 			return
 		case <-lctx.Done():
 			return
-		case <-t.C:
+		case <-due:
 		}
 		ctx, cancel := context.WithTimeout(lctx, every)
 		err := l.refresh(ctx, l.ttl)

@@ -130,3 +130,41 @@ func TestObtainWaitsOnTheClock(t *testing.T) {
 		t.Fatal("the held Lock's Context runs past its lease on the Client's clock")
 	}
 }
+
+// A Lock renews its lease on the Client's clock: moved on by that clock
+// alone three leases' worth, a third at a time, it is still held, with a
+// whole lease left in the store.
+func TestRenewalOnTheClock(t *testing.T) {
+	clk := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := newClockClient(t, clk)
+	ctx := t.Context()
+	const ttl = 30 * time.Second
+	l, err := c.TryObtain(ctx, "x", &lock.ObtainOptions{TTL: ttl, AutoRenew: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i := range 10 {
+		// The lease's end (Context) and the next renewal: the renewal
+		// before has been made.
+		if err := clk.WaitArmed(wctx, 2); err != nil {
+			t.Fatalf("renewal %d not armed on the clock: %v", i, err)
+		}
+		if i == 9 {
+			break
+		}
+		clk.Advance(ttl / 3)
+	}
+	select {
+	case <-l.Lost():
+		t.Fatalf("lost after renewals on the clock: %v", context.Cause(l.Context()))
+	default:
+	}
+	if d, err := l.TTL(ctx); err != nil || d != ttl {
+		t.Fatalf("TTL after the last renewal %v, %v; want %v", d, err, ttl)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

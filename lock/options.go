@@ -52,10 +52,10 @@ type Options struct {
 	// provider is a no-op one) no span is made.
 	TracerProvider trace.TracerProvider
 	// Clock is the time an obtain's wait reads and waits on (its rechecks
-	// and polls) and a Lock's own view of its lease (Context's deadline);
-	// nil means the machine's. A suite passes a manual clock
-	// (storetest.Clock), with the store on the same clock, to drive time.
-	// Renewals run on the machine's clock whatever Clock is.
+	// and polls) and a Lock's own view of its lease (Context's deadline)
+	// and its renewals; nil means the machine's. A suite passes a manual
+	// clock (storetest.Clock), with the store on the same clock, to drive
+	// time.
 	Clock wait.Clock
 }
 

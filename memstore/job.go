@@ -205,8 +205,12 @@ type heapKey struct {
 
 func (a heapKey) less(b heapKey) bool { return a.k < b.k || a.k == b.k && a.id < b.id }
 
-// jobHeap is a binary min-heap of jobs that keeps each job's index in it,
-// so that any job can be removed in O(log n).
+// jobHeap is a 4-ary min-heap of jobs that keeps each job's index in it,
+// so that any job can be removed in O(log n). Four children a node halve
+// the levels a sift passes through beside a binary heap: a reserve takes
+// the least of 20,000 ready jobs through 7 levels rather than 14, and
+// each level moves one job, whose index is written in the job itself (a
+// cache miss in a large heap) once, not twice as a swap would.
 type jobHeap struct {
 	s []*job
 	// k holds the key of each job of s, taken as it was pushed: a job's pri
@@ -216,6 +220,13 @@ type jobHeap struct {
 	less  func(a, b *job) bool // the order of the keys, for first and check
 	byPri bool                 // keys are (pri, id) (readyLess), else (at, id) (atLess)
 }
+
+// heapArity is the number of children of a node of a jobHeap.
+const heapArity = 4
+
+func heapParent(i int) int { return (i - 1) / heapArity }
+
+func heapChild(i int) int { return heapArity*i + 1 } // the first
 
 func (h *jobHeap) key(j *job) heapKey {
 	if h.byPri {
@@ -235,7 +246,6 @@ func (h *jobHeap) top() *job {
 }
 
 func (h *jobHeap) push(j *job) {
-	j.hidx = int32(len(h.s))
 	h.s = append(h.s, j)
 	h.k = append(h.k, h.key(j))
 	h.up(len(h.s) - 1)
@@ -245,12 +255,12 @@ func (h *jobHeap) push(j *job) {
 func (h *jobHeap) remove(j *job) {
 	i := int(j.hidx)
 	n := len(h.s) - 1
-	if i != n {
-		h.swap(i, n)
-	}
+	last, lastKey := h.s[n], h.k[n]
 	h.s[n] = nil
 	h.s, h.k = h.s[:n], h.k[:n]
 	if i != n {
+		// The last job fills the hole and sifts to its place.
+		h.s[i], h.k[i] = last, lastKey
 		if !h.down(i) {
 			h.up(i)
 		}
@@ -263,42 +273,48 @@ func (h *jobHeap) remove(j *job) {
 	}
 }
 
-func (h *jobHeap) swap(i, k int) {
-	h.s[i], h.s[k] = h.s[k], h.s[i]
-	h.k[i], h.k[k] = h.k[k], h.k[i]
-	h.s[i].hidx = int32(i)
-	h.s[k].hidx = int32(k)
-}
-
+// up sifts the job at i up: the parents greater than it move down one
+// level each, and it takes the place they leave.
 func (h *jobHeap) up(i int) {
+	j, k := h.s[i], h.k[i]
 	for i > 0 {
-		p := (i - 1) / 2
-		if !h.k[i].less(h.k[p]) {
-			return
+		p := heapParent(i)
+		if !k.less(h.k[p]) {
+			break
 		}
-		h.swap(i, p)
+		h.s[i], h.k[i] = h.s[p], h.k[p]
+		h.s[i].hidx = int32(i)
 		i = p
 	}
+	h.s[i], h.k[i] = j, k
+	j.hidx = int32(i)
 }
 
-// down sifts i down and reports whether it moved.
+// down sifts the job at i0 down, the least child moving up each level,
+// and reports whether it moved.
 func (h *jobHeap) down(i0 int) bool {
 	i, n := i0, len(h.s)
+	j, k := h.s[i], h.k[i]
 	for {
-		l := 2*i + 1
-		if l >= n {
+		c := heapChild(i)
+		if c >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && h.k[r].less(h.k[l]) {
-			m = r
+		m := c
+		for x := c + 1; x < min(c+heapArity, n); x++ {
+			if h.k[x].less(h.k[m]) {
+				m = x
+			}
 		}
-		if !h.k[m].less(h.k[i]) {
+		if !h.k[m].less(k) {
 			break
 		}
-		h.swap(i, m)
+		h.s[i], h.k[i] = h.s[m], h.k[m]
+		h.s[i].hidx = int32(i)
 		i = m
 	}
+	h.s[i], h.k[i] = j, k
+	j.hidx = int32(i)
 	return i > i0
 }
 
@@ -308,7 +324,7 @@ func (h *jobHeap) check() (bad *job, ok bool) {
 		if int(j.hidx) != i || h.k[i] != h.key(j) {
 			return j, false
 		}
-		if i > 0 && h.less(j, h.s[(i-1)/2]) {
+		if i > 0 && h.less(j, h.s[heapParent(i)]) {
 			return j, false
 		}
 	}
@@ -326,10 +342,8 @@ func (h *jobHeap) first(n int, f func(*job)) {
 	for taken := 0; taken < n && len(front.i) > 0; taken++ {
 		i := heap.Pop(&front).(int)
 		f(h.s[i])
-		for _, c := range [2]int{2*i + 1, 2*i + 2} {
-			if c < len(h.s) {
-				heap.Push(&front, c)
-			}
+		for c := heapChild(i); c < min(heapChild(i)+heapArity, len(h.s)); c++ {
+			heap.Push(&front, c)
 		}
 	}
 }

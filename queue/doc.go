@@ -102,7 +102,9 @@
 // store reported, and of new jobs from the store's notifications
 // (Notifier, whose topics are tubes), so waiting costs no store calls; a
 // poll every Options.PollInterval is the safety net against a lost
-// wake-up. (Waiting works the same way in every primitive: see
+// wake-up. That timer, a Reserve's Timeout and a Worker's touches run on
+// Options.Clock (the machine's when nil), which a suite drives by hand.
+// (Waiting works the same way in every primitive: see
 // docs/architecture.md, "Waiting without polling".)
 //
 // # History

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wait"
@@ -17,6 +18,7 @@ import (
 type hub struct {
 	notifier Notifier // nil: rely on polling
 	poll     time.Duration
+	clock    wait.Clock // the Queue's: the due times, the polls and the waiters' deadlines are on it
 	done     chan struct{}
 	// line holds the waiters and the store subscription of every tube a
 	// reserve waits on now, and of the tubes waited on lately: an idle
@@ -26,7 +28,7 @@ type hub struct {
 
 	mu     sync.Mutex
 	due    map[string]time.Time // per tube: when the store said something may become ready
-	timer  *time.Timer          // fires at the earliest of due and the next poll
+	timer  wait.Timer           // fires at the earliest of due and the next poll
 	closed bool
 
 	// What this process knows of each tube it holds a subscription to,
@@ -36,6 +38,10 @@ type hub struct {
 	smu  sync.Mutex
 	seen map[string]*tubeSeen // by tube, while subscribed
 	gen  uint64               // the last epoch given
+	// subs is len(seen), written under smu: while no tube is subscribed
+	// (no reserve of this Queue has waited lately) bump, epoch and empty
+	// know the answer without the lock every reserve and put would share.
+	subs atomic.Int64
 }
 
 // tubeSeen is what a hub knows of one subscribed tube.
@@ -52,14 +58,14 @@ const (
 	maxIdle    = 256
 )
 
-func newHub(n Notifier, poll time.Duration) *hub {
-	h := &hub{notifier: n, poll: poll, done: make(chan struct{}), due: map[string]time.Time{}, seen: map[string]*tubeSeen{}}
+func newHub(n Notifier, poll time.Duration, clock wait.Clock) *hub {
+	h := &hub{notifier: n, poll: poll, clock: clock, done: make(chan struct{}), due: map[string]time.Time{}, seen: map[string]*tubeSeen{}}
 	var listen wait.ListenFunc
 	if n != nil {
 		listen = h.listen
 	}
-	h.line = wait.NewLine(listen, &wait.LineOptions{Closed: ErrClosed, Linger: idleLinger, MaxIdle: maxIdle})
-	h.timer = time.AfterFunc(time.Hour, h.fire)
+	h.line = wait.NewLine(listen, &wait.LineOptions{Closed: ErrClosed, Linger: idleLinger, MaxIdle: maxIdle, Clock: clock})
+	h.timer = clock.AfterFunc(time.Hour, h.fire)
 	h.timer.Stop()
 	return h
 }
@@ -101,10 +107,12 @@ func (h *hub) listen(ctx context.Context, tube string, wake func(string)) (func(
 	h.smu.Lock()
 	h.gen++
 	h.seen[tube] = &tubeSeen{epoch: h.gen}
+	h.subs.Store(int64(len(h.seen)))
 	h.smu.Unlock()
 	return func() {
 		h.smu.Lock()
 		delete(h.seen, tube)
+		h.subs.Store(int64(len(h.seen)))
 		h.smu.Unlock()
 		stop()
 	}, nil
@@ -113,6 +121,9 @@ func (h *hub) listen(ctx context.Context, tube string, wake func(string)) (func(
 // bump records a wake-up of tube: whatever a reserve found before it, the
 // tube may have a job now.
 func (h *hub) bump(tube string) {
+	if h.subs.Load() == 0 {
+		return // no tube is subscribed: none has anything to forget
+	}
 	h.smu.Lock()
 	if s := h.seen[tube]; s != nil {
 		h.gen++
@@ -126,6 +137,9 @@ func (h *hub) bump(tube string) {
 // tube without a subscription hears of no change, so nothing is known of
 // it).
 func (h *hub) epoch(tubes []string) (uint64, bool) {
+	if h.subs.Load() == 0 {
+		return 0, false
+	}
 	h.smu.Lock()
 	defer h.smu.Unlock()
 	return h.epochLocked(tubes)
@@ -169,13 +183,24 @@ func (h *hub) found(tubes []string, e uint64, asked time.Time, next time.Duratio
 // change another process makes (a put, a release, a kick, a place freed
 // under a cap), so asking again would only cost the store a call.
 func (h *hub) empty(tubes []string) bool {
+	if h.subs.Load() == 0 {
+		return false
+	}
 	h.smu.Lock()
 	defer h.smu.Unlock()
-	now := time.Now()
+	var now time.Time // read once, if a tube was found empty until a time
 	for _, t := range tubes {
 		s := h.seen[t]
-		if s == nil || !s.empty || (!s.until.IsZero() && !now.Before(s.until)) {
+		if s == nil || !s.empty {
 			return false
+		}
+		if !s.until.IsZero() {
+			if now.IsZero() {
+				now = h.clock.Now()
+			}
+			if !now.Before(s.until) {
+				return false
+			}
 		}
 	}
 	return true
@@ -207,7 +232,7 @@ var pollKey = "\x00poll" // not a valid tube name
 
 func (h *hub) armPollLocked() {
 	if _, ok := h.due[pollKey]; !ok {
-		h.due[pollKey] = time.Now().Add(h.poll)
+		h.due[pollKey] = h.clock.Now().Add(h.poll)
 		h.resetLocked()
 	}
 }
@@ -226,13 +251,13 @@ func (h *hub) resetLocked() {
 		h.timer.Stop()
 		return
 	}
-	h.timer.Reset(time.Until(first))
+	h.timer.Reset(first.Sub(h.clock.Now()))
 }
 
 func (h *hub) fire() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := time.Now()
+	now := h.clock.Now()
 	for tube, at := range h.due {
 		if at.After(now) {
 			continue

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Defaults used when the corresponding Options field is zero.
@@ -39,6 +41,13 @@ type Options struct {
 	// neither is set (or the provider is a no-op one), no span is made and
 	// a call costs what it did without tracing.
 	TracerProvider trace.TracerProvider
+	// Clock is the time a waiting reserve reads and waits on (its
+	// Timeout, the due times the store names, the polls) and a Worker's
+	// touches and pauses wait on; nil means the machine's. A suite passes
+	// a manual clock (storetest.Clock), with the store on the same clock,
+	// to drive time. What the store stores is on the store's clock
+	// whatever Clock is.
+	Clock wait.Clock
 }
 
 func (o *Options) maxJobSize() int {

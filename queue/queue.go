@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/tracing"
@@ -22,6 +23,7 @@ type Queue struct {
 	owner string
 	hub   *hub            // shared with the WithOwner views
 	trace *tracing.Source // the tracer of Options.TracerProvider
+	clock wait.Clock      // Options.Clock, or the machine's
 }
 
 // New returns a Queue over store. It does not take ownership of the store:
@@ -35,12 +37,13 @@ func New(store Store, opts *Options) (*Queue, error) {
 		q.opts = *opts
 	}
 	q.trace = tracing.New(q.opts.TracerProvider)
+	q.clock = wait.Or(q.opts.Clock)
 	q.owner = q.opts.Owner
 	if q.owner == "" {
 		q.owner = randomOwner()
 	}
 	n, _ := store.(Notifier)
-	q.hub = newHub(n, q.opts.pollInterval())
+	q.hub = newHub(n, q.opts.pollInterval(), q.clock)
 	return q, nil
 }
 
@@ -81,7 +84,8 @@ func (q *Queue) Close() error {
 // (with Debounce, a delayed one is changed instead: NewJob.Debounce).
 // Put keeps no hold of job.Body once it returns.
 func (q *Queue) Put(ctx context.Context, tube string, job NewJob) (ID, error) {
-	r, err := q.PutMany(ctx, tube, []NewJob{job})
+	// Its own slice of one, which putMany may change in place.
+	r, err := q.putJobs(ctx, tube, []NewJob{job}, true)
 	if err != nil {
 		return 0, err
 	}
@@ -90,6 +94,12 @@ func (q *Queue) Put(ctx context.Context, tube string, job NewJob) (ID, error) {
 
 // PutMany stores jobs in tube in one call to the store, in order.
 func (q *Queue) PutMany(ctx context.Context, tube string, jobs []NewJob) ([]PutResult, error) {
+	return q.putJobs(ctx, tube, jobs, false)
+}
+
+// putJobs is PutMany; own says that jobs is the Queue's own, to change in
+// place.
+func (q *Queue) putJobs(ctx context.Context, tube string, jobs []NewJob, own bool) ([]PutResult, error) {
 	if err := CheckTube(tube); err != nil {
 		return nil, err
 	}
@@ -97,13 +107,19 @@ func (q *Queue) PutMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 		return nil, invalid("jobs", "is empty")
 	}
 	ctx, span := q.startPut(ctx, tube, jobs)
-	res, err := q.putMany(ctx, tube, jobs)
+	res, err := q.putMany(ctx, tube, jobs, own)
 	endPut(span, res, err)
 	return res, err
 }
 
-func (q *Queue) putMany(ctx context.Context, tube string, jobs []NewJob) ([]PutResult, error) {
-	norm := make([]NewJob, len(jobs))
+func (q *Queue) putMany(ctx context.Context, tube string, jobs []NewJob, own bool) ([]PutResult, error) {
+	// The jobs as the store gets them: jobs itself while none needs a
+	// change (a default TTR, the trace context of ctx, times in whole
+	// milliseconds, an empty body for none), else a copy, made at the
+	// first change: the caller's jobs are never written (unless they are
+	// the Queue's own).
+	norm := jobs
+	copied := own
 	tc, tcRead := "", false // the trace context of ctx, read once
 	grouped := false
 	for i, j := range jobs {
@@ -114,8 +130,9 @@ func (q *Queue) putMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 		if err := checkDuration("Delay", j.Delay); err != nil {
 			return nil, err
 		}
+		changed := false
 		if j.TTR == 0 {
-			j.TTR = q.opts.defaultTTR()
+			j.TTR, changed = q.opts.defaultTTR(), true
 		} else if err := checkTTR(j.TTR); err != nil {
 			return nil, err
 		}
@@ -132,15 +149,27 @@ func (q *Queue) putMany(ctx context.Context, tube string, jobs []NewJob) ([]PutR
 			if !tcRead {
 				tc, tcRead = TraceContextOf(ctx), true
 			}
-			j.TraceContext = tc
+			if tc != "" {
+				j.TraceContext, changed = tc, true
+			}
 		} else if err := CheckTraceContext(j.TraceContext); err != nil {
 			return nil, err
 		}
-		j.Delay, j.TTR, j.MaxWait = truncMS(j.Delay), truncMS(j.TTR), truncMS(j.MaxWait)
-		if j.Body == nil {
-			j.Body = []byte{}
+		if d, t, w := truncMS(j.Delay), truncMS(j.TTR), truncMS(j.MaxWait); d != j.Delay || t != j.TTR || w != j.MaxWait {
+			j.Delay, j.TTR, j.MaxWait, changed = d, t, w, true
 		}
-		norm[i] = j
+		if j.Body == nil {
+			j.Body, changed = []byte{}, true
+		}
+		if changed {
+			if !copied {
+				norm, copied = slices.Clone(jobs), true
+			}
+			norm[i] = j
+		}
+	}
+	if grouped && !copied {
+		norm = slices.Clone(jobs) // the runs below write their jobs' Group
 	}
 	if !grouped {
 		res, err := q.store.Put(ctx, tube, norm)
@@ -259,7 +288,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 
 	var deadline time.Time
 	if opts.Timeout > 0 {
-		deadline = time.Now().Add(opts.Timeout)
+		deadline = q.clock.Now().Add(opts.Timeout)
 	}
 	w, err := q.hub.enter(ctx, tubes)
 	if err != nil {
@@ -305,7 +334,7 @@ func (q *Queue) reserve(ctx context.Context, opts ReserveOptions, max int, del [
 // and asks again.
 func (q *Queue) ask(ctx context.Context, req ReserveRequest) ([]Job, ReserveResult, error) {
 	e, known := q.hub.epoch(req.Tubes)
-	asked := time.Now()
+	asked := q.clock.Now()
 	res, err := q.store.Reserve(ctx, req)
 	if err != nil {
 		return nil, res, err

@@ -44,9 +44,10 @@ type Store interface {
 	// DuplicateLive or that job's UniqueFor window holds.
 	// A store that is full (a configured job cap) stores none of the jobs and
 	// returns ErrFull.
-	// Put keeps no hold of the jobs' Body slices once it returns: a store
-	// copies what it keeps, and the caller may write over them (the
-	// beanstalkd server hands over its connection's read buffer).
+	// Put keeps no hold of jobs, nor of their Body slices, once it
+	// returns: a store copies what it keeps, and the caller may write over
+	// them (the beanstalkd server hands over its connection's read buffer,
+	// and a Queue the caller's own slice of jobs when it needed no change).
 	Put(ctx context.Context, tube string, jobs []NewJob) ([]PutResult, error)
 
 	// Reserve reserves up to req.Max ready jobs from the tubes in req.Tubes

@@ -10,6 +10,8 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Handler processes one job. Returning nil deletes the job; an error
@@ -78,8 +80,8 @@ func (o *WorkerOptions) logger() *slog.Logger {
 }
 
 // Worker runs a Handler over the jobs of some tubes, Concurrency at a time.
-// While a handler runs past three quarters of its job's TTR, the worker
-// touches the job. A finished job is deleted and the next one reserved in
+// While a handler runs past three quarters of its job's TTR (on the
+// Queue's Options.Clock), the worker touches the job. A finished job is deleted and the next one reserved in
 // one call to the store.
 type Worker struct {
 	q    *Queue
@@ -218,10 +220,8 @@ func (w *Worker) loop(rctx, hctx context.Context, cn *cancels) error {
 				return err
 			}
 			log.Error("queue: reserve", "err", err)
-			select { // a failing store: do not spin
-			case <-rctx.Done():
-			case <-time.After(time.Second):
-			}
+			// A failing store: do not spin (nothing wakes the Waiter).
+			_, _ = wait.NewOn(w.q.clock).Wait(rctx, w.q.clock.Now().Add(time.Second), 0)
 			continue
 		}
 		job := jobs[0]
@@ -261,7 +261,7 @@ func (w *Worker) handle(hctx context.Context, job Job, cn *cancels) bool {
 	var (
 		tmu     sync.Mutex
 		stopped bool
-		timer   *time.Timer
+		timer   wait.Timer
 	)
 	every := job.TTR * 3 / 4
 	var touch func()
@@ -282,7 +282,7 @@ func (w *Worker) handle(hctx context.Context, job Job, cn *cancels) bool {
 		timer.Reset(every)
 	}
 	tmu.Lock()
-	timer = time.AfterFunc(every, touch)
+	timer = w.q.clock.AfterFunc(every, touch)
 	tmu.Unlock()
 	pctx, span := w.q.startProcess(ctx, job)
 	err := w.run(pctx, job)

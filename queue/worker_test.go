@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 )
@@ -258,10 +259,29 @@ func TestWorkerBackoffDelaysTheRetry(t *testing.T) {
 	}
 }
 
+// A Worker touches a job whose handler runs long, at three quarters of
+// its TTR on the Queue's clock: another reserver does not get the job
+// while its handler runs, however many TTRs that clock moves on.
 func TestWorkerTouchesLongJobs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q := newQueue(t)
+	clk := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, err := memstore.New(&memstore.Options{Clock: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := queue.New(s, &queue.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close(); s.Close() })
+	const ttr = time.Second
+	// Put before the Worker runs: its reserve takes the job at once, and
+	// the one timer on the clock is the touch.
+	id, err := q.Put(ctx, "default", queue.NewJob{Body: []byte("slow"), TTR: ttr})
+	if err != nil {
+		t.Fatal(err)
+	}
 	release := make(chan struct{})
 	started := make(chan queue.Job, 1)
 	w, err := queue.NewWorker(q, queue.HandlerFunc(func(ctx context.Context, j queue.Job) error {
@@ -273,18 +293,13 @@ func TestWorkerTouchesLongJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	runWorker(t, w)
-	id, err := q.Put(ctx, "default", queue.NewJob{Body: []byte("slow"), TTR: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	// Another reserver waits for the job; it must not get it while the
-	// handler runs, for 2.5 TTRs.
+	<-started // the touch was armed before the handler started
 	other := q.WithOwner("other")
-	octx, ocancel := context.WithTimeout(ctx, 2500*time.Millisecond)
-	defer ocancel()
-	if j, err := other.Reserve(octx, queue.ReserveOptions{}); err == nil {
-		t.Fatalf("job %d reserved by another while its handler ran", j.ID)
+	for i := range 4 { // 3 TTRs; Advance runs the touch before it returns
+		clk.Advance(ttr * 3 / 4)
+		if j, err := other.Reserve(ctx, queue.ReserveOptions{Timeout: -1}); !errors.Is(err, queue.ErrTimeout) {
+			t.Fatalf("after %v: job %d reserved by another while its handler ran (%v)", time.Duration(i+1)*ttr*3/4, j.ID, err)
+		}
 	}
 	close(release)
 	if err := w.Shutdown(ctx); err != nil {

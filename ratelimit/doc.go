@@ -51,7 +51,9 @@
 // Every decision is made on the store's clock: Redis's TIME in
 // microseconds, or the embedded engine's clock. Results carry durations
 // (RetryAfter, ResetAfter, Delay), never the store's absolute time, so
-// processes with skewed clocks agree.
+// processes with skewed clocks agree. A Reservation's wait for its slot
+// counts its Delay on the Limiter's own clock (Options.Clock; the
+// machine's when nil).
 //
 // The zero Limiter is not usable; make one with New. A Limiter is safe for
 // concurrent use and holds no goroutines or timers of its own besides those

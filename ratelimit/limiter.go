@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hourglass-io/hourglass/internal/tracing"
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Limiter decides, on a Store, whether events on a key may pass under the
@@ -29,6 +30,7 @@ type Limiter struct {
 	parts    func(string) int
 	maxLog   int
 	trace    *tracing.Source // the tracer of Options.TracerProvider
+	clock    wait.Clock      // Options.Clock, or the machine's
 
 	// held are the cancelled reservations not yet given back, by store
 	// key, in the order they were cancelled; a Cancel that gives back
@@ -116,7 +118,7 @@ type Reservation struct {
 	l       *Limiter
 	ok      bool
 	delay   time.Duration
-	act     time.Time // local clock
+	act     time.Time // on the Limiter's clock (Options.Clock)
 	store   Store     // nil when the policy answered without a store
 	skey    string
 	n       int
@@ -136,8 +138,8 @@ func (r *Reservation) OK() bool { return r.ok }
 // OK is false, it is the delay the slot would have needed.
 func (r *Reservation) Delay() time.Duration { return r.delay }
 
-// TimeToAct is when the caller may act, on the local clock: Delay after
-// the store's reply arrived.
+// TimeToAct is when the caller may act, on the Limiter's clock
+// (Options.Clock): Delay after the store's reply arrived.
 func (r *Reservation) TimeToAct() time.Time { return r.act }
 
 // StoreErr is the store's error when the store failed and the FailOpen or
@@ -150,23 +152,18 @@ func (r *Reservation) StoreErr() error { return r.storeEr }
 // an error wrapping both. Wait on a reservation that is not OK returns nil
 // at once: check OK first.
 func (r *Reservation) Wait(ctx context.Context) error {
-	wait := time.Until(r.act)
-	if !r.ok || wait <= 0 {
+	if !r.ok || !r.act.After(r.l.clock.Now()) {
 		return nil
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := r.Cancel(cctx); err != nil {
-			return fmt.Errorf("%w (the slot was not given back: %w)", ctx.Err(), err)
-		}
-		return ctx.Err()
+	if _, err := wait.NewOn(r.l.clock).Wait(ctx, r.act, 0); err == nil {
+		return nil // the slot came: nothing else wakes the Waiter
 	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := r.Cancel(cctx); err != nil {
+		return fmt.Errorf("%w (the slot was not given back: %w)", ctx.Err(), err)
+	}
+	return ctx.Err()
 }
 
 // Cancel gives the reservation's events back if its slot has not come yet,
@@ -208,7 +205,7 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 // something back, it gives back the kept ones of the key that it uncovers,
 // latest slot first, until one still gives nothing. heldMu is held.
 func (l *Limiter) afterCancel(ctx context.Context, r *Reservation, gave bool) error {
-	now := time.Now()
+	now := l.clock.Now()
 	kept := slices.DeleteFunc(l.held[r.skey], func(h *Reservation) bool { return !h.act.After(now) })
 	if !gave {
 		if r.act.After(now) {
@@ -255,7 +252,7 @@ func (l *Limiter) setHeld(skey string, kept []*Reservation) {
 	if len(l.held) <= maxHeldKeys {
 		return
 	}
-	now := time.Now()
+	now := l.clock.Now()
 	for k, rs := range l.held {
 		if !slices.ContainsFunc(rs, func(h *Reservation) bool { return h.act.After(now) }) {
 			delete(l.held, k)
@@ -323,7 +320,7 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 	// The slot is Delay after the store's decision, which came before the
 	// reply: counting from the reply, a caller never acts early.
 	return &Reservation{
-		l: l, ok: d.OK, delay: d.Delay, act: time.Now().Add(d.Delay), store: a.by, skey: skey, n: n,
+		l: l, ok: d.OK, delay: d.Delay, act: l.clock.Now().Add(d.Delay), store: a.by, skey: skey, n: n,
 		limits: limits, at: d.Now.Add(d.Delay), storeEr: a.storeErr,
 	}, nil
 }
@@ -357,7 +354,7 @@ func (l *Limiter) waitN(ctx context.Context, key string, n int, limits []Limit) 
 	}
 	maxWait := time.Duration(-1)
 	if dl, ok := ctx.Deadline(); ok {
-		maxWait = max(time.Until(dl), 0)
+		maxWait = max(time.Until(dl), 0) // a context's deadline is on the machine's clock
 	}
 	r, err := l.ReserveN(ctx, key, n, maxWait, limits...)
 	if err != nil {

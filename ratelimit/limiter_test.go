@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-io/hourglass/internal/testkit/storetest"
 	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/ratelimit"
 )
@@ -22,6 +23,21 @@ func newLimiter(t *testing.T, opts *ratelimit.Options) (*ratelimit.Limiter, rate
 		t.Fatal(err)
 	}
 	return l, s.RateLimits()
+}
+
+// newClockLimiter is a Limiter on clk over a store on clk.
+func newClockLimiter(t *testing.T, clk *storetest.Clock) *ratelimit.Limiter {
+	t.Helper()
+	s, err := memstore.New(&memstore.Options{Clock: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	l, err := ratelimit.New(s.RateLimits(), &ratelimit.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func TestLimitConstructors(t *testing.T) {
@@ -113,7 +129,8 @@ func TestWaitDeadline(t *testing.T) {
 
 // TestWaitCancel: a Wait whose context ends gives its slot back.
 func TestWaitCancel(t *testing.T) {
-	l, _ := newLimiter(t, nil)
+	clk := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	l := newClockLimiter(t, clk)
 	lim := ratelimit.Every(time.Hour)
 	ctx := context.Background()
 	if err := l.Wait(ctx, "k", lim); err != nil {
@@ -122,45 +139,61 @@ func TestWaitCancel(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- l.Wait(cctx, "k", lim) }()
-	// Wait for the waiter's reservation: the next slot is then two hours away.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, err := l.Reserve(ctx, "k", 0, lim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Delay() > 90*time.Minute {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the waiter never reserved")
-		}
-		time.Sleep(time.Millisecond)
+	// The waiter sleeps on the clock once it has reserved its slot: the
+	// next slot is then two hours away.
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := clk.WaitArmed(wctx, 1); err != nil {
+		t.Fatalf("the waiter never waited on the clock: %v", err)
+	}
+	if r, err := l.Reserve(ctx, "k", 0, lim); err != nil || r.Delay() != 2*time.Hour {
+		t.Fatalf("with the waiter's slot reserved, the next is %v away (%v), want 2h", r.Delay(), err)
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait: %v, want context.Canceled", err)
 	}
 	r, err := l.Reserve(ctx, "k", -1, lim)
-	if err != nil || r.Delay() > time.Hour {
-		t.Fatalf("after the cancelled Wait the next slot is %v away, want within the hour (%v)", r.Delay(), err)
+	if err != nil || r.Delay() != time.Hour {
+		t.Fatalf("after the cancelled Wait the next slot is %v away (%v), want 1h", r.Delay(), err)
 	}
 }
 
-// TestWaitServes: Wait returns once the slot comes.
+// TestWaitServes: Wait returns once the slot comes on the Limiter's clock,
+// not before.
 func TestWaitServes(t *testing.T) {
-	l, _ := newLimiter(t, nil)
-	lim := ratelimit.Every(20 * time.Millisecond)
+	clk := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	l := newClockLimiter(t, clk)
+	const every = 20 * time.Millisecond
+	lim := ratelimit.Every(every)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	start := time.Now()
-	for range 3 {
-		if err := l.Wait(ctx, "k", lim); err != nil {
+	served := make(chan error, 3)
+	go func() {
+		for range 3 {
+			err := l.Wait(ctx, "k", lim)
+			served <- err
+			if err != nil {
+				return
+			}
+		}
+	}()
+	if err := <-served; err != nil { // the first slot is now
+		t.Fatal(err)
+	}
+	for i := 1; i < 3; i++ {
+		if err := clk.WaitArmed(ctx, 1); err != nil {
+			t.Fatalf("wait %d did not wait on the clock: %v", i, err)
+		}
+		select {
+		case err := <-served:
+			t.Fatalf("wait %d returned (%v) before its slot", i, err)
+		default:
+		}
+		clk.Advance(every)
+		if err := <-served; err != nil {
 			t.Fatal(err)
 		}
-	}
-	if d := time.Since(start); d < 40*time.Millisecond {
-		t.Fatalf("3 waits at one per 20 ms returned after %v", d)
 	}
 	if err := l.Wait(ctx, "", lim); !errors.Is(err, ratelimit.ErrInvalidKey) {
 		t.Fatalf("Wait with an empty key: %v", err)

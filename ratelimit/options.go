@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hourglass-io/hourglass/internal/tracing"
+	"github.com/hourglass-io/hourglass/internal/wait"
 )
 
 // Mode says whose events a limit counts.
@@ -76,6 +77,12 @@ type Options struct {
 	// means OpenTelemetry's global provider. While neither is set (or the
 	// provider is a no-op one) no span is made.
 	TracerProvider trace.TracerProvider
+	// Clock is the time a Reservation's Wait (and so Wait and WaitN)
+	// waits on and TimeToAct is read from; nil means the machine's. A
+	// suite passes a manual clock (storetest.Clock), with the store on the
+	// same clock, to drive time. Decisions are the store's, on its clock,
+	// whatever Clock is.
+	Clock wait.Clock
 }
 
 // New returns a Limiter deciding on s, or an error wrapping
@@ -93,6 +100,7 @@ func New(s Store, opts *Options) (*Limiter, error) {
 		}
 		l.instance = opts.Instance
 		l.trace = tracing.New(opts.TracerProvider)
+		l.clock = opts.Clock
 	} else {
 		l.trace = tracing.New(nil)
 	}
@@ -108,6 +116,7 @@ func New(s Store, opts *Options) (*Limiter, error) {
 	case l.maxLog < 0:
 		return nil, fmt.Errorf("%w: Options.MaxLogEvents %d, want 0 (default) or more", ErrInvalidOption, l.maxLog)
 	}
+	l.clock = wait.Or(l.clock)
 	if l.mode == PerInstance && l.instance == "" {
 		h, _ := os.Hostname()
 		l.instance = h + "-" + strconv.Itoa(os.Getpid())

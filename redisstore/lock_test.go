@@ -160,14 +160,22 @@ func TestLockLostByRedis(t *testing.T) {
 			c := topo.client(t)
 			prefix := redistest.Prefix(t)
 			s := newStoreWithPrefix(t, c, prefix)
-			cl, _ := lock.New(s.Locks(), nil)
-			l, err := cl.TryObtain(t.Context(), "gone", &lock.ObtainOptions{TTL: 600 * time.Millisecond, AutoRenew: true})
+			clk := storetest.NewClock(time.Now()) // the holder's: its renewals
+			cl, _ := lock.New(s.Locks(), &lock.Options{Clock: clk})
+			const ttl = 600 * time.Millisecond
+			l, err := cl.TryObtain(t.Context(), "gone", &lock.ObtainOptions{TTL: ttl, AutoRenew: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Del(t.Context(), prefix+"lk:{gone}:h").Err(); err != nil {
 				t.Fatal(err)
 			}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			if err := clk.WaitArmed(ctx, 2); err != nil { // the lease's end and the first renewal
+				t.Fatalf("the renewal was not armed on the holder's clock: %v", err)
+			}
+			clk.Advance(ttl / 3)
 			waitLost(t, l)
 			if cause := context.Cause(l.Context()); !errors.Is(cause, lock.ErrNotHeld) {
 				t.Fatalf("cause %v, want ErrNotHeld", cause)
@@ -177,15 +185,24 @@ func TestLockLostByRedis(t *testing.T) {
 }
 
 // A holder paused past its lease (here: one that does not renew) is told
-// when the lease runs out, and another owner gets the lock.
+// when the lease runs out, and another owner gets the lock. The store and
+// the client share a manual clock, which the test moves past the lease.
 func TestLockLeaseRunsOut(t *testing.T) {
 	c := standaloneClient(t)
-	s := newStore(t, c, nil)
-	cl, _ := lock.New(s.Locks(), nil)
-	l, err := cl.TryObtain(t.Context(), "short", &lock.ObtainOptions{TTL: 200 * time.Millisecond})
+	clk := storetest.NewClock(time.Now().Truncate(time.Second))
+	s := newStore(t, c, &redisstore.Options{Clock: clk.Now})
+	cl, _ := lock.New(s.Locks(), &lock.Options{Clock: clk})
+	const ttl = 200 * time.Millisecond
+	l, err := cl.TryObtain(t.Context(), "short", &lock.ObtainOptions{TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
+	select {
+	case <-l.Lost():
+		t.Fatalf("lost before the lease's end: %v", context.Cause(l.Context()))
+	default:
+	}
+	clk.Advance(ttl)
 	waitLost(t, l)
 	if cause := context.Cause(l.Context()); !errors.Is(cause, lock.ErrLeaseExpired) {
 		t.Fatalf("cause %v, want ErrLeaseExpired", cause)

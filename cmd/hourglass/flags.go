@@ -4,9 +4,24 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
+
+// givenFlags are the names of the flags given on a command line, in
+// their order.
+type givenFlags []string
+
+// givenOf returns the flags given to fs, once it has parsed them.
+func givenOf(fs *flag.FlagSet) givenFlags {
+	var g givenFlags
+	fs.Visit(func(fl *flag.Flag) { g = append(g, fl.Name) })
+	return g
+}
+
+// has reports whether flag name was given.
+func (g givenFlags) has(name string) bool { return slices.Contains(g, name) }
 
 // parseArgs is the one flag parser of every command: flags may come
 // before, between and after the positional arguments, which it returns in

@@ -9,9 +9,11 @@ import (
 	"time"
 )
 
+var lockForms = []string{"obtain NAME", "release NAME TOKEN", "refresh NAME TOKEN", "ttl NAME TOKEN"}
+
 var lockCommand = &command{
 	name:    "lock",
-	forms:   []string{"obtain NAME", "release NAME TOKEN", "refresh NAME TOKEN", "ttl NAME TOKEN"},
+	forms:   lockForms,
 	args:    "[flags] obtain NAME | release NAME TOKEN | refresh NAME TOKEN | ttl NAME TOKEN",
 	summary: "obtain, release, refresh a lock or semaphore slot over the HTTP API",
 	help: `Obtains a lock (or, with --limit, a slot of a semaphore) through the
@@ -55,24 +57,9 @@ Examples:
 		fs.IntVar(&limit, "limit", 0, "obtain: a semaphore of `n` slots (default 1, a lock)")
 		fs.BoolVar(&tokenOnly, "token-only", false, "obtain: print only the owner token")
 		return func(ctx context.Context, c *cli, args []string) error {
-			if len(args) == 0 {
-				return usagef("lock takes obtain, release, refresh or ttl")
-			}
-			sub, args := args[0], args[1:]
-			want := 2
-			if sub == "obtain" {
-				want = 1
-			}
-			switch sub {
-			case "obtain", "release", "refresh", "ttl":
-			default:
-				return usagef("lock: unknown subcommand %q: want obtain, release, refresh or ttl", sub)
-			}
-			if len(args) != want {
-				if want == 1 {
-					return usagef("lock obtain takes NAME, got %q", args)
-				}
-				return usagef("lock %s takes NAME TOKEN, got %q", sub, args)
+			sub, args, err := subcommand("lock", lockForms, args)
+			if err != nil {
+				return err
 			}
 			if args[0] == "" {
 				return usagef("lock %s: NAME is empty", sub)
@@ -91,7 +78,6 @@ Examples:
 			var (
 				body []byte
 				in   any
-				err  error
 			)
 			switch sub {
 			case "obtain":

@@ -79,6 +79,40 @@ type cli struct {
 	stopSignals func()
 }
 
+// subcommand splits the arguments of command name into its subcommand
+// and the subcommand's arguments, which must be as many as its form
+// says: forms are the command's ("set TUBE", "list"), one a subcommand.
+func subcommand(name string, forms, args []string) (sub string, rest []string, err error) {
+	subs := make([]string, len(forms))
+	for i, f := range forms {
+		subs[i], _, _ = strings.Cut(f, " ")
+	}
+	if len(args) == 0 {
+		return "", nil, usagef("%s takes %s", name, orList(subs))
+	}
+	sub, rest = args[0], args[1:]
+	i := slices.Index(subs, sub)
+	if i < 0 {
+		return "", nil, usagef("%s: unknown subcommand %q: want %s", name, sub, orList(subs))
+	}
+	_, want, _ := strings.Cut(forms[i], " ")
+	if len(rest) != len(strings.Fields(want)) {
+		if want == "" {
+			return "", nil, usagef("%s %s takes no arguments, got %q", name, sub, rest)
+		}
+		return "", nil, usagef("%s %s takes %s, got %q", name, sub, want, rest)
+	}
+	return sub, rest, nil
+}
+
+// orList is words as a list: "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
 // command is a subcommand.
 type command struct {
 	name string

@@ -15,9 +15,11 @@ import (
 	"github.com/hourglass-io/hourglass/schedule"
 )
 
+var scheduleForms = []string{"set NAME", "get NAME", "list", "delete NAME", "pause NAME", "resume NAME", "trigger NAME", "next NAME"}
+
 var scheduleCommand = &command{
 	name:    "schedule",
-	forms:   []string{"set NAME", "get NAME", "list", "delete NAME", "pause NAME", "resume NAME", "trigger NAME", "next NAME"},
+	forms:   scheduleForms,
 	args:    "[flags] set|get|list|delete|pause|resume|trigger|next [NAME]",
 	summary: "set, list, pause, trigger schedules over the HTTP API",
 	help: `Manages the schedules of the server's store through its HTTP API (--http,
@@ -77,7 +79,7 @@ Examples:
 		fs.StringVar(&f.after, "after", "", "list: start after this schedule `name`")
 		fs.IntVar(&f.n, "n", 10, "next: how many fire `times` (1 to 1000)")
 		return func(ctx context.Context, c *cli, args []string) error {
-			fs.Visit(func(fl *flag.Flag) { f.set = append(f.set, fl.Name) })
+			f.set = givenOf(fs)
 			return c.schedule(ctx, &f, args)
 		}
 	},
@@ -95,16 +97,7 @@ type scheduleFlags struct {
 	start, end       string
 	after            string
 	n                int
-	set              []string // the flags given
-}
-
-func (f *scheduleFlags) given(name string) bool {
-	for _, n := range f.set {
-		if n == name {
-			return true
-		}
-	}
-	return false
+	set              givenFlags
 }
 
 // parseMisfire reads --misfire as the API's misfire object.
@@ -125,23 +118,9 @@ func parseMisfire(s string) (map[string]any, error) {
 }
 
 func (c *cli) schedule(ctx context.Context, f *scheduleFlags, args []string) error {
-	if len(args) == 0 {
-		return usagef("schedule takes set, get, list, delete, pause, resume, trigger or next")
-	}
-	sub, args := args[0], args[1:]
-	want := 1
-	switch sub {
-	case "list":
-		want = 0
-	case "set", "get", "delete", "pause", "resume", "trigger", "next":
-	default:
-		return usagef("schedule: unknown subcommand %q: want set, get, list, delete, pause, resume, trigger or next", sub)
-	}
-	if len(args) != want {
-		if want == 0 {
-			return usagef("schedule list takes no arguments, got %q", args)
-		}
-		return usagef("schedule %s takes NAME, got %q", sub, args)
+	sub, args, err := subcommand("schedule", scheduleForms, args)
+	if err != nil {
+		return err
 	}
 	for _, fl := range f.set {
 		if !scheduleFlagFor(fl, sub) {
@@ -159,10 +138,7 @@ func (c *cli) schedule(ctx context.Context, f *scheduleFlags, args []string) err
 		return usagef("schedule %s: NAME is empty", sub)
 	}
 	path := "/v1/schedules/" + url.PathEscape(name)
-	var (
-		body []byte
-		err  error
-	)
+	var body []byte
 	switch sub {
 	case "set":
 		in, err := c.scheduleBody(f)
@@ -249,7 +225,7 @@ func (c *cli) scheduleBody(f *scheduleFlags) (map[string]any, error) {
 		body = string(b)
 	}
 	job := map[string]any{"tube": f.tube, "body": body, "ttr_ms": f.ttr.Milliseconds()}
-	if f.given("priority") {
+	if f.set.has("priority") {
 		job["priority"] = f.priority
 	}
 	if _, err := schedule.ParseOverlap(f.overlap); err != nil {

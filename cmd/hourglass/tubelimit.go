@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"slices"
 	"time"
 
 	"github.com/hourglass-io/hourglass/queue"
@@ -14,9 +13,11 @@ import (
 	"github.com/hourglass-io/hourglass/server/httpapi"
 )
 
+var tubeLimitForms = []string{"set TUBE", "get TUBE", "clear TUBE", "list"}
+
 var tubeLimitCommand = &command{
 	name:    "tube-limit",
-	forms:   []string{"set TUBE", "get TUBE", "clear TUBE", "list"},
+	forms:   tubeLimitForms,
 	args:    "[flags] set|get|clear|list [TUBE]",
 	summary: "set, get, list and clear a tube's rate and cap over the HTTP API",
 	help: `Manages the limits of tubes through the server's HTTP API (--http, or
@@ -48,7 +49,7 @@ Examples:
 		fs.StringVar(&f.groupRate, "group-rate", "", "set: the `rate` of each group of the tube, EVENTS/PER[,burst=N]")
 		fs.IntVar(&f.groupCap, "group-cap", 0, "set: the most jobs of each group of the tube reserved at once (a `count`)")
 		return func(ctx context.Context, c *cli, args []string) error {
-			fs.Visit(func(fl *flag.Flag) { f.set = append(f.set, fl.Name) })
+			f.set = givenOf(fs)
 			return c.tubeLimit(ctx, &f, args)
 		}
 	},
@@ -58,29 +59,13 @@ type tubeLimitFlags struct {
 	http            httpFlags
 	rate, groupRate string
 	cap, groupCap   int
-	set             []string
+	set             givenFlags
 }
 
-func (f *tubeLimitFlags) given(name string) bool { return slices.Contains(f.set, name) }
-
 func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) error {
-	if len(args) == 0 {
-		return usagef("tube-limit takes set, get, clear or list")
-	}
-	sub, args := args[0], args[1:]
-	want := 1
-	switch sub {
-	case "list":
-		want = 0
-	case "set", "get", "clear":
-	default:
-		return usagef("tube-limit: unknown subcommand %q: want set, get, clear or list", sub)
-	}
-	if len(args) != want {
-		if want == 0 {
-			return usagef("tube-limit list takes no arguments, got %q", args)
-		}
-		return usagef("tube-limit %s takes TUBE, got %q", sub, args)
+	sub, args, err := subcommand("tube-limit", tubeLimitForms, args)
+	if err != nil {
+		return err
 	}
 	for _, fl := range f.set {
 		if (fl == "rate" || fl == "cap" || fl == "group-rate" || fl == "group-cap") && sub != "set" {
@@ -115,23 +100,22 @@ func (c *cli) tubeLimit(ctx context.Context, f *tubeLimitFlags, args []string) e
 	}
 	path := "/v1/tubes/" + url.PathEscape(tube) + "/limits"
 	var body []byte
-	var err error
 	switch sub {
 	case "set":
 		in := httpapi.TubeLimits{Cap: f.cap}
 		if in.Rate, err = cliRate("--rate", f.rate); err != nil {
 			return err
 		}
-		if f.groupRate != "" || f.given("group-cap") {
+		if f.groupRate != "" || f.set.has("group-cap") {
 			in.Group = &httpapi.GroupLimits{Cap: f.groupCap}
 			if in.Group.Rate, err = cliRate("--group-rate", f.groupRate); err != nil {
 				return err
 			}
 		}
-		if in.Rate == nil && in.Cap == 0 && in.Group == nil && f.given("cap") {
+		if in.Rate == nil && in.Cap == 0 && in.Group == nil && f.set.has("cap") {
 			return usagef("tube-limit set %s --cap 0: 0 is no cap, and no other limit is given; to remove the tube's limits, run tube-limit clear %s", tube, tube)
 		}
-		if !f.given("rate") && !f.given("cap") && in.Group == nil {
+		if !f.set.has("rate") && !f.set.has("cap") && in.Group == nil {
 			return usagef("tube-limit set needs --rate, --cap, --group-rate or --group-cap (clear removes the limits)")
 		}
 		_, body, err = hc.call(ctx, "PUT", path, in)

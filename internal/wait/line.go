@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,6 +51,11 @@ type Line struct {
 	idle   list.List           // of *lineSub that no waiter uses, oldest first
 	places list.List           // of *Place, oldest first
 	closed bool
+	// waiters is places.Len(), written under mu: Wake reads it without
+	// the lock, so that a wake-up nobody waits for (a put, a reserve that
+	// leaves jobs, while no reserve waits) costs no lock shared by every
+	// caller.
+	waiters atomic.Int64
 }
 
 type lineSub struct {
@@ -100,6 +106,7 @@ func (l *Line) Enter(ctx context.Context, topics []string, all bool) (*Place, er
 		return nil, l.opts.Closed // Close ended the subscriptions
 	}
 	p.elem = l.places.PushBack(p)
+	l.waiters.Add(1)
 	return p, nil
 }
 
@@ -245,6 +252,7 @@ func (l *Line) Leave(p *Place, passOn bool) {
 	l.mu.Lock()
 	if p.elem != nil {
 		l.places.Remove(p.elem)
+		l.waiters.Add(-1)
 		p.elem = nil
 	}
 	if p.Take() || passOn {
@@ -262,6 +270,12 @@ func (l *Line) Leave(p *Place, passOn bool) {
 // and to every waiter that entered with all set. It is the wake function
 // of the Line's subscriptions.
 func (l *Line) Wake(topic string) {
+	// No waiter: nothing to hand. A waiter that enters from now on asks
+	// the store after it has entered, so it sees the change this wake-up
+	// tells of, as it would if it had entered just after the lock below.
+	if l.waiters.Load() == 0 {
+		return
+	}
 	l.mu.Lock()
 	l.wakeLocked(topic)
 	l.mu.Unlock()

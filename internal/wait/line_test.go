@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hourglass-io/hourglass/internal/wait"
 )
@@ -186,4 +187,25 @@ func TestLineListenFails(t *testing.T) {
 		t.Fatal("no wake-up after a second Enter")
 	}
 	l.Leave(p, false)
+}
+
+// A wake-up of a Line that nobody waits in takes no lock of the Line;
+// once a waiter has entered and left, none again.
+func TestWakeWithoutWaitersTakesNoLock(t *testing.T) {
+	l := wait.NewLine(nil, nil)
+	p, err := l.Enter(context.Background(), []string{"a"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Leave(p, false)
+	unlock := wait.LockLine(l)
+	done := make(chan struct{})
+	go func() { l.Wake("a"); close(done) }()
+	select {
+	case <-done:
+		unlock()
+	case <-time.After(10 * time.Second):
+		unlock()
+		t.Fatal("Wake waited for the Line's lock with no waiter")
+	}
 }

@@ -616,17 +616,25 @@ func (l *Log) Sync() error {
 		return nil
 	}
 	// Take the flusher's role so that f stays put.
-	l.flushing = true
+	return l.syncFileLocked(&l.flushing, uint64(t))
+}
+
+// syncFileLocked fsyncs f, the current segment, with l.mu released and
+// *role set meanwhile (flushing or syncing: what keeps f put), then
+// records the records up to target as synced, or fails the log, and wakes
+// the waiters. It returns the log's error after a failed fsync, else nil.
+func (l *Log) syncFileLocked(role *bool, target uint64) error {
+	*role = true
 	f := l.f
 	l.mu.Unlock()
 	err := f.Sync()
 	l.mu.Lock()
-	l.flushing = false
+	*role = false
 	if err != nil {
 		l.fail(fmt.Errorf("wal: fsync: %w", err))
 		err = l.err
 	} else {
-		l.synced = max(l.synced, uint64(t))
+		l.synced = max(l.synced, target)
 	}
 	l.cond.Broadcast()
 	return err
@@ -788,18 +796,7 @@ func (l *Log) syncOnce() {
 		l.mu.Unlock()
 		return
 	}
-	l.syncing = true
-	f, target := l.f, l.written
-	l.mu.Unlock()
-	err := f.Sync()
-	l.mu.Lock()
-	l.syncing = false
-	if err != nil {
-		l.fail(fmt.Errorf("wal: fsync: %w", err))
-	} else {
-		l.synced = max(l.synced, target)
-	}
-	l.cond.Broadcast()
+	_ = l.syncFileLocked(&l.syncing, l.written) // a failure is the log's, kept in l.err
 	l.mu.Unlock()
 }
 

@@ -115,32 +115,45 @@ func (c *conn) cmdPut(rest string) error {
 	if c.srv.draining.Load() {
 		return errDraining
 	}
-	id, err := c.q.Put(c.ctx, c.used, queue.NewJob{
+	// The job goes in the connection's own slice of one: a put's job
+	// needs no change of the Queue's (whole seconds, a TTR, a body), so
+	// the store is handed this slice, and nothing is allocated for it.
+	c.put[0] = queue.NewJob{
 		Body:     body[:size],
 		Priority: pri,
 		Delay:    secs(delay),
 		TTR:      secs(ttr),
-	})
+	}
+	res, err := c.q.PutMany(c.ctx, c.used, c.put[:])
+	c.put[0] = queue.NewJob{}
 	if err != nil {
 		return err
 	}
-	c.replyID("INSERTED", id)
+	c.replyNum("INSERTED", uint64(res[0].ID))
 	return nil
 }
 
-func (c *conn) cmdPeek(rest string) error {
+// jobCommand runs a command whose one argument is a job's id: once the
+// line parses, it counts o and runs run with the id.
+func (c *conn) jobCommand(rest string, o op, run func(id queue.ID) error) error {
 	a := args{s: rest, ok: true}
 	id := a.u64()
 	if !a.end() {
 		return errBadFormat
 	}
-	c.count(opPeek)
-	j, err := c.q.Peek(c.ctx, queue.ID(id))
-	if err != nil {
-		return err
-	}
-	c.replyJob("FOUND", j)
-	return nil
+	c.count(o)
+	return run(queue.ID(id))
+}
+
+func (c *conn) cmdPeek(rest string) error {
+	return c.jobCommand(rest, opPeek, func(id queue.ID) error {
+		j, err := c.q.Peek(c.ctx, id)
+		if err != nil {
+			return err
+		}
+		c.replyJob("FOUND", j)
+		return nil
+	})
 }
 
 func (c *conn) cmdPeekReady(rest string) error {
@@ -156,16 +169,14 @@ func (c *conn) cmdPeekBuried(rest string) error {
 }
 
 func (c *conn) peekState(rest string, o op, peek func(ctx context.Context, tube string) (queue.Job, error)) error {
-	if rest != "" {
-		return errBadFormat
-	}
-	c.count(o)
-	j, err := peek(c.ctx, c.used)
-	if err != nil {
-		return err
-	}
-	c.replyJob("FOUND", j)
-	return nil
+	return c.bareCommand(rest, o, func() error {
+		j, err := peek(c.ctx, c.used)
+		if err != nil {
+			return err
+		}
+		c.replyJob("FOUND", j)
+		return nil
+	})
 }
 
 func (c *conn) cmdReserveWithTimeout(rest string) error {
@@ -184,44 +195,37 @@ func (c *conn) cmdReserveWithTimeout(rest string) error {
 }
 
 func (c *conn) cmdReserve(rest string) error {
-	if rest != "" {
-		return errBadFormat
-	}
-	c.count(opReserve)
-	return c.reserve(-1)
+	return c.bareCommand(rest, opReserve, func() error { return c.reserve(-1) })
 }
 
 func (c *conn) cmdReserveJob(rest string) error {
-	a := args{s: rest, ok: true}
-	id := a.u64()
-	if !a.end() {
-		return errBadFormat
-	}
-	c.count(opReserveJob)
-	if !c.srv.sessionSure() {
-		return errSessionUnsure
-	}
-	j, err := c.q.ReserveJob(c.ctx, queue.ID(id))
-	if err != nil {
-		return err
-	}
-	c.setWorker()
-	return c.reserved(j)
+	return c.jobCommand(rest, opReserveJob, func(id queue.ID) error {
+		if !c.srv.sessionSure() {
+			return errSessionUnsure
+		}
+		j, err := c.q.ReserveJob(c.ctx, id)
+		if err != nil {
+			return err
+		}
+		c.setWorker()
+		return c.reserved(j)
+	})
 }
 
 func (c *conn) cmdDelete(rest string) error {
-	a := args{s: rest, ok: true}
-	id := a.u64()
-	if !a.end() {
-		return errBadFormat
-	}
-	c.count(opDelete)
-	err := c.q.Delete(c.ctx, queue.ID(id))
-	c.settle(queue.ID(id), err)
+	return c.jobCommand(rest, opDelete, func(id queue.ID) error {
+		return c.settled(id, c.q.Delete(c.ctx, id), "DELETED\r\n")
+	})
+}
+
+// settled answers a command that ends the connection's reservation of job
+// id (delete, release, bury) and returned err: reply when it is nil.
+func (c *conn) settled(id queue.ID, err error, reply string) error {
+	c.settle(id, err)
 	if err != nil {
 		return err
 	}
-	c.reply("DELETED\r\n")
+	c.reply(reply)
 	return nil
 }
 
@@ -243,13 +247,7 @@ func (c *conn) cmdRelease(rest string) error {
 		return errBadFormat
 	}
 	c.count(opRelease)
-	err := c.q.Release(c.ctx, queue.ID(id), pri, secs(delay))
-	c.settle(queue.ID(id), err)
-	if err != nil {
-		return err
-	}
-	c.reply("RELEASED\r\n")
-	return nil
+	return c.settled(queue.ID(id), c.q.Release(c.ctx, queue.ID(id), pri, secs(delay)), "RELEASED\r\n")
 }
 
 func (c *conn) cmdBury(rest string) error {
@@ -259,13 +257,7 @@ func (c *conn) cmdBury(rest string) error {
 		return errBadFormat
 	}
 	c.count(opBury)
-	err := c.q.Bury(c.ctx, queue.ID(id), pri)
-	c.settle(queue.ID(id), err)
-	if err != nil {
-		return err
-	}
-	c.reply("BURIED\r\n")
-	return nil
+	return c.settled(queue.ID(id), c.q.Bury(c.ctx, queue.ID(id), pri), "BURIED\r\n")
 }
 
 func (c *conn) cmdKick(rest string) error {
@@ -279,140 +271,135 @@ func (c *conn) cmdKick(rest string) error {
 	if err != nil {
 		return err
 	}
-	c.replyCount("KICKED", kicked)
+	c.replyNum("KICKED", uint64(kicked))
 	return nil
 }
 
 func (c *conn) cmdKickJob(rest string) error {
-	a := args{s: rest, ok: true}
-	id := a.u64()
-	if !a.end() {
-		return errBadFormat
-	}
-	c.count(opKickJob)
-	if err := c.q.KickJob(c.ctx, queue.ID(id)); err != nil {
-		return err
-	}
-	c.reply("KICKED\r\n")
-	return nil
+	return c.jobCommand(rest, opKickJob, func(id queue.ID) error {
+		if err := c.q.KickJob(c.ctx, id); err != nil {
+			return err
+		}
+		c.reply("KICKED\r\n")
+		return nil
+	})
 }
 
 func (c *conn) cmdTouch(rest string) error {
-	a := args{s: rest, ok: true}
-	id := a.u64()
-	if !a.end() {
-		return errBadFormat
-	}
-	c.count(opTouch)
-	left, err := c.q.Touch(c.ctx, queue.ID(id))
-	if err != nil {
-		c.settle(queue.ID(id), err)
-		return err
-	}
-	c.held[queue.ID(id)] = c.now.Add(left)
-	c.reply("TOUCHED\r\n")
-	return nil
+	return c.jobCommand(rest, opTouch, func(id queue.ID) error {
+		left, err := c.q.Touch(c.ctx, id)
+		if err != nil {
+			c.settle(id, err)
+			return err
+		}
+		c.held[id] = c.now.Add(left)
+		c.reply("TOUCHED\r\n")
+		return nil
+	})
 }
 
 func (c *conn) cmdStatsJob(rest string) error {
-	a := args{s: rest, ok: true}
-	id := a.u64()
-	if !a.end() {
-		return errBadFormat
-	}
-	c.count(opStatsJob)
-	st, err := c.q.StatsJob(c.ctx, queue.ID(id))
-	if err != nil {
-		return err
-	}
-	c.replyOK(jobYAML(st))
-	return nil
+	return c.jobCommand(rest, opStatsJob, func(id queue.ID) error {
+		st, err := c.q.StatsJob(c.ctx, id)
+		if err != nil {
+			return err
+		}
+		c.replyOK(jobYAML(st))
+		return nil
+	})
 }
 
-func (c *conn) cmdStatsTube(rest string) error {
-	if !queue.ValidTube(rest) {
-		return errBadFormat
-	}
-	rest = strings.Clone(rest) // kept: the line is reused
-	c.count(opStatsTube)
-	y, err := c.srv.tubeYAML(c.ctx, rest)
-	if err != nil {
-		return err
-	}
-	c.replyOK(y)
-	return nil
-}
-
-func (c *conn) cmdStats(rest string) error {
+// bareCommand runs a command that takes no argument: once the line
+// parses, it counts o and runs run.
+func (c *conn) bareCommand(rest string, o op, run func() error) error {
 	if rest != "" {
 		return errBadFormat
 	}
-	c.count(opStats)
-	y, err := c.srv.statsYAML(c.ctx)
-	if err != nil {
-		return err
+	c.count(o)
+	return run()
+}
+
+// tubeCommand runs a command whose one argument is a tube's name: once
+// the line parses, it counts o and runs run with the name.
+func (c *conn) tubeCommand(rest string, o op, run func(tube string) error) error {
+	if !queue.ValidTube(rest) {
+		return errBadFormat
 	}
-	c.replyOK(y)
-	return nil
+	tube := strings.Clone(rest) // kept: the line is reused
+	c.count(o)
+	return run(tube)
+}
+
+func (c *conn) cmdStatsTube(rest string) error {
+	return c.tubeCommand(rest, opStatsTube, func(tube string) error {
+		y, err := c.srv.tubeYAML(c.ctx, tube)
+		if err != nil {
+			return err
+		}
+		c.replyOK(y)
+		return nil
+	})
+}
+
+func (c *conn) cmdStats(rest string) error {
+	return c.bareCommand(rest, opStats, func() error {
+		y, err := c.srv.statsYAML(c.ctx)
+		if err != nil {
+			return err
+		}
+		c.replyOK(y)
+		return nil
+	})
 }
 
 func (c *conn) cmdUse(rest string) error {
-	if !queue.ValidTube(rest) {
-		return errBadFormat
-	}
-	rest = strings.Clone(rest) // kept: the line is reused
-	c.count(opUse)
-	if rest != c.used {
-		if err := c.hold(rest, 1); err != nil {
-			return err
+	return c.tubeCommand(rest, opUse, func(tube string) error {
+		if tube != c.used {
+			if err := c.hold(tube, 1); err != nil {
+				return err
+			}
+			c.unhold(c.ctx, c.used, 1)
+			c.srv.tubes.use(tube, 1)
+			c.srv.tubes.use(c.used, -1)
+			c.used = tube
 		}
-		c.unhold(c.ctx, c.used, 1)
-		c.srv.tubes.use(rest, 1)
-		c.srv.tubes.use(c.used, -1)
-		c.used = rest
-	}
-	c.reply("USING " + c.used + "\r\n")
-	return nil
+		c.reply("USING " + c.used + "\r\n")
+		return nil
+	})
 }
 
 func (c *conn) cmdWatch(rest string) error {
-	if !queue.ValidTube(rest) {
-		return errBadFormat
-	}
-	rest = strings.Clone(rest) // kept: the line is reused
-	c.count(opWatch)
-	if c.watching(rest) < 0 {
-		if c.srv.MaxWatch > 0 && len(c.watched) >= c.srv.MaxWatch {
-			return errTooManyWatched
+	return c.tubeCommand(rest, opWatch, func(tube string) error {
+		if c.watching(tube) < 0 {
+			if c.srv.MaxWatch > 0 && len(c.watched) >= c.srv.MaxWatch {
+				return errTooManyWatched
+			}
+			if err := c.hold(tube, 1); err != nil {
+				return err
+			}
+			c.watched = append(c.watched, tube)
+			c.srv.tubes.watch(tube, 1)
 		}
-		if err := c.hold(rest, 1); err != nil {
-			return err
-		}
-		c.watched = append(c.watched, rest)
-		c.srv.tubes.watch(rest, 1)
-	}
-	c.replyCount("WATCHING", len(c.watched))
-	return nil
+		c.replyNum("WATCHING", uint64(len(c.watched)))
+		return nil
+	})
 }
 
 func (c *conn) cmdIgnore(rest string) error {
-	if !queue.ValidTube(rest) {
-		return errBadFormat
-	}
-	rest = strings.Clone(rest) // kept: the line is reused
-	c.count(opIgnore)
-	if i := c.watching(rest); i >= 0 {
-		if len(c.watched) < 2 {
-			return errNotIgnored
+	return c.tubeCommand(rest, opIgnore, func(tube string) error {
+		if i := c.watching(tube); i >= 0 {
+			if len(c.watched) < 2 {
+				return errNotIgnored
+			}
+			last := len(c.watched) - 1
+			c.watched[i] = c.watched[last]
+			c.watched = c.watched[:last]
+			c.unhold(c.ctx, tube, 1)
+			c.srv.tubes.watch(tube, -1)
 		}
-		last := len(c.watched) - 1
-		c.watched[i] = c.watched[last]
-		c.watched = c.watched[:last]
-		c.unhold(c.ctx, rest, 1)
-		c.srv.tubes.watch(rest, -1)
-	}
-	c.replyCount("WATCHING", len(c.watched))
-	return nil
+		c.replyNum("WATCHING", uint64(len(c.watched)))
+		return nil
+	})
 }
 
 // hold adds n references of the connection to tube in the store, which
@@ -448,34 +435,28 @@ func (c *conn) watching(tube string) int {
 }
 
 func (c *conn) cmdListTubesWatched(rest string) error {
-	if rest != "" {
-		return errBadFormat
-	}
-	c.count(opListTubesWatched)
-	c.replyOK(listYAML(c.watched))
-	return nil
+	return c.bareCommand(rest, opListTubesWatched, func() error {
+		c.replyOK(listYAML(c.watched))
+		return nil
+	})
 }
 
 func (c *conn) cmdListTubeUsed(rest string) error {
-	if rest != "" {
-		return errBadFormat
-	}
-	c.count(opListTubeUsed)
-	c.reply("USING " + c.used + "\r\n")
-	return nil
+	return c.bareCommand(rest, opListTubeUsed, func() error {
+		c.reply("USING " + c.used + "\r\n")
+		return nil
+	})
 }
 
 func (c *conn) cmdListTubes(rest string) error {
-	if rest != "" {
-		return errBadFormat
-	}
-	c.count(opListTubes)
-	tubes, err := c.srv.liveTubes(c.ctx)
-	if err != nil {
-		return err
-	}
-	c.replyOK(listYAML(tubes))
-	return nil
+	return c.bareCommand(rest, opListTubes, func() error {
+		tubes, err := c.srv.liveTubes(c.ctx)
+		if err != nil {
+			return err
+		}
+		c.replyOK(listYAML(tubes))
+		return nil
+	})
 }
 
 func (c *conn) cmdQuit(string) error { return errQuit }

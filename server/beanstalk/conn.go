@@ -67,6 +67,9 @@ type conn struct {
 	// string without a copy, valid until the next readLine: a command
 	// keeps none of it (those that keep a tube name clone it).
 	line [maxLine]byte
+	// put is the job of the put running, handed to Queue.PutMany (which
+	// keeps no hold of it).
+	put [1]queue.NewJob
 
 	used    string
 	watched []string // in beanstalkd's order: appended, and the last one fills a hole
@@ -586,23 +589,30 @@ func (c *conn) reserve(timeout time.Duration) error {
 	if wait < 0 {
 		wait = 0 // the queue's "until ctx ends"
 	}
-	if n := c.srv.MaxWaits; n > 0 {
-		if c.srv.waits.Add(1) > int64(n) {
-			c.srv.waits.Add(-1)
-			return errTooManyWaits
-		}
-		defer c.srv.waits.Add(-1)
+	// At the bound on waits a reserve is refused before it asks the store
+	// anything. Below it, a job that is ready now needs no wait: no watch
+	// of the connection for a hang-up (a goroutine and two deadline
+	// changes), no wake-up, and no place among the waits, whose count
+	// every connection's reserve would otherwise write. Only when none is
+	// ready does the reserve take a place (refused if the bound was
+	// reached meanwhile), wait, and ask again.
+	maxWaits := int64(c.srv.MaxWaits)
+	if maxWaits > 0 && c.srv.waits.Load() >= maxWaits {
+		return errTooManyWaits
 	}
-	// A job that is ready now needs no wait: no watch of the connection
-	// for a hang-up (a goroutine and two deadline changes) and no wake-up.
-	// Only when none is ready does the reserve wait, and ask again. (After
-	// the admission above: a refused reserve asks the store nothing.)
 	j, err := c.q.Reserve(c.ctx, queue.ReserveOptions{Tubes: c.watched, Timeout: -1})
 	if err == nil {
 		return c.reserved(j)
 	}
 	if !errors.Is(err, queue.ErrTimeout) {
 		return err
+	}
+	if maxWaits > 0 {
+		if c.srv.waits.Add(1) > maxWaits {
+			c.srv.waits.Add(-1)
+			return errTooManyWaits
+		}
+		defer c.srv.waits.Add(-1)
 	}
 	if err := c.bw.Flush(); err != nil {
 		return hangUp(err)

@@ -74,22 +74,13 @@ func (c *conn) reply(s string) {
 	c.bw.WriteString(s)
 }
 
-// replyID writes "<word> <id>\r\n".
-func (c *conn) replyID(word string, id queue.ID) {
+// replyNum writes "<word> <n>\r\n": an id (INSERTED) or a count (KICKED,
+// WATCHING).
+func (c *conn) replyNum(word string, n uint64) {
 	b := c.scratch[:0]
 	b = append(b, word...)
 	b = append(b, ' ')
-	b = strconv.AppendUint(b, uint64(id), 10)
-	b = append(b, "\r\n"...)
-	c.bw.Write(b)
-}
-
-// replyCount writes "<word> <n>\r\n".
-func (c *conn) replyCount(word string, n int) {
-	b := c.scratch[:0]
-	b = append(b, word...)
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, int64(n), 10)
+	b = strconv.AppendUint(b, n, 10)
 	b = append(b, "\r\n"...)
 	c.bw.Write(b)
 }

@@ -7,14 +7,9 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-// cancelRoutes are the job routes of cancels: cancel a job, and the long
-// poll in which a lease's holder waits to hear that its job was cancelled.
-func (s *Server) cancelRoutes() []route {
-	return []route{
-		{"POST", "/v1/jobs/{id}/cancel", "cancel", s.cancelJob},
-		{"POST", "/v1/jobs/{id}/watch", "watch", s.watch},
-	}
-}
+// Cancels are routes of the jobs primitive (jobs.go): cancel a job, and the
+// long poll in which a lease's holder waits to hear that its job was
+// cancelled.
 
 // CancelRequest is the JSON body of a cancel (optional).
 type CancelRequest struct {

@@ -298,6 +298,15 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, ae.status, b)
 }
 
+// noContent answers a call that ended with err: a 204 when err is nil.
+func noContent(w http.ResponseWriter, err error) error {
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 // writeJSON writes v as JSON with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

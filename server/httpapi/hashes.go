@@ -565,19 +565,11 @@ func (s *Server) hashPersist(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) hashGroupCreate(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Hashes.CreateGroup(r.Context(), r.PathValue("group")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.Hashes.CreateGroup(r.Context(), r.PathValue("group")))
 }
 
 func (s *Server) hashGroupDelete(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Hashes.DeleteGroup(r.Context(), r.PathValue("group")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.Hashes.DeleteGroup(r.Context(), r.PathValue("group")))
 }
 
 // hashRead hands out events of a group: a long poll of up to timeout_ms

@@ -26,7 +26,7 @@ var jobsPrimitive = primitive{
 	pkg:     "queue",
 	enabled: func(s *Server) bool { return s.Queue != nil },
 	routes: func(s *Server) []route {
-		return append([]route{
+		return []route{
 			{"POST", "/v1/tubes/{tube}/jobs", "put", s.put},
 			{"POST", "/v1/reserve", "reserve", s.reserve},
 			{"GET", "/v1/jobs/{id}", "peek", s.peek},
@@ -43,7 +43,24 @@ var jobsPrimitive = primitive{
 			{"POST", "/v1/tubes/{tube}/kick", "kick", s.kick},
 			{"POST", "/v1/tubes/{tube}/pause", "pause-tube", s.pause},
 			{"GET", "/v1/stats", "stats", s.stats},
-		}, append(append(s.tubeLimitRoutes(), s.cancelRoutes()...), s.keyRoutes()...)...)
+			// tube limits (tubelimits.go)
+			{"GET", "/v1/tube-limits", "tube-limits", s.listTubeLimits},
+			{"GET", "/v1/tubes/{tube}/limits", "get-tube-limits", s.getTubeLimits},
+			{"PUT", "/v1/tubes/{tube}/limits", "set-tube-limits", s.setTubeLimits},
+			{"DELETE", "/v1/tubes/{tube}/limits", "clear-tube-limits", s.clearTubeLimits},
+			// cancels, and the long poll in which a lease's holder waits to
+			// hear that its job was cancelled (cancel.go)
+			{"POST", "/v1/jobs/{id}/cancel", "cancel", s.cancelJob},
+			{"POST", "/v1/jobs/{id}/watch", "watch", s.watch},
+			// lookups (docs/keys.md, keys.go): a job by its id or by its
+			// tube's unique key, live or kept by its tube's retention
+			{"GET", "/v1/jobs/{id}/lookup", "lookup", s.lookup},
+			{"GET", "/v1/tubes/{tube}/keys/{key}", "lookup-key", s.lookupKey},
+			{"GET", "/v1/tubes/{tube}/kept", "list-kept", s.listKept},
+			{"POST", "/v1/jobs/{id}/finish", "finish", s.finish},
+			{"GET", "/v1/tubes/{tube}/retention", "get-retention", s.getRetention},
+			{"PUT", "/v1/tubes/{tube}/retention", "set-retention", s.setRetention},
+		}
 	},
 	panel: jobsPanel,
 }
@@ -110,10 +127,21 @@ func (s *Server) jobCall(w http.ResponseWriter, r *http.Request, use leaseUse, d
 			return err
 		}
 	}
-	if err := call(r.Context(), q, id); err != nil {
+	return noContent(w, jobError(id, call(r.Context(), q, id)))
+}
+
+// readJob serves a read of the job the path names: reply writes what read
+// returned; read's error is worded with the job's ID.
+func readJob[T any](w http.ResponseWriter, r *http.Request, read func(context.Context, queue.ID) (T, error), reply func(T)) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	v, err := read(r.Context(), id)
+	if err != nil {
 		return jobError(id, err)
 	}
-	w.WriteHeader(http.StatusNoContent)
+	reply(v)
 	return nil
 }
 
@@ -481,16 +509,10 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) peek(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	st, err := s.Queue.StatsJob(r.Context(), id) // the job and its history in one look
-	if err != nil {
-		return jobError(id, err)
-	}
-	writeJSON(w, http.StatusOK, JobView{Job: jobOf(st.Job()), State: st.State.String(), JobHistory: historyOf(st)})
-	return nil
+	// StatsJob: the job and its history in one look.
+	return readJob(w, r, s.Queue.StatsJob, func(st queue.JobStats) {
+		writeJSON(w, http.StatusOK, JobView{Job: jobOf(st.Job()), State: st.State.String(), JobHistory: historyOf(st)})
+	})
 }
 
 // JobView is a job as GET /v1/jobs/{id} shows it: the job, its state and
@@ -573,19 +595,12 @@ func (t *Timestamp) UnmarshalJSON(b []byte) error {
 
 // peekBody serves a job's body as it is: application/octet-stream.
 func (s *Server) peekBody(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	j, err := s.Queue.Peek(r.Context(), id)
-	if err != nil {
-		return jobError(id, err)
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.Itoa(len(j.Body)))
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(j.Body)
-	return nil
+	return readJob(w, r, s.Queue.Peek, func(j queue.Job) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(len(j.Body)))
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(j.Body)
+	})
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
@@ -708,11 +723,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) error {
 	if err := checkMS("delay_ms", *req.DelayMS); err != nil {
 		return err
 	}
-	if err := s.Queue.PauseTube(r.Context(), r.PathValue("tube"), ms(*req.DelayMS)); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.Queue.PauseTube(r.Context(), r.PathValue("tube"), ms(*req.DelayMS)))
 }
 
 func (s *Server) peekState(w http.ResponseWriter, r *http.Request) error {
@@ -758,20 +769,15 @@ type JobStats struct {
 	JobHistory
 }
 
-func (s *Server) statsJob(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	st, err := s.Queue.StatsJob(r.Context(), id)
-	if err != nil {
-		return jobError(id, err)
-	}
-	writeJSON(w, http.StatusOK, JobStats{ID: uint64(st.ID), Tube: st.Tube, State: st.State.String(), Priority: st.Priority,
+func jobStatsOf(st queue.JobStats) JobStats {
+	return JobStats{ID: uint64(st.ID), Tube: st.Tube, State: st.State.String(), Priority: st.Priority,
 		AgeMS: st.Age.Milliseconds(), DelayMS: st.Delay.Milliseconds(), TTRMS: st.TTR.Milliseconds(),
 		TimeLeftMS: st.TimeLeft.Milliseconds(), Reserves: st.Reserves, Timeouts: st.Timeouts,
-		Releases: st.Releases, Buries: st.Buries, Kicks: st.Kicks, UniqueKey: st.UniqueKey, JobHistory: historyOf(st)})
-	return nil
+		Releases: st.Releases, Buries: st.Buries, Kicks: st.Kicks, UniqueKey: st.UniqueKey, JobHistory: historyOf(st)}
+}
+
+func (s *Server) statsJob(w http.ResponseWriter, r *http.Request) error {
+	return readJob(w, r, s.Queue.StatsJob, func(st queue.JobStats) { writeJSON(w, http.StatusOK, jobStatsOf(st)) })
 }
 
 // TubeStats describes a tube.

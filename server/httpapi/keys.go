@@ -12,18 +12,9 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-// keyRoutes are the job routes of lookups (docs/keys.md): a job by its id
-// or by its tube's unique key, live or kept by its tube's retention.
-func (s *Server) keyRoutes() []route {
-	return []route{
-		{"GET", "/v1/jobs/{id}/lookup", "lookup", s.lookup},
-		{"GET", "/v1/tubes/{tube}/keys/{key}", "lookup-key", s.lookupKey},
-		{"GET", "/v1/tubes/{tube}/kept", "list-kept", s.listKept},
-		{"POST", "/v1/jobs/{id}/finish", "finish", s.finish},
-		{"GET", "/v1/tubes/{tube}/retention", "get-retention", s.getRetention},
-		{"PUT", "/v1/tubes/{tube}/retention", "set-retention", s.setRetention},
-	}
-}
+// Lookups (docs/keys.md) are routes of the jobs primitive (jobs.go): a job
+// by its id or by its tube's unique key, live or kept by its tube's
+// retention.
 
 // JobLookup describes a job found by a lookup: what JobStats says of a
 // live one, and of a kept one (state "finished") its result, when it
@@ -40,11 +31,7 @@ type JobLookup struct {
 }
 
 func lookupOf(st queue.JobStats) JobLookup {
-	l := JobLookup{JobStats: JobStats{ID: uint64(st.ID), Tube: st.Tube, State: st.State.String(), Priority: st.Priority,
-		AgeMS: st.Age.Milliseconds(), DelayMS: st.Delay.Milliseconds(), TTRMS: st.TTR.Milliseconds(),
-		TimeLeftMS: st.TimeLeft.Milliseconds(), Reserves: st.Reserves, Timeouts: st.Timeouts,
-		Releases: st.Releases, Buries: st.Buries, Kicks: st.Kicks, UniqueKey: st.UniqueKey, JobHistory: historyOf(st)},
-		FinishedAt: Timestamp(st.FinishedAt), KeptUntil: Timestamp(st.KeptUntil)}
+	l := JobLookup{JobStats: jobStatsOf(st), FinishedAt: Timestamp(st.FinishedAt), KeptUntil: Timestamp(st.KeptUntil)}
 	if len(st.Result) > 0 {
 		l.ResultBase64 = base64.StdEncoding.EncodeToString(st.Result)
 	}
@@ -52,16 +39,7 @@ func lookupOf(st queue.JobStats) JobLookup {
 }
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	st, err := s.Queue.Lookup(r.Context(), id)
-	if err != nil {
-		return jobError(id, err)
-	}
-	writeJSON(w, http.StatusOK, lookupOf(st))
-	return nil
+	return readJob(w, r, s.Queue.Lookup, func(st queue.JobStats) { writeJSON(w, http.StatusOK, lookupOf(st)) })
 }
 
 func (s *Server) lookupKey(w http.ResponseWriter, r *http.Request) error {
@@ -217,9 +195,5 @@ func (s *Server) setRetention(w http.ResponseWriter, r *http.Request) error {
 	if max := queue.MaxRetention.Milliseconds(); req.RetentionMS < 0 || req.RetentionMS > max {
 		return badField("retention_ms", "is %d, want 0 to %d (milliseconds)", req.RetentionMS, max)
 	}
-	if err := s.Queue.SetRetention(r.Context(), r.PathValue("tube"), time.Duration(req.RetentionMS)*time.Millisecond); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.Queue.SetRetention(r.Context(), r.PathValue("tube"), time.Duration(req.RetentionMS)*time.Millisecond))
 }

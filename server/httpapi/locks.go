@@ -115,6 +115,16 @@ func (ls *lockServer) forget(token string) {
 	ls.recent = slices.DeleteFunc(ls.recent, func(h heldLock) bool { return h.token == token })
 }
 
+// held returns err, the outcome of a call on token's grant, having
+// forgotten the grant when err says it is not held (released elsewhere,
+// or its lease ran out).
+func (ls *lockServer) held(token string, err error) error {
+	if errors.Is(err, lock.ErrNotHeld) {
+		ls.forget(token)
+	}
+	return err
+}
+
 // LockObtainRequest is the JSON body of an obtain (optional: the defaults
 // are a lock, a lease of 15 s, no wait).
 type LockObtainRequest struct {
@@ -229,13 +239,7 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	if isBadInput(err) {
 		return err
 	}
-	result := "granted"
-	switch {
-	case errors.Is(err, lock.ErrNotObtained):
-		result = "refused"
-	case err != nil:
-		result = "error"
-	}
+	result := lockResult(err, lock.ErrNotObtained, "granted", "refused")
 	s.locks.grants.WithLabelValues(mode, result).Inc()
 	s.locks.wait.WithLabelValues(mode, result).Observe(took.Seconds())
 	if err != nil {
@@ -251,6 +255,19 @@ func (s *Server) lockObtain(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, LockGrant{Name: name, Token: l.Token(), Fence: l.Fence(), Limit: req.Limit,
 		TTLMS: ttl.Milliseconds(), WaitedMS: took.Milliseconds()})
 	return nil
+}
+
+// lockResult is the metrics label "result" of a call that ended with err:
+// done when it succeeded, refused when err is the call's refusal (a lock
+// not obtained, a grant not held), "error" otherwise.
+func lockResult(err, refusal error, done, refused string) string {
+	switch {
+	case err == nil:
+		return done
+	case errors.Is(err, refusal):
+		return refused
+	}
+	return "error"
 }
 
 // lockTarget reads the name and owner token of a call on a grant.
@@ -275,22 +292,12 @@ func (s *Server) lockRelease(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	err = s.Locks.Release(r.Context(), name, token)
-	result := "released"
-	switch {
-	case errors.Is(err, lock.ErrNotHeld):
-		result = "not_held"
-	case err != nil:
-		result = "error"
-	}
+	result := lockResult(err, lock.ErrNotHeld, "released", "not_held")
 	s.locks.releases.WithLabelValues(result).Inc()
 	if err == nil || errors.Is(err, lock.ErrNotHeld) {
 		s.locks.forget(token)
 	}
-	if err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, err)
 }
 
 func (s *Server) lockRefresh(w http.ResponseWriter, r *http.Request) error {
@@ -306,14 +313,7 @@ func (s *Server) lockRefresh(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Locks.Refresh(r.Context(), name, token, ttl); err != nil {
-		if errors.Is(err, lock.ErrNotHeld) {
-			s.locks.forget(token)
-		}
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.locks.held(token, s.Locks.Refresh(r.Context(), name, token, ttl)))
 }
 
 func (s *Server) lockTTL(w http.ResponseWriter, r *http.Request) error {
@@ -322,10 +322,7 @@ func (s *Server) lockTTL(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d, err := s.Locks.TTL(r.Context(), name, token)
-	if err != nil {
-		if errors.Is(err, lock.ErrNotHeld) {
-			s.locks.forget(token)
-		}
+	if err := s.locks.held(token, err); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, LockTTL{TTLMS: d.Milliseconds()})

@@ -14,17 +14,7 @@ import (
 
 // Tube limits (docs/tube-limits.md): a rate and a cap on the reserves of a
 // tube, which the store enforces at reserve for every client. They are
-// routes of the jobs primitive.
-
-// tubeLimitRoutes are the routes of tube limits.
-func (s *Server) tubeLimitRoutes() []route {
-	return []route{
-		{"GET", "/v1/tube-limits", "tube-limits", s.listTubeLimits},
-		{"GET", "/v1/tubes/{tube}/limits", "get-tube-limits", s.getTubeLimits},
-		{"PUT", "/v1/tubes/{tube}/limits", "set-tube-limits", s.setTubeLimits},
-		{"DELETE", "/v1/tubes/{tube}/limits", "clear-tube-limits", s.clearTubeLimits},
-	}
-}
+// routes of the jobs primitive (jobs.go).
 
 // TubeLimits is the JSON form of a tube's limits: a rate (GCRA: events per
 // per, with a burst) and a cap on the jobs reserved at once, each absent
@@ -145,11 +135,7 @@ func (s *Server) setTubeLimits(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) clearTubeLimits(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Queue.ClearLimits(r.Context(), r.PathValue("tube")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.Queue.ClearLimits(r.Context(), r.PathValue("tube")))
 }
 
 // tubeLimitsField is the limits field of a tube's stats: nil for none.

@@ -9,18 +9,6 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-// cancelCases are the cases of cancels (queue.CancelStore).
-func cancelCases() []queueCase {
-	return []queueCase{
-		{"CancelEveryState", testCancelEveryState},
-		{"CancelTimedOut", testCancelTimedOut},
-		{"CancelFreesTubeAndKey", testCancelFreesTubeAndKey},
-		{"CancelListen", testCancelListen},
-		{"CancelWorker", testCancelWorker},
-		{"CancelKept", testCancelKept},
-	}
-}
-
 func (e *env) needCancel() queue.CancelStore {
 	e.t.Helper()
 	cs, ok := e.raw.(queue.CancelStore)

@@ -8,21 +8,6 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-// debounceCases are the cases of a put's debounce (queue.NewJob.Debounce,
-// MaxWait, DuplicateLive).
-func debounceCases() []queueCase {
-	return []queueCase{
-		{"Debounce", testDebounce},
-		{"DebounceMaxWait", testDebounceMaxWait},
-		{"DebounceExtend", testDebounceExtend},
-		{"DebounceReplace", testDebounceReplace},
-		{"DebounceLive", testDebounceLive},
-		{"DebounceBatch", testDebounceBatch},
-		{"DebounceWindowAndKept", testDebounceWindowAndKept},
-		{"DebounceBadInput", testDebounceBadInput},
-	}
-}
-
 // debounced is a debounce put: body, priority, delay, max wait.
 func debounced(body string, pri uint32, delay, maxWait time.Duration) queue.NewJob {
 	return queue.NewJob{Body: []byte(body), Priority: pri, Delay: delay, UniqueKey: "k",

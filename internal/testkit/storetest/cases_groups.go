@@ -9,21 +9,6 @@ import (
 	"github.com/hourglass-io/hourglass/ratelimit"
 )
 
-// groupCases are the cases of groups (docs/tube-limits.md, "Groups"):
-// jobs put with a group key into the tube "tube;group", served in turn by a
-// reserve of the tube, each group held to the tube's group template.
-func groupCases() []queueCase {
-	return []queueCase{
-		{"GroupRotation", testGroupRotation},
-		{"GroupFairness", testGroupFairness},
-		{"GroupCap", testGroupCap},
-		{"GroupRate", testGroupRate},
-		{"GroupDelayedReleased", testGroupDelayedReleased},
-		{"GroupWakes", testGroupWakes},
-		{"GroupBadInput", testGroupBadInput},
-	}
-}
-
 // grouped skips the case for a store that serves no groups, and sets
 // limits on tube when l is not zero.
 func (e *env) grouped(tube string, l queue.Limits) {

@@ -10,19 +10,6 @@ import (
 	"github.com/hourglass-io/hourglass/ratelimit"
 )
 
-// limitCases are the cases of tube limits (queue.LimitStore).
-func limitCases() []queueCase {
-	return []queueCase{
-		{"LimitsSetAndClear", testLimitsSetAndClear},
-		{"LimitCap", testLimitCap},
-		{"LimitRate", testLimitRate},
-		{"LimitRateWindow", testLimitRateWindow},
-		{"LimitOutlivesTube", testLimitOutlivesTube},
-		{"LimitSkipsTube", testLimitSkipsTube},
-		{"LimitWakes", testLimitWakes},
-	}
-}
-
 // limited sets limits on tube, skipping the case for a store without them.
 func (e *env) limited(tube string, l queue.Limits) {
 	e.t.Helper()

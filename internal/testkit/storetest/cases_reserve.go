@@ -271,7 +271,7 @@ func testBlockingReserve(t *testing.T, s *suite) {
 }
 
 // testReserveTimeout: a Reserve with a timeout and nothing ready returns
-// ErrTimeout.
+// ErrTimeout, once the timeout has passed on the Queue's clock.
 func testReserveTimeout(t *testing.T, s *suite) {
 	e := s.env(t)
 	e.put("rt", queue.NewJob{Body: []byte("delayed"), Delay: time.Hour})
@@ -279,17 +279,52 @@ func testReserveTimeout(t *testing.T, s *suite) {
 	e.ok("PauseTube", e.q.PauseTube(e.ctx, "rt-paused", time.Hour))
 	e.reserved(e.q2, "rt", queue.NewJob{Body: []byte("reserved")})
 	for _, timeout := range []time.Duration{-1, 50 * time.Millisecond} {
-		j, err := e.q.Reserve(e.ctx, queue.ReserveOptions{Tubes: []string{"rt", "rt-paused", "rt-empty"}, Timeout: timeout})
+		var j queue.Job
+		err := e.timedOut(timeout, func() (err error) {
+			j, err = e.q.Reserve(e.ctx, queue.ReserveOptions{Tubes: []string{"rt", "rt-paused", "rt-empty"}, Timeout: timeout})
+			return err
+		})
 		if !errors.Is(err, queue.ErrTimeout) {
 			t.Errorf("Reserve with Timeout %v = job %d, %v; want ErrTimeout", timeout, j.ID, err)
 		}
-		jobs, err := e.q.ReserveN(e.ctx, 5, queue.ReserveOptions{Tubes: []string{"rt"}, Timeout: timeout})
+		var jobs []queue.Job
+		err = e.timedOut(timeout, func() (err error) {
+			jobs, err = e.q.ReserveN(e.ctx, 5, queue.ReserveOptions{Tubes: []string{"rt"}, Timeout: timeout})
+			return err
+		})
 		if !errors.Is(err, queue.ErrTimeout) {
 			t.Errorf("ReserveN with Timeout %v = jobs %v, %v; want ErrTimeout", timeout, ids(jobs), err)
 		}
 	}
 	if st := e.stats(); st.Reserved != 1 {
 		t.Errorf("Stats.Reserved = %d after timed-out reserves, want 1", st.Reserved)
+	}
+}
+
+// timedOut runs reserve, a reserve through e.q with Timeout timeout, and
+// returns its error. A positive timeout runs out on the suite's clock,
+// moved on by timeout once the reserve sleeps on it: two timers are armed
+// then, the Queue's one timer (its poll, and the due time the store
+// named) and the reserve's own deadline.
+func (e *env) timedOut(timeout time.Duration, reserve func() error) error {
+	e.t.Helper()
+	if timeout <= 0 {
+		return reserve()
+	}
+	done := make(chan error, 1)
+	go func() { done <- reserve() }()
+	ctx, cancel := context.WithTimeout(e.ctx, waitLimit)
+	defer cancel()
+	if err := e.clock.WaitArmed(ctx, 2); err != nil {
+		e.t.Fatalf("the reserve with Timeout %v did not wait on the clock: %v", timeout, err)
+	}
+	e.clock.Advance(timeout)
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		e.t.Fatalf("the reserve with Timeout %v waits on after the clock passed it", timeout)
+		return nil
 	}
 }
 

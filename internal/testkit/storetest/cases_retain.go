@@ -11,25 +11,6 @@ import (
 	"github.com/hourglass-io/hourglass/queue"
 )
 
-// retainCases are the cases of finished jobs kept by their tube's
-// retention (queue.KeepStore).
-func retainCases() []queueCase {
-	return []queueCase{
-		{"RetentionSetting", testRetentionSetting},
-		{"FinishKeeps", testFinishKeeps},
-		{"DeleteKeeps", testDeleteKeeps},
-		{"FinishWithoutRetention", testFinishWithoutRetention},
-		{"FinishErrors", testFinishErrors},
-		{"KeptKeyNewJob", testKeptKeyNewJob},
-		{"KeyWindow", testKeyWindow},
-		{"UniqueKept", testUniqueKept},
-		{"DuplicateState", testDuplicateState},
-		{"KeyOptionsBadInput", testKeyOptionsBadInput},
-		{"KeptNotAWake", testKeptNotAWake},
-		{"ListKept", testListKept},
-	}
-}
-
 // testKeptNotAWake: a reserve that finds nothing in a tube that only keeps
 // jobs has nothing to wait for: a kept job's drop makes no job ready.
 func testKeptNotAWake(t *testing.T, s *suite) {

@@ -11,9 +11,10 @@ import (
 
 // Clock is a manual clock for deterministic tests. Its time moves only when
 // Advance is called, and its timers (AfterFunc) fire only then. It is safe
-// for concurrent use. It is a wait.Clock: a client under test (a lock
-// Client, a schedule Client's Run, ttlhash's Consume and ReadWait) waits on
-// it when passed as its Options.Clock.
+// for concurrent use. It is a wait.Clock: a client under test (a Queue
+// and its Workers, a lock Client and its Locks, a rate Limiter, a schedule
+// Client's Run, ttlhash's Consume and ReadWait) waits on it when passed as
+// its Options.Clock.
 type Clock struct {
 	mu     sync.Mutex
 	now    time.Time

@@ -1,12 +1,9 @@
 package storetest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,9 +15,9 @@ import (
 // The callers of a debounce burst as processes (BenchDebounceProcs): the
 // test binary started again, whose TestMain calls RunDebounceChild first.
 
-// childEnv names the variable that makes a test binary a putter of a
-// burst: "g callers tube per gap-ns start-unix-ns max-wait-ns".
-const childEnv = "HOURGLASS_DEBOUNCE_PUTTER"
+// putterPart is the part of a putter of a burst; its fields are "g
+// callers tube per gap-ns start-unix-ns max-wait-ns".
+var putterPart = childPart{env: "HOURGLASS_DEBOUNCE_PUTTER", name: "debounce putter"}
 
 // DebouncePutter puts one job on tube, as a child process does it (over
 // HTTP to a server, or with a Store of its own on Redis).
@@ -33,57 +30,30 @@ type DebouncePutter func(ctx context.Context, tube string, j queue.NewJob) (queu
 // whether it was a duplicate) and exits: 0, or 1 after a failure,
 // written to standard error. A TestMain calls it before anything else.
 func RunDebounceChild(open func() (DebouncePutter, func(), error)) {
-	spec := os.Getenv(childEnv)
-	if spec == "" {
-		return
-	}
-	fail := func(err error) {
-		fmt.Fprintln(os.Stderr, "debounce putter:", err)
-		os.Exit(1)
-	}
 	var g, callers, per int
 	var tube string
 	var gap, start, maxWait int64
-	if _, err := fmt.Sscanf(spec, "%d %d %s %d %d %d %d", &g, &callers, &tube, &per, &gap, &start, &maxWait); err != nil {
-		fail(fmt.Errorf("%s=%q: %w", childEnv, spec, err))
-	}
-	put, closeFn, err := open()
-	if err != nil {
-		fail(err)
-	}
-	ctx := context.Background()
-	recs, err := paced(ctx, g, callers, per, time.Duration(gap), time.Unix(0, start), func(ctx context.Context, body string) (queue.PutResult, error) {
-		return put(ctx, tube, debouncePut(body, time.Duration(maxWait)))
+	runChild(putterPart, []any{&g, &callers, &tube, &per, &gap, &start, &maxWait}, open, func(ctx context.Context, put DebouncePutter, w io.Writer) error {
+		recs, err := paced(ctx, g, callers, per, time.Duration(gap), time.Unix(0, start), func(ctx context.Context, body string) (queue.PutResult, error) {
+			return put(ctx, tube, debouncePut(body, time.Duration(maxWait)))
+		})
+		for body, r := range recs {
+			fmt.Fprintf(w, "%s %d %d %d %t\n", body, r.start.UnixNano(), r.end.UnixNano(), r.res.ID, r.res.Duplicate)
+		}
+		return err
 	})
-	w := bufio.NewWriter(os.Stdout)
-	for body, r := range recs {
-		fmt.Fprintf(w, "%s %d %d %d %t\n", body, r.start.UnixNano(), r.end.UnixNano(), r.res.ID, r.res.Duplicate)
-	}
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	closeFn()
-	if err != nil {
-		fail(err)
-	}
-	os.Exit(0)
 }
 
 // childCaller is a burst caller that is a child process: the running
 // test binary, with env added to its environment.
-func childCaller(exe string, env []string) burstCaller {
+func childCaller(env []string) burstCaller {
 	return func(ctx context.Context, g, callers int, tube string, per int, gap time.Duration, start time.Time, maxWait time.Duration) (map[string]putRecord, error) {
-		cmd := exec.CommandContext(ctx, exe, "-test.run=^$", "-test.bench=^$")
-		cmd.Env = append(append(os.Environ(), env...),
-			fmt.Sprintf("%s=%d %d %s %d %d %d %d", childEnv, g, callers, tube, per, gap.Nanoseconds(), start.UnixNano(), maxWait.Nanoseconds()))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
+		out, err := putterPart.run(ctx, env, g, callers, tube, per, gap.Nanoseconds(), start.UnixNano(), maxWait.Nanoseconds())
 		if err != nil {
-			return nil, fmt.Errorf("putter process %d: %v: %s", g, err, strings.TrimSpace(stderr.String()))
+			return nil, fmt.Errorf("putter process %d: %w", g, err)
 		}
 		recs := make(map[string]putRecord, per)
-		for line := range strings.Lines(string(out)) {
+		for line := range strings.Lines(out) {
 			f := strings.Fields(line)
 			if len(f) != 5 {
 				return nil, fmt.Errorf("putter process %d wrote %q", g, line)
@@ -117,13 +87,9 @@ func BenchDebounceProcs(b *testing.B, rs queue.Store, procs int, env []string, b
 		b.Fatal(err)
 	}
 	defer q.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
 	callers := make([]burstCaller, procs)
 	for i := range callers {
-		callers[i] = childCaller(exe, env)
+		callers[i] = childCaller(env)
 	}
 	benchDebounce(b, q, callers, time.Second, "processes", bursts)
 }

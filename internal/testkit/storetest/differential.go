@@ -28,9 +28,7 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 	ca, cb := NewClock(start), NewClock(start)
 	a, b := newA(t, ca.Now), newB(t, cb.Now)
 	da, db := newDiffSide(a), newDiffSide(b)
-	ka, okA := a.(queue.KeepStore)
-	kb, okB := b.(queue.KeepStore)
-	if !okA || !okB {
+	if da.keep == nil || db.keep == nil {
 		t.Fatal("Differential: both stores must implement queue.KeepStore")
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
@@ -51,8 +49,9 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 		delay := []time.Duration{0, 0, time.Second, 5 * time.Second}[rng.IntN(4)]
 		op := rng.IntN(25)
 		reason := []string{"", "", fmt.Sprintf("failed at step %d", step)}[rng.IntN(3)]
+		// Each step is one operation, done the same way on each side.
 		var name string
-		var ra, rb any
+		var do func(s *diffSide) any
 		switch op {
 		case 0, 1, 2:
 			name = "Put"
@@ -68,107 +67,89 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 			if rng.IntN(3) == 0 {
 				j.TraceContext = []string{traceA, traceB}[rng.IntN(2)]
 			}
-			ra, rb = da.put(ctx, tube, j), db.put(ctx, tube, j)
+			do = func(s *diffSide) any { return s.put(ctx, tube, j) }
 		case 3, 4, 5:
 			name = "Reserve"
 			n := 1 + rng.IntN(2)
-			ra, rb = da.reserve(ctx, owner, tube, n), db.reserve(ctx, owner, tube, n)
+			do = func(s *diffSide) any { return s.reserve(ctx, owner, tube, n) }
 		case 6, 7:
 			name = "Delete"
-			ra, rb = da.errOf(a.Delete(ctx, owner, []queue.ID{da.id(pick)})), db.errOf(b.Delete(ctx, owner, []queue.ID{db.id(pick)}))
+			do = func(s *diffSide) any { return s.errOf(s.s.Delete(ctx, owner, []queue.ID{s.id(pick)})) }
 		case 8:
 			name = "Release"
-			ra, rb = class(a.Release(ctx, owner, da.id(pick), relPri, delay, reason)), class(b.Release(ctx, owner, db.id(pick), relPri, delay, reason))
+			do = func(s *diffSide) any { return class(s.s.Release(ctx, owner, s.id(pick), relPri, delay, reason)) }
 		case 9:
 			name = "Bury"
-			ra, rb = class(a.Bury(ctx, owner, da.id(pick), relPri, reason)), class(b.Bury(ctx, owner, db.id(pick), relPri, reason))
+			do = func(s *diffSide) any { return class(s.s.Bury(ctx, owner, s.id(pick), relPri, reason)) }
 		case 10:
 			name = "Touch"
-			la, ea := a.Touch(ctx, owner, da.id(pick))
-			lb, eb := b.Touch(ctx, owner, db.id(pick))
-			ra, rb = []any{la, class(ea)}, []any{lb, class(eb)}
+			do = func(s *diffSide) any { return outcome(s.s.Touch(ctx, owner, s.id(pick))) }
 		case 11:
 			name = "Kick"
 			n := rng.IntN(3)
-			ka, ea := a.Kick(ctx, tube, n+1)
-			kb, eb := b.Kick(ctx, tube, n+1)
-			ra, rb = []any{ka, class(ea)}, []any{kb, class(eb)}
+			do = func(s *diffSide) any { return outcome(s.s.Kick(ctx, tube, n+1)) }
 		case 12:
 			name = "KickJob"
-			ra, rb = class(a.KickJob(ctx, da.id(pick))), class(b.KickJob(ctx, db.id(pick)))
+			do = func(s *diffSide) any { return class(s.s.KickJob(ctx, s.id(pick))) }
 		case 13:
 			name = "ReserveJob"
-			ja, ea := a.ReserveJob(ctx, owner, da.id(pick))
-			jb, eb := b.ReserveJob(ctx, owner, db.id(pick))
-			ra, rb = []any{da.job(ja, ea), class(ea)}, []any{db.job(jb, eb), class(eb)}
+			do = func(s *diffSide) any { return s.job(s.s.ReserveJob(ctx, owner, s.id(pick))) }
 		case 14:
 			name = "StatsJob"
-			sa, ea := a.StatsJob(ctx, da.id(pick))
-			sb, eb := b.StatsJob(ctx, db.id(pick))
-			ra, rb = []any{da.stats(sa, ea), class(ea)}, []any{db.stats(sb, eb), class(eb)}
+			do = func(s *diffSide) any { return s.stats(s.s.StatsJob(ctx, s.id(pick))) }
 		case 15:
 			name = "PeekStateN"
 			st := []queue.State{queue.Ready, queue.Delayed, queue.Reserved, queue.Buried}[rng.IntN(4)]
-			ja, ea := a.PeekStateN(ctx, tube, st, 2)
-			jb, eb := b.PeekStateN(ctx, tube, st, 2)
-			ra, rb = []any{da.jobs(ja, ea), class(ea)}, []any{db.jobs(jb, eb), class(eb)}
+			do = func(s *diffSide) any { return s.jobs(s.s.PeekStateN(ctx, tube, st, 2)) }
 		case 16:
 			name = "StatsTube"
-			sa, ea := a.StatsTube(ctx, tube)
-			sb, eb := b.StatsTube(ctx, tube)
-			ra, rb = []any{sa, class(ea)}, []any{sb, class(eb)}
+			do = func(s *diffSide) any { return outcome(s.s.StatsTube(ctx, tube)) }
 		case 17:
 			name = "PauseTube"
 			d := []time.Duration{0, 2 * time.Second}[rng.IntN(2)]
-			ra, rb = class(a.PauseTube(ctx, tube, d)), class(b.PauseTube(ctx, tube, d))
+			do = func(s *diffSide) any { return class(s.s.PauseTube(ctx, tube, d)) }
 		case 18:
 			name = "Stats+Tubes"
-			sa, ea := a.Stats(ctx)
-			sb, eb := b.Stats(ctx)
-			ta, _ := a.Tubes(ctx)
-			tb, _ := b.Tubes(ctx)
-			slices.Sort(ta) // tubes created at one instant may be listed in any order
-			slices.Sort(tb)
-			ra, rb = []any{sa, class(ea), ta}, []any{sb, class(eb), tb}
+			do = func(s *diffSide) any {
+				st, err := s.s.Stats(ctx)
+				tubes, _ := s.s.Tubes(ctx)
+				slices.Sort(tubes) // tubes created at one instant may be listed in any order
+				return []any{st, class(err), tubes}
+			}
+		case 19:
+			name = "Unreserve"
+			do = func(s *diffSide) any { return outcome(s.s.Unreserve(ctx, owner, s.all())) }
 		case 20:
 			name = "Hold"
 			holder := []string{"s0/a", "s1/b", owner}[rng.IntN(3)]
 			n := []int{1, 2, -1, -2}[rng.IntN(4)]
-			ra, rb = class(a.Hold(ctx, holder, tube, n)), class(b.Hold(ctx, holder, tube, n))
+			do = func(s *diffSide) any { return class(s.s.Hold(ctx, holder, tube, n)) }
 		case 21:
 			name = "Finish"
 			result := []byte(nil)
 			if rng.IntN(3) > 0 {
 				result = fmt.Appendf(nil, "result %d", step)
 			}
-			ra, rb = class(ka.Finish(ctx, owner, da.id(pick), result)), class(kb.Finish(ctx, owner, db.id(pick), result))
+			do = func(s *diffSide) any { return class(s.keep.Finish(ctx, owner, s.id(pick), result)) }
 		case 22:
 			name = "SetRetention"
 			d := []time.Duration{0, 3 * time.Second, 10 * time.Second}[rng.IntN(3)]
-			ra, rb = class(ka.SetRetention(ctx, tube, d)), class(kb.SetRetention(ctx, tube, d))
-			if ra == "ok" {
-				ta, ea := ka.Retention(ctx, tube)
-				tb, eb := kb.Retention(ctx, tube)
-				ra, rb = []any{ra, ta, class(ea)}, []any{rb, tb, class(eb)}
+			do = func(s *diffSide) any {
+				set := class(s.keep.SetRetention(ctx, tube, d))
+				if set != "ok" {
+					return set
+				}
+				return []any{set, outcome(s.keep.Retention(ctx, tube))}
 			}
 		case 23:
 			name = "Lookup"
-			sa, ea := ka.Lookup(ctx, da.id(pick))
-			sb, eb := kb.Lookup(ctx, db.id(pick))
-			ra, rb = []any{da.stats(sa, ea), class(ea)}, []any{db.stats(sb, eb), class(eb)}
+			do = func(s *diffSide) any { return s.stats(s.keep.Lookup(ctx, s.id(pick))) }
 		case 24:
 			name = "LookupKey"
 			key := fmt.Sprintf("k%d", rng.IntN(3))
-			sa, ea := ka.LookupKey(ctx, tube, key)
-			sb, eb := kb.LookupKey(ctx, tube, key)
-			ra, rb = []any{da.stats(sa, ea), class(ea)}, []any{db.stats(sb, eb), class(eb)}
-		case 19:
-			name = "Unreserve"
-			na, ea := a.Unreserve(ctx, owner, da.all())
-			nb, eb := b.Unreserve(ctx, owner, db.all())
-			ra, rb = []any{na, class(ea)}, []any{nb, class(eb)}
+			do = func(s *diffSide) any { return s.stats(s.keep.LookupKey(ctx, tube, key)) }
 		}
-		if diff := gocmp.Diff(ra, rb); diff != "" {
+		if diff := gocmp.Diff(do(da), do(db)); diff != "" {
 			t.Fatalf("seed %d, step %d: %s (tube %s, owner %s) differs (-A +B):\n%s", seed, step, name, tube, owner, diff)
 		}
 		if rng.IntN(3) == 0 {
@@ -183,14 +164,19 @@ func Differential(t *testing.T, seed uint64, steps int, newA, newB NewQueueStore
 	}
 }
 
-// diffSide keeps one store's job IDs in the order they were put.
+// diffSide is one store (and its queue.KeepStore, when it is one), with
+// its job IDs in the order they were put.
 type diffSide struct {
 	s     queue.Store
+	keep  queue.KeepStore
 	ids   []queue.ID
 	index map[queue.ID]int
 }
 
-func newDiffSide(s queue.Store) *diffSide { return &diffSide{s: s, index: map[queue.ID]int{}} }
+func newDiffSide(s queue.Store) *diffSide {
+	keep, _ := s.(queue.KeepStore)
+	return &diffSide{s: s, keep: keep, index: map[queue.ID]int{}}
+}
 
 // id returns a known job's ID by position, or an ID no job has.
 func (d *diffSide) id(pick int) queue.ID {
@@ -255,29 +241,37 @@ func (d *diffSide) errOf(errs []error, err error) []any {
 	return out
 }
 
+// job, jobs and stats give what a read returned as both sides compare
+// it, jobs by their position: the outcome of its error, or what it read.
 func (d *diffSide) job(j queue.Job, err error) any {
 	if err != nil {
-		return nil
+		return class(err)
 	}
 	return []any{d.n(j.ID), j.Tube, j.Priority, j.TTR, j.Reserves, string(j.Body), j.Left}
 }
 
 func (d *diffSide) jobs(js []queue.Job, err error) any {
+	if err != nil {
+		return class(err)
+	}
 	out := []any{}
 	for _, j := range js {
-		out = append(out, d.job(j, err))
+		out = append(out, d.job(j, nil))
 	}
 	return out
 }
 
 func (d *diffSide) stats(s queue.JobStats, err error) any {
 	if err != nil {
-		return nil
+		return class(err)
 	}
 	n := d.n(s.ID)
 	s.ID = 0
 	return []any{n, s}
 }
+
+// outcome is a value and the outcome of the error that came with it.
+func outcome[T any](v T, err error) []any { return []any{v, class(err)} }
 
 // class reduces an error to the outcome sentinel it carries.
 func class(err error) string {

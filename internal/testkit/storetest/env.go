@@ -29,7 +29,7 @@ type env struct {
 	raw   queue.Store  // what newStore returned
 	rec   *recorder    // records the jobs and tubes the case makes
 	store queue.Store  // rec, with Listen when raw is a Notifier
-	q     *queue.Queue // queue.New(store, nil): a random owner
+	q     *queue.Queue // on clock, with a random owner
 	q2    *queue.Queue // q.WithOwner(otherOwner)
 
 	skipInvariants bool // the case closed the store
@@ -49,7 +49,7 @@ func (s *suite) env(t *testing.T) *env {
 	if n, ok := raw.(queue.Notifier); ok {
 		store = recNotifying{rec, n}
 	}
-	q, err := queue.New(store, nil)
+	q, err := queue.New(store, &queue.Options{Clock: clock})
 	if err != nil {
 		t.Fatalf("queue.New: %v", err)
 	}

@@ -1,12 +1,9 @@
 package storetest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,9 +17,9 @@ import (
 // The key windows by processes (BenchKeyWindowsProcs): the test binary
 // started again as each caller, whose TestMain calls RunWindowsChild.
 
-// windowsEnv names the variable that makes a test binary a caller of
-// BenchKeyWindowsProcs: "g procs tube keys span-ns start-unix-ns window-ns".
-const windowsEnv = "HOURGLASS_WINDOWS_CALLER"
+// windowsPart is the part of a caller of BenchKeyWindowsProcs; its
+// fields are "g procs tube keys span-ns start-unix-ns window-ns".
+var windowsPart = childPart{env: "HOURGLASS_WINDOWS_CALLER", name: "windows caller"}
 
 // WindowsClient is what a caller process of BenchKeyWindowsProcs does
 // with the store (over HTTP to a server, or with a Store of its own on
@@ -90,58 +87,34 @@ type windowsAction struct {
 // was a duplicate) and exits: 0, or 1 after a failure, written to
 // standard error. A TestMain calls it before anything else.
 func RunWindowsChild(open func() (WindowsClient, func(), error)) {
-	spec := os.Getenv(windowsEnv)
-	if spec == "" {
-		return
-	}
-	fail := func(err error) {
-		fmt.Fprintln(os.Stderr, "windows caller:", err)
-		os.Exit(1)
-	}
 	var g, procs, keys int
 	var tube string
 	var span, start, window int64
-	if _, err := fmt.Sscanf(spec, "%d %d %s %d %d %d %d", &g, &procs, &tube, &keys, &span, &start, &window); err != nil {
-		fail(fmt.Errorf("%s=%q: %w", windowsEnv, spec, err))
-	}
-	c, closeFn, err := open()
-	if err != nil {
-		fail(err)
-	}
-	ctx := context.Background()
-	w := bufio.NewWriter(os.Stdout)
-	for _, a := range windowsPlan(g, procs, keys, time.Duration(span), time.Duration(window), time.Unix(0, start)) {
-		time.Sleep(time.Until(a.at)) // pacing the caller, not waiting for an event
-		key := "key-" + strconv.Itoa(a.key)
-		t0 := time.Now()
-		r, perr := c.Put(ctx, tube, windowsJob(key, time.Duration(window)))
-		t1 := time.Now()
-		if perr != nil {
-			err = fmt.Errorf("put %c of %s: %w", a.step, key, perr)
-			break
+	runChild(windowsPart, []any{&g, &procs, &tube, &keys, &span, &start, &window}, open, func(ctx context.Context, c WindowsClient, w io.Writer) error {
+		for _, a := range windowsPlan(g, procs, keys, time.Duration(span), time.Duration(window), time.Unix(0, start)) {
+			time.Sleep(time.Until(a.at)) // pacing the caller, not waiting for an event
+			key := "key-" + strconv.Itoa(a.key)
+			t0 := time.Now()
+			r, err := c.Put(ctx, tube, windowsJob(key, time.Duration(window)))
+			t1 := time.Now()
+			if err != nil {
+				return fmt.Errorf("put %c of %s: %w", a.step, key, err)
+			}
+			fmt.Fprintf(w, "%c %d %d %d %d %t\n", a.step, a.key, t0.UnixNano(), t1.UnixNano(), r.ID, r.Duplicate)
+			if a.step != stepPut {
+				continue
+			}
+			if r.Duplicate {
+				continue // the parent counts it
+			}
+			t0 = time.Now()
+			if err := c.Finish(ctx, r.ID, []byte("done")); err != nil {
+				return fmt.Errorf("finish of %s (job %d): %w", key, r.ID, err)
+			}
+			fmt.Fprintf(w, "%c %d %d %d %d false\n", stepFinish, a.key, t0.UnixNano(), time.Now().UnixNano(), r.ID)
 		}
-		fmt.Fprintf(w, "%c %d %d %d %d %t\n", a.step, a.key, t0.UnixNano(), t1.UnixNano(), r.ID, r.Duplicate)
-		if a.step != stepPut {
-			continue
-		}
-		if r.Duplicate {
-			continue // the parent counts it
-		}
-		t0 = time.Now()
-		if ferr := c.Finish(ctx, r.ID, []byte("done")); ferr != nil {
-			err = fmt.Errorf("finish of %s (job %d): %w", key, r.ID, ferr)
-			break
-		}
-		fmt.Fprintf(w, "%c %d %d %d %d false\n", stepFinish, a.key, t0.UnixNano(), time.Now().UnixNano(), r.ID)
-	}
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	closeFn()
-	if err != nil {
-		fail(err)
-	}
-	os.Exit(0)
+		return nil
+	})
 }
 
 // BenchKeyWindowsProcs measures the key windows (NewJob.UniqueFor, docs/
@@ -167,10 +140,6 @@ func BenchKeyWindowsProcs(b *testing.B, rs queue.Store, procs int, env []string,
 		b.Fatal(err)
 	}
 	defer q.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
 	tube := fmt.Sprintf("windows-%d", time.Now().UnixNano())
 	start := time.Now().Add(time.Second) // the processes start first
 	steps := make([]map[byte]windowsStep, keys)
@@ -182,19 +151,14 @@ func BenchKeyWindowsProcs(b *testing.B, rs queue.Store, procs int, env []string,
 	var mu sync.Mutex
 	for g := range procs {
 		wg.Go(func() {
-			cmd := exec.CommandContext(ctx, exe, "-test.run=^$", "-test.bench=^$")
-			cmd.Env = append(append(os.Environ(), env...),
-				fmt.Sprintf("%s=%d %d %s %d %d %d %d", windowsEnv, g, procs, tube, keys, span.Nanoseconds(), start.UnixNano(), window.Nanoseconds()))
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
+			out, err := windowsPart.run(ctx, env, g, procs, tube, keys, span.Nanoseconds(), start.UnixNano(), window.Nanoseconds())
 			if err != nil {
-				b.Errorf("caller process %d: %v: %s", g, err, strings.TrimSpace(stderr.String()))
+				b.Errorf("caller process %d: %v", g, err)
 				return
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			for line := range strings.Lines(string(out)) {
+			for line := range strings.Lines(out) {
 				f := strings.Fields(line)
 				var k int
 				var t0, t1 int64

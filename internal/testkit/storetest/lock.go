@@ -504,15 +504,30 @@ func testLockGiveUp(t *testing.T, newStore NewLockStore) {
 }
 
 // A holder that renews its lease learns at once when a renewal finds the
-// lock gone: here its lease ran out on the store's clock, as when the
-// holder was paused past it.
+// lock gone: here its lease ran out on the store's clock while the
+// holder's own clock stood still, as when the holder was paused past it.
 func testLockLost(t *testing.T, newStore NewLockStore) {
 	e := newLockEnv(t, newStore)
-	l := e.obtain("a", &lock.ObtainOptions{TTL: 300 * time.Millisecond, AutoRenew: true})
+	holder := NewClock(epoch) // the holder's clock: its renewals and its view of the lease
+	c, err := lock.New(e.store, &lock.Options{Clock: holder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 300 * time.Millisecond
+	l, err := c.TryObtain(e.ctx, "a", &lock.ObtainOptions{TTL: ttl, AutoRenew: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.clock.Advance(time.Second)
-	waitClosed(t, "Lost after the lease ran out on the store", l.Lost(), 5*time.Second)
-	if c := context.Cause(l.Context()); !errors.Is(c, lock.ErrNotHeld) && !errors.Is(c, lock.ErrLeaseExpired) {
-		t.Fatalf("cause %v, want ErrNotHeld or ErrLeaseExpired", c)
+	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	defer cancel()
+	if err := holder.WaitArmed(ctx, 2); err != nil { // the lease's end and the first renewal
+		t.Fatalf("the renewal was not armed on the holder's clock: %v", err)
+	}
+	holder.Advance(ttl / 3) // the renewal; the lease has not ended on this clock
+	waitClosed(t, "Lost after a renewal found the lease gone", l.Lost(), 5*time.Second)
+	if c := context.Cause(l.Context()); !errors.Is(c, lock.ErrNotHeld) {
+		t.Fatalf("cause %v, want ErrNotHeld", c)
 	}
 	l2 := e.obtain("a", minute)
 	if l2.Fence() <= l.Fence() {

@@ -29,7 +29,7 @@ type Checker interface {
 // and Delete, Unreserve, Close).
 func Queue(t *testing.T, newStore NewQueueStore) {
 	s := &suite{newStore: newStore}
-	for _, c := range append(append(append(append(append(queueCases(), limitCases()...), groupCases()...), retainCases()...), cancelCases()...), debounceCases()...) {
+	for _, c := range queueCases() {
 		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
 	}
 }
@@ -44,6 +44,9 @@ type queueCase struct {
 	run  func(t *testing.T, s *suite)
 }
 
+// queueCases are the cases of Queue, in the order they run: first those
+// of the contract every store keeps, then those of the optional
+// interfaces, each group's in the file named beside it.
 func queueCases() []queueCase {
 	return []queueCase{
 		{"PutReserveDelete", testPutReserveDelete},
@@ -99,5 +102,59 @@ func queueCases() []queueCase {
 		{"BadInput", testBadInput},
 		{"Concurrency", testConcurrency},
 		{"Close", testClose},
+
+		// Tube limits (queue.LimitStore; cases_limits.go).
+		{"LimitsSetAndClear", testLimitsSetAndClear},
+		{"LimitCap", testLimitCap},
+		{"LimitRate", testLimitRate},
+		{"LimitRateWindow", testLimitRateWindow},
+		{"LimitOutlivesTube", testLimitOutlivesTube},
+		{"LimitSkipsTube", testLimitSkipsTube},
+		{"LimitWakes", testLimitWakes},
+
+		// Groups (docs/tube-limits.md, "Groups"; cases_groups.go): jobs put
+		// with a group key into the tube "tube;group", served in turn by a
+		// reserve of the tube, each group held to the tube's group template.
+		{"GroupRotation", testGroupRotation},
+		{"GroupFairness", testGroupFairness},
+		{"GroupCap", testGroupCap},
+		{"GroupRate", testGroupRate},
+		{"GroupDelayedReleased", testGroupDelayedReleased},
+		{"GroupWakes", testGroupWakes},
+		{"GroupBadInput", testGroupBadInput},
+
+		// Finished jobs kept by their tube's retention (queue.KeepStore;
+		// cases_retain.go).
+		{"RetentionSetting", testRetentionSetting},
+		{"FinishKeeps", testFinishKeeps},
+		{"DeleteKeeps", testDeleteKeeps},
+		{"FinishWithoutRetention", testFinishWithoutRetention},
+		{"FinishErrors", testFinishErrors},
+		{"KeptKeyNewJob", testKeptKeyNewJob},
+		{"KeyWindow", testKeyWindow},
+		{"UniqueKept", testUniqueKept},
+		{"DuplicateState", testDuplicateState},
+		{"KeyOptionsBadInput", testKeyOptionsBadInput},
+		{"KeptNotAWake", testKeptNotAWake},
+		{"ListKept", testListKept},
+
+		// Cancels (queue.CancelStore; cases_cancel.go).
+		{"CancelEveryState", testCancelEveryState},
+		{"CancelTimedOut", testCancelTimedOut},
+		{"CancelFreesTubeAndKey", testCancelFreesTubeAndKey},
+		{"CancelListen", testCancelListen},
+		{"CancelWorker", testCancelWorker},
+		{"CancelKept", testCancelKept},
+
+		// A put's debounce (queue.NewJob.Debounce, MaxWait, DuplicateLive;
+		// cases_debounce.go).
+		{"Debounce", testDebounce},
+		{"DebounceMaxWait", testDebounceMaxWait},
+		{"DebounceExtend", testDebounceExtend},
+		{"DebounceReplace", testDebounceReplace},
+		{"DebounceLive", testDebounceLive},
+		{"DebounceBatch", testDebounceBatch},
+		{"DebounceWindowAndKept", testDebounceWindowAndKept},
+		{"DebounceBadInput", testDebounceBadInput},
 	}
 }
