@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hourglass-io/hourglass/internal/tracing"
 )
 
 // Span attributes of an obtain (docs/tracing.md).
@@ -32,13 +33,12 @@ func (c *Client) obtainTraced(ctx context.Context, tr trace.Tracer, name string,
 	))
 	l, err := c.obtainUntraced(ctx, name, limit, opts, block)
 	end := time.Now()
-	span.SetAttributes(attrWaitMS.Float64(float64(end.Sub(start))/float64(time.Millisecond)), attrObtained.Bool(err == nil))
+	span.SetAttributes(attrWaitMS.Float64(tracing.MS(end.Sub(start))), attrObtained.Bool(err == nil))
 	if err == nil {
 		span.SetAttributes(attrFence.Int64(int64(l.fence)))
 	} else if !errors.Is(err, ErrNotObtained) || ctx.Err() != nil || block {
 		// TryObtain finding the lock held is an answer, not a failure.
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		tracing.Fail(span, err)
 	}
 	span.End(trace.WithTimestamp(end))
 	return l, err

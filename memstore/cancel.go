@@ -143,15 +143,12 @@ func (q *jobQueue) replayCancel(kind byte, d *decoder) error {
 	if kind == kindCancelKept {
 		ended, drop = d.varint(), d.varint()
 	}
-	if err := d.end(); err != nil {
-		return err
-	}
 	if len(reason) > queue.MaxReasonLen {
-		return errBadRecord
+		d.err = errBadRecord
 	}
-	j := q.jobs[id]
-	if j == nil {
-		return fmt.Errorf("cancel of unknown job %d", id)
+	j, err := loggedJob(d, "cancel", id, q.jobs)
+	if err != nil {
+		return err
 	}
 	if kind == kindCancelKept {
 		j.noteError(reason, ended)

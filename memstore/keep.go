@@ -230,12 +230,9 @@ func (q *jobQueue) replayKeep(kind byte, d *decoder) error {
 		k := &kept{how: d.byte(), endedAt: d.varint()}
 		drop := d.varint()
 		k.result = []byte(d.string())
-		if err := d.end(); err != nil {
+		j, err := loggedJob(d, "finish", id, q.jobs)
+		if err != nil {
 			return err
-		}
-		j := q.jobs[id]
-		if j == nil {
-			return fmt.Errorf("finish of unknown job %d", id)
 		}
 		q.keepLocked(j, k, drop)
 		return nil
@@ -244,26 +241,20 @@ func (q *jobQueue) replayKeep(kind byte, d *decoder) error {
 		ufor := d.varint()
 		d.varint()
 		d.varint()
-		if err := d.end(); err != nil {
+		j, err := loggedJob(d, "keys in time", id, q.jobs, q.kept)
+		if err != nil {
 			return err
 		}
-		j := q.jobs[id]
-		if j == nil {
-			j = q.kept[id]
-		}
-		if j == nil || j.more == nil {
-			return fmt.Errorf("keys in time of unknown job %d", id)
+		if j.more == nil {
+			return fmt.Errorf("keys in time of job %d, which has no unique key", id)
 		}
 		j.more.ufor = ufor
 		return nil
 	case kindDrop:
 		id := queue.ID(d.uvarint())
-		if err := d.end(); err != nil {
+		j, err := loggedJob(d, "drop", id, q.kept)
+		if err != nil {
 			return err
-		}
-		j := q.kept[id]
-		if j == nil {
-			return fmt.Errorf("drop of unknown kept job %d", id)
 		}
 		q.dropLocked(j)
 		return nil

@@ -205,15 +205,9 @@ func (q *jobQueue) replayErrors(d *decoder) error {
 		}
 		errs = append(errs, e)
 	}
-	if err := d.end(); err != nil {
+	j, err := loggedJob(d, "error history", id, q.jobs, q.kept)
+	if err != nil {
 		return err
-	}
-	j := q.jobs[id]
-	if j == nil {
-		j = q.kept[id]
-	}
-	if j == nil {
-		return fmt.Errorf("error history of unknown job %d", id)
 	}
 	if j.more == nil {
 		j.more = &jobMore{}
@@ -456,15 +450,28 @@ func (q *jobQueue) replayJob(kind byte, d *decoder) error {
 	return nil
 }
 
+// loggedJob ends the reading of a record about job id and returns the job
+// from the first of in (q.jobs, q.kept) that holds it: an error when the
+// record is malformed, or when no map holds the job (what names the
+// record's change).
+func loggedJob(d *decoder, what string, id queue.ID, in ...map[queue.ID]*job) (*job, error) {
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	for _, m := range in {
+		if j := m[id]; j != nil {
+			return j, nil
+		}
+	}
+	return nil, fmt.Errorf("%s of unknown job %d", what, id)
+}
+
 // replayDelete replays a job deleted (kindDelete).
 func (q *jobQueue) replayDelete(d *decoder) error {
 	id := queue.ID(d.uvarint())
-	if err := d.end(); err != nil {
+	j, err := loggedJob(d, "delete", id, q.jobs)
+	if err != nil {
 		return err
-	}
-	j := q.jobs[id]
-	if j == nil {
-		return fmt.Errorf("delete of unknown job %d", id)
 	}
 	q.removeJob(j)
 	return nil
@@ -473,7 +480,7 @@ func (q *jobQueue) replayDelete(d *decoder) error {
 // replayUpdate replays a job's change of state (kindUpdate, kindUpdateH).
 func (q *jobQueue) replayUpdate(kind byte, d *decoder) error {
 	id := queue.ID(d.uvarint())
-	st, err := state(d.byte())
+	st, stateErr := state(d.byte())
 	pri := d.u32()
 	at, delay := d.varint(), d.varint()
 	var c job
@@ -484,15 +491,12 @@ func (q *jobQueue) replayUpdate(kind byte, d *decoder) error {
 			d.err = errBadRecord
 		}
 	}
-	if err := d.end(); err != nil {
-		return err
-	}
+	j, err := loggedJob(d, "update", id, q.jobs)
 	if err != nil {
 		return err
 	}
-	j := q.jobs[id]
-	if j == nil {
-		return fmt.Errorf("update of unknown job %d", id)
+	if stateErr != nil {
+		return stateErr
 	}
 	q.unlink(j)
 	j.pri, j.at, j.delay = pri, at, delay

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hourglass-io/hourglass/internal/tracing"
 )
 
 // Trace context (docs/tracing.md). A job carries the W3C trace context of
@@ -178,8 +179,7 @@ func endPut(span trace.Span, res []PutResult, err error) {
 		return
 	}
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		tracing.Fail(span, err)
 	} else if len(res) == 1 {
 		span.SetAttributes(semconv.MessagingMessageID(res[0].ID.String()))
 		if res[0].Duplicate {

@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hourglass-io/hourglass/internal/tracing"
 )
 
 // Span attributes of a Wait (docs/tracing.md).
@@ -48,17 +49,16 @@ func (l *Limiter) waitTraced(ctx context.Context, tr trace.Tracer, key string, n
 	case r != nil && ctx.Err() != nil:
 		decision = decisionCanceled
 	}
-	attrs := []attribute.KeyValue{attrDecision.String(decision), attrWaitMS.Float64(float64(end.Sub(start)) / float64(time.Millisecond))}
+	attrs := []attribute.KeyValue{attrDecision.String(decision), attrWaitMS.Float64(tracing.MS(end.Sub(start)))}
 	if r != nil {
-		attrs = append(attrs, attrSlotMS.Float64(float64(r.delay)/float64(time.Millisecond)))
+		attrs = append(attrs, attrSlotMS.Float64(tracing.MS(r.delay)))
 		if r.storeEr != nil {
 			attrs = append(attrs, attrStoreErr.String(r.storeEr.Error()))
 		}
 	}
 	span.SetAttributes(attrs...)
 	if decision == decisionError || decision == decisionCanceled {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		tracing.Fail(span, err)
 	}
 	span.End(trace.WithTimestamp(end))
 	return err

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hourglass-io/hourglass/internal/tracing"
 	"github.com/hourglass-io/hourglass/queue"
 )
 
@@ -61,8 +61,7 @@ func (c *Client) fire(ctx context.Context, req FireRequest, tube string) (FireRe
 		outcome = "not_due"
 	case err != nil:
 		outcome = "error"
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		tracing.Fail(span, err)
 	case !res.Fired:
 		outcome = "advanced" // only the schedule's next tick moved
 	}
@@ -71,7 +70,7 @@ func (c *Client) fire(ctx context.Context, req FireRequest, tube string) (FireRe
 		span.SetAttributes(semconv.MessagingMessageID(queue.ID(res.JobID).String()))
 		if len(res.State.Last) > 0 && res.State.Last[0].JobID == res.JobID {
 			f := res.State.Last[0]
-			span.SetAttributes(attrLateness.Float64(float64(f.Lateness)/float64(time.Millisecond)), attrTick.String(f.Tick.UTC().Format(time.RFC3339Nano)))
+			span.SetAttributes(attrLateness.Float64(tracing.MS(f.Lateness)), attrTick.String(f.Tick.UTC().Format(time.RFC3339Nano)))
 			if tube == "" {
 				span.SetAttributes(semconv.MessagingDestinationName(res.State.Job.Tube))
 			}

@@ -4,9 +4,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hourglass-io/hourglass/internal/tracing"
 )
 
 // Span attributes of an expiry event handled (docs/tracing.md), beside
@@ -40,19 +41,16 @@ func (c *consuming) handleOne(e Event) error {
 		attrRedelivered.Bool(e.Redelivered),
 	}
 	if !e.Deadline.IsZero() && !e.ExpiredAt.IsZero() {
-		attrs = append(attrs, attrLateness.Float64(ms(e.ExpiredAt.Sub(e.Deadline))))
+		attrs = append(attrs, attrLateness.Float64(tracing.MS(e.ExpiredAt.Sub(e.Deadline))))
 	}
 	if !e.Deadline.IsZero() {
-		attrs = append(attrs, attrDelivery.Float64(ms(start.Sub(e.Deadline))))
+		attrs = append(attrs, attrDelivery.Float64(tracing.MS(start.Sub(e.Deadline))))
 	}
 	ctx, span := tr.Start(c.ctx, "expired "+e.Hash, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	err := c.handle(ctx, e)
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		tracing.Fail(span, err)
 	}
 	span.End()
 	return err
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,7 +1,9 @@
 // Package tracing is how the primitives find their OpenTelemetry tracer:
 // the TracerProvider of their options, or else the global one, and none at
 // all while neither is set, so that a program without tracing pays nothing
-// per call (no span, no context, no allocation).
+// per call (no span, no context, no allocation); and the two things every
+// primitive's spans do alike: mark a failure (Fail) and carry a duration in
+// milliseconds (MS).
 //
 // A Source is made once per client (a Queue, a Limiter, a lock Client, …);
 // its Tracer is asked on each call and is nil when tracing is off. With no

@@ -10,12 +10,10 @@
 -- ARGV: now, tube, id (hex), reason
 -- Returns: the state the job was in (1 ready, 2 delayed, 3 reserved,
 -- 4 buried), 0 no such job, -2 in another tube
-local T = tubekeys(1)
 local tube, idh, reason = ARGV[2], ARGV[3], ARGV[4]
-local us, now = open({ T })
 -- A reservation whose TTR has run out ends first (its timeout counts): the
 -- job is then ready, and no holder is told.
-tick(T, tube, now)
+local T, us, now = open_tube(tube)
 local rec, body = find(T, idh)
 if not rec then return done(T, body) end
 local was = cancel_job(T, tube, idh, rec, reason, now)

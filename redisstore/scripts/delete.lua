@@ -33,9 +33,5 @@ for r = 1, tonumber(ARGV[3]) do
   out[r] = res
   a = a + 2 + c
 end
-if had > 0 then
-  free(T, tube, now)
-else
-  gc(T, tube, now)
-end
+settle(T, tube, now, had)
 return done(T, out)

@@ -14,9 +14,5 @@ if o == -3 then
   tick(T, tube, now)
   o = delete_one(T, tube, idh, owner, nil, ARGV[5])
 end
-if had > 0 then
-  free(T, tube, now)
-else
-  gc(T, tube, now)
-end
+settle(T, tube, now, had)
 return done(T, o)

@@ -4,10 +4,8 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, tube, n (at most 1000 per call)
 -- Returns: how many jobs it moved.
-local T = tubekeys(1)
 local tube, n = ARGV[2], tonumber(ARGV[3])
-local us, now = open({ T })
-tick(T, tube, now)
+local T, us, now = open_tube(tube)
 local from = T.b
 if redis.call('ZCARD', T.b) == 0 then
   from = T.d

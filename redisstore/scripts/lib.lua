@@ -43,8 +43,9 @@
 -- durations are milliseconds.
 --
 -- A script opens its tubes (one HMGET each), applies what is due (tick) when
--- it takes or moves jobs by their state, does its work, and flushes the tube
--- fields it changed in one HSET.
+-- it takes or moves jobs by their state (open_tube does both for a script on
+-- one tube), does its work, and flushes the tube fields it changed in one
+-- HSET.
 
 local F_TUBE, F_PRI, F_STATE, F_DELAY, F_TTR, F_CREATED = 1, 2, 3, 4, 5, 6
 local F_RESERVES, F_TIMEOUTS, F_RELEASES, F_BURIES, F_KICKS, F_OWNER, F_UKEY = 7, 8, 9, 10, 11, 12, 13
@@ -108,6 +109,28 @@ local function set(T, field, value)
   T.dirty[field] = value
 end
 
+-- stage adds field f of a hash to the changes hset (its new value v) and
+-- hdel (false: f is deleted) that write_fields writes. (flush stages its
+-- fields inline: it runs on every call.)
+local function stage(hset, hdel, f, v)
+  if v == false then
+    hdel[#hdel + 1] = f
+  else
+    hset[#hset + 1], hset[#hset + 2] = f, v
+  end
+end
+
+-- write_fields writes the changes stage made to hash key: one HSET, one
+-- HDEL, each only when it has fields.
+local function write_fields(key, hset, hdel)
+  if #hset > 0 then
+    redis.call('HSET', key, unpack(hset))
+  end
+  if #hdel > 0 then
+    redis.call('HDEL', key, unpack(hdel))
+  end
+end
+
 -- flush writes the fields of T's hash that changed (false deletes one).
 local function flush(T)
   if T.reserved and T.rs then
@@ -124,12 +147,7 @@ local function flush(T)
       hset[#hset + 1] = v
     end
   end
-  if #hset > 0 then
-    redis.call('HSET', T.t, unpack(hset))
-  end
-  if #hdel > 0 then
-    redis.call('HDEL', T.t, unpack(hdel))
-  end
+  write_fields(T.t, hset, hdel)
   T.dirty = {}
   if T.reserved then
     redis.call('HINCRBY', T.t, 'rs', T.reserved)
@@ -332,29 +350,16 @@ local function save(idh, rec)
   end
   local hset, hdel = {}, {}
   if pv ~= rec.praw then
-    if pv then
-      hset[#hset + 1], hset[#hset + 2] = 'p' .. idh, pv
-    else
-      hdel[#hdel + 1] = 'p' .. idh
-    end
+    stage(hset, hdel, 'p' .. idh, pv)
   end
   if ov ~= rec.oraw then
-    if ov then
-      hset[#hset + 1], hset[#hset + 2] = 'o' .. idh, ov
-    else
-      hdel[#hdel + 1] = 'o' .. idh
-    end
+    stage(hset, hdel, 'o' .. idh, ov)
   end
   if rec.ev then
-    hset[#hset + 1], hset[#hset + 2] = 'e' .. idh, rec.ev
+    stage(hset, hdel, 'e' .. idh, rec.ev)
     rec.ev = nil
   end
-  if #hset > 0 then
-    redis.call('HSET', KEYS[2], unpack(hset))
-  end
-  if #hdel > 0 then
-    redis.call('HDEL', KEYS[2], unpack(hdel))
-  end
+  write_fields(KEYS[2], hset, hdel)
   rec.praw, rec.oraw = pv, ov
   if not ov then
     rec.preserved = rec[F_RESERVED_AT]
@@ -680,6 +685,17 @@ local function free(T, tube, now)
   gc(T, tube, now)
 end
 
+-- settle ends a call that took jobs out of tube T, which held had jobs at
+-- its start: if it held any, the last may have gone (free), else only gc
+-- applies.
+local function settle(T, tube, now, had)
+  if had > 0 then
+    free(T, tube, now)
+  else
+    gc(T, tube, now)
+  end
+end
+
 -- register records tube T in the tag's registry if it is new, with its
 -- creation time in µs (the order Tubes lists them in).
 local function register(T, tube, us)
@@ -849,6 +865,16 @@ local function tick(T, tube, now)
   if not nd then
     gc(T, tube, now)
   end
+end
+
+-- open_tube opens the one tube of a script on a single tube (tubekeys(1),
+-- named tube) and applies what is due in it: it returns T and the time
+-- (µs, ms) as open does.
+local function open_tube(tube)
+  local T = tubekeys(1)
+  local us, now = open({ T })
+  tick(T, tube, now)
+  return T, us, now
 end
 
 -- unindex takes a job out of whichever index holds it.

@@ -3,10 +3,8 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, tube, d ms
 -- Returns: 1
-local T = tubekeys(1)
 local tube, d = ARGV[2], tonumber(ARGV[3])
-local us, now = open({ T })
-tick(T, tube, now)
+local T, us, now = open_tube(tube)
 register(T, tube, us)
 if d > 0 then
   set(T, 'pu', now + d)

@@ -7,10 +7,8 @@
 --   then the history: put, last reserve, release, bury, kick, timeout and error (times in ms, 0 for
 --   never), the last error (a string), and the owner of its reservation ('' unless reserved).
 -- errors: the job's error history as errors_reply gives it (read only when it had an error).
-local T = tubekeys(1)
 local tube, idh = ARGV[2], ARGV[3]
-local us, now = open({ T })
-tick(T, tube, now)
+local T, us, now = open_tube(tube)
 local rec, body = find(T, idh)
 if not rec then return done(T, { body }) end
 local left, owner = 0, ''

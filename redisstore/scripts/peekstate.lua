@@ -5,10 +5,8 @@
 -- Returns: { score, job (as jobreply), score, job, ... } in the state's
 -- order, {} when there is none. The score orders candidates across
 -- partitions: pri, due ms, end of TTR ms or bury sequence.
-local T = tubekeys(1)
 local tube, state, count = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local us, now = open({ T })
-tick(T, tube, now)
+local T, us, now = open_tube(tube)
 local from = T.r
 if state == DELAYED then
   from = T.d

@@ -3,10 +3,8 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, id (hex), pri (-1: keep the job's), delay ms, reason ("" for none: the last error stays)
 -- Returns: 1 released, 0 no such job, -1 not reserved by owner, -2 in another tube
-local T = tubekeys(1)
 local owner, tube, idh, pri, delay, reason = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] or ''
-local us, now = open({ T })
-tick(T, tube, now)
+local T, us, now = open_tube(tube)
 local rec, body = held(T, idh, owner)
 if not rec then return done(T, body) end
 unhold(T, idh)

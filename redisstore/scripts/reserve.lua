@@ -503,10 +503,8 @@ for i = 1, n do
       redis.call('HSET', KEYS[1], 'lt:' .. names[i], Ts[i].tat)
     end
     Ts[i].dirty = {}
-  elseif had[i] > 0 then
-    free(Ts[i], names[i], now)
   else
-    gc(Ts[i], names[i], now)
+    settle(Ts[i], names[i], now, had[i])
   end
   flush(Ts[i])
 end

@@ -4,10 +4,8 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, id (hex)
 -- Returns: { 1, job (as jobreply) }, or { 0 } no such job, { -1 } reserved, { -2 } in another tube
-local T = tubekeys(1)
 local owner, tube, idh = ARGV[2], ARGV[3], ARGV[4]
-local us, now = open({ T })
-tick(T, tube, now)
+local T, us, now = open_tube(tube)
 local rec, body = find(T, idh)
 if not rec then return done(T, { body }) end
 if rec[F_STATE] == RESERVED then return done(T, { -1 }) end

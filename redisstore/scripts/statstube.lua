@@ -8,10 +8,8 @@
 --   groups, their ready jobs, their reserved jobs, cancels }
 -- (for a tube that does not exist but has groups, zeros but for the limits
 -- and the groups)
-local T = tubekeys(1)
 local tube = ARGV[2]
-local us, now = open({ T })
-tick(T, tube, now)
+local T, us, now = open_tube(tube)
 flush(T)
 local created = redis.call('ZSCORE', KEYS[3], tube)
 -- A tube's groups (docs/tube-limits.md, "Groups"): how many exist, their

@@ -4,10 +4,8 @@
 -- ARGV: now, owner, tube, id (hex)
 -- Returns: { 1, ms left on the reservation } touched, { 0 } no such job,
 -- { -1 } not reserved by owner, { -2 } in another tube
-local T = tubekeys(1)
 local owner, tube, idh = ARGV[2], ARGV[3], ARGV[4]
-local us, now = open({ T })
-tick(T, tube, now)
+local T, us, now = open_tube(tube)
 local rec, body = held(T, idh, owner)
 if not rec then return done(T, { body }) end
 local deadline = now + rec[F_TTR]

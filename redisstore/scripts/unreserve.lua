@@ -5,10 +5,8 @@
 -- KEYS: m j tubes, then the 6 keys of the tube
 -- ARGV: now, owner, tube, ids (hex)...
 -- Returns: how many jobs it returned.
-local T = tubekeys(1)
 local owner, tube = ARGV[2], ARGV[3]
-local us, now = open({ T })
-tick(T, tube, now)
+local T, us, now = open_tube(tube)
 local prefix = string.sub(owner, -1) == '/'
 local function owned(o)
   if prefix then
