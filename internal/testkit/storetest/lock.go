@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -339,6 +340,23 @@ func (w *queueWatch) Listen(ctx context.Context, name string, wake func(string))
 	return func() {}, nil
 }
 
+// obtainLater starts c obtaining "a" in a goroutine (a minute's lease,
+// fair when fair, giving up after 20 s), then runs got with the lock; the
+// channel it returns gives the Obtain's error, or got's.
+func (e *lockEnv) obtainLater(c *lock.Client, fair bool, got func(ctx context.Context, l *lock.Lock) error) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+		defer cancel()
+		l, err := c.Obtain(ctx, "a", &lock.ObtainOptions{TTL: time.Minute, Fair: fair})
+		if err == nil {
+			err = got(ctx, l)
+		}
+		done <- err
+	}()
+	return done
+}
+
 // Fair clients get the lock in the order they started waiting.
 func testLockFairClients(t *testing.T, newStore NewLockStore) {
 	e := newLockEnv(t, newStore)
@@ -347,8 +365,7 @@ func testLockFairClients(t *testing.T, newStore NewLockStore) {
 	var (
 		mu    sync.Mutex
 		order []int
-		wg    sync.WaitGroup
-		errs  = make(chan error, n)
+		done  []<-chan error
 	)
 	for i := range n {
 		w := &queueWatch{Store: e.store, queued: make(chan string, 1)}
@@ -356,21 +373,12 @@ func testLockFairClients(t *testing.T, newStore NewLockStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
-			defer cancel()
-			l, err := c.Obtain(ctx, "a", &lock.ObtainOptions{TTL: time.Minute, Fair: true})
-			if err != nil {
-				errs <- err
-				return
-			}
+		done = append(done, e.obtainLater(c, true, func(ctx context.Context, l *lock.Lock) error {
 			mu.Lock()
 			order = append(order, i)
 			mu.Unlock()
-			errs <- l.Release(ctx)
-		}()
+			return l.Release(ctx)
+		}))
 		select {
 		case <-w.queued:
 		case <-time.After(10 * time.Second):
@@ -380,10 +388,8 @@ func testLockFairClients(t *testing.T, newStore NewLockStore) {
 	if err := h.Release(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
+	for _, d := range done {
+		if err := <-d; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -399,20 +405,14 @@ func testLockFairClients(t *testing.T, newStore NewLockStore) {
 func testLockWaitWoken(t *testing.T, newStore NewLockStore) {
 	e := newLockEnv(t, newStore)
 	h := e.obtain("a", &lock.ObtainOptions{TTL: time.Hour})
-	got := make(chan *lock.Lock, 1)
-	errc := make(chan error, 1)
 	w := &queueWatch{Store: e.store, queued: make(chan string, 1)}
 	c, _ := lock.New(w, nil)
-	go func() {
-		ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
-		defer cancel()
-		l, err := c.Obtain(ctx, "a", &lock.ObtainOptions{TTL: time.Minute, Fair: true})
-		if err != nil {
-			errc <- err
-			return
+	done := e.obtainLater(c, true, func(_ context.Context, l *lock.Lock) error {
+		if l.Fence() <= h.Fence() {
+			return fmt.Errorf("fence %d after %d", l.Fence(), h.Fence())
 		}
-		got <- l
-	}()
+		return nil
+	})
 	select {
 	case <-w.queued:
 	case <-time.After(10 * time.Second):
@@ -422,12 +422,10 @@ func testLockWaitWoken(t *testing.T, newStore NewLockStore) {
 		t.Fatal(err)
 	}
 	select {
-	case l := <-got:
-		if l.Fence() <= h.Fence() {
-			t.Fatalf("fence %d after %d", l.Fence(), h.Fence())
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
 		}
-	case err := <-errc:
-		t.Fatal(err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("waiter did not get the released lock")
 	}
@@ -455,16 +453,7 @@ func testLockQuietWaiter(t *testing.T, newStore NewLockStore) {
 		h := e.obtain("a", &lock.ObtainOptions{TTL: time.Hour})
 		w := &callCount{queueWatch: queueWatch{Store: e.store, queued: make(chan string, 1)}, second: make(chan struct{})}
 		c, _ := lock.New(w, nil)
-		got := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
-			defer cancel()
-			l, err := c.Obtain(ctx, "a", &lock.ObtainOptions{TTL: time.Minute, Fair: fair})
-			if err == nil {
-				err = l.Release(ctx)
-			}
-			got <- err
-		}()
+		got := e.obtainLater(c, fair, func(ctx context.Context, l *lock.Lock) error { return l.Release(ctx) })
 		// Tried, subscribed, tried again: now it waits.
 		waitClosed(t, "the waiter's second try", w.second, 10*time.Second)
 		before := w.n.Load()

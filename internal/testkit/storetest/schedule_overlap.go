@@ -283,22 +283,23 @@ func testScOverlapCancelPrevious(e *scEnv) {
 		e.t.Fatal(err)
 	}
 	defer stop()
-	gone := func(id queue.ID, what string) {
+	// cancelled checks the tick st, which fired for the fires-th time: it
+	// cancelled prev, which was state (no longer found), and put its own
+	// job, returned.
+	cancelled := func(st schedule.State, fires uint64, prev queue.ID, state string) queue.ID {
 		e.t.Helper()
-		if _, err := e.qs.StatsJob(e.ctx, id); !errors.Is(err, queue.ErrNotFound) {
-			e.t.Fatalf("%s: job %d: %v, want ErrNotFound", what, id, err)
+		id := queue.ID(st.LastJob)
+		e.wantTick(st, fires, 0, id, "previous "+state)
+		if _, err := e.qs.StatsJob(e.ctx, prev); !errors.Is(err, queue.ErrNotFound) {
+			e.t.Fatalf("%s previous: job %d: %v, want ErrNotFound", state, prev, err)
 		}
+		return id
 	}
 	a := queue.ID(e.tickOnce("c").LastJob)
-	st := e.tickOnce("c")
-	b := queue.ID(st.LastJob)
-	e.wantTick(st, 2, 0, b, "previous ready")
-	gone(a, "ready previous")
+	b := cancelled(e.tickOnce("c"), 2, a, "ready")
 	e.reserveOne("sc", b)
-	st = e.tickOnce("c")
-	c := queue.ID(st.LastJob)
-	e.wantTick(st, 3, 0, c, "previous reserved")
-	gone(b, "reserved previous")
+	st := e.tickOnce("c")
+	c := cancelled(st, 3, b, "reserved")
 	select {
 	case h := <-heard:
 		if h.id != b || h.reason != schedule.CancelReason("c", st.Last[0].Tick) {
@@ -314,16 +315,10 @@ func testScOverlapCancelPrevious(e *scEnv) {
 	if err := e.qs.Release(e.ctx, ovOwner, c, 0, 10*time.Minute, ""); err != nil {
 		e.t.Fatal(err)
 	}
-	st = e.tickOnce("c")
-	d := queue.ID(st.LastJob)
-	e.wantTick(st, 4, 0, d, "previous delayed")
-	gone(c, "delayed previous")
+	d := cancelled(e.tickOnce("c"), 4, c, "delayed")
 	e.reserveOne("sc", d)
 	// Its TTR runs out before the tick: ready again, cancelled, no one told.
-	st = e.tickAfterTimeout("c")
-	f := queue.ID(st.LastJob)
-	e.wantTick(st, 5, 0, f, "previous timed out")
-	gone(d, "timed-out previous")
+	f := cancelled(e.tickAfterTimeout("c"), 5, d, "timed-out")
 	e.reserveOne("sc", f)
 	if err := e.qs.Bury(e.ctx, ovOwner, f, 0, ""); err != nil {
 		e.t.Fatal(err)
