@@ -43,13 +43,7 @@ func (s *Store) ListenCancel(ctx context.Context, tube string, cancelled func(id
 		}
 		cancelled(id, reason)
 	}
-	hp := &h
-	var added []func()
-	undo := func() {
-		for _, u := range added {
-			u()
-		}
-	}
+	var subs []channelSub
 	seen := map[int]bool{}
 	for p := 0; p < k; p++ {
 		tag := tubeTag(tube, p, k)
@@ -57,14 +51,9 @@ func (s *Store) ListenCancel(ctx context.Context, tube string, cancelled func(id
 			continue
 		}
 		seen[tag] = true
-		u, err := s.notify.add(ctx, queueFamily, tag, s.k.cancels(tag), withPayload, hp)
-		if err != nil {
-			undo()
-			return nil, err
-		}
-		added = append(added, u)
+		subs = append(subs, channelSub{i: tag, ch: s.k.cancels(tag), topic: withPayload})
 	}
-	return undo, nil
+	return s.notify.addAll(ctx, queueFamily, subs, &h)
 }
 
 // parseCancel reads a message of a cancel channel: "<id> <reason>" (the id

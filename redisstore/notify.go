@@ -71,24 +71,40 @@ func (n *notifier) init(s *Store) {
 // more after a reconnect (messages may have been lost while it was down).
 func (s *Store) Listen(ctx context.Context, tube string, wake func(tube string)) (stop func(), err error) {
 	k := s.partitions(tube)
-	h := &wake
-	var added []func()
-	for p := 0; p < k; p++ {
+	subs := make([]channelSub, k)
+	for p := range subs {
 		tag := tubeTag(tube, p, k)
-		undo, err := s.notify.add(ctx, queueFamily, tag, s.k.channel(tag, tube), tube, h)
-		if err != nil {
-			for _, u := range added {
-				u()
-			}
-			return nil, err
-		}
-		added = append(added, undo)
+		subs[p] = channelSub{i: tag, ch: s.k.channel(tag, tube), topic: tube}
 	}
-	return func() {
-		for _, u := range added {
+	return s.notify.addAll(ctx, queueFamily, subs, &wake)
+}
+
+// channelSub is one channel of addAll: the subscription number i of the
+// family's range it goes through, and the topic its handler is told.
+type channelSub struct {
+	i         int
+	ch, topic string
+}
+
+// addAll subscribes h to every channel of subs, as add does, all or none:
+// when one fails, those made are undone. It returns the function that
+// undoes them all.
+func (n *notifier) addAll(ctx context.Context, f *family, subs []channelSub, h *func(string)) (func(), error) {
+	undos := make([]func(), 0, len(subs))
+	undo := func() {
+		for _, u := range undos {
 			u()
 		}
-	}, nil
+	}
+	for _, c := range subs {
+		u, err := n.add(ctx, f, c.i, c.ch, c.topic, h)
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		undos = append(undos, u)
+	}
+	return undo, nil
 }
 
 // add subscribes h to channel ch under the subscription number i of f's

@@ -830,27 +830,14 @@ func (h *Hashes) listen(ctx context.Context, suffix string, shard int, wake func
 		n, _ := strconv.Atoi(shard)
 		wake(n)
 	}
-	hf := &f
-	var undos []func()
+	var subs []channelSub
 	for i := range h.shards {
 		if shard >= 0 && i != shard {
 			continue
 		}
-		tag := i * (NumTags / h.shards)
-		undo, err := h.s.notify.add(ctx, hashesFamily, tag, h.base(i)+suffix, strconv.Itoa(i), hf)
-		if err != nil {
-			for _, u := range undos {
-				u()
-			}
-			return nil, err
-		}
-		undos = append(undos, undo)
+		subs = append(subs, channelSub{i: i * (NumTags / h.shards), ch: h.base(i) + suffix, topic: strconv.Itoa(i)})
 	}
-	return func() {
-		for _, u := range undos {
-			u()
-		}
-	}, nil
+	return h.s.notify.addAll(ctx, hashesFamily, subs, &f)
 }
 
 func sortedStrings(s []string) []string {
