@@ -148,12 +148,18 @@ const maxUnflushed = 32
 func (c *conn) serve() {
 	defer c.close()
 	unflushed := 0
+	// ended is when the last command ended, kept while nothing that
+	// takes time (a flush, a wait for input) has come since: a command
+	// whose line was already in the read buffer then starts at that
+	// same instant, and one clock reading serves as both.
+	var ended time.Time
 	for first := true; c.idle(); first = false {
+		queued := !ended.IsZero() && c.lineQueued()
 		line, err := c.readLine()
 		switch {
 		case errors.Is(err, errLineTooLong):
 			c.replyErr("", errBadFormat)
-			c.commandDone()
+			ended = c.commandDone()
 		case err != nil:
 			return
 		case first && httpRequestLine(line):
@@ -164,10 +170,14 @@ func (c *conn) serve() {
 			return
 		default:
 			c.busy()
-			start := c.srv.clock()
+			start := ended
+			if !queued {
+				start = c.srv.clock()
+			}
 			c.now = start
 			name, err := c.do(line)
 			end := c.commandDone()
+			ended = end
 			if name != "" && c.srv.Observe != nil {
 				c.srv.Observe(name, end.Sub(start), err)
 			}
@@ -183,6 +193,7 @@ func (c *conn) serve() {
 			// half-close, answered as beanstalkd answers it) or be gone
 			// altogether: then the reply just written brought back a reset,
 			// and nothing more runs for no one.
+			ended = time.Time{}
 			if c.bw.Flush() != nil || peerGone(c.nc) {
 				return // closing returns what it holds, unanswered included
 			}
@@ -195,12 +206,21 @@ func (c *conn) serve() {
 			continue
 		}
 		if unflushed++; c.br.Buffered() == 0 || unflushed >= maxUnflushed {
-			unflushed = 0
+			unflushed, ended = 0, time.Time{}
 			if err := c.bw.Flush(); err != nil {
 				return
 			}
 		}
 	}
+}
+
+var crlf = []byte("\r\n")
+
+// lineQueued reports whether a whole command line is in the read buffer:
+// reading it will not wait.
+func (c *conn) lineQueued() bool {
+	p, _ := c.br.Peek(c.br.Buffered())
+	return bytes.Index(p, crlf) >= 0
 }
 
 // httpRequestLine reports whether line looks like the request line of

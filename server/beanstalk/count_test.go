@@ -6,6 +6,9 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/hourglass-io/hourglass/server/beanstalk"
 )
 
 // countingListener counts the writes to the connections it accepts: each
@@ -89,6 +92,48 @@ func TestPipelinedRepliesOneWrite(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A connection reads the clock once per command and once more per batch:
+// a command whose line was already buffered when the one before ended
+// starts at that one's end. Each command's duration (Observe) is still
+// from its start to its end.
+func TestClockReadsPerCommand(t *testing.T) {
+	var reads, observed atomic.Int64
+	_, addr := startServer(t, memStore(t), func(s *beanstalk.Server) {
+		beanstalk.CountClockReads(s, &reads)
+		s.Observe = func(cmd string, d time.Duration, err error) {
+			if d < 0 || err != nil {
+				t.Errorf("%s: observed %v, %v", cmd, d, err)
+			}
+			observed.Add(1)
+		}
+	})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &rawClient{t: t, nc: nc, buf: make([]byte, 64<<10)}
+	put := []byte("put 0 0 60 1\r\nx\r\n")
+	c.exchange(put, 1) // the connection's first command
+	const batch = 30
+	req := bytes.Repeat(put, batch)
+	for range 10 {
+		before := reads.Load()
+		c.exchange(put, 1)
+		if n := reads.Load() - before; n != 2 {
+			t.Fatalf("one command read the clock %d times, want 2", n)
+		}
+		before = reads.Load()
+		c.exchange(req, batch)
+		if n := reads.Load() - before; n != batch+1 {
+			t.Fatalf("%d pipelined commands read the clock %d times, want %d", batch, n, batch+1)
+		}
+	}
+	if n := observed.Load(); n != 1+10*(1+batch) {
+		t.Errorf("%d commands observed, want %d", n, 1+10*(1+batch))
+	}
 }
 
 // allocsPer returns the allocations of the process per run of f, over n runs.

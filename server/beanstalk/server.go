@@ -98,7 +98,9 @@ type Server struct {
 	initOnce sync.Once
 	id       string    // random, 16 hex digits: the stats "id" and the owner prefix
 	started  time.Time // for the stats "uptime"
-	host     hostInfo
+	// clockReads, when set (by tests), counts the reads of clock.
+	clockReads *atomic.Int64
+	host       hostInfo
 
 	draining  atomic.Bool
 	ops       [numOps]atomic.Uint64 // commands run by the connections closed, by opcode (opCounts)
@@ -391,7 +393,12 @@ func (s *Server) opCounts() (n [numOps]uint64) {
 // state's since, reservations' ends, Observe's durations): the monotonic
 // clock alone, one read where time.Now takes two, as a Time after
 // s.started.
-func (s *Server) clock() time.Time { return s.started.Add(time.Since(s.started)) }
+func (s *Server) clock() time.Time {
+	if s.clockReads != nil {
+		s.clockReads.Add(1)
+	}
+	return s.started.Add(time.Since(s.started))
+}
 
 // hostname returns the name stats reports.
 func hostname() string {
