@@ -15,16 +15,7 @@ import (
 // put, a reserve that takes a job and a delete take no lock of the
 // Queue's hub: with that lock held by the test they still finish.
 func TestNoWaiterNoHubLock(t *testing.T) {
-	s, err := memstore.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	q, err := queue.New(s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	q := memQueue(t)
 	ctx := context.Background()
 	cycle := func() error {
 		if _, err := q.Put(ctx, "t", queue.NewJob{Body: []byte("x")}); err != nil {
@@ -71,16 +62,7 @@ func TestNoWaiterNoHubLock(t *testing.T) {
 // default TTR, whole milliseconds, an empty body for none) is changed in
 // a copy, and the store gets what it would have got before.
 func TestPutManyLeavesJobsAlone(t *testing.T) {
-	s, err := memstore.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	q, err := queue.New(s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	q := memQueue(t)
 	ctx := context.Background()
 	jobs := []queue.NewJob{
 		{Body: []byte("a"), TTR: 5 * time.Second},                             // as the store takes it
@@ -110,4 +92,21 @@ func TestPutManyLeavesJobsAlone(t *testing.T) {
 			t.Errorf("job %d: TTR %v, state %v; want %v, %v", i, st.TTR, st.State, want[i].ttr, want[i].state)
 		}
 	}
+}
+
+// memQueue is a Queue over the embedded engine in memory, both closed when
+// the test ends.
+func memQueue(tb testing.TB) *queue.Queue {
+	tb.Helper()
+	s, err := memstore.New(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	q, err := queue.New(s, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { q.Close() })
+	return q
 }

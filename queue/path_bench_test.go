@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hourglass-io/hourglass/memstore"
 	"github.com/hourglass-io/hourglass/queue"
 )
 
@@ -15,16 +14,7 @@ import (
 //
 //	go test -run '^$' -bench JobPath -count 6 ./queue/
 func BenchmarkJobPath(b *testing.B) {
-	s, err := memstore.New(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	q, err := queue.New(s, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Close()
+	q := memQueue(b)
 	ctx := context.Background()
 	job := queue.NewJob{Body: make([]byte, 100), Priority: 1024}
 	for range 20000 {
